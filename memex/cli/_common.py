@@ -1,0 +1,64 @@
+"""Helpers every command module uses: the vault from the context, output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+from memex.vault import Vault, open_vault
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
+
+
+def get_vault(ctx: click.Context) -> Vault:
+    """Open the vault named by --vault / $MEMEX_VAULT / the current folder."""
+    obj = ctx.find_root().obj or {}
+    if "vault" not in obj:
+        obj["vault"] = open_vault(obj.get("vault_path"))
+        ctx.find_root().call_on_close(obj["vault"].close)
+    vault: Vault = obj["vault"]
+    return vault
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def is_tty() -> bool:
+    return sys.stdout.isatty()
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> None:
+    """A readable table (rich) for people."""
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Table(title=title, show_lines=False)
+    for col in columns:
+        out.add_column(col, overflow="fold")
+    for row in rows:
+        out.add_row(*("" if v is None else str(v) for v in row))
+    Console(soft_wrap=False).print(out)
+
+
+def key_values(data: dict[str, Any], title: str | None = None) -> None:
+    table(("field", "value"), ((k, _flat(v)) for k, v in data.items()), title)
+
+
+def _flat(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return "" if value is None else str(value)
+
+
+def short(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

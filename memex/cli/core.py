@@ -1,0 +1,203 @@
+"""Core commands: init, add, search, show, list, reindex, stats, doctor, demo."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from memex import health
+from memex.cli._common import get_vault, is_tty, json_option, key_values, print_json, short, table
+from memex.search import Hit
+from memex.vault import init_vault
+
+
+def _hits_table(hits: list[Hit], with_score: bool) -> None:
+    cols = (["score"] if with_score else []) + ["id", "scope", "source", "created", "body"]
+    rows = []
+    for h in hits:
+        row: list[Any] = [f"{h.score:.3f}"] if with_score else []
+        row += [h.id, h.scope, h.source, h.created[:10], short(h.body)]
+        rows.append(row)
+    table(cols, rows)
+
+
+@click.command("init")
+@click.argument("path", type=click.Path(file_okay=False))
+@click.option("--no-git", is_flag=True, help="Do not make the vault a git repository.")
+def init_cmd(path: str, no_git: bool) -> None:
+    """Create a vault at PATH."""
+    root = init_vault(path, git=not no_git)
+    click.echo(f"Created vault at {root}")
+    click.echo(f"Use it with: export MEMEX_VAULT={root}")
+
+
+@click.command("add")
+@click.argument("text")
+@click.option("--scope", help="Knowledge scope: user, project:NAME, agent:NAME (default from config).")
+@click.option("--source", default="user", show_default=True, help="Who wrote it (user, keyword, tool, claude-code, ...).")
+@click.option("--session", help="Session that wrote it.")
+@click.option("--source-ref", help="Opaque handle to where it came from (used for subject erasure).")
+@click.option("--category", help="preference, constraint, decision, observation, ...")
+@click.option("--confidence", type=click.FloatRange(0.0, 1.0), help="0 to 1 (default 0.8).")
+@click.option("--entity", "entities", multiple=True, help="An entity the memory is about (repeatable).")
+@json_option
+@click.pass_context
+def add_cmd(ctx: click.Context, text: str, as_json: bool, **opts: Any) -> None:
+    """Add a memory (TEXT, or - to read standard input)."""
+    if text == "-":
+        text = sys.stdin.read()
+    result = get_vault(ctx).add(text, **opts)
+    if as_json:
+        print_json(result.as_dict())
+        return
+    if result.status == "created":
+        click.echo(f"created {result.id}  {result.path}")
+    else:
+        sim = f" similarity {result.similarity:.2f}" if result.similarity is not None else ""
+        click.echo(f"{result.status} ({result.method}{sim}): already stored as {result.existing_id}")
+    for fact in result.similar_facts:
+        click.echo(f"  similar {fact.id} ({fact.similarity:.2f}): {short(fact.body, 70)}")
+
+
+@click.command("search")
+@click.argument("query")
+@click.option("--scope", multiple=True, help="Only this scope (repeatable).")
+@click.option("--source", help="Only memories from this source.")
+@click.option("--session", help="Only memories from this session.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option("--include-superseded", is_flag=True, help="Also show superseded memories.")
+@json_option
+@click.pass_context
+def search_cmd(
+    ctx: click.Context, query: str, scope: tuple[str, ...], source: str | None, session: str | None,
+    limit: int, include_superseded: bool, as_json: bool,
+) -> None:
+    """Search memories (hybrid BM25 + vectors), best first."""
+    hits = get_vault(ctx).search(
+        query, limit=limit, scope=scope or None, source=source, session=session,
+        include_superseded=include_superseded,
+    )
+    if as_json:
+        print_json([h.as_dict() for h in hits])
+    elif not hits:
+        click.echo("no matches")
+    else:
+        _hits_table(hits, with_score=True)
+
+
+@click.command("show")
+@click.argument("memory_id")
+@json_option
+@click.pass_context
+def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
+    """Show one memory: its frontmatter fields and body."""
+    memory = get_vault(ctx).get(memory_id)
+    data = memory.as_dict()
+    if as_json:
+        print_json(data)
+        return
+    body = data.pop("body")
+    key_values(data)
+    click.echo(body)
+
+
+@click.command("list")
+@click.option("--scope", help="Only this scope.")
+@click.option("--session", help="Only this session.")
+@click.option("--source", help="Only this source.")
+@click.option("--include-superseded", is_flag=True)
+@click.option("--limit", type=click.IntRange(1), default=None)
+@json_option
+@click.pass_context
+def list_cmd(ctx: click.Context, as_json: bool, **filters: Any) -> None:
+    """List memories, newest first."""
+    hits = get_vault(ctx).list(**filters)
+    if as_json:
+        print_json([h.as_dict() for h in hits])
+    elif not hits:
+        click.echo("no memories")
+    else:
+        _hits_table(hits, with_score=False)
+
+
+@click.command("reindex")
+@click.option("--full", is_flag=True, help="Re-read every file (cached embeddings are reused).")
+@json_option
+@click.pass_context
+def reindex_cmd(ctx: click.Context, full: bool, as_json: bool) -> None:
+    """Bring the index in line with the files."""
+    vault = get_vault(ctx)
+    if is_tty() and not as_json:
+        from rich.progress import Progress
+
+        with Progress(transient=True) as bar:
+            task = bar.add_task("indexing", total=None)
+            report = vault.reindex(full=full, progress=lambda done, total: bar.update(task, completed=done, total=total))
+    else:
+        report = vault.reindex(full=full)
+    data = report.as_dict()
+    if as_json:
+        print_json(data)
+        return
+    errors = data.pop("errors")
+    key_values(data, title="reindex")
+    if errors:
+        table(("path", "reason"), ((e["path"], e["reason"]) for e in errors), title="not indexed")
+    if vault.embedder is None:
+        click.echo(f"note: {vault.embedder_status()}", err=True)
+
+
+@click.command("stats")
+@json_option
+@click.pass_context
+def stats_cmd(ctx: click.Context, as_json: bool) -> None:
+    """What the vault and its index hold."""
+    data = health.stats(get_vault(ctx))
+    if as_json:
+        print_json(data)
+    else:
+        key_values(data, title="memex stats")
+
+
+@click.command("doctor")
+@click.option("--fix", is_flag=True, help="Repair what is found.")
+@json_option
+@click.pass_context
+def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
+    """Report drift between files and index (missing, stale, orphaned rows); --fix repairs."""
+    vault = get_vault(ctx)
+    found = health.drift(vault).as_dict()
+    data: dict[str, Any] = {"drift": found, "model": vault.embedder_status()}
+    if fix:
+        data["repair"] = health.repair(vault)
+        data["after"] = health.drift(vault).as_dict()
+    if as_json:
+        print_json(data)
+        return
+    summary = {k: (len(v) if isinstance(v, list) else v) for k, v in found.items()}
+    key_values({**summary, "model": data["model"]}, title="doctor")
+    for kind in ("missing", "stale", "orphaned", "unembedded"):
+        for path in found[kind]:
+            click.echo(f"{kind}: {path}")
+    for err in found["errors"]:
+        click.echo(f"error: {err['path']}: {err['reason']}")
+    if fix:
+        after = data["after"]
+        click.echo("repaired; index is clean" if after["differing"] == 0 else f"{after['differing']} still differ")
+
+
+@click.command("demo")
+@click.option("--keep", is_flag=True, help="Keep the throwaway vault and print its path.")
+def demo_cmd(keep: bool) -> None:
+    """Run memex end to end on a throwaway vault and show what it does."""
+    from memex.demo import run_demo
+
+    run_demo(keep=keep, echo=click.echo)
+
+
+def register(main: click.Group) -> None:
+    for command in (init_cmd, add_cmd, search_cmd, show_cmd, list_cmd, reindex_cmd, stats_cmd, doctor_cmd, demo_cmd):
+        main.add_command(command)
+

@@ -1,0 +1,79 @@
+"""The vault's settings: ``.memex/config.toml``, every key optional.
+
+Core settings are typed attributes of :class:`Config`. A feature module keeps
+its own settings in its own TOML table and reads it with
+:meth:`Config.section`, so that adding a feature never touches this file.
+The documented defaults live in ``vault-template/.memex/config.toml``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memex.errors import ConfigError
+
+CONFIG_RELPATH = Path(".memex") / "config.toml"
+
+
+@dataclass(frozen=True)
+class Config:
+    default_scope: str = "user"
+    max_file_bytes: int = 1024 * 1024
+    embedding_model: str = "auto"
+    chunk_chars: int = 800
+    chunk_overlap: int = 120
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def section(self, name: str) -> dict[str, Any]:
+        """The TOML table ``[name]`` (empty when absent)."""
+        value = self.raw.get(name, {})
+        if not isinstance(value, dict):
+            raise ConfigError(f"{CONFIG_RELPATH}: [{name}] must be a table")
+        return value
+
+
+def _typed(table: dict[str, Any], key: str, kind: type, default: Any, where: str) -> Any:
+    value = table.get(key, default)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ConfigError(f"{where}: {key} must be {kind.__name__}, got {value!r}")
+    return value
+
+
+def setting(section: dict[str, Any], key: str, default: Any, where: str) -> Any:
+    """Read one key of a feature's section, checked against the default's type."""
+    return _typed(section, key, type(default), default, where)
+
+
+def load_config(root: Path) -> Config:
+    path = root / CONFIG_RELPATH
+    if not path.exists():
+        return Config()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    where = str(path)
+    vault = raw.get("vault", {})
+    index = raw.get("index", {})
+    embedding = raw.get("embedding", {})
+    for name, table in (("vault", vault), ("index", index), ("embedding", embedding)):
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where}: [{name}] must be a table")
+    cfg = Config(
+        default_scope=_typed(vault, "default_scope", str, Config.default_scope, where),
+        max_file_bytes=_typed(index, "max_file_bytes", int, Config.max_file_bytes, where),
+        embedding_model=_typed(embedding, "model", str, Config.embedding_model, where),
+        chunk_chars=_typed(index, "chunk_chars", int, Config.chunk_chars, where),
+        chunk_overlap=_typed(index, "chunk_overlap", int, Config.chunk_overlap, where),
+        raw=raw,
+    )
+    if cfg.max_file_bytes <= 0:
+        raise ConfigError(f"{where}: index.max_file_bytes must be positive")
+    if not 0 <= cfg.chunk_overlap < cfg.chunk_chars:
+        raise ConfigError(f"{where}: index.chunk_overlap must be in [0, chunk_chars)")
+    return cfg

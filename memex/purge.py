@@ -1,0 +1,98 @@
+"""Remove every derived trace of one memory from the index.
+
+Used when a file disappears (reindex, watcher, doctor) and by erasure, so a
+crash between deleting a file and purging its rows is repaired by the next
+sync with exactly the purge that erasure would have done.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import apsw
+
+from memex import graph
+
+
+@dataclass
+class PurgeCounts:
+    memories: int = 0
+    fts_rows: int = 0
+    vectors: int = 0
+    chunks: int = 0
+    chunk_vectors: int = 0
+    cache_entries: int = 0
+    usage: int = 0
+    entities: int = 0
+    relations: int = 0
+
+    def add(self, other: PurgeCounts) -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _has_table(conn: apsw.Connection, name: str) -> bool:
+    return conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = ?", (name,)
+    ).fetchone() is not None
+
+
+def _count(conn: apsw.Connection, sql: str, rowid: int) -> int:
+    row = conn.execute(sql, (rowid,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def delete_vectors(conn: apsw.Connection, memory_rowid: int) -> tuple[int, int, int]:
+    """Drop a memory's vector, chunks and chunk vectors: (vectors, chunks, chunk vectors)."""
+    vectors = chunk_vectors = 0
+    chunk_rowids = [r[0] for r in conn.execute(
+        "SELECT rowid FROM chunks WHERE memory_rowid = ?", (memory_rowid,)
+    )]
+    if _has_table(conn, "memory_vec"):
+        # vec0 tables do not support DELETE ... RETURNING: count, then delete.
+        vectors = _count(conn, "SELECT count(*) FROM memory_vec WHERE rowid = ?", memory_rowid)
+        conn.execute("DELETE FROM memory_vec WHERE rowid = ?", (memory_rowid,))
+        for rowid in chunk_rowids:
+            chunk_vectors += _count(conn, "SELECT count(*) FROM chunk_vec WHERE rowid = ?", rowid)
+            conn.execute("DELETE FROM chunk_vec WHERE rowid = ?", (rowid,))
+    conn.execute("DELETE FROM chunks WHERE memory_rowid = ?", (memory_rowid,))
+    return vectors, len(chunk_rowids), chunk_vectors
+
+
+def purge_memory(conn: apsw.Connection, memory_rowid: int, cache_keys: list[str]) -> PurgeCounts:
+    """Purge one memory (inside the caller's write transaction).
+
+    ``cache_keys`` are the text hashes of its body and chunks; their cached
+    embeddings go too unless another memory still has the same text.
+    """
+    counts = PurgeCounts()
+    row = conn.execute("SELECT id FROM memories WHERE rowid = ?", (memory_rowid,)).fetchone()
+    if row is None:
+        return counts
+    memory_id = row[0]
+    counts.vectors, counts.chunks, counts.chunk_vectors = delete_vectors(conn, memory_rowid)
+    conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (memory_rowid,))
+    counts.fts_rows = 1
+    counts.relations, counts.entities = graph.unlink_memory(conn, memory_rowid)
+    counts.usage = len(conn.execute(
+        "DELETE FROM usage WHERE memory_id = ? RETURNING memory_id", (memory_id,)
+    ).fetchall())
+    conn.execute("DELETE FROM memories WHERE rowid = ?", (memory_rowid,))
+    counts.memories = 1
+    for key in set(cache_keys):
+        if not _text_still_used(conn, key):
+            counts.cache_entries += len(conn.execute(
+                "DELETE FROM embedding_cache WHERE text_hash = ? RETURNING text_hash", (key,)
+            ).fetchall())
+    return counts
+
+
+def _text_still_used(conn: apsw.Connection, key: str) -> bool:
+    return conn.execute(
+        "SELECT 1 FROM chunks WHERE text_hash = ? UNION ALL "
+        "SELECT 1 FROM memories WHERE embed_key = ? LIMIT 1",
+        (key, key),
+    ).fetchone() is not None

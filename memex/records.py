@@ -1,0 +1,120 @@
+"""From a parsed memory file to the row the index stores.
+
+This is where frontmatter values are checked: a bad value is an error that
+names the file and the key, and never stops other files from being indexed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from memex import graph
+from memex.errors import InvalidArgument, MemoryFileError
+from memex.memory_file import MemoryFile
+from memex.names import check_scope, scope_from_dir_parts
+from memex.text import body_hash, normalize, strip_injected
+
+DEFAULT_CONFIDENCE = 0.8
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+@dataclass
+class Record:
+    path: str  # relative to the vault, POSIX separators
+    id: str
+    scope: str
+    source: str | None
+    session: str | None
+    source_ref: str | None
+    category: str | None
+    confidence: float
+    created: str
+    supersedes: str | None
+    superseded_by: str | None
+    body: str
+    body_hash: str
+    embed_text: str
+    file_hash: str
+    size: int
+    mtime_ns: int
+    entities: list[str] = field(default_factory=list)
+    relations: list[graph.Relation] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return "superseded" if self.superseded_by else "active"
+
+
+def path_id(relpath: str) -> str:
+    """The id of a hand-written file without one: stable while it is not renamed."""
+    return "p" + hashlib.sha256(relpath.encode("utf-8")).hexdigest()[:25]
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def iso_from_ns(mtime_ns: int) -> str:
+    moment = dt.datetime.fromtimestamp(mtime_ns / 1e9, tz=dt.timezone.utc).replace(microsecond=0)
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def _opt_str(meta: dict[str, Any], key: str, path: str) -> str | None:
+    value = meta.get(key)
+    if value is None or value == "":
+        return None
+    if isinstance(value, (dict, list)):
+        raise MemoryFileError(path, f"frontmatter key {key!r} must be a single value")
+    return str(value)
+
+
+def build_record(
+    relpath: str, mf: MemoryFile, raw: bytes, stat: os.stat_result, default_scope: str
+) -> Record:
+    """Check a parsed file's frontmatter and derive its index row."""
+    meta = mf.meta
+    memory_id = _opt_str(meta, "id", relpath) or path_id(relpath)
+    if not _ID.match(memory_id):
+        raise MemoryFileError(relpath, f"id {memory_id!r} must be letters, digits, '_' or '-' (at most 64)")
+    parts = list(PurePosixPath(relpath).parts[1:-1])  # folders under memories/
+    scope = _opt_str(meta, "scope", relpath) or scope_from_dir_parts(parts, default_scope)
+    try:
+        scope = check_scope(scope)
+    except InvalidArgument as exc:
+        raise MemoryFileError(relpath, exc.reason) from exc
+    confidence_raw = meta.get("confidence", DEFAULT_CONFIDENCE)
+    if isinstance(confidence_raw, bool) or not isinstance(confidence_raw, (int, float)):
+        raise MemoryFileError(relpath, f"confidence must be a number from 0 to 1, got {confidence_raw!r}")
+    confidence = float(confidence_raw)
+    if not 0.0 <= confidence <= 1.0:
+        raise MemoryFileError(relpath, f"confidence must be from 0 to 1, got {confidence}")
+    embed_text = normalize(strip_injected(mf.body))
+    if not embed_text:
+        raise MemoryFileError(relpath, "empty memory (no body text)")
+    return Record(
+        path=relpath,
+        id=memory_id,
+        scope=scope,
+        source=_opt_str(meta, "source", relpath) or ("file" if not mf.has_frontmatter else None),
+        session=_opt_str(meta, "session", relpath),
+        source_ref=_opt_str(meta, "source_ref", relpath),
+        category=_opt_str(meta, "category", relpath),
+        confidence=confidence,
+        created=_opt_str(meta, "created", relpath) or iso_from_ns(stat.st_mtime_ns),
+        supersedes=_opt_str(meta, "supersedes", relpath),
+        superseded_by=_opt_str(meta, "superseded_by", relpath),
+        body=mf.body,
+        body_hash=body_hash(mf.body),
+        embed_text=embed_text,
+        file_hash=hashlib.sha256(raw).hexdigest(),
+        size=stat.st_size,
+        mtime_ns=stat.st_mtime_ns,
+        entities=graph.extract_entities(meta, mf.body),
+        relations=graph.extract_relations(meta),
+    )

@@ -1,0 +1,177 @@
+"""Text handling shared by indexing, search, dedup and consolidation.
+
+- :func:`normalize` is the one normalization used before hashing a body.
+- :func:`tokens` splits English into lower-case words and Chinese (and other
+  CJK scripts) into overlapping character bigrams, the usual trick that makes
+  unsegmented text searchable without a dictionary.
+- :func:`content_tokens` drops stopwords (English, Chinese, and memex's own
+  category words) for similarity measures.
+- :func:`chunks` cuts long bodies into overlapping pieces for chunk vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable
+
+_WS = re.compile(r"\s+")
+# A provenance prefix some capture hooks put in front of a body:
+# "[hm session:abc src:keyword event:UserPromptSubmit] actual text".
+_PROVENANCE_PREFIX = re.compile(r"^\s*\[hm(?:\s+[a-z_]+:[^\s\]]*)*\s*\]\s*", re.IGNORECASE)
+# Blocks memex itself injects into prompts; they must never be stored again.
+_INJECTED_BLOCK = re.compile(
+    r"<relevant-memories\b[^>]*>.*?</relevant-memories\s*>", re.IGNORECASE | re.DOTALL
+)
+
+# Runs of CJK ideographs, kana and hangul are split into bigrams.
+_CJK = (
+    r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+    r"\U00020000-\U0002ebef"
+)
+_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:[.'][^\W_{_CJK}]+)*", re.UNICODE)
+_CJK_RUN = re.compile(rf"^[{_CJK}]+$")
+
+ENGLISH_STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers herself him himself his how
+    i if in into is it its itself just me more most my myself no nor not now of off on
+    once only or other our ours ourselves out over own same she should so some such than
+    that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves also use uses used using user users""".split()
+)
+# Category words: sharing "decision" or "preference" alone must never make two
+# memories look alike.
+CATEGORY_STOPWORDS = frozenset(
+    """preference preferences prefer prefers constraint constraints decision decisions
+    decided observation observations fact facts note notes memory memories remember
+    gotcha gotchas postmortem lesson lessons""".split()
+)
+CHINESE_STOPWORDS = frozenset(
+    """的 了 是 在 我 有 和 就 不 人 都 一 一个 上 也 很 到 说 要 去 你 会 着 没有 看 好
+    自己 这 那 他 她 它 们 我们 你们 他们 吗 呢 吧 啊 与 及 或 等 被 把 让 给 对 从 为
+    而 以 之 于 其 中 这个 那个 用户 记住 偏好 决定 约束 观察""".split()
+)
+_CHINESE_STOP_BIGRAMS = frozenset(w for w in CHINESE_STOPWORDS if len(w) == 2)
+STOPWORDS = ENGLISH_STOPWORDS | CATEGORY_STOPWORDS | CHINESE_STOPWORDS
+
+
+def normalize(text: str) -> str:
+    """Unicode NFC, whitespace runs collapsed to one space, trimmed."""
+    return _WS.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
+def strip_injected(text: str) -> str:
+    """Remove a leading provenance prefix and any injected memory blocks."""
+    text = _INJECTED_BLOCK.sub(" ", text)
+    return _PROVENANCE_PREFIX.sub("", text, count=1)
+
+
+def body_hash(text: str) -> str:
+    """Hash of a body as dedup sees it: provenance and injected blocks ignored."""
+    canonical = normalize(strip_injected(text)).casefold()
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def sha256_hex(data: bytes | str) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def _cjk_bigrams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def tokens(text: str) -> list[str]:
+    """Search tokens: lower-case words, CJK runs as character bigrams."""
+    out: list[str] = []
+    for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text).casefold()):
+        piece = match.group(0)
+        if _CJK_RUN.match(piece):
+            out.extend(_cjk_bigrams(piece))
+        else:
+            out.append(piece)
+    return out
+
+
+def content_tokens(text: str) -> set[str]:
+    """Distinct tokens without stopwords, for Jaccard similarity."""
+    result = set()
+    for tok in tokens(strip_injected(text)):
+        if tok in STOPWORDS or tok in _CHINESE_STOP_BIGRAMS:
+            continue
+        if len(tok) == 1 and tok.isascii() and not tok.isdigit():
+            continue
+        result.add(tok)
+    return result
+
+
+def jaccard(a: Iterable[str] | str, b: Iterable[str] | str) -> float:
+    """Token Jaccard of two texts (or two token collections)."""
+    sa = content_tokens(a) if isinstance(a, str) else set(a)
+    sb = content_tokens(b) if isinstance(b, str) else set(b)
+    if not sa and not sb:
+        return 1.0
+    if not sa or not sb:
+        return 0.0
+    return len(sa & sb) / len(sa | sb)
+
+
+def fts_document(text: str) -> str:
+    """The text handed to the FTS5 table: tokens joined by spaces.
+
+    FTS5's unicode61 tokenizer cannot split Chinese, so memex tokenizes first
+    and stores the result in a contentless table.
+    """
+    return " ".join(tokens(text))
+
+
+def fts_query(text: str, max_terms: int = 32) -> str | None:
+    """An FTS5 MATCH expression that ORs the query's distinct content tokens."""
+    seen: list[str] = []
+    for tok in tokens(text):
+        if tok in STOPWORDS or tok in _CHINESE_STOP_BIGRAMS or tok in seen:
+            continue
+        seen.append(tok)
+        if len(seen) >= max_terms:
+            break
+    if not seen:
+        # A query made only of stopwords still deserves an answer.
+        seen = list(dict.fromkeys(tokens(text)))[:max_terms]
+    if not seen:
+        return None
+    return " OR ".join('"' + tok.replace('"', '""') + '"' for tok in seen)
+
+
+def chunks(text: str, size: int = 800, overlap: int = 120) -> list[str]:
+    """Overlapping pieces of a long body, cut at whitespace where possible."""
+    if len(text) <= size:
+        return [text]
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + size)
+        if end < len(text):
+            cut = text.rfind(" ", start + size // 2, end)
+            if cut == -1:
+                cut = text.rfind("\n", start + size // 2, end)
+            if cut != -1:
+                end = cut
+        piece = text[start:end].strip()
+        if piece:
+            pieces.append(piece)
+        if end >= len(text):
+            break
+        start = max(end - overlap, start + 1)
+    return pieces
+
+
+def preview(text: str, limit: int = 160) -> str:
+    flat = normalize(text)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,335 @@
+"""The vault: a folder of memory files plus its derived index.
+
+:class:`Vault` is the library API that the CLI, the hooks and the MCP server
+all call; it is the one write path (principle 2 of DESIGN.md). Adding a
+memory writes its file atomically and indexes it at once (write-through), so
+search is consistent without a running watcher.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+import ulid
+
+from memex import dedup, embed, memory_file
+from memex.config import Config, load_config
+from memex.db import connect, write_txn
+from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
+from memex.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
+from memex.locking import file_lock
+from memex.memory_file import MemoryFile
+from memex.names import check_scope, scope_dir_parts, slug
+from memex.records import DEFAULT_CONFIDENCE, now_iso
+from memex.search import HIT_COLUMNS, Filters, Hit, hit_from_row, search
+from memex.text import normalize, strip_injected
+
+MEMEX_DIR = ".memex"
+INDEX_NAME = "index.db"
+ENV_VAR = "MEMEX_VAULT"
+
+
+def find_vault_root(explicit: str | os.PathLike[str] | None = None, cwd: Path | None = None) -> Path:
+    """``--vault``, else ``$MEMEX_VAULT``, else the nearest folder up with ``.memex/``."""
+    for given, origin in ((explicit, "--vault"), (os.environ.get(ENV_VAR), ENV_VAR)):
+        if given:
+            root = Path(given).expanduser()
+            if not (root / MEMEX_DIR).is_dir():
+                raise VaultNotFound(
+                    f"{origin}: {root} is not a memex vault (no {MEMEX_DIR}/ folder); "
+                    f"create one with `memex init {root}`"
+                )
+            return root.resolve()
+    here = (cwd or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / MEMEX_DIR).is_dir():
+            return folder
+    raise VaultNotFound(
+        "no vault found: pass --vault PATH, set MEMEX_VAULT, or run inside a vault; "
+        "create one with `memex init PATH`"
+    )
+
+
+def _template_dir() -> Path:
+    packaged = Path(str(resources.files("memex"))) / "vault_template"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "vault-template"
+
+
+def init_vault(path: str | os.PathLike[str], git: bool = True) -> Path:
+    """Create a vault from the template (and a git repository when git exists)."""
+    root = Path(path).expanduser().resolve()
+    if (root / MEMEX_DIR).exists():
+        raise InvalidArgument("PATH", f"{root} is already a vault")
+    if root.exists() and not root.is_dir():
+        raise InvalidArgument("PATH", f"{root} exists and is not a folder")
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(_template_dir(), root, dirs_exist_ok=True)
+    (root / MEMORIES_DIR).mkdir(exist_ok=True)
+    if git and shutil.which("git") and not (root / ".git").exists():
+        subprocess.run(["git", "init", "-q", str(root)], check=False, capture_output=True)
+    Vault(root).reindex()
+    return root
+
+
+def open_vault(path: str | os.PathLike[str] | None = None) -> Vault:
+    """Open the vault at ``path`` (or the one found from the environment)."""
+    return Vault(find_vault_root(path))
+
+
+@dataclass
+class Memory:
+    """A memory as its file says, plus what the index knows of it."""
+
+    id: str
+    path: str
+    meta: dict[str, Any]
+    body: str
+    status: str
+    access_count: int
+    last_access: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **{k: v for k, v in self.meta.items()},
+            "id": self.id,
+            "path": self.path,
+            "status": self.status,
+            "access_count": self.access_count,
+            "last_access": self.last_access,
+            "body": self.body,
+        }
+
+
+class Vault:
+    def __init__(self, root: Path, embedder: embed.Embedder | None | str = "config") -> None:
+        self.root = root
+        self.config: Config = load_config(root)
+        self._conn: apsw.Connection | None = None
+        self._embedder_choice = embedder
+        self._embedder_loaded = False
+        self._embedder: embed.Embedder | None = None
+        self._indexer: Indexer | None = None
+
+    # -- plumbing ------------------------------------------------------------
+
+    @property
+    def memex_dir(self) -> Path:
+        return self.root / MEMEX_DIR
+
+    @property
+    def conn(self) -> apsw.Connection:
+        if self._conn is None:
+            self._conn = connect(self.memex_dir / INDEX_NAME)
+        return self._conn
+
+    @property
+    def embedder(self) -> embed.Embedder | None:
+        """The embedding model, loaded on first use; None means lexical only."""
+        if not self._embedder_loaded:
+            choice = self._embedder_choice
+            self._embedder = (
+                embed.load_embedder(self.config.embedding_model) if isinstance(choice, str) else choice
+            )
+            self._embedder_loaded = True
+        return self._embedder
+
+    def embedder_status(self) -> str:
+        if self.embedder is not None:
+            return f"{self.embedder.model_id} ({self.embedder.dim} dimensions)"
+        return embed.why_no_embedder(self.config.embedding_model) or "no embedding model; lexical search only"
+
+    @property
+    def indexer(self) -> Indexer:
+        if self._indexer is None:
+            self._indexer = Indexer(self.root, self.conn, self.config, self.embedder)
+        return self._indexer
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+            self._indexer = None
+
+    def __enter__(self) -> Vault:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def write_lock(self, timeout: float = 30.0) -> Any:
+        return file_lock(self.memex_dir / "write.lock", timeout)
+
+    def embed_query(self, text: str) -> np.ndarray | None:
+        if self.embedder is None:
+            return None
+        blobs, rows = embed.cached_vectors(self.conn, self.embedder, [text])
+        if rows:
+            with write_txn(self.conn):
+                embed.store_cache(self.conn, rows)
+        return embed.from_blob(blobs[0])
+
+    # -- reading -------------------------------------------------------------
+
+    def _row_by_id(self, memory_id: str) -> tuple[Any, ...]:
+        row = self.conn.execute(
+            "SELECT m.path, m.status, u.access_count, u.last_access FROM memories m "
+            "LEFT JOIN usage u ON u.memory_id = m.id WHERE m.id = ?",
+            (memory_id,),
+        ).fetchone()
+        if row is None:
+            raise MemoryNotFound(memory_id)
+        return tuple(row)
+
+    def get(self, memory_id: str) -> Memory:
+        """The memory with this id, read from its file."""
+        path, status, count, last = self._row_by_id(memory_id)
+        mf, _ = memory_file.read(self.root / path, self.config.max_file_bytes)
+        return Memory(memory_id, path, dict(mf.meta), mf.body, status, int(count or 0), last)
+
+    def list(
+        self,
+        scope: str | None = None,
+        session: str | None = None,
+        source: str | None = None,
+        include_superseded: bool = False,
+        limit: int | None = None,
+    ) -> list[Hit]:
+        filters = Filters(tuple([scope]) if scope else None, source, session, include_superseded)
+        where, params = filters.sql()
+        sql = f"SELECT {HIT_COLUMNS} FROM memories m WHERE {where} ORDER BY created DESC, id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [hit_from_row(r) for r in self.conn.execute(sql.replace("rowid,", "m.rowid,", 1), params)]
+
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        scope: str | Sequence[str] | None = None,
+        source: str | None = None,
+        session: str | None = None,
+        include_superseded: bool = False,
+    ) -> list[Hit]:
+        """Hybrid search over active memories (superseded ones only when asked)."""
+        if not query.strip():
+            raise InvalidArgument("query", "must not be empty")
+        if limit < 1:
+            raise InvalidArgument("limit", "must be at least 1")
+        scopes = (scope,) if isinstance(scope, str) else tuple(scope) if scope else None
+        filters = Filters(scopes, source, session, include_superseded)
+        self.indexer  # make sure vector tables match the loaded model
+        qvec = self.embed_query(query)
+        return search(self.conn, self.embedder, query, limit, filters, qvec)
+
+    def record_access(self, ids: Sequence[str]) -> None:
+        """Count a recall of these memories (a soft signal kept in the index only)."""
+        if not ids:
+            return
+        stamp = now_iso()
+        with write_txn(self.conn):
+            self.conn.executemany(
+                "INSERT INTO usage(memory_id, access_count, last_access) VALUES (?, 1, ?) "
+                "ON CONFLICT(memory_id) DO UPDATE SET access_count = access_count + 1, "
+                "last_access = excluded.last_access",
+                [(i, stamp) for i in ids],
+            )
+
+    # -- writing -------------------------------------------------------------
+
+    def reindex(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
+        """Bring the index in line with the files; ``full`` re-reads every file."""
+        return self.indexer.sync(full=full, progress=progress)
+
+    def new_path(self, scope: str, body: str, memory_id: str) -> Path:
+        folder = self.root / MEMORIES_DIR / Path(*scope_dir_parts(scope))
+        stem = slug(body)
+        tail = memory_id[-6:].lower()
+        path = folder / f"{stem}-{tail}.md"
+        if path.exists():
+            path = folder / f"{stem}-{memory_id.lower()}.md"
+        return path
+
+    def add(
+        self,
+        text: str,
+        scope: str | None = None,
+        source: str | None = "user",
+        session: str | None = None,
+        source_ref: str | None = None,
+        category: str | None = None,
+        confidence: float | None = None,
+        entities: Sequence[str] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> dedup.AddResult:
+        """Store a memory unless the dedup pipeline finds it is already known."""
+        body = strip_injected(text).strip()
+        if not normalize(body):
+            raise InvalidArgument("text", "is empty (nothing left after removing injected blocks)")
+        scope = check_scope(scope or self.config.default_scope)
+        if confidence is None:
+            confidence = DEFAULT_CONFIDENCE
+        if not 0.0 <= confidence <= 1.0:
+            raise InvalidArgument("confidence", f"must be from 0 to 1, got {confidence}")
+        cand = dedup.Candidate(body=body, scope=scope, source=source, session=session)
+        with self.write_lock():
+            cand.qvec = self.embed_query(body)
+            decision = dedup.check(self, cand)
+            if decision.status != "created":
+                existing = decision.existing_id or ""
+                if decision.status == "duplicate" and existing:
+                    self.record_access([existing])
+                path = self._row_by_id(existing)[0] if existing else ""
+                return dedup.AddResult(
+                    decision.status, existing, path, decision.method, decision.existing_id,
+                    decision.similarity, decision.similar_facts,
+                )
+            memory_id = str(ulid.ULID())
+            meta: dict[str, Any] = {
+                "id": memory_id,
+                "scope": scope,
+                "source": source,
+                "session": session,
+                "source_ref": source_ref,
+                "category": category,
+                "confidence": confidence,
+                "created": now_iso(),
+            }
+            if entities:
+                meta["entities"] = list(entities)
+            meta = {k: v for k, v in meta.items() if v is not None}
+            for key, value in (extra or {}).items():
+                meta.setdefault(key, value)
+            path = self.new_path(scope, body, memory_id)
+            memory_file.atomic_write(path, memory_file.serialize(MemoryFile(meta, body + "\n")))
+            rel = path.relative_to(self.root).as_posix()
+            self.indexer.index_paths([rel])
+        return dedup.AddResult(
+            "created", memory_id, rel, None, None, None, decision.similar_facts
+        )
+
+    def update_meta(self, memory_id: str, changes: dict[str, Any]) -> Memory:
+        """Set (or, with None, remove) frontmatter keys of one memory, atomically."""
+        path, *_ = self._row_by_id(memory_id)
+        full = self.root / path
+        mf, _ = memory_file.read(full, self.config.max_file_bytes)
+        for key, value in changes.items():
+            if value is None:
+                mf.meta.pop(key, None)
+            else:
+                mf.meta[key] = value
+        mf.has_frontmatter = True
+        memory_file.atomic_write(full, memory_file.serialize(mf))
+        self.indexer.index_paths([path])
+        return self.get(memory_id)

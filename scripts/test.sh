@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Set up a virtual environment (.venv) with memex and its test tools, then run
+# the whole test suite. Used by the README and by CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
