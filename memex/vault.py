@@ -233,6 +233,23 @@ class Vault:
         qvec = self.embed_query(query)
         return search(self.conn, self.embedder, query, limit, filters, qvec)
 
+    def recall(
+        self,
+        query: str,
+        limit: int = 6,
+        scope: str | Sequence[str] | None = None,
+        min_score: float | None = None,
+    ) -> list[Hit]:
+        """Search for an agent's context: active memories only, and counts the recall.
+
+        Decay (issue 7) filters memories whose effective confidence is too low.
+        """
+        hits = self.search(query, limit=limit, scope=scope)
+        if min_score is not None:
+            hits = [h for h in hits if h.score >= min_score]
+        self.record_access([h.id for h in hits])
+        return hits
+
     def record_access(self, ids: Sequence[str]) -> None:
         """Count a recall of these memories (a soft signal kept in the index only)."""
         if not ids:
