@@ -102,8 +102,12 @@ def repair(vault: Vault) -> dict[str, Any]:
 
 def stats(vault: Vault) -> dict[str, Any]:
     conn = vault.conn
-    by_status = dict(conn.execute("SELECT status, count(*) FROM memories GROUP BY status").fetchall())
-    by_scope = dict(conn.execute("SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY 2 DESC").fetchall())
+    by_status: dict[Any, Any] = {
+        s: n for s, n in conn.execute("SELECT status, count(*) FROM memories GROUP BY status")
+    }
+    by_scope: dict[Any, Any] = {
+        s: n for s, n in conn.execute("SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY 2 DESC")
+    }
     index_path = vault.memex_dir / "index.db"
     index_bytes = sum(
         os.path.getsize(p) for p in (index_path, index_path.with_name("index.db-wal")) if p.exists()

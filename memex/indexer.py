@@ -360,8 +360,7 @@ class Indexer:
                 outcome = "moved"
         elif (
             at_path is not None
-            and conn.execute("SELECT file_hash FROM memories WHERE rowid = ?", (at_path.rowid,)).fetchone()[0]
-            == rec.file_hash
+            and at_path.file_hash == rec.file_hash
             and vectors is None
         ):
             conn.execute(

@@ -8,7 +8,7 @@ lock (the watcher takes ``watch.lock`` and holds it while it runs).
 from __future__ import annotations
 
 import contextlib
-import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +16,7 @@ from typing import IO
 
 from memex.errors import LockTimeout
 
-if os.name == "nt":  # pragma: no cover - exercised on Windows only
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 
     def _try_lock(handle: IO[bytes]) -> bool:

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import frontmatter
 import yaml
+from frontmatter.default_handlers import YAMLHandler
 
 from memex.errors import MemoryFileError
 
@@ -61,7 +61,7 @@ def _strip_timestamp_resolver(cls: type[yaml.SafeLoader] | type[yaml.SafeDumper]
 
 _strip_timestamp_resolver(_Loader)
 _strip_timestamp_resolver(_Dumper)
-_HANDLER = frontmatter.YAMLHandler()
+_HANDLER = YAMLHandler()
 
 
 @dataclass

@@ -177,9 +177,9 @@ def search(
     if not scores:
         return []
     cand = list(scores)
-    ids = dict(conn.execute(
+    ids: dict[Any, Any] = {r: i for r, i in conn.execute(
         f"SELECT rowid, id FROM memories WHERE rowid IN ({','.join('?' * len(cand))})", cand
-    ).fetchall())
+    )}
     # Ties break on the memory id, so a rebuilt index (new rowids) ranks alike.
     ranked = sorted(
         (r for r in cand if r in ids), key=lambda r: (-round(scores[r], 9), ids[r])

@@ -8,6 +8,7 @@ search is consistent without a running watcher.
 
 from __future__ import annotations
 
+import builtins
 import os
 import shutil
 import subprocess
@@ -221,7 +222,7 @@ class Vault:
         source: str | None = None,
         session: str | None = None,
         include_superseded: bool = False,
-    ) -> list[Hit]:
+    ) -> builtins.list[Hit]:  # `list` here would name the method above
         """Hybrid search over active memories (superseded ones only when asked)."""
         if not query.strip():
             raise InvalidArgument("query", "must not be empty")
@@ -239,7 +240,7 @@ class Vault:
         limit: int = 6,
         scope: str | Sequence[str] | None = None,
         min_score: float | None = None,
-    ) -> list[Hit]:
+    ) -> builtins.list[Hit]:
         """Search for an agent's context: active memories only, and counts the recall.
 
         Decay (issue 7) filters memories whose effective confidence is too low.

@@ -44,7 +44,7 @@ def init_cmd(path: str, no_git: bool) -> None:
 @click.option("--entity", "entities", multiple=True, help="An entity the memory is about (repeatable).")
 @json_option
 @click.pass_context
-def add_cmd(ctx: click.Context, text: str, as_json: bool, **opts: Any) -> None:
+def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> None:
     """Add a memory (TEXT, or - to read standard input)."""
     if text == "-":
         text = sys.stdin.read()
@@ -111,7 +111,7 @@ def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
 @click.option("--limit", type=click.IntRange(1), default=None)
 @json_option
 @click.pass_context
-def list_cmd(ctx: click.Context, as_json: bool, **filters: Any) -> None:
+def list_cmd(ctx: click.Context, /, as_json: bool, **filters: Any) -> None:
     """List memories, newest first."""
     hits = get_vault(ctx).list(**filters)
     if as_json:
