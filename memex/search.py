@@ -3,10 +3,12 @@
 Candidates come from both sides (and from chunk vectors of long bodies,
 which speak for their memory). Every candidate then gets both signals: its
 cosine to the query, and its BM25 normalized by the best BM25 of this query.
-The final score is a weighted sum. Plain reciprocal-rank fusion throws away
-how *much* better one candidate is than the next, and on short
-conversational memories it ranked below BM25 alone in our measurements
-(``scripts/eval_search.py``); a score blend did not.
+The final score is a weighted sum of the two (:data:`DEFAULT_FUSION`).
+
+How it was chosen: ``scripts/eval_search.py`` loads the labelled set in
+``tests/data/search_eval.jsonl`` (160 agent memories, 75 conversational
+queries, 10 of them Chinese) into a vault with the real model and scores
+every fusion in :data:`FUSIONS`. FUSION_RESULTS_PLACEHOLDER
 """
 
 from __future__ import annotations
@@ -22,10 +24,45 @@ from memex import embed
 from memex.db import has_vector_tables
 from memex.text import fts_query
 
-# Weights of the blend, chosen with scripts/eval_search.py (see README).
-SEMANTIC_WEIGHT = 0.6
-LEXICAL_WEIGHT = 0.4
 CANDIDATES = 100
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How the two signals become one score.
+
+    ``method``: ``blend`` (weighted sum of cosine and normalized BM25),
+    ``rrf`` (reciprocal-rank fusion, ``1/(rrf_k + rank)`` summed), or
+    ``lexical`` / ``semantic`` (one signal alone, for comparison).
+    ``lexical_norm`` for a blend: ``max`` divides BM25 by the query's best
+    BM25; ``minmax`` also maps the worst candidate to 0; ``sat`` is
+    ``s / (s + median)``, which does not let one outlier flatten the rest.
+    """
+
+    method: str = "blend"
+    semantic_weight: float = 0.6
+    lexical_norm: str = "max"
+    rrf_k: int = 60
+
+    @property
+    def name(self) -> str:
+        if self.method == "blend":
+            return f"blend_{self.lexical_norm}_w{self.semantic_weight:g}"
+        if self.method == "rrf":
+            return f"rrf_k{self.rrf_k}"
+        return self.method
+
+
+# What scripts/eval_search.py compares.
+FUSIONS: tuple[Fusion, ...] = (
+    Fusion("lexical"),
+    Fusion("semantic"),
+    Fusion("rrf", rrf_k=60),
+    Fusion("rrf", rrf_k=10),
+    *(Fusion("blend", w, norm) for norm in ("max", "minmax", "sat") for w in (0.3, 0.5, 0.6, 0.7, 0.8)),
+)
+# The measured winner (see the module docstring).
+DEFAULT_FUSION = Fusion("blend", 0.6, "max")
 
 
 @dataclass
@@ -45,6 +82,8 @@ class Hit:
     superseded_by: str | None
     lexical: float = 0.0
     semantic: float | None = None
+    # confidence x decay since the last recall (memex.decay); set by Vault.search.
+    effective_confidence: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,6 +110,11 @@ class Filters:
     session: str | None = None
     include_superseded: bool = False
 
+    @property
+    def narrowing(self) -> bool:
+        """True when more than the status filter applies (scope, source, session)."""
+        return bool(self.scopes or self.source or self.session)
+
     def sql(self) -> tuple[str, list[Any]]:
         clauses: list[str] = []
         params: list[Any] = []
@@ -88,6 +132,10 @@ class Filters:
         return (" AND ".join(clauses) or "1"), params
 
 
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
 def _lexical(conn: apsw.Connection, query: str, filters: Filters, k: int) -> dict[int, float]:
     match = fts_query(query)
     if match is None:
@@ -101,10 +149,8 @@ def _lexical(conn: apsw.Connection, query: str, filters: Filters, k: int) -> dic
     return {int(r): float(s) for r, s in rows}
 
 
-def _semantic(
-    conn: apsw.Connection, qvec: np.ndarray, filters: Filters, k: int
-) -> dict[int, float]:
-    blob = embed.to_blob(qvec)
+def _knn(conn: apsw.Connection, blob: bytes, k: int) -> dict[int, float]:
+    """Nearest memories by body and by chunk vectors (a chunk speaks for its memory)."""
     sims: dict[int, float] = {}
     for rowid, dist in conn.execute(
         "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ?", (blob, k)
@@ -119,18 +165,52 @@ def _semantic(
         sim = 1.0 - float(dist)
         if sim > sims.get(int(mrow), -2.0):
             sims[int(mrow)] = sim
+    return sims
+
+
+def _semantic(
+    conn: apsw.Connection, qvec: np.ndarray, filters: Filters, k: int
+) -> dict[int, float]:
+    blob = embed.to_blob(qvec)
+    where, params = filters.sql()
+    # A k-nearest search over all memories, filtered afterwards, can leave a
+    # narrow scope with nothing; ask for more neighbours when filters narrow.
+    want = k * 8 if filters.narrowing else k
+    sims = _knn(conn, blob, want)
     if not sims:
         return sims
-    where, params = filters.sql()
     ids = list(sims)
     keep = {
         int(r[0])
         for r in conn.execute(
-            f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({','.join('?' * len(ids))}) AND {where}",
+            f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({_marks(len(ids))}) AND {where}",
             (*ids, *params),
         )
     }
+    if filters.narrowing and len(keep) < k and len(sims) >= want:
+        # Still too few: score every memory that passes the filters directly.
+        return _scan(conn, blob, where, params)
     return {r: s for r, s in sims.items() if r in keep}
+
+
+def _scan(conn: apsw.Connection, blob: bytes, where: str, params: list[Any]) -> dict[int, float]:
+    """Exact cosine for every memory (and chunk) passing the filters."""
+    sims: dict[int, float] = {}
+    for rowid, dist in conn.execute(
+        f"SELECT m.rowid, vec_distance_cosine(v.embedding, ?) FROM memories m "
+        f"JOIN memory_vec v ON v.rowid = m.rowid WHERE {where}",
+        (blob, *params),
+    ):
+        sims[int(rowid)] = 1.0 - float(dist)
+    for rowid, dist in conn.execute(
+        f"SELECT m.rowid, vec_distance_cosine(v.embedding, ?) FROM memories m "
+        f"JOIN chunks c ON c.memory_rowid = m.rowid JOIN chunk_vec v ON v.rowid = c.rowid WHERE {where}",
+        (blob, *params),
+    ):
+        sim = 1.0 - float(dist)
+        if sim > sims.get(int(rowid), -2.0):
+            sims[int(rowid)] = sim
+    return sims
 
 
 def _fill_semantic(conn: apsw.Connection, qvec: np.ndarray, rowids: list[int]) -> dict[int, float]:
@@ -139,11 +219,52 @@ def _fill_semantic(conn: apsw.Connection, qvec: np.ndarray, rowids: list[int]) -
         return {}
     out: dict[int, float] = {}
     for rowid, blob in conn.execute(
-        f"SELECT rowid, embedding FROM memory_vec WHERE rowid IN ({','.join('?' * len(rowids))})",
-        rowids,
+        f"SELECT rowid, embedding FROM memory_vec WHERE rowid IN ({_marks(len(rowids))})", rowids
     ):
         out[int(rowid)] = float(np.dot(embed.from_blob(blob), qvec))
     return out
+
+
+def _normalized_lexical(lexical: dict[int, float], how: str) -> dict[int, float]:
+    if not lexical:
+        return {}
+    values = list(lexical.values())
+    best = max(values)
+    if best <= 0:
+        return {r: 0.0 for r in lexical}
+    if how == "minmax":
+        low = min(values)
+        span = best - low
+        return {r: (s - low) / span if span > 0 else 1.0 for r, s in lexical.items()}
+    if how == "sat":
+        mid = float(np.median(values)) or best
+        return {r: s / (s + mid) for r, s in lexical.items()}
+    return {r: s / best for r, s in lexical.items()}
+
+
+def _ranks(signal: dict[int, float]) -> dict[int, int]:
+    return {r: i + 1 for i, r in enumerate(sorted(signal, key=lambda r: -signal[r]))}
+
+
+def fuse(
+    lexical: dict[int, float], semantic: dict[int, float], fusion: Fusion, use_vectors: bool
+) -> dict[int, float]:
+    """One score per candidate rowid (higher is better)."""
+    lex = _normalized_lexical(lexical, fusion.lexical_norm if fusion.method == "blend" else "max")
+    if not use_vectors or fusion.method == "lexical":
+        return lex
+    if fusion.method == "semantic":
+        return dict(semantic)
+    if fusion.method == "rrf":
+        scores: dict[int, float] = {}
+        for signal in (lexical, semantic):
+            for rowid, rank in _ranks(signal).items():
+                scores[rowid] = scores.get(rowid, 0.0) + 1.0 / (fusion.rrf_k + rank)
+        return scores
+    w = fusion.semantic_weight
+    return {
+        r: w * semantic.get(r, 0.0) + (1.0 - w) * lex.get(r, 0.0) for r in set(lex) | set(semantic)
+    }
 
 
 def search(
@@ -153,8 +274,9 @@ def search(
     limit: int = 10,
     filters: Filters = Filters(),
     qvec: np.ndarray | None = None,
+    fusion: Fusion = DEFAULT_FUSION,
 ) -> list[Hit]:
-    """Best ``limit`` active memories for ``query`` (hybrid when a model is loaded)."""
+    """Best ``limit`` memories for ``query`` (hybrid when a model is loaded)."""
     k = max(CANDIDATES, limit * 4)
     lexical = _lexical(conn, query, filters, k)
     semantic: dict[int, float] = {}
@@ -166,34 +288,26 @@ def search(
         semantic = _semantic(conn, qvec, filters, k)
         missing = [r for r in lexical if r not in semantic]
         semantic.update(_fill_semantic(conn, qvec, missing))
-    best_lex = max(lexical.values(), default=0.0)
-    scores: dict[int, float] = {}
-    for rowid in set(lexical) | set(semantic):
-        lex = lexical.get(rowid, 0.0) / best_lex if best_lex > 0 else 0.0
-        if use_vectors:
-            scores[rowid] = SEMANTIC_WEIGHT * semantic.get(rowid, 0.0) + LEXICAL_WEIGHT * lex
-        else:
-            scores[rowid] = lex
+    scores = fuse(lexical, semantic, fusion, use_vectors)
     if not scores:
         return []
-    cand = list(scores)
-    ids: dict[Any, Any] = {r: i for r, i in conn.execute(
-        f"SELECT rowid, id FROM memories WHERE rowid IN ({','.join('?' * len(cand))})", cand
-    )}
     # Ties break on the memory id, so a rebuilt index (new rowids) ranks alike.
-    ranked = sorted(
-        (r for r in cand if r in ids), key=lambda r: (-round(scores[r], 9), ids[r])
-    )[:limit]
+    # Only the best few need their ids and rows; cut on score first.
+    order = sorted(scores, key=lambda r: -round(scores[r], 9))
+    cutoff = round(scores[order[min(limit, len(order)) - 1]], 9)
+    short = [r for r in order if round(scores[r], 9) >= cutoff]
     rows = {
         int(r[0]): r
         for r in conn.execute(
-            f"SELECT {HIT_COLUMNS} FROM memories WHERE rowid IN ({','.join('?' * len(ranked))})", ranked
+            f"SELECT {HIT_COLUMNS} FROM memories WHERE rowid IN ({_marks(len(short))})", short
         )
     }
+    ranked = sorted(
+        (r for r in short if r in rows), key=lambda r: (-round(scores[r], 9), rows[r][1])
+    )[:limit]
+    best_lex = max(lexical.values(), default=0.0)
     hits = []
     for rowid in ranked:
-        if rowid not in rows:
-            continue
         hit = hit_from_row(rows[rowid], round(scores[rowid], 6))
         hit.lexical = round(lexical.get(rowid, 0.0) / best_lex, 6) if best_lex > 0 else 0.0
         hit.semantic = round(semantic[rowid], 6) if rowid in semantic else None

@@ -22,7 +22,7 @@ import apsw
 import numpy as np
 import ulid
 
-from memex import dedup, embed, memory_file
+from memex import decay, dedup, embed, memory_file
 from memex.config import Config, load_config
 from memex.db import connect, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
@@ -232,7 +232,9 @@ class Vault:
         filters = Filters(scopes, source, session, include_superseded)
         self.indexer  # make sure vector tables match the loaded model
         qvec = self.embed_query(query)
-        return search(self.conn, self.embedder, query, limit, filters, qvec)
+        hits = search(self.conn, self.embedder, query, limit, filters, qvec)
+        decay.annotate(self.conn, hits, decay.load_policy(self.config))
+        return hits
 
     def recall(
         self,
@@ -245,7 +247,10 @@ class Vault:
 
         Decay (issue 7) filters memories whose effective confidence is too low.
         """
-        hits = self.search(query, limit=limit, scope=scope)
+        # Ask for more than `limit`: decayed memories are dropped afterwards.
+        hits = self.search(query, limit=limit * 3 + 10, scope=scope)
+        floor = decay.load_policy(self.config).min_confidence
+        hits = [h for h in hits if (h.effective_confidence or 0.0) >= floor][:limit]
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
         self.record_access([h.id for h in hits])
@@ -351,3 +356,35 @@ class Vault:
         memory_file.atomic_write(full, memory_file.serialize(mf))
         self.indexer.index_paths([path])
         return self.get(memory_id)
+
+    # -- consolidation and decay (issue 7; memex/consolidate.py, memex/decay.py)
+
+    def consolidate(self, session: str, scope: str | None = None, dry_run: bool = False) -> Any:
+        """Fold a session's similar memories into one representative each."""
+        from memex.consolidate import consolidate
+
+        return consolidate(self, session, scope, dry_run)
+
+    def consolidate_all(self, scope: str | None = None, dry_run: bool = False) -> Any:
+        """Backfill: consolidate every session with active memories."""
+        from memex.consolidate import consolidate_all
+
+        return consolidate_all(self, scope, dry_run)
+
+    def unsupersede(self, memory_id: str) -> Memory:
+        """Make a superseded memory active again."""
+        from memex.consolidate import unsupersede
+
+        return unsupersede(self, memory_id)
+
+    def effective_confidence(self, memory_id: str) -> float:
+        """Confidence after decay since the last recall (computed, never stored)."""
+        row = self.conn.execute(
+            "SELECT m.confidence, m.category, m.created, u.last_access FROM memories m "
+            "LEFT JOIN usage u ON u.memory_id = m.id WHERE m.id = ?",
+            (memory_id,),
+        ).fetchone()
+        if row is None:
+            raise MemoryNotFound(memory_id)
+        policy = decay.load_policy(self.config)
+        return round(decay.effective_confidence(float(row[0]), row[1], row[3], row[2], policy), 6)

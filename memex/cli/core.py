@@ -93,8 +93,9 @@ def search_cmd(
 @click.pass_context
 def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
     """Show one memory: its frontmatter fields and body."""
-    memory = get_vault(ctx).get(memory_id)
-    data = memory.as_dict()
+    vault = get_vault(ctx)
+    data = vault.get(memory_id).as_dict()
+    data["effective_confidence"] = vault.effective_confidence(memory_id)  # decay, issue 7
     if as_json:
         print_json(data)
         return

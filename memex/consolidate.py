@@ -1,0 +1,364 @@
+"""Session consolidation: fold a session's overlapping memories into one each.
+
+At the end of a session (or on demand) memex takes the session's active
+memories, one scope at a time, grouped by category, and clusters those that
+say the same thing. Each cluster keeps one representative; the others get
+``superseded_by: <representative>`` in their files (an atomic edit through
+:meth:`Vault.update_meta`), which hides them from default search without
+deleting anything. :func:`unsupersede` undoes one.
+
+Rules, all from issue 7:
+
+- candidates: active, not in a protected category (constraint, postmortem,
+  gotcha by default) and below the protected confidence (0.95); a scope
+  with fewer than ``min_candidates`` (3) candidates is left alone;
+- two memories are similar when their token Jaccard *or* their embedding
+  cosine reaches its threshold, and they do not differ in a value
+  (:func:`memex.values.differs_in_value`, the rule dedup uses too);
+- clusters are complete-link: a memory joins a cluster only if it is similar
+  to every member, so A~B and B~C never drag in an unrelated C;
+- representative: highest confidence, then most recalled, then newest.
+
+The thresholds were chosen on labelled pairs with the real model
+(``scripts/eval_consolidate.py``, data in ``tests/data/``); see README.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memex import embed
+from memex.config import CONFIG_RELPATH, setting
+from memex.db import has_vector_tables
+from memex.decay import parse_time
+from memex.errors import ConfigError, InvalidArgument
+from memex.text import content_tokens, jaccard, preview
+from memex.values import differs_in_value
+
+if TYPE_CHECKING:
+    from memex.config import Config
+    from memex.vault import Memory, Vault
+
+DEFAULT_PROTECTED = ("constraint", "postmortem", "gotcha")
+DEFAULT_PROTECTED_CONFIDENCE = 0.95
+DEFAULT_MIN_CANDIDATES = 3
+# Chosen with scripts/eval_consolidate.py on tests/data/consolidate_pairs.jsonl.
+DEFAULT_JACCARD = 0.5
+DEFAULT_COSINE = 0.75
+
+
+@dataclass(frozen=True)
+class Settings:
+    protected_categories: frozenset[str] = frozenset(DEFAULT_PROTECTED)
+    protected_confidence: float = DEFAULT_PROTECTED_CONFIDENCE
+    min_candidates: int = DEFAULT_MIN_CANDIDATES
+    jaccard_threshold: float = DEFAULT_JACCARD
+    cosine_threshold: float = DEFAULT_COSINE
+
+
+def load_settings(config: Config) -> Settings:
+    """``[consolidate]`` of the vault's config, checked."""
+    where = str(CONFIG_RELPATH)
+    sec = config.section("consolidate")
+    protected = sec.get("protected_categories", list(DEFAULT_PROTECTED))
+    if not isinstance(protected, list) or not all(isinstance(c, str) for c in protected):
+        raise ConfigError(f"{where}: [consolidate] protected_categories must be a list of strings")
+    out = Settings(
+        frozenset(protected),
+        float(setting(sec, "protected_confidence", DEFAULT_PROTECTED_CONFIDENCE, where)),
+        int(setting(sec, "min_candidates", DEFAULT_MIN_CANDIDATES, where)),
+        float(setting(sec, "jaccard_threshold", DEFAULT_JACCARD, where)),
+        float(setting(sec, "cosine_threshold", DEFAULT_COSINE, where)),
+    )
+    for key in ("protected_confidence", "jaccard_threshold", "cosine_threshold"):
+        value = getattr(out, key)
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"{where}: [consolidate] {key} must be from 0 to 1, got {value}")
+    if out.min_candidates < 2:
+        raise ConfigError(f"{where}: [consolidate] min_candidates must be at least 2")
+    return out
+
+
+@dataclass
+class Item:
+    """One candidate memory as consolidation sees it (from the index)."""
+
+    rowid: int
+    id: str
+    body: str
+    scope: str
+    category: str | None
+    confidence: float
+    created: str
+    access_count: int
+
+
+@dataclass
+class Group:
+    scope: str
+    category: str | None
+    representative: str
+    superseded: list[str]
+    min_similarity: float
+    avg_similarity: float
+    bodies: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return 1 + len(self.superseded)
+
+
+@dataclass
+class Report:
+    session: str | None
+    scope: str | None
+    dry_run: bool
+    method: str  # "hybrid" (Jaccard or cosine) or "lexical" (no model)
+    candidates: int = 0
+    merged_groups: int = 0
+    superseded_count: int = 0
+    compression_ratio: float = 1.0
+    avg_similarity: float = 0.0
+    groups: list[Group] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for g, out in zip(self.groups, data["groups"]):
+            out["size"] = g.size
+        return data
+
+
+def pair_matrices(
+    bodies: list[str], vectors: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Token Jaccard and cosine of every pair (cosine zeros without vectors)."""
+    n = len(bodies)
+    toks = [content_tokens(b) for b in bodies]
+    jac = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            jac[i, j] = jac[j, i] = jaccard(toks[i], toks[j])
+    if vectors is None:
+        return jac, np.zeros((n, n))
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit = vectors / np.where(norms == 0, 1.0, norms)
+    return jac, np.clip(unit @ unit.T, -1.0, 1.0)
+
+
+def similarity_scores(
+    bodies: list[str], jac: np.ndarray, cos: np.ndarray, settings: Settings
+) -> np.ndarray:
+    """Pair scores: max(Jaccard, cosine) where the pair is similar, else -inf.
+
+    A pair is similar when either measure reaches its threshold and the two
+    texts carry the same values; the value check runs only on such pairs.
+    """
+    n = len(bodies)
+    linked = (jac >= settings.jaccard_threshold) | (cos >= settings.cosine_threshold)
+    score = np.full((n, n), -np.inf)
+    for i, j in zip(*np.nonzero(np.triu(linked, 1))):
+        if not differs_in_value(bodies[i], bodies[j]):
+            score[i, j] = score[j, i] = max(jac[i, j], cos[i, j])
+    return score
+
+
+def complete_link(score: np.ndarray) -> list[list[int]]:
+    """Agglomerative complete-link clusters over a pair-score matrix.
+
+    The link between two clusters is their *weakest* pair (-inf when any pair
+    is not similar); the strongest link is merged first, until none is left.
+    """
+    n = score.shape[0]
+    s = score.astype(float).copy()
+    np.fill_diagonal(s, -np.inf)
+    members: dict[int, list[int]] = {i: [i] for i in range(n)}
+    while len(members) > 1:
+        flat = int(np.argmax(s))
+        i, j = divmod(flat, n)
+        if not np.isfinite(s[i, j]):
+            break
+        i, j = min(i, j), max(i, j)
+        s[i, :] = np.minimum(s[i, :], s[j, :])
+        s[:, i] = s[i, :]
+        s[i, i] = -np.inf
+        s[j, :] = -np.inf
+        s[:, j] = -np.inf
+        members[i].extend(members.pop(j))
+    return [sorted(m) for m in members.values()]
+
+
+def _newest_key(item: Item) -> tuple[float, str]:
+    moment = parse_time(item.created)
+    return (moment.timestamp() if moment else 0.0, item.id)
+
+
+def representative(items: list[Item]) -> Item:
+    """Highest confidence, then highest access count, then newest."""
+    return max(items, key=lambda it: (it.confidence, it.access_count, *_newest_key(it)))
+
+
+def _candidates(vault: Vault, session: str, scope: str | None) -> list[Item]:
+    sql = (
+        "SELECT m.rowid, m.id, m.body, m.scope, m.category, m.confidence, m.created, "
+        "COALESCE(u.access_count, 0) FROM memories m LEFT JOIN usage u ON u.memory_id = m.id "
+        "WHERE m.session = ? AND m.status = 'active'"
+    )
+    params: list[Any] = [session]
+    if scope is not None:
+        sql += " AND m.scope = ?"
+        params.append(scope)
+    sql += " ORDER BY m.created, m.id"
+    return [
+        Item(int(r[0]), r[1], r[2].strip(), r[3], r[4], float(r[5]), r[6], int(r[7]))
+        for r in vault.conn.execute(sql, params)
+    ]
+
+
+def _vectors(vault: Vault, items: list[Item]) -> np.ndarray | None:
+    """Stored body vectors of these memories; None without a model or vectors."""
+    if vault.embedder is None:
+        return None
+    vault.indexer  # vector tables must belong to the loaded model
+    if not has_vector_tables(vault.conn):
+        return None
+    found: dict[int, np.ndarray] = {}
+    rowids = [it.rowid for it in items]
+    for start in range(0, len(rowids), 500):
+        part = rowids[start : start + 500]
+        for rowid, blob in vault.conn.execute(
+            f"SELECT rowid, embedding FROM memory_vec WHERE rowid IN ({','.join('?' * len(part))})", part
+        ):
+            found[int(rowid)] = embed.from_blob(blob)
+    if not found:
+        return None
+    dim = len(next(iter(found.values())))
+    # A memory without a vector yet can still match lexically.
+    return np.stack([found.get(r, np.zeros(dim, dtype=np.float32)) for r in rowids])
+
+
+def _cluster_group(
+    items: list[Item], vectors: np.ndarray | None, settings: Settings
+) -> list[tuple[list[Item], float, float]]:
+    """Clusters of two or more, each with its min and mean pair similarity."""
+    bodies = [it.body for it in items]
+    jac, cos = pair_matrices(bodies, vectors)
+    score = similarity_scores(bodies, jac, cos, settings)
+    out = []
+    for cluster in complete_link(score):
+        if len(cluster) < 2:
+            continue
+        pairs = [score[a, b] for k, a in enumerate(cluster) for b in cluster[k + 1 :]]
+        out.append(([items[c] for c in cluster], float(min(pairs)), float(np.mean(pairs))))
+    return out
+
+
+def plan(vault: Vault, session: str, scope: str | None = None, dry_run: bool = True) -> Report:
+    """What consolidating ``session`` would do (nothing is written)."""
+    if not session or not session.strip():
+        raise InvalidArgument("session", "must not be empty")
+    settings = load_settings(vault.config)
+    items = _candidates(vault, session, scope)
+    report = Report(session, scope, dry_run, "lexical" if vault.embedder is None else "hybrid")
+    by_scope: dict[str, list[Item]] = {}
+    for it in items:
+        if it.category in settings.protected_categories or it.confidence >= settings.protected_confidence:
+            continue
+        by_scope.setdefault(it.scope, []).append(it)
+    pair_sims: list[float] = []
+    for scope_name in sorted(by_scope):
+        pool = by_scope[scope_name]
+        if len(pool) < settings.min_candidates:
+            report.skipped.append(
+                {"scope": scope_name, "candidates": len(pool),
+                 "reason": f"fewer than {settings.min_candidates} candidates"}
+            )
+            continue
+        report.candidates += len(pool)
+        vectors = _vectors(vault, pool)
+        index = {it.rowid: k for k, it in enumerate(pool)}
+        by_category: dict[str | None, list[Item]] = {}
+        for it in pool:
+            by_category.setdefault(it.category, []).append(it)
+        for category in sorted(by_category, key=lambda c: c or ""):
+            members = by_category[category]
+            sub = None if vectors is None else vectors[[index[it.rowid] for it in members]]
+            for cluster, low, mean in _cluster_group(members, sub, settings):
+                rep = representative(cluster)
+                others = [it for it in cluster if it.id != rep.id]
+                n_pairs = len(cluster) * (len(cluster) - 1) // 2
+                pair_sims.extend([mean] * n_pairs)
+                report.groups.append(Group(
+                    scope_name, category, rep.id, [it.id for it in others], round(low, 4),
+                    round(mean, 4), {it.id: preview(it.body, 120) for it in cluster},
+                ))
+    report.merged_groups = len(report.groups)
+    report.superseded_count = sum(len(g.superseded) for g in report.groups)
+    remaining = report.candidates - report.superseded_count
+    report.compression_ratio = round(report.candidates / remaining, 4) if remaining else 1.0
+    report.avg_similarity = round(float(np.mean(pair_sims)), 4) if pair_sims else 0.0
+    return report
+
+
+def consolidate(vault: Vault, session: str, scope: str | None = None, dry_run: bool = False) -> Report:
+    """Consolidate one session; with ``dry_run`` only report what would change."""
+    if dry_run:
+        return plan(vault, session, scope, dry_run=True)
+    with vault.write_lock():
+        report = plan(vault, session, scope, dry_run=False)
+        for group in report.groups:
+            for memory_id in group.superseded:
+                vault.update_meta(memory_id, {"superseded_by": group.representative})
+    return report
+
+
+@dataclass
+class AllReport:
+    scope: str | None
+    dry_run: bool
+    sessions: list[Report] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        candidates = sum(r.candidates for r in self.sessions)
+        superseded = sum(r.superseded_count for r in self.sessions)
+        remaining = candidates - superseded
+        return {
+            "scope": self.scope,
+            "dry_run": self.dry_run,
+            "sessions_seen": len(self.sessions),
+            "candidates": candidates,
+            "merged_groups": sum(r.merged_groups for r in self.sessions),
+            "superseded_count": superseded,
+            "compression_ratio": round(candidates / remaining, 4) if remaining else 1.0,
+            "sessions": [r.as_dict() for r in self.sessions if r.merged_groups],
+        }
+
+
+def consolidate_all(vault: Vault, scope: str | None = None, dry_run: bool = False) -> AllReport:
+    """Backfill: consolidate every session that has active memories (in ``scope``).
+
+    Memories without a session (hand-written files) are never consolidated:
+    a person put each of them there on purpose.
+    """
+    sql = "SELECT DISTINCT session FROM memories WHERE session IS NOT NULL AND status = 'active'"
+    params: list[Any] = []
+    if scope is not None:
+        sql += " AND scope = ?"
+        params.append(scope)
+    sessions = sorted(str(r[0]) for r in vault.conn.execute(sql + " ORDER BY session", params))
+    out = AllReport(scope, dry_run)
+    for session in sessions:
+        out.sessions.append(consolidate(vault, session, scope, dry_run))
+    return out
+
+
+def unsupersede(vault: Vault, memory_id: str) -> Memory:
+    """Make a superseded memory active again (removes ``superseded_by``)."""
+    memory = vault.get(memory_id)
+    if memory.status != "superseded":
+        raise InvalidArgument("ID", f"memory {memory_id} is not superseded")
+    with vault.write_lock():
+        return vault.update_meta(memory_id, {"superseded_by": None})
