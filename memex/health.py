@@ -61,7 +61,7 @@ def drift(vault: Vault) -> Drift:
     for rel, st in on_disk.items():
         if rel in errors:
             size, mtime, reason = errors[rel]
-            if size == st.st_size and mtime == st.st_mtime_ns:
+            if size is None or (size == st.st_size and mtime == st.st_mtime_ns):
                 report.errors.append({"path": rel, "reason": reason})
             else:
                 report.stale.append(rel)

@@ -97,6 +97,10 @@ class Indexer:
         errors: list[dict[str, str]] = []
         base = self.root / MEMORIES_DIR
         root_real = os.path.realpath(self.root)
+        base_real = os.path.realpath(base)
+        if os.path.islink(base) and os.path.commonpath([root_real, base_real]) != root_real:
+            errors.append({"path": MEMORIES_DIR, "reason": "symbolic link points outside the vault; not followed"})
+            return found, errors
         for folder, dirs, files in os.walk(base):
             rel_folder = os.path.relpath(folder, self.root).replace(os.sep, "/")
             keep = []
@@ -119,6 +123,11 @@ class Indexer:
                         target = os.path.realpath(full)
                         if os.path.commonpath([root_real, target]) != root_real:
                             errors.append({"path": rel, "reason": "symbolic link points outside the vault; not followed"})
+                            continue
+                        if os.path.commonpath([base_real, target]) == base_real:
+                            # Its target is walked too; indexing both would make one memory two.
+                            where = os.path.relpath(target, root_real).replace(os.sep, "/")
+                            errors.append({"path": rel, "reason": f"symbolic link to {where}, which is indexed itself"})
                             continue
                     found[rel] = os.stat(full)
                 except (OSError, ValueError) as exc:
@@ -257,7 +266,8 @@ class Indexer:
                     continue
                 owner = claimed.get(rec.id) or by_id.get(rec.id)
                 if owner is not None and owner != rel and owner not in vanished_set:
-                    errors.append((rel, f"id {rec.id} is also claimed by {owner}", on_disk.get(rel)))
+                    # No stat: the clash depends on another file, so retry it every sync.
+                    errors.append((rel, f"id {rec.id} is also claimed by {owner}", None))
                     continue
                 claimed[rec.id] = rel
                 records.append(rec)
@@ -268,6 +278,12 @@ class Indexer:
                 for rel, reason, st in errors:
                     self._record_error(rel, reason, st)
                     report.errors.append({"path": rel, "reason": reason})
+                    stale_row = self._row_at(rel) if rel in rows else None
+                    if stale_row is not None:
+                        # The file no longer reads as a memory: keeping its old row
+                        # would make search disagree with a rebuilt index.
+                        self.purge_row(stale_row.rowid)
+                        report.removed += 1
                 for rec in records:
                     outcome = self._write(rec, vectors.get(rec.path), by_id, vanished_set, vanished_by_hash)
                     setattr(report, outcome, getattr(report, outcome) + 1)

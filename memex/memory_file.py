@@ -79,11 +79,27 @@ class MemoryFile:
         return str(value)
 
 
+# PyYAML composes nested nodes recursively, so a few thousand "[" in a small
+# file would raise RecursionError; frontmatter never needs this much depth.
+MAX_YAML_DEPTH = 50
+_OPEN = (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken, yaml.BlockSequenceStartToken,
+         yaml.BlockMappingStartToken)
+_CLOSE = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken)
+
+
 def _check_yaml_safe(fm: str, path: Path) -> None:
+    """Refuse anchors/aliases (bombs) and deep nesting before YAML builds anything."""
+    depth = 0
     try:
         for token in yaml.scan(fm, Loader=_Loader):
             if isinstance(token, (yaml.AnchorToken, yaml.AliasToken)):
                 raise MemoryFileError(path, "YAML anchors and aliases are not allowed in frontmatter")
+            if isinstance(token, _OPEN):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise MemoryFileError(path, f"frontmatter nested deeper than {MAX_YAML_DEPTH} levels")
+            elif isinstance(token, _CLOSE):
+                depth -= 1
     except yaml.YAMLError as exc:
         raise MemoryFileError(path, f"broken YAML frontmatter: {_one_line(exc)}") from exc
 
@@ -118,6 +134,8 @@ def parse(text: str, path: Path) -> MemoryFile:
         meta = _HANDLER.load(fm, Loader=_Loader)
     except yaml.YAMLError as exc:
         raise MemoryFileError(path, f"broken YAML frontmatter: {_one_line(exc)}") from exc
+    except RecursionError as exc:  # the depth check above should make this unreachable
+        raise MemoryFileError(path, "frontmatter nested too deeply") from exc
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):

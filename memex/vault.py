@@ -174,6 +174,7 @@ class Vault:
     def embed_query(self, text: str) -> np.ndarray | None:
         if self.embedder is None:
             return None
+        self.indexer  # vector tables must match this model before a caller queries them
         blobs, rows = embed.cached_vectors(self.conn, self.embedder, [text])
         if rows:
             with write_txn(self.conn):

@@ -1,0 +1,203 @@
+"""Bad files in a vault are reported with their path and reason, never crash a
+reindex, never leak content from outside the vault, and never stop the good
+files from being indexed (issue 2, item 10)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memex import health
+from memex.vault import Vault
+from tests.fakes import HashEmbedder
+
+CAP = 4096
+GOOD = "The giraffe enclosure opens at nine every morning.\n"
+
+
+@pytest.fixture
+def capped(vault_root: Path) -> Iterator[Vault]:
+    """A vault with a small size cap and one good hand-written memory."""
+    (vault_root / ".memex" / "config.toml").write_text(f"[index]\nmax_file_bytes = {CAP}\n")
+    folder = vault_root / "memories" / "user"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "good.md").write_text(GOOD)
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        yield v
+
+
+def _errors_by_path(errors: list[dict[str, str]]) -> dict[str, str]:
+    return {e["path"]: e["reason"] for e in errors}
+
+
+def _assert_good_searchable(v: Vault) -> None:
+    hits = v.search("giraffe enclosure")
+    assert hits and hits[0].path == "memories/user/good.md"
+
+
+BAD_FILES = {
+    "broken-yaml": (b"---\nid: [unclosed\nscope: user\n---\nbody\n", "broken YAML"),
+    "yaml-anchor-bomb": (
+        b"---\na: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
+        b"c: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n---\nbomb\n",
+        "anchors and aliases",
+    ),
+    "yaml-deep-nesting": (b"---\na: " + b"[" * 1000 + b"]" * 1000 + b"\n---\ndeep\n", "nested deeper"),
+    "yaml-python-tag": (b"---\na: !!python/object/apply:os.system ['true']\n---\nbody\n", "broken YAML"),
+    "frontmatter-not-a-mapping": (b"---\n- one\n- two\n---\nbody\n", "must be a YAML mapping"),
+    "frontmatter-never-closed": (b"---\nid: abc\nno closing line\n", "never closed"),
+    "latin-1-bytes": (b"---\nscope: user\n---\ncaf\xe9 au lait\n", "not UTF-8"),
+    "binary": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x01", "binary file"),
+    "over-size-cap": (b"word " * (CAP // 4), f"over the {CAP}-byte cap"),
+    "empty": (b"", "empty memory"),
+    "bad-confidence": (b"---\nconfidence: very high\n---\nbody\n", "confidence"),
+    "confidence-out-of-range": (b"---\nconfidence: 7\n---\nbody\n", "confidence"),
+    "scope-with-dots": (b"---\nscope: ../../etc\n---\nbody\n", "lower-case word"),
+    "bad-id": (b"---\nid: ../../evil\n---\nbody\n", "id '../../evil'"),
+    "list-as-source": (b"---\nsource: [a, b]\n---\nbody\n", "'source' must be a single value"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_bad_file_is_reported_and_good_files_still_indexed(capped: Vault, name: str) -> None:
+    data, reason = BAD_FILES[name]
+    rel = f"memories/user/{name}.md"
+    (capped.root / rel).write_bytes(data)
+
+    report = capped.reindex()
+    assert report.added == 1
+    errors = _errors_by_path(report.errors)
+    assert list(errors) == [rel]
+    assert reason in errors[rel]
+    _assert_good_searchable(capped)
+    assert all(h.path != rel for h in capped.list())
+
+    # Reported again by the next reindex (without re-reading) and by doctor.
+    again = capped.reindex()
+    assert _errors_by_path(again.errors) == errors
+    drift = health.drift(capped)
+    assert _errors_by_path(drift.errors) == errors
+    assert not drift.clean and drift.differing == 0
+
+
+def test_fixing_a_bad_file_gets_it_indexed_and_clears_the_error(capped: Vault) -> None:
+    path = capped.root / "memories" / "user" / "fixme.md"
+    path.write_bytes(b"---\nid: [oops\n---\nThe okapi is a forest giraffe.\n")
+    assert capped.reindex().errors
+    path.write_text("---\nid: okapi1\n---\nThe okapi is a forest giraffe.\n")
+    report = capped.reindex()
+    assert report.added == 1 and report.errors == []
+    assert capped.get("okapi1").body == "The okapi is a forest giraffe.\n"
+    assert health.drift(capped).clean
+
+
+def test_size_cap_comes_from_config(vault_root: Path) -> None:
+    folder = vault_root / "memories" / "user"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "medium.md").write_text("medium sized memory " * 300)  # ~6 KB
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        assert v.config.max_file_bytes == 1024 * 1024
+        assert v.reindex().added == 1
+    (vault_root / ".memex" / "config.toml").write_text("[index]\nmax_file_bytes = 1000\n")
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        report = v.reindex(full=True)
+        assert _errors_by_path(report.errors) == {
+            "memories/user/medium.md": "file is 6000 bytes, over the 1000-byte cap"
+        }
+        # The row of a file that is now refused is purged, as a rebuild would.
+        assert report.removed == 1
+        assert v.list() == []
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "secret.md").write_text("The zebra password is hunter2.\n")
+    return folder
+
+
+def _no_secret(v: Vault) -> None:
+    for hit in v.search("zebra password hunter2", limit=50):
+        assert "hunter2" not in hit.body
+    assert all("hunter2" not in h.body for h in v.list())
+
+
+def test_symlinked_file_outside_the_vault_is_not_followed(capped: Vault, outside: Path) -> None:
+    os.symlink(outside / "secret.md", capped.root / "memories" / "user" / "secret.md")
+    report = capped.reindex()
+    assert _errors_by_path(report.errors) == {
+        "memories/user/secret.md": "symbolic link points outside the vault; not followed"
+    }
+    _no_secret(capped)
+    _assert_good_searchable(capped)
+    assert "memories/user/secret.md" in _errors_by_path(health.drift(capped).errors)
+
+
+def test_symlinked_folder_outside_the_vault_is_not_followed(capped: Vault, outside: Path) -> None:
+    os.symlink(outside, capped.root / "memories" / "user" / "elsewhere")
+    report = capped.reindex()
+    assert _errors_by_path(report.errors) == {
+        "memories/user/elsewhere": "symbolic link to a folder is not followed"
+    }
+    _no_secret(capped)
+    _assert_good_searchable(capped)
+
+
+def test_memories_folder_linked_outside_the_vault_is_not_followed(vault_root: Path, outside: Path) -> None:
+    (vault_root / "memories").rmdir()
+    os.symlink(outside, vault_root / "memories")
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        report = v.reindex()
+        assert _errors_by_path(report.errors) == {
+            "memories": "symbolic link points outside the vault; not followed"
+        }
+        assert v.list() == []
+
+
+def test_dangling_symlink_is_reported(capped: Vault, tmp_path: Path) -> None:
+    os.symlink(capped.root / "memories" / "user" / "gone.md", capped.root / "memories" / "user" / "dangling.md")
+    report = capped.reindex()
+    errors = _errors_by_path(report.errors)
+    assert list(errors) == ["memories/user/dangling.md"]
+    _assert_good_searchable(capped)
+
+
+def test_symlink_to_another_memory_is_indexed_once(capped: Vault) -> None:
+    os.symlink(capped.root / "memories" / "user" / "good.md", capped.root / "memories" / "user" / "alias.md")
+    report = capped.reindex()
+    assert report.added == 1
+    assert "indexed itself" in _errors_by_path(report.errors)["memories/user/alias.md"]
+    assert [h.path for h in capped.list()] == ["memories/user/good.md"]
+
+
+def test_two_files_claiming_one_id(capped: Vault) -> None:
+    folder = capped.root / "memories" / "user"
+    (folder / "a-first.md").write_text("---\nid: SAME1\n---\nThe first claimant talks about otters.\n")
+    (folder / "b-second.md").write_text("---\nid: SAME1\n---\nThe second claimant talks about beavers.\n")
+    report = capped.reindex()
+    assert _errors_by_path(report.errors) == {
+        "memories/user/b-second.md": "id SAME1 is also claimed by memories/user/a-first.md"
+    }
+    assert capped.get("SAME1").path == "memories/user/a-first.md"
+    _assert_good_searchable(capped)
+    assert "memories/user/b-second.md" in _errors_by_path(health.drift(capped).errors)
+
+    # The clash depends on the other file: once it is gone, the second is indexed.
+    (folder / "a-first.md").unlink()
+    report = capped.reindex()
+    assert report.errors == []
+    assert capped.get("SAME1").path == "memories/user/b-second.md"
+    assert capped.search("beavers")[0].id == "SAME1"
+    assert health.drift(capped).clean
+
+
+def test_write_through_refuses_a_link_outside(capped: Vault, outside: Path) -> None:
+    """The watcher's path (index_paths) applies the same rule as reindex."""
+    link = capped.root / "memories" / "user" / "secret.md"
+    os.symlink(outside / "secret.md", link)
+    capped.indexer.index_paths(["memories/user/secret.md"])
+    _no_secret(capped)
