@@ -1,21 +1,50 @@
 """The save-side dedup pipeline that every ``Vault.add`` runs before writing.
 
-Layer 1, exact: the hash of the normalized body (provenance prefix and
-injected ``<relevant-memories>`` blocks stripped; frontmatter never part of
-it), looked up over the whole scope.
+Layers, cheapest first (all run inside the vault's write lock, so two
+processes adding the same body produce one file):
+
+1. exact: the hash of the normalized body (provenance prefix and injected
+   ``<relevant-memories>`` blocks stripped; frontmatter never part of it),
+   one indexed lookup over the whole scope;
+2. token Jaccard against the best FTS5 candidates of the scope;
+3. embedding cosine against the nearest vectors (one sqlite-vec KNN), with
+   the same-session threshold for neighbours written in the same session,
+   and the session's own memories checked directly;
+4. value changes (a number, date, version, name, or a negation differs) are
+   never duplicates: they are reported as similar with a ``supersede``
+   suggestion, because silently dropping them would lose the update;
+5. turn-echo guard: an agent (``tool``/``agent``) restating what a hook
+   (``keyword``/``user``) captured verbatim in the same session a moment
+   ago is refused with the stored id.
+
+Without a model (no ``qvec``) layers 1, 2, 4 and 5 still run.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memex.text import body_hash
+from memex import embed
+from memex.config import Config, setting
+from memex.db import has_vector_tables
+from memex.errors import ConfigError
+from memex.text import body_hash, content_tokens, fts_query, jaccard
+from memex.values import conflicts, differs_in_number
 
 if TYPE_CHECKING:
     from memex.vault import Vault
+
+# How many neighbours each layer looks at: enough to find a duplicate among
+# many memories on the same topic, few enough to keep add fast at 10k.
+FTS_CANDIDATES = 20
+VECTOR_CANDIDATES = 20
+SESSION_CANDIDATES = 200
+ECHO_CANDIDATES = 50
+MAX_SIMILAR = 5
 
 
 @dataclass
@@ -23,6 +52,8 @@ class SimilarFact:
     id: str
     similarity: float
     body: str
+    # "supersede" when the fact looks like an older value of the new one.
+    suggestion: str | None = None
 
 
 @dataclass
@@ -43,6 +74,9 @@ class Candidate:
     source: str | None
     session: str | None
     qvec: np.ndarray | None = None
+    # The memory a supersede replaces: never "a duplicate" of its successor,
+    # and the echo guard does not apply (superseding is what it asks for).
+    supersedes: str | None = None
 
 
 @dataclass
@@ -59,12 +93,212 @@ class AddResult:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Thresholds:
+    """The ``[dedup]`` table of the vault config (defaults documented there)."""
+
+    jaccard_duplicate: float = 0.70
+    jaccard_similar: float = 0.40
+    cosine_duplicate: float = 0.85
+    cosine_similar: float = 0.40
+    session_cosine_duplicate: float = 0.85
+    echo_window_seconds: int = 600
+    echo_jaccard: float = 0.28
+    echo_agent_sources: tuple[str, ...] = ("tool", "agent")
+    echo_capture_sources: tuple[str, ...] = ("keyword", "user")
+
+    @classmethod
+    def from_config(cls, config: Config) -> Thresholds:
+        section = config.section("dedup")
+        where = "[dedup] in .memex/config.toml"
+        values: dict[str, Any] = {}
+        for name in (
+            "jaccard_duplicate", "jaccard_similar", "cosine_duplicate", "cosine_similar",
+            "session_cosine_duplicate", "echo_jaccard",
+        ):
+            value = setting(section, name, getattr(cls, name), where)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"{where}: {name} must be from 0 to 1, got {value}")
+            values[name] = value
+        window = setting(section, "echo_window_seconds", cls.echo_window_seconds, where)
+        if window < 0:
+            raise ConfigError(f"{where}: echo_window_seconds must not be negative, got {window}")
+        values["echo_window_seconds"] = window
+        for name in ("echo_agent_sources", "echo_capture_sources"):
+            listed = setting(section, name, list(getattr(cls, name)), where)
+            if not all(isinstance(s, str) for s in listed):
+                raise ConfigError(f"{where}: {name} must be a list of strings")
+            values[name] = tuple(listed)
+        for kind in ("jaccard", "cosine"):
+            if values[f"{kind}_similar"] > values[f"{kind}_duplicate"]:
+                raise ConfigError(f"{where}: {kind}_similar must not exceed {kind}_duplicate")
+        return cls(**values)
+
+
+@dataclass
+class _Neighbour:
+    rowid: int
+    id: str
+    body: str
+    session: str | None
+    jaccard: float | None = None
+    cosine: float | None = None
+
+
 def check(vault: Vault, cand: Candidate) -> Decision:
     """Decide whether ``cand`` is new (run inside the vault's write lock)."""
-    row = vault.conn.execute(
-        "SELECT id FROM memories WHERE scope = ? AND body_hash = ? ORDER BY status = 'active' DESC LIMIT 1",
-        (cand.scope, body_hash(cand.body)),
+    limits = Thresholds.from_config(vault.config)
+    conn = vault.conn
+    row = conn.execute(
+        "SELECT id FROM memories WHERE scope = ? AND body_hash = ? AND id IS NOT ? "
+        "ORDER BY status = 'active' DESC LIMIT 1",
+        (cand.scope, body_hash(cand.body), cand.supersedes),
     ).fetchone()
     if row is not None:
         return Decision(status="duplicate", method="exact", existing_id=row[0], similarity=1.0)
-    return Decision()
+
+    neighbours = _neighbours(vault, cand)
+    tokens = content_tokens(cand.body)
+    for n in neighbours.values():
+        n.jaccard = jaccard(tokens, content_tokens(n.body))
+    decision = _judge(cand, list(neighbours.values()), limits)
+    if decision.status == "created":
+        echo = _turn_echo(vault, cand, tokens, limits)
+        if echo is not None:
+            echo.similar_facts = decision.similar_facts
+            return echo
+    return decision
+
+
+def _judge(cand: Candidate, neighbours: list[_Neighbour], limits: Thresholds) -> Decision:
+    """Layers 2 to 4 over the gathered neighbours."""
+    similar: dict[str, SimilarFact] = {}
+    best_jaccard: tuple[float, str] | None = None
+    best_cosine: tuple[float, str, str] | None = None
+    for n in neighbours:
+        jac = n.jaccard or 0.0
+        cos = n.cosine
+        near = jac >= limits.jaccard_similar or (cos is not None and cos >= limits.cosine_similar)
+        if not near:
+            continue
+        sim = max(jac, cos if cos is not None else 0.0)
+        if conflicts(n.body, cand.body):
+            # A changed value or a negation: keep both, suggest supersede.
+            similar[n.id] = SimilarFact(n.id, round(sim, 4), n.body.strip(), "supersede")
+            continue
+        similar[n.id] = SimilarFact(n.id, round(sim, 4), n.body.strip())
+        if jac > limits.jaccard_duplicate and (best_jaccard is None or jac > best_jaccard[0]):
+            best_jaccard = (jac, n.id)
+        if cos is not None:
+            same_session = cand.session is not None and n.session == cand.session
+            bar = limits.session_cosine_duplicate if same_session else limits.cosine_duplicate
+            if cos >= bar and (best_cosine is None or cos > best_cosine[0]):
+                best_cosine = (cos, n.id, "session_cosine" if same_session else "cosine")
+    facts = sorted(similar.values(), key=lambda f: (-f.similarity, f.id))
+    if best_jaccard is not None:
+        jac, mid = best_jaccard
+        rest = [f for f in facts if f.id != mid][:MAX_SIMILAR]
+        return Decision("duplicate", "jaccard", mid, round(jac, 4), rest)
+    if best_cosine is not None:
+        cos, mid, method = best_cosine
+        rest = [f for f in facts if f.id != mid][:MAX_SIMILAR]
+        return Decision("duplicate", method, mid, round(cos, 4), rest)
+    return Decision(similar_facts=facts[:MAX_SIMILAR])
+
+
+def _neighbours(vault: Vault, cand: Candidate) -> dict[int, _Neighbour]:
+    """Active memories of the scope that could be the same fact: FTS top-k,
+    vector top-k, and (with a model) the session's own memories."""
+    conn = vault.conn
+    found: dict[int, _Neighbour] = {}
+    match = fts_query(cand.body)
+    if match is not None:
+        for rowid, mid, body, session in conn.execute(
+            "SELECT m.rowid, m.id, m.body, m.session FROM memory_fts f JOIN memories m "
+            "ON m.rowid = f.rowid WHERE memory_fts MATCH ? AND m.scope = ? "
+            "AND m.status = 'active' AND m.id IS NOT ? ORDER BY bm25(memory_fts) LIMIT ?",
+            (match, cand.scope, cand.supersedes, FTS_CANDIDATES),
+        ):
+            found[rowid] = _Neighbour(rowid, mid, body, session)
+    if cand.qvec is None or not has_vector_tables(vault.conn):
+        return found
+    qvec = cand.qvec
+    sims: dict[int, float] = {
+        int(rowid): 1.0 - float(dist)
+        for rowid, dist in conn.execute(
+            "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ?",
+            (embed.to_blob(qvec), VECTOR_CANDIDATES),
+        )
+    }
+    if cand.session is not None:
+        # The session's memories may not be among the global nearest ones.
+        session_rows = [
+            r for (r,) in conn.execute(
+                "SELECT rowid FROM memories WHERE session = ? AND scope = ? AND status = 'active' "
+                "ORDER BY created DESC LIMIT ?",
+                (cand.session, cand.scope, SESSION_CANDIDATES),
+            )
+        ]
+        sims.update(_cosines(vault, qvec, [r for r in session_rows if r not in sims]))
+    sims.update(_cosines(vault, qvec, [r for r in found if r not in sims]))
+    missing = [r for r in sims if r not in found]
+    if missing:
+        for rowid, mid, body, session in conn.execute(
+            f"SELECT rowid, id, body, session FROM memories WHERE rowid IN ({','.join('?' * len(missing))}) "
+            "AND scope = ? AND status = 'active' AND id IS NOT ?",
+            (*missing, cand.scope, cand.supersedes),
+        ):
+            found[rowid] = _Neighbour(rowid, mid, body, session)
+    for rowid, n in found.items():
+        n.cosine = sims.get(rowid)
+    return found
+
+
+def _cosines(vault: Vault, qvec: np.ndarray, rowids: list[int]) -> dict[int, float]:
+    if not rowids:
+        return {}
+    return {
+        int(rowid): float(np.dot(embed.from_blob(blob), qvec))
+        for rowid, blob in vault.conn.execute(
+            f"SELECT rowid, embedding FROM memory_vec WHERE rowid IN ({','.join('?' * len(rowids))})",
+            rowids,
+        )
+    }
+
+
+def _iso(moment: dt.datetime) -> str:
+    return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def echo_cutoff(limits: Thresholds) -> str:
+    """The oldest ``created`` stamp that still counts as "this turn"."""
+    now = dt.datetime.now(dt.timezone.utc)
+    return _iso(now - dt.timedelta(seconds=limits.echo_window_seconds))
+
+
+def _turn_echo(vault: Vault, cand: Candidate, tokens: set[str], limits: Thresholds) -> Decision | None:
+    """Layer 5: an agent restating a hook's verbatim capture of this session."""
+    if (
+        cand.session is None
+        or cand.supersedes is not None
+        or cand.source not in limits.echo_agent_sources
+        or not limits.echo_capture_sources
+    ):
+        return None
+    sources = limits.echo_capture_sources
+    best: tuple[float, str] | None = None
+    for mid, body in vault.conn.execute(
+        f"SELECT id, body FROM memories WHERE session = ? AND status = 'active' "
+        f"AND source IN ({','.join('?' * len(sources))}) AND created >= ? "
+        "ORDER BY created DESC LIMIT ?",
+        (cand.session, *sources, echo_cutoff(limits), ECHO_CANDIDATES),
+    ):
+        # A different number is a new value, not an echo: let it through.
+        if differs_in_number(body, cand.body):
+            continue
+        jac = jaccard(tokens, content_tokens(body))
+        if jac >= limits.echo_jaccard and (best is None or jac > best[0]):
+            best = (jac, mid)
+    if best is None:
+        return None
+    return Decision("refused", "turn_echo", best[1], round(best[0], 4))

@@ -296,6 +296,7 @@ class Vault:
         confidence: float | None = None,
         entities: Sequence[str] | None = None,
         extra: dict[str, Any] | None = None,
+        supersedes: str | None = None,
     ) -> dedup.AddResult:
         """Store a memory unless the dedup pipeline finds it is already known."""
         body = strip_injected(text).strip()
@@ -306,7 +307,9 @@ class Vault:
             confidence = DEFAULT_CONFIDENCE
         if not 0.0 <= confidence <= 1.0:
             raise InvalidArgument("confidence", f"must be from 0 to 1, got {confidence}")
-        cand = dedup.Candidate(body=body, scope=scope, source=source, session=session)
+        cand = dedup.Candidate(
+            body=body, scope=scope, source=source, session=session, supersedes=supersedes
+        )
         with self.write_lock():
             cand.qvec = self.embed_query(body)
             decision = dedup.check(self, cand)
@@ -329,6 +332,7 @@ class Vault:
                 "category": category,
                 "confidence": confidence,
                 "created": now_iso(),
+                "supersedes": supersedes,
             }
             if entities:
                 meta["entities"] = list(entities)
@@ -389,3 +393,23 @@ class Vault:
             raise MemoryNotFound(memory_id)
         policy = decay.load_policy(self.config)
         return round(decay.effective_confidence(float(row[0]), row[1], row[3], row[2], policy), 6)
+
+    # -- dedup: supersede, hand-off note, cleanup (issue 4) --------------------
+
+    def supersede(self, old_id: str, text: str, **add_options: Any) -> Any:
+        """Store ``text`` as the successor of ``old_id`` (which gets ``superseded_by``)."""
+        from memex.supersede import supersede
+
+        return supersede(self, old_id, text, **add_options)
+
+    def handoff(self, session: str) -> Any:
+        """The note telling an agent what a hook already stored this turn."""
+        from memex.handoff import handoff
+
+        return handoff(self, session)
+
+    def dedup_existing(self, apply: bool = False, limit: int = 200) -> Any:
+        """Find exact duplicates already in the vault; with ``apply``, supersede them."""
+        from memex.dedup_cleanup import dedup_existing
+
+        return dedup_existing(self, apply, limit)

@@ -1,0 +1,69 @@
+"""Supersede: replace a memory with a newer statement of the fact.
+
+The new memory goes through the ordinary write path (``Vault.add``) with
+``supersedes: OLD_ID`` in its frontmatter; the old file then gets
+``superseded_by`` and so leaves search (it stays on disk: nothing is lost).
+The pipeline never calls the new text a duplicate of the memory it
+replaces, and the turn-echo guard does not apply, since superseding is what
+that guard tells an agent to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memex.dedup import AddResult
+from memex.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from memex.vault import Vault
+
+
+@dataclass
+class SupersedeResult:
+    superseded: str  # the old memory's id
+    result: AddResult  # the new memory, or the existing one that already says it
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.result.as_dict(), "superseded": self.superseded}
+
+
+def supersede(
+    vault: Vault,
+    old_id: str,
+    text: str,
+    source: str | None = "user",
+    session: str | None = None,
+    source_ref: str | None = None,
+    category: str | None = None,
+    confidence: float | None = None,
+    entities: Sequence[str] | None = None,
+) -> SupersedeResult:
+    """Store ``text`` as the successor of ``old_id`` and retire the old memory.
+
+    Scope and category default to the old memory's. If the new text is
+    already stored as another memory, that memory becomes the successor
+    (no second copy is written).
+    """
+    old = vault.get(old_id)  # raises MemoryNotFound
+    if old.meta.get("superseded_by"):
+        raise InvalidArgument(
+            "OLD_ID", f"{old_id} is already superseded by {old.meta['superseded_by']}"
+        )
+    result = vault.add(
+        text,
+        scope=str(old.meta.get("scope") or "") or None,
+        source=source,
+        session=session,
+        source_ref=source_ref,
+        category=category if category is not None else old.meta.get("category"),
+        confidence=confidence,
+        entities=entities,
+        supersedes=old_id,
+    )
+    if result.id == old_id:  # cannot happen: the pipeline excludes old_id
+        raise InvalidArgument("TEXT", f"is the text of {old_id} itself")
+    vault.update_meta(old_id, {"superseded_by": result.id})
+    return SupersedeResult(old_id, result)
