@@ -1,0 +1,159 @@
+"""assemble: the messages an agent's model sees for the next call.
+
+Two paths, and both may run for one call:
+
+- **auto-recall** — the latest user message (its last 4,000 characters) is
+  the query; memories above ``recall_score_threshold`` (at most
+  ``recall_limit``, at most ``recall_max_injected_chars`` of text) are put in
+  a ``<relevant-memories>`` block before that message's text.
+- **full context** — when the conversation no longer fits the budget, or
+  a compacted session has a summary standing for its older messages: the
+  summary (within the archive share) plus the newest messages that fit,
+  dropped oldest first in units that keep tool calls with their results;
+  then consecutive user messages are merged so roles alternate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from memex.context import archive
+from memex.context.budget import budget_plan
+from memex.context.inject import has_block, prepend_block, render_memories_block, render_summary, strip_blocks
+from memex.context.messages import check_messages, is_tool_result_only, latest_index, normalize_turns, units
+from memex.context.sessions import bypassed
+from memex.context.settings import ContextSettings, load_settings
+from memex.context.tokens import content_text, count_message, count_messages, count_text
+from memex.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from memex.vault import Vault
+
+QUERY_CHARS = 4000
+
+
+def assemble(
+    vault: Vault,
+    session: str,
+    messages: list[dict[str, Any]],
+    token_budget: int,
+    *,
+    scopes: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """The new message list plus what was done: injected ids, tokens, mode, reason."""
+    check_messages(messages)
+    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
+        raise InvalidArgument("token_budget", f"must be a positive integer, got {token_budget!r}")
+    settings = load_settings(vault)
+    pattern = bypassed(session, settings.bypass_session_patterns)
+    if pattern is not None:
+        return _result(messages, [], "skipped", f"session matches bypass pattern {pattern!r}")
+    working = list(messages)
+    injected, recall_note = _recall(vault, working, settings, scopes)
+    full_reason = _needs_full(vault, session, working, token_budget)
+    if full_reason is None:
+        mode = "recall" if injected else "skipped"
+        return _result(working, injected, mode, recall_note)
+    trimmed, note = _full_context(vault, session, working, token_budget)
+    return _result(trimmed, injected, "full", f"{full_reason}; {note}; {recall_note}")
+
+
+def _result(messages: list[dict[str, Any]], injected: list[str], mode: str, reason: str) -> dict[str, Any]:
+    return {
+        "messages": messages, "injected": injected, "tokens": count_messages(messages),
+        "mode": mode, "reason": reason,
+    }
+
+
+def _recall(
+    vault: Vault, working: list[dict[str, Any]], settings: ContextSettings, scopes: Sequence[str] | None
+) -> tuple[list[str], str]:
+    """Inject memories into the latest user message of ``working`` (in place)."""
+    if not settings.auto_recall:
+        return [], "auto_recall is off"
+    if not working or working[-1].get("role") != "user" or is_tool_result_only(working[-1]):
+        return [], "latest message is not the user's"
+    latest = working[-1]
+    text = content_text(latest.get("content"))
+    if has_block(text):
+        return [], "a relevant-memories block is already there"
+    query = strip_blocks(text)[-QUERY_CHARS:].strip()
+    if not query:
+        return [], "latest user message has no text"
+    hits = vault.recall(
+        query, limit=settings.recall_limit, scope=list(scopes) if scopes else None,
+        min_score=settings.recall_score_threshold,
+    )
+    block = render_memories_block(hits, settings.recall_max_injected_chars)
+    if not block:
+        return [], f"no memory scored above {settings.recall_score_threshold}"
+    shown = [h.id for h in hits if f'id="{h.id}"' in block]
+    working[-1] = prepend_block(latest, block)
+    return shown, f"injected {len(shown)} memories"
+
+
+def _summary_in_use(vault: Vault, session: str, messages: list[dict[str, Any]]) -> int:
+    """How many leading messages the session's summary replaces (0: none)."""
+    state = archive.load_state(vault, session)
+    if state.compacted_upto <= 0 or len(messages) < state.compacted_upto:
+        return 0
+    return state.compacted_upto
+
+
+def _needs_full(vault: Vault, session: str, working: list[dict[str, Any]], budget: int) -> str | None:
+    replaced = _summary_in_use(vault, session, working)
+    if replaced:
+        return f"the session summary replaces the first {replaced} messages"
+    total = count_messages(working)
+    room = budget_plan(budget)["available"]
+    if total > room:
+        return f"{total} tokens exceed the {room} left after the output reserve"
+    return None
+
+
+def fit_summary(summary: str, cap: int) -> str:
+    """The summary cut to ``cap`` tokens, dropping its oldest lines first."""
+    lines = [ln for ln in summary.splitlines() if ln.strip()]
+    while lines and count_text("\n".join(lines)) > cap:
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def _full_context(
+    vault: Vault, session: str, working: list[dict[str, Any]], budget: int
+) -> tuple[list[dict[str, Any]], str]:
+    plan = budget_plan(budget)
+    replaced = _summary_in_use(vault, session, working)
+    pinned = [m for m in working[:replaced] if m.get("role") == "system"]
+    active = working[replaced:]
+    head: list[dict[str, Any]] = []
+    summary = fit_summary(archive.read_summary(vault, session), plan["archive"])
+    if summary:
+        head.append({"role": "user", "content": render_summary(summary)})
+    pinned += [m for m in active if m.get("role") == "system"]
+    rest = [m for m in active if m.get("role") != "system"]
+    room = plan["available"] - count_messages(pinned) - count_messages(head)
+    groups = units(rest)
+    kept: list[list[int]] = []
+    used = 0
+    for group in reversed(groups):
+        cost = sum(count_message(rest[i]) for i in group)
+        # The latest unit always stays: without it there is nothing to answer.
+        if kept and used + cost > room:
+            break
+        kept.insert(0, group)
+        used += cost
+    # Without a summary in front, the conversation must open with the user.
+    while not head and len(kept) > 1 and rest[kept[0][0]].get("role") != "user":
+        kept.pop(0)
+    chosen = [rest[i] for g in kept for i in g]
+    dropped = len(rest) - len(chosen)
+    last_user = latest_index(chosen)
+    out = normalize_turns(pinned + head + chosen)
+    note = f"kept {len(chosen)} of {len(rest)} messages, dropped {dropped} oldest"
+    if summary:
+        note += f", summary {count_text(summary)} tokens"
+    if last_user is None:
+        note += ", no user message left"
+    return out, note

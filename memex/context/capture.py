@@ -1,0 +1,223 @@
+"""after_turn, commit and compact: from a finished turn to long-term memories.
+
+after_turn archives the turn at once (cheap, inside a hook's time budget) and
+leaves the expensive part, extraction through ``Vault.add`` with its
+embedding and dedup, to a commit that runs when enough tokens are pending:
+in a detached ``memex context commit`` process by default (a hook's process
+exits right after answering, which would kill a thread), synchronously when
+asked, as ``compact`` does.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import TYPE_CHECKING, Any
+
+from memex.context import archive, extract
+from memex.context.budget import budget_plan
+from memex.context.inject import strip_blocks, strip_message
+from memex.context.messages import check_messages
+from memex.context.settings import load_settings
+from memex.context.tokens import count_messages, count_text
+from memex.errors import InvalidArgument, MemexError
+
+if TYPE_CHECKING:
+    from memex.vault import Vault
+
+COMMIT_MODES = ("background", "sync", "none")
+
+
+def after_turn(
+    vault: Vault,
+    session: str,
+    messages: list[dict[str, Any]],
+    pre_prompt_count: int,
+    *,
+    source: str = "agent",
+    scope: str | None = None,
+    commit: str = "background",
+) -> dict[str, Any]:
+    """Archive the new messages (index >= ``pre_prompt_count``) of a finished turn.
+
+    ``commit`` says what happens when pending tokens pass
+    ``commit_token_threshold``: "background" (a detached process), "sync"
+    (now, memories returned), or "none" (leave it pending).
+    """
+    check_messages(messages)
+    if not isinstance(pre_prompt_count, int) or not 0 <= pre_prompt_count <= len(messages):
+        raise InvalidArgument("pre_prompt_count", f"must be from 0 to {len(messages)}, got {pre_prompt_count!r}")
+    if commit not in COMMIT_MODES:
+        raise InvalidArgument("commit", f"must be one of {COMMIT_MODES}, got {commit!r}")
+    settings = load_settings(vault)
+    result: dict[str, Any] = {
+        "archived": 0, "archive_id": None, "pending_tokens": 0, "committed": False, "memories": [],
+    }
+    if not settings.auto_capture:
+        result["reason"] = "auto_capture is off"
+        return result
+    fresh = [m for m in (strip_message(m) for m in messages[pre_prompt_count:]) if m is not None]
+    with archive.session_lock(vault, session):
+        state = archive.load_state(vault, session)
+        state.messages_seen = len(messages)
+        if fresh:
+            tokens = count_messages(fresh)
+            record = archive.append_turn(vault, state, fresh, tokens, source)
+            state.pending_tokens += tokens
+            result["archived"] = len(fresh)
+            result["archive_id"] = record["id"]
+        archive.save_state(vault, state)
+    result["pending_tokens"] = state.pending_tokens
+    if state.pending_tokens >= settings.commit_token_threshold:
+        if commit == "sync":
+            done = commit_session(vault, session, source=source, scope=scope)
+            result.update(committed=True, memories=done["memories"], pending_tokens=0)
+        elif commit == "background":
+            result["commit_pid"] = spawn_commit(vault, session, source=source, scope=scope)
+    return result
+
+
+def commit_session(
+    vault: Vault,
+    session: str,
+    *,
+    source: str = "agent",
+    scope: str | None = None,
+    keep_recent: int | None = None,
+) -> dict[str, Any]:
+    """Extract memories from the uncommitted turns and roll them into the summary.
+
+    ``keep_recent`` (compact) marks all but that many of the conversation's
+    latest messages as replaced by the summary.
+    """
+    settings = load_settings(vault)
+    memories: list[dict[str, Any]] = []
+    with archive.session_lock(vault, session, timeout=120.0):
+        state = archive.load_state(vault, session)
+        turns = archive.read_turns(vault, session, after_seq=state.committed_seq)
+        previous = archive.read_summary(vault, session)
+        found, summary, extractor = _extract(settings.extract_command, session, turns, previous)
+        for item in found:
+            ref = _source_ref(turns, item.text)
+            try:
+                added = vault.add(
+                    item.text, scope=scope, source=source, session=session, source_ref=ref,
+                    category=item.category, confidence=item.confidence,
+                )
+            except MemexError as exc:  # one bad item must not lose the others
+                memories.append({"status": "error", "text": item.text, "error": str(exc)})
+                continue
+            memories.append(added.as_dict())
+        if turns:
+            archive.write_summary(vault, session, summary)
+            state.committed_seq = int(turns[-1]["seq"])
+            state.commits += 1
+        state.pending_tokens = 0
+        state.summary_tokens = count_text(summary) if turns else state.summary_tokens
+        if keep_recent is not None:
+            state.compacted_upto = max(state.compacted_upto, state.messages_seen - keep_recent)
+        archive.save_state(vault, state)
+    return {
+        "session": session, "turns": len(turns), "memories": memories, "summary": summary if turns else previous,
+        "extractor": extractor,
+    }
+
+
+def _extract(
+    command: str, session: str, turns: list[dict[str, Any]], previous: str
+) -> tuple[list[extract.Extracted], str, str]:
+    messages = [m for t in turns for m in t.get("messages", [])]
+    if command.strip() and turns:
+        request = {"task": "commit", "session": session, "previous_summary": previous, "messages": messages}
+        try:
+            found, summary = extract.parse_command_answer(extract.run_command(command, request))
+            return found, summary if summary is not None else extract.summarize_rules(previous, turns), "command"
+        except InvalidArgument as exc:
+            print(f"memex context: {exc}; using the rule-based extractor", file=sys.stderr)
+            return extract.extract_rules(messages), extract.summarize_rules(previous, turns), f"rules ({exc})"
+    return extract.extract_rules(messages), extract.summarize_rules(previous, turns), "rules"
+
+
+def _source_ref(turns: list[dict[str, Any]], text: str) -> str | None:
+    """The archive id of the turn a memory came from (for subject erasure)."""
+    needle = text.casefold()
+    for turn in turns:
+        for msg in turn.get("messages", []):
+            if needle in " ".join(str(msg.get("content", "")).split()).casefold():
+                return str(turn["id"])
+    return str(turns[-1]["id"]) if turns else None
+
+
+def spawn_commit(vault: Vault, session: str, *, source: str, scope: str | None) -> int:
+    """Run ``memex context commit`` detached, so the caller can answer at once."""
+    argv = [
+        sys.executable, "-m", "memex.context", "--vault", str(vault.root), "context", "commit",
+        "--session", session, "--source", source,
+    ]
+    if scope:
+        argv += ["--scope", scope]
+    kwargs: dict[str, Any] = {}
+    if os.name == "posix":
+        kwargs["start_new_session"] = True
+    else:  # pragma: no cover - Windows
+        kwargs["creationflags"] = getattr(subprocess, "DETACHED_PROCESS", 0)
+    log_path = vault.memex_dir / "cache" / "context-commit.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:  # the child keeps its own copy of the handle
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, **kwargs
+        )
+    return proc.pid
+
+
+def compact(vault: Vault, session: str, token_budget: int, current_tokens: int) -> dict[str, Any]:
+    """Commit now; the summary then stands for all but the most recent messages."""
+    if not isinstance(token_budget, int) or token_budget < 1:
+        raise InvalidArgument("token_budget", f"must be a positive integer, got {token_budget!r}")
+    if not isinstance(current_tokens, int) or current_tokens < 0:
+        raise InvalidArgument("current_tokens", f"must be a non-negative integer, got {current_tokens!r}")
+    settings = load_settings(vault)
+    done = commit_session(vault, session, keep_recent=settings.commit_keep_recent_count)
+    state = archive.load_state(vault, session)
+    plan = budget_plan(token_budget)
+    recent = _recent_tokens(vault, session, settings.commit_keep_recent_count)
+    summary_tokens = min(state.summary_tokens, plan["archive"])
+    return {
+        "summary": done["summary"],
+        "tokens_before": current_tokens,
+        "tokens_after": min(current_tokens, summary_tokens + recent),
+        "memories": done["memories"],
+        "compacted_upto": state.compacted_upto,
+        "extractor": done["extractor"],
+    }
+
+
+def _recent_tokens(vault: Vault, session: str, keep: int) -> int:
+    """Tokens of the latest ``keep`` archived messages (what stays active)."""
+    if keep <= 0:
+        return 0
+    kept: list[dict[str, Any]] = []
+    for turn in reversed(archive.read_turns(vault, session)):
+        for msg in reversed(turn.get("messages", [])):
+            kept.append(msg)
+            if len(kept) >= keep:
+                return count_messages(kept)
+    return count_messages(kept)
+
+
+def capture_keyword(
+    vault: Vault, session: str, prompt: str, *, source: str = "keyword", scope: str | None = None
+) -> dict[str, Any] | None:
+    """Store an explicit request to remember, verbatim; None when there is none."""
+    if not isinstance(prompt, str):
+        raise InvalidArgument("prompt", "must be a string")
+    text = strip_blocks(prompt)
+    if not text or not extract.is_remember_request(text) or not load_settings(vault).auto_capture:
+        return None
+    category = next((c for s in extract.sentences(text) if (c := extract.classify(s))), None)
+    added = vault.add(
+        text, scope=scope, source=source, session=session, category=category or "observation",
+        confidence=0.9,
+    )
+    return added.as_dict()

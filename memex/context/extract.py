@@ -1,0 +1,187 @@
+"""Rule-based extraction of long-term memories and summaries (no network).
+
+Only what the *user* said is mined for memories: explicit preferences,
+decisions, constraints and "always"/"never" rules, in English and Chinese.
+Assistant text is summarized but never turned into memories, since an
+assistant restating a rule would otherwise store it a second time and an
+assistant's guesses are not the user's facts.
+
+A user can plug in a model instead: ``[context] extract_command`` is run
+with a JSON request on stdin and must print a JSON answer (see README,
+"Context engine"). If it fails, the rules are used and the failure is
+reported in the commit result.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+from dataclasses import dataclass
+from typing import Any
+
+from memex.context.tokens import content_text, count_text
+from memex.errors import InvalidArgument
+from memex.text import normalize
+
+COMMAND_TIMEOUT = 120.0
+_CODE = re.compile(r"```.*?```", re.DOTALL)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
+_EN = re.IGNORECASE
+
+# Order matters: the first category whose pattern matches wins.
+RULES: list[tuple[str, re.Pattern[str]]] = [
+    ("decision", re.compile(
+        r"\b(we|i) (have |'ve )?(decided|agreed|chose|settled on|are going with|will go with|"
+        r"standardi[sz]ed on)\b|\blet'?s (go with|use|stick with)\b|\bdecision:", _EN)),
+    ("decision", re.compile(r"我们决定|我决定|决定用|决定使用|我们选择|我们采用|就用|定下来")),
+    ("constraint", re.compile(
+        r"\b(always|never|must|must not|mustn't|do not ever|don't ever|should never|"
+        r"is not allowed|are not allowed|is required|are required)\b", _EN)),
+    ("constraint", re.compile(r"必须|不要|不许|禁止|不能|总是|永远不|务必|一定要|千万别|始终")),
+    ("preference", re.compile(
+        r"\b(i|we) (really )?(prefer|like|love|hate|dislike|want|would rather|'d rather)\b|"
+        r"\bmy (favou?rite|preferred)\b|\bi'?m (a fan of|not a fan of)\b", _EN)),
+    ("preference", re.compile(r"我喜欢|我更喜欢|我偏好|我倾向|我讨厌|我不喜欢|我习惯")),
+]
+_QUESTION = re.compile(r"[?？]\s*$|^(do|does|did|can|could|would|should|is|are|what|why|how|when|where|which)\b", _EN)
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+MIN_CHARS, MIN_CJK_CHARS, MAX_CHARS = 12, 4, 400
+
+# "remember that ...", "don't forget ...", "记住 ..." as a request, not a question.
+_KEYWORD = re.compile(
+    r"(?:^|[.!;\n]\s*|\b(?:please|pls|also|and|hey|ok|okay|so),?\s+|"
+    r"\b(?:can|could|would|will) you (?:please )?)"
+    r"(remember|don'?t forget|do not forget|never forget|keep in mind|make a note)\b"
+    r"(?:\s+(?:that|this|to))?\s*[:,]?\s*\S",
+    re.IGNORECASE,
+)
+_KEYWORD_ZH = re.compile(r"(请?记住|记一下|记下来|别忘了|不要忘记|不要忘了)[:：，,]?\s*\S")
+
+
+@dataclass
+class Extracted:
+    text: str
+    category: str
+    confidence: float = 0.7
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "category": self.category, "confidence": self.confidence}
+
+
+def sentences(text: str) -> list[str]:
+    text = _CODE.sub(" ", text)
+    return [normalize(s) for s in _SENTENCE.split(text) if normalize(s)]
+
+
+def classify(sentence: str) -> str | None:
+    """The category of an explicit statement, or None."""
+    if _QUESTION.search(sentence):
+        return None
+    for category, pattern in RULES:
+        if pattern.search(sentence):
+            return category
+    return None
+
+
+def _long_enough(sentence: str) -> bool:
+    if _CJK.search(sentence):
+        return len(_CJK.findall(sentence)) >= MIN_CJK_CHARS
+    return len(sentence) >= MIN_CHARS
+
+
+def extract_rules(messages: list[dict[str, Any]]) -> list[Extracted]:
+    """Explicit statements of the user worth keeping, in order, without repeats."""
+    found: list[Extracted] = []
+    seen: set[str] = set()
+    for msg in messages:
+        if msg.get("role") != "user":
+            continue
+        for sentence in sentences(_user_text(msg)):
+            category = classify(sentence)
+            if category is None or not _long_enough(sentence) or len(sentence) > MAX_CHARS:
+                continue
+            key = sentence.casefold()
+            if key not in seen:
+                seen.add(key)
+                found.append(Extracted(sentence, category))
+    return found
+
+
+def _user_text(msg: dict[str, Any]) -> str:
+    """A user message's own words: tool results are not the user speaking."""
+    content = msg.get("content")
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return content_text(content)
+
+
+def is_remember_request(prompt: str) -> bool:
+    return bool(_KEYWORD.search(prompt) or _KEYWORD_ZH.search(prompt))
+
+
+def summarize_rules(previous: str, turns: list[dict[str, Any]], max_tokens: int = 8000) -> str:
+    """Extend ``previous`` with one line per message of ``turns`` (first sentence)."""
+    lines = [ln for ln in previous.splitlines() if ln.strip()]
+    for turn in turns:
+        for msg in turn.get("messages", []):
+            role = msg.get("role")
+            if role not in ("user", "assistant"):
+                continue
+            text = _user_text(msg) if role == "user" else content_text(msg.get("content"))
+            first = next(iter(sentences(text)), "")
+            if first:
+                lines.append(f"- {role} (turn {turn.get('seq')}): {first[:240]}")
+    # The oldest lines go first when the summary outgrows its share.
+    while len(lines) > 1 and count_text("\n".join(lines)) > max_tokens:
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def run_command(command: str, request: dict[str, Any]) -> dict[str, Any]:
+    """Run the user's extractor: JSON request on stdin, JSON answer on stdout."""
+    argv = shlex.split(command)
+    if not argv:
+        raise InvalidArgument("extract_command", "is empty")
+    try:
+        done = subprocess.run(
+            argv, input=json.dumps(request, ensure_ascii=False), capture_output=True,
+            text=True, timeout=COMMAND_TIMEOUT, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InvalidArgument("extract_command", f"{argv[0]}: {exc}") from exc
+    if done.returncode != 0:
+        raise InvalidArgument(
+            "extract_command", f"{argv[0]} exited {done.returncode}: {done.stderr.strip()[:200]}"
+        )
+    try:
+        answer = json.loads(done.stdout)
+    except ValueError as exc:
+        raise InvalidArgument("extract_command", f"{argv[0]} printed no JSON: {exc}") from exc
+    if not isinstance(answer, dict):
+        raise InvalidArgument("extract_command", f"{argv[0]} must print a JSON object")
+    return answer
+
+
+def parse_command_answer(answer: dict[str, Any]) -> tuple[list[Extracted], str | None]:
+    """Memories and summary from an extractor's answer; bad items are errors."""
+    items = answer.get("memories", [])
+    if not isinstance(items, list):
+        raise InvalidArgument("extract_command", "'memories' must be a list")
+    out: list[Extracted] = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            item = {"text": item}
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str) or not item["text"].strip():
+            raise InvalidArgument("extract_command", f"memories[{i}] needs a non-empty 'text'")
+        confidence = item.get("confidence", 0.7)
+        if not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+            raise InvalidArgument("extract_command", f"memories[{i}].confidence must be from 0 to 1")
+        out.append(Extracted(item["text"].strip(), str(item.get("category") or "observation"), float(confidence)))
+    summary = answer.get("summary")
+    if summary is not None and not isinstance(summary, str):
+        raise InvalidArgument("extract_command", "'summary' must be a string")
+    return out, summary
