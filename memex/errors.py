@@ -11,7 +11,8 @@ caller (the CLI, a hook, the MCP server) can catch one class at its edge::
     ├── InvalidArgument      a bad value passed to the API (carries .argument)
     ├── IndexStoreError          the derived index cannot be opened or written
     │   └── SchemaTooNew     index.db was written by a newer memex
-    └── LockTimeout          another process held the vault's write lock too long
+    ├── LockTimeout          another process held the vault's write lock too long
+    └── WatcherRunning       another `memex watch` already watches this vault (carries .pid)
 
 The CLI converts any of these to ``click.ClickException`` (one line, exit 1).
 """
@@ -69,3 +70,12 @@ class SchemaTooNew(IndexStoreError):
 
 class LockTimeout(MemexError):
     """Another process held the vault's write lock for too long."""
+
+
+class WatcherRunning(MemexError):
+    """A second watcher was started for a vault that already has one."""
+
+    def __init__(self, root: Path | str, pid: int | None) -> None:
+        who = f" (pid {pid})" if pid else ""
+        super().__init__(f"{root}: a watcher is already running for this vault{who}")
+        self.pid = pid

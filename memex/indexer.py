@@ -185,8 +185,13 @@ class Indexer:
         report.seconds = time.perf_counter() - started
         return report
 
-    def index_paths(self, relpaths: Iterable[str]) -> SyncReport:
-        """Index (or purge) just these paths, e.g. after a write or a file event."""
+    def index_paths(self, relpaths: Iterable[str], verify: bool = False) -> SyncReport:
+        """Index (or purge) just these paths, e.g. after a write or a file event.
+
+        ``verify`` reads files whose size and mtime match their row anyway (the
+        file hash decides): the watcher uses it because two same-size writes
+        within one mtime tick look unchanged by stat alone.
+        """
         started = time.perf_counter()
         report = SyncReport()
         on_disk: dict[str, os.stat_result] = {}
@@ -207,7 +212,7 @@ class Indexer:
         candidates = []
         for rel, st in on_disk.items():
             row = rows.get(rel)
-            if row is not None and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns and (
+            if not verify and row is not None and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns and (
                 row.embedded or self.embedder is None
             ):
                 report.unchanged += 1

@@ -1,0 +1,146 @@
+"""Is a watcher running for this vault, and is the index fresh? (``memex status``)
+
+A running watcher holds ``.memex/watch.lock`` for its whole life and writes a
+small heartbeat file, ``.memex/watch.json`` (pid, start, last heartbeat, last
+reconcile, counts). Neither is trusted alone: a pid file outlives a killed
+process, so "running" means the lock is held right now, and the heartbeat's
+age tells whether the holder is still making progress. Freshness never comes
+from the watcher's own word either: it is :func:`memex.health.drift`, which
+compares the files on disk with the index rows at the moment it is asked.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from memex.locking import try_file_lock
+
+if TYPE_CHECKING:
+    from memex.vault import Vault
+
+STATE_NAME = "watch.json"
+LOCK_NAME = "watch.lock"
+# A heartbeat older than this while the lock is held means the watcher is
+# stuck (or busy with one very long batch); status says so.
+STALE_AFTER_SECONDS = 30.0
+
+
+def state_path(memex_dir: Path) -> Path:
+    return memex_dir / STATE_NAME
+
+
+def lock_path(memex_dir: Path) -> Path:
+    return memex_dir / LOCK_NAME
+
+
+def iso(ts: float) -> str:
+    moment = dt.datetime.fromtimestamp(ts, tz=dt.timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def write_state(memex_dir: Path, data: dict[str, Any]) -> None:
+    """Replace watch.json atomically, so a reader never sees half a file.
+
+    No fsync: the heartbeat is rewritten every few seconds and a lost one
+    after a power cut only makes the watcher look stopped, which it then is.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=".watch-", suffix=".tmp", dir=memex_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True)
+        os.replace(tmp, state_path(memex_dir))
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def read_state(memex_dir: Path) -> dict[str, Any] | None:
+    """The last state a watcher wrote, or None when there is none (or it is unreadable)."""
+    try:
+        data = json.loads(state_path(memex_dir).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def lock_is_held(memex_dir: Path) -> bool:
+    """True when some process holds watch.lock (we probe by trying to take it)."""
+    handle: IO[bytes] | None = try_file_lock(lock_path(memex_dir))
+    if handle is None:
+        return True
+    handle.close()  # closing the descriptor releases the probe's lock at once
+    return False
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def watcher_info(memex_dir: Path, now: float | None = None) -> dict[str, Any]:
+    """What is known about this vault's watcher; ``running`` comes from the lock."""
+    now = time.time() if now is None else now
+    running = lock_is_held(memex_dir)
+    state = read_state(memex_dir) or {}
+    info: dict[str, Any] = {"running": running, "pid": None, "started": None, "heartbeat": None,
+                            "heartbeat_age_seconds": None, "responsive": None}
+    beat = state.get("heartbeat_ts")
+    if running and state and state.get("state") == "running":
+        info["pid"] = state.get("pid")
+        info["started"] = state.get("started")
+        info["heartbeat"] = state.get("heartbeat")
+        if isinstance(beat, (int, float)):
+            age = max(0.0, now - float(beat))
+            info["heartbeat_age_seconds"] = round(age, 1)
+            info["responsive"] = age <= STALE_AFTER_SECONDS
+        for key in ("last_reconcile", "events", "batches", "reconciles", "last_error", "debounce_ms",
+                    "reconcile_seconds"):
+            info[key] = state.get(key)
+    elif running:
+        # The lock is held but no (or an old) state file: a watcher starting
+        # up, or another tool holding the lock. Say what we know.
+        info["pid"] = state.get("pid")
+    elif state:
+        info["last_pid"] = state.get("pid")
+        info["last_heartbeat"] = state.get("heartbeat")
+        info["last_state"] = "crashed" if state.get("state") == "running" else state.get("state")
+    return info
+
+
+def status(vault: Vault) -> dict[str, Any]:
+    """``memex status``: the watcher, and how many files differ from the index now."""
+    from memex.health import drift
+
+    found = drift(vault)
+    watcher = watcher_info(vault.memex_dir)
+    return {
+        "vault": str(vault.root),
+        "watcher": watcher,
+        # Counted from the files at this moment; never from the watcher's word.
+        "differing": found.differing,
+        "fresh": found.differing == 0,
+        "clean": found.clean,
+        "missing": found.missing,
+        "stale": found.stale,
+        "orphaned": found.orphaned,
+        "unembedded": found.unembedded,
+        "errors": found.errors,
+    }
