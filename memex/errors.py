@@ -12,7 +12,8 @@ caller (the CLI, a hook, the MCP server) can catch one class at its edge::
     ├── IndexStoreError          the derived index cannot be opened or written
     │   └── SchemaTooNew     index.db was written by a newer memex
     ├── LockTimeout          another process held the vault's write lock too long
-    └── WatcherRunning       another `memex watch` already watches this vault (carries .pid)
+    ├── WatcherRunning       another `memex watch` already watches this vault (carries .pid)
+    └── GitHistoryError      checking or rewriting the vault's git history failed (erase)
 
 The CLI converts any of these to ``click.ClickException`` (one line, exit 1).
 """
@@ -79,3 +80,7 @@ class WatcherRunning(MemexError):
         who = f" (pid {pid})" if pid else ""
         super().__init__(f"{root}: a watcher is already running for this vault{who}")
         self.pid = pid
+
+
+class GitHistoryError(MemexError):
+    """Checking or rewriting the vault's git history failed; the message names the step."""
