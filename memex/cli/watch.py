@@ -1,0 +1,85 @@
+"""``memex watch`` (keep the index in step with the files) and ``memex status``."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import click
+
+from memex import watch_state
+from memex.cli._common import get_vault, json_option, key_values, print_json
+from memex.watch import Watcher, settings_for
+
+_SHOWN_PATHS = 10
+
+
+@click.command("watch")
+@click.option("--debounce-ms", type=click.IntRange(1, 10_000), help="Quiet time that ends a burst of events (default from [watch], 40).")
+@click.option("--reconcile-seconds", type=click.FloatRange(min=0.1), help="Full reconcile period (default from [watch], 60).")
+@click.option("-v", "--verbose", is_flag=True, help="Also log batches that changed nothing.")
+@click.option("-q", "--quiet", is_flag=True, help="Log only warnings and errors.")
+@click.pass_context
+def watch_cmd(ctx: click.Context, debounce_ms: int | None, reconcile_seconds: float | None,
+              verbose: bool, quiet: bool) -> None:
+    """Keep the index in step with the vault until Ctrl-C (or SIGTERM).
+
+    Reconciles at start-up and every reconcile_seconds; a second watcher on
+    the same vault exits with an error.
+    """
+    level = logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
+    logger = logging.getLogger("memex")
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    vault = get_vault(ctx)
+    watcher = Watcher(vault, settings_for(vault, debounce_ms=debounce_ms, reconcile_seconds=reconcile_seconds))
+    watcher.run()
+
+
+def _watcher_line(info: dict[str, Any]) -> str:
+    if info["running"]:
+        beat = info.get("heartbeat_age_seconds")
+        age = f", last heartbeat {beat:.1f}s ago" if isinstance(beat, (int, float)) else ", no heartbeat yet"
+        stuck = "" if info.get("responsive") is not False else " (NOT RESPONDING)"
+        return f"running (pid {info.get('pid')}{age}){stuck}"
+    last = info.get("last_state")
+    if last == "crashed":
+        return f"not running (last watcher, pid {info.get('last_pid')}, stopped without shutting down)"
+    return "not running"
+
+
+@click.command("status")
+@json_option
+@click.pass_context
+def status_cmd(ctx: click.Context, as_json: bool) -> None:
+    """Is a watcher running, and how many files differ from the index right now?"""
+    data = watch_state.status(get_vault(ctx))
+    if as_json:
+        print_json(data)
+        return
+    differing = data["differing"]
+    summary = {
+        "vault": data["vault"],
+        "watcher": _watcher_line(data["watcher"]),
+        "index": "fresh: every file matches the index" if differing == 0 else
+        f"{differing} file(s) differ from the index "
+        f"({len(data['missing'])} missing, {len(data['stale'])} stale, {len(data['orphaned'])} orphaned)",
+    }
+    if data["errors"]:
+        summary["not indexed"] = f"{len(data['errors'])} file(s) with errors (see `memex doctor`)"
+    if data["unembedded"]:
+        summary["unembedded"] = f"{len(data['unembedded'])} without vectors"
+    key_values(summary, title="memex status")
+    shown = [(k, p) for k in ("missing", "stale", "orphaned") for p in data[k]]
+    for kind, path in shown[:_SHOWN_PATHS]:
+        click.echo(f"{kind}: {path}")
+    if len(shown) > _SHOWN_PATHS:
+        click.echo(f"... and {len(shown) - _SHOWN_PATHS} more (memex status --json lists all)")
+
+
+def register(main: click.Group) -> None:
+    main.add_command(watch_cmd)
+    main.add_command(status_cmd)
