@@ -157,6 +157,13 @@ def read(path: Path, max_bytes: int) -> tuple[MemoryFile, bytes]:
     return parse(decode(data, path), path), data
 
 
+def _reload(fm: str) -> Any:
+    try:
+        return yaml.load(fm, Loader=_Loader)
+    except yaml.YAMLError:
+        return None
+
+
 def serialize(mf: MemoryFile) -> str:
     """Text of a memory file: known keys first in a fixed order, then the rest."""
     if not mf.has_frontmatter and not mf.meta:
@@ -164,6 +171,10 @@ def serialize(mf: MemoryFile) -> str:
     ordered = {k: mf.meta[k] for k in KNOWN_KEYS if k in mf.meta}
     ordered.update((k, v) for k, v in mf.meta.items() if k not in ordered)
     fm = _HANDLER.export(ordered, Dumper=_Dumper, sort_keys=False, width=100000)
+    if _reload(fm) != ordered:
+        # PyYAML writes a few characters (NEL, odd line breaks) in plain style
+        # that it then reads back differently; double quotes escape them all.
+        fm = _HANDLER.export(ordered, Dumper=_Dumper, sort_keys=False, width=100000, default_style='"')
     body = mf.body
     return f"---\n{fm}\n---\n{body}"
 

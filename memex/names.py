@@ -27,7 +27,7 @@ _SCOPE_KIND = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 
 
 def _hashed(name: str) -> str:
-    return "h-" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
+    return "h-" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def safe_name(name: str) -> str:
@@ -36,12 +36,13 @@ def safe_name(name: str) -> str:
     replaced = _DASHES.sub("-", _ILLEGAL.sub("-", cleaned)).strip(" .-")
     if not replaced or replaced in {".", ".."}:
         return _hashed(name)
-    if replaced.split(".")[0].lower() in _WINDOWS_RESERVED:
+    if replaced.split(".")[0].rstrip().lower() in _WINDOWS_RESERVED:
         replaced = "_" + replaced
     # A name that lost more than a third of its characters is no longer
-    # readable as itself; and a changed name must not collide with a
-    # different name that happened to look like the result.
-    if replaced != cleaned:
+    # readable as itself; and a changed name (even only trimmed or
+    # NFC-normalized) must not collide with a different name that happened to
+    # look like the result, so it carries a hash of the original.
+    if replaced != name:
         lost = sum(1 for a in cleaned if _ILLEGAL.match(a))
         if lost * 3 > len(cleaned):
             return _hashed(name)
@@ -74,7 +75,7 @@ def scope_dir_parts(scope: str) -> list[str]:
     ``user`` -> ``["user"]``; ``project:memex`` -> ``["project", "memex"]``.
     """
     kind, sep, rest = check_scope(scope).partition(":")
-    return [kind, safe_name(rest)] if sep else [kind]
+    return [safe_name(kind), safe_name(rest)] if sep else [safe_name(kind)]
 
 
 def scope_from_dir_parts(parts: list[str], default: str) -> str:
