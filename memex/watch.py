@@ -16,13 +16,16 @@ batch is flushed once no event arrived for ``debounce_ms`` (a git checkout
 or an editor's save sequence is one burst), or ``max_delay_ms`` after its
 first event so a stream of events cannot postpone indexing for ever.
 
-Editors' saves need no special case in the indexer: truncate-then-write
-leaves an empty file for a moment, which the indexer records as an error
-while keeping the old row searchable; rename-over shows up as a move onto
-the target; swap, backup and hidden files fail :func:`is_memory_name`. A
-path that vanished with nothing else in its batch waits ``vanish_grace_ms``
-before it is purged, so an editor that renames the old file away before it
-writes the new one does not drop the memory (and its usage) in between.
+Editors' saves: rename-over shows up as a move onto the target; swap,
+backup and hidden files fail :func:`is_memory_name`. Truncate-then-write
+leaves an empty file for a moment; the indexer treats a file that no longer
+reads as a memory as gone (so the index agrees with a rebuild), so the
+watcher holds an indexed path that is empty for up to ``empty_grace_ms``,
+keeping the old memory searchable until the real content arrives; a file
+still empty after that is indexed as it is. Likewise a path that vanished
+with nothing else in its batch waits ``vanish_grace_ms`` before it is
+purged, so an editor that renames the old file away before it writes the
+new one does not drop the memory (and its usage) in between.
 
 Indexing a batch takes the vault's ``write.lock``, the lock ``add`` holds
 while it checks, writes and indexes; so a memory memex just wrote is seen
@@ -85,6 +88,7 @@ class WatchSettings:
     reconcile_seconds: float = 60.0
     heartbeat_seconds: float = 2.0
     vanish_grace_ms: int = 300
+    empty_grace_ms: int = 2000
     batch_size: int = 64
 
     @classmethod
@@ -93,7 +97,7 @@ class WatchSettings:
         values = {
             name: setting(section, name, getattr(cls, name), where)
             for name in ("debounce_ms", "max_delay_ms", "reconcile_seconds", "heartbeat_seconds",
-                         "vanish_grace_ms", "batch_size")
+                         "vanish_grace_ms", "empty_grace_ms", "batch_size")
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         for name, value in values.items():
@@ -145,7 +149,8 @@ class Watcher:
         self._dirs: set[str] = set()
         self._first_event = 0.0
         self._last_event = 0.0
-        self._deferred: dict[str, float] = {}  # vanished path -> purge no earlier than
+        self._deferred: dict[str, float] = {}  # held path -> look again no earlier than
+        self._empty_since: dict[str, float] = {}  # indexed path seen empty -> since when
         self._reconcile_now = False
         self._idle = threading.Event()
         self._idle.set()
@@ -345,9 +350,31 @@ class Watcher:
                 for p in fresh:
                     self._deferred.setdefault(p, until)
             paths = set(ripe)
+        paths -= self._hold_empty(paths)
         if paths:
             self._index(sorted(paths))
             self.batches += 1
+
+    def _hold_empty(self, paths: set[str]) -> set[str]:
+        """Indexed paths that are empty files right now and still within their
+        grace: they are held (their old row stays) until content arrives."""
+        now = time.monotonic()
+        grace = self.settings.empty_grace_ms / 1000
+        held: set[str] = set()
+        for rel in paths:
+            if not _is_blank(self.vault.root / rel):
+                self._empty_since.pop(rel, None)
+                continue
+            if self.vault.conn.execute("SELECT 1 FROM memories WHERE path = ?", (rel,)).fetchone() is None:
+                continue  # nothing to protect: index it (the indexer records why it is skipped)
+            since = self._empty_since.setdefault(rel, now)
+            if now - since < grace:
+                held.add(rel)
+                with self._cond:
+                    self._deferred[rel] = since + grace
+            else:
+                del self._empty_since[rel]
+        return held
 
     def _expand(self, dirs: set[str]) -> set[str]:
         """Every path a moved, created or deleted folder may have touched: files on
@@ -449,3 +476,15 @@ class Watcher:
             watch_state.write_state(self.vault.memex_dir, data)
         except OSError as exc:
             log.warning("%s: cannot write the heartbeat: %s", watch_state.state_path(self.vault.memex_dir), exc)
+
+
+def _is_blank(path: os.PathLike[str]) -> bool:
+    """An empty (or whitespace-only) regular file: a save caught half way."""
+    try:
+        st = os.stat(path)
+        if st.st_size > 4096 or not os.path.isfile(path):
+            return False
+        with open(path, "rb") as handle:
+            return not handle.read(4097).strip()
+    except OSError:
+        return False

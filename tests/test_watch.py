@@ -1,0 +1,250 @@
+"""The watcher on real files with a real observer: every kind of edit reaches the index."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from memex import indexer as indexer_mod
+from memex.vault import Vault
+from tests.fakes import HashEmbedder
+from tests.watchkit import body_at, found, index_matches_disk, running_watcher, wait_for
+
+MEM = "memories"
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_created_modified_deleted_files_reach_the_index(vault: Vault) -> None:
+    root = vault.root
+    with running_watcher(root):
+        note = root / MEM / "notes" / "deploy.md"
+        _write(note, "The deploy target is aardvark-eu\n")
+        wait_for(lambda: found(vault, "aardvark") == ["memories/notes/deploy.md"], what="created file")
+        _write(note, "The deploy target is bonobo-us\n")  # in place
+        wait_for(lambda: found(vault, "bonobo"), what="modified file")
+        assert found(vault, "aardvark") == []
+        note.unlink()
+        wait_for(lambda: body_at(vault, "memories/notes/deploy.md") is None, what="deleted file")
+        assert found(vault, "bonobo") == []
+        assert index_matches_disk(vault)
+
+
+def test_rename_keeps_the_memory_and_its_usage(vault: Vault) -> None:
+    result = vault.add("Prefer capybara-style naming for fixtures")
+    vault.record_access([result.id])
+    src = vault.root / result.path
+    with running_watcher(vault.root):
+        dest = src.with_name("renamed.md")
+        os.rename(src, dest)
+        wait_for(lambda: body_at(vault, "memories/user/renamed.md") is not None, what="renamed file")
+        assert body_at(vault, result.path) is None
+        memory = vault.get(result.id)  # same id, new path, usage kept
+        assert memory.path == "memories/user/renamed.md"
+        assert memory.access_count == 1  # the recall counted before the rename
+        assert index_matches_disk(vault)
+
+
+def test_whole_folders_moved_deleted_and_dropped_in(vault: Vault, tmp_path: Path) -> None:
+    root = vault.root
+    for i in range(5):
+        _write(root / MEM / "team" / f"n{i}.md", f"team note {i} about ocelot{i}\n")
+    vault.reindex()
+    with running_watcher(root):
+        os.rename(root / MEM / "team", root / MEM / "squad")
+        wait_for(lambda: found(vault, "ocelot3") == ["memories/squad/n3.md"], what="moved folder")
+        wait_for(lambda: index_matches_disk(vault), what="index to match after folder move")
+
+        outside = tmp_path / "outside"
+        for i in range(4):
+            _write(outside / "deep" / f"o{i}.md", f"dropped note pangolin{i}\n")
+        shutil.move(str(outside), str(root / MEM / "dropped"))
+        wait_for(lambda: all(found(vault, f"pangolin{i}") for i in range(4)), what="folder moved in")
+
+        shutil.move(str(root / MEM / "squad"), str(tmp_path / "gone"))  # moved out of the vault
+        wait_for(lambda: not found(vault, "ocelot3"), what="folder moved out")
+
+        shutil.rmtree(root / MEM / "dropped")
+        wait_for(lambda: not any(found(vault, f"pangolin{i}") for i in range(4)), what="folder deleted")
+        wait_for(lambda: index_matches_disk(vault), what="index to match at the end")
+        assert vault.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 0
+
+
+def test_truncate_then_write_never_loses_the_memory(vault: Vault) -> None:
+    result = vault.add("The staging database is quokka-db on port 5433")
+    path = vault.root / result.path
+    original = path.read_bytes()
+    with running_watcher(vault.root) as watcher:
+        with open(path, "r+b") as handle:
+            handle.truncate(0)
+            handle.flush()
+            os.fsync(handle.fileno())
+            # The watcher must have seen the empty file (not just been too slow to).
+            wait_for(lambda: result.path in watcher._empty_since, what="the watcher to see the empty file")
+            for _ in range(10):  # and for a while after, the old memory is still there
+                assert found(vault, "quokka") == [result.path], "old content must stay searchable"
+                time.sleep(0.03)
+            assert watcher.totals["removed"] == 0
+            handle.write(original.replace(b"quokka-db", b"wombat-db"))
+        wait_for(lambda: found(vault, "wombat"), what="the real content")
+        assert found(vault, "quokka") == []
+        assert vault.get(result.id).body.strip().endswith("wombat-db on port 5433")
+        assert watcher.totals["removed"] == 0
+        assert vault.conn.execute("SELECT count(*) FROM index_errors").fetchone()[0] == 0
+        assert index_matches_disk(vault)
+
+
+def test_a_file_left_empty_is_indexed_as_a_rebuild_would(vault: Vault) -> None:
+    result = vault.add("A memory its author emptied for good: platypus")
+    path = vault.root / result.path
+    with running_watcher(vault.root, empty_grace_ms=300) as watcher:
+        path.write_bytes(b"")
+        wait_for(lambda: not found(vault, "platypus"), what="the grace to end")
+        assert watcher.totals["removed"] == 1
+        reason = vault.conn.execute("SELECT reason FROM index_errors WHERE path = ?", (result.path,)).fetchone()
+        assert reason is not None and "empty" in reason[0]
+        assert vault.reindex().removed == 0  # the index already agrees with the files
+
+
+def _vim_save(path: Path, text: str) -> None:
+    """vim with backupcopy=no: rename the original away, write anew, drop the backup."""
+    backup = path.with_name(path.name + "~")
+    os.rename(path, backup)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.unlink(backup)
+
+
+def _ide_save(path: Path, text: str, tmp_name: str) -> None:
+    """IDE / gedit style: write a hidden temp file next to it, rename it over."""
+    tmp = path.with_name(tmp_name)
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@pytest.mark.parametrize("style", ["vim", "ide", "gedit"])
+def test_atomic_saves_update_in_place(vault: Vault, style: str) -> None:
+    result = vault.add("Release branches are cut on tuesday")
+    vault.record_access([result.id])
+    path = vault.root / result.path
+    with running_watcher(vault.root) as watcher:
+        text = path.read_text().replace("tuesday", "thursday")
+        if style == "vim":
+            _vim_save(path, text)
+        elif style == "ide":
+            _ide_save(path, text, f".{path.name}.tmp.1234")
+        else:
+            _ide_save(path, text, ".goutputstream-AB12CD")
+        wait_for(lambda: found(vault, "thursday") == [result.path], what=f"{style} save")
+        assert watcher.wait_idle(10)
+        assert found(vault, "tuesday") == []
+        assert watcher.totals["removed"] == 0 and watcher.totals["added"] == 0
+        assert vault.get(result.id).access_count == 1  # usage survived the save
+        assert index_matches_disk(vault)
+
+
+def test_temp_swap_backup_and_hidden_files_are_never_indexed(vault: Vault) -> None:
+    root = vault.root
+    with running_watcher(root) as watcher:
+        for rel in (
+            f"{MEM}/.note.md.swp", f"{MEM}/note.md~", f"{MEM}/#note.md#", f"{MEM}/.hidden.md",
+            f"{MEM}/4913", f"{MEM}/note.md.tmp", f"{MEM}/.trash/old.md", ".memex/stray.md",
+            ".git/stray.md", "sessions/s1/turn.txt",
+        ):
+            _write(root / rel, "secret narwhal text\n")
+        _write(root / MEM / "sentinel.md", "sentinel marmot\n")
+        wait_for(lambda: found(vault, "marmot"), what="the sentinel")
+        assert watcher.wait_idle(10)
+        paths = [r[0] for r in vault.conn.execute("SELECT path FROM memories")]
+        assert paths == ["memories/sentinel.md"]
+        assert found(vault, "narwhal") == []
+
+
+def test_a_memory_added_through_memex_is_not_indexed_again(vault_root: Path) -> None:
+    watcher_model = HashEmbedder()
+    with Vault(vault_root, embedder=HashEmbedder()) as writer, running_watcher(vault_root, watcher_model) as w:
+        before = w.events
+        result = writer.add("Write-through means the watcher sees nothing new: lemur")
+        wait_for(lambda: w.events > before, what="the watcher to get the add's events")
+        assert w.wait_idle(10)
+        assert w.totals["unchanged"] >= 1
+        assert (w.totals["added"], w.totals["updated"], w.totals["moved"]) == (0, 0, 0)
+        assert watcher_model.texts_embedded == 0  # the watcher embedded nothing
+        assert found(writer, "lemur") == [result.path]
+
+
+def test_start_up_reconcile_picks_up_edits_made_while_not_watching(vault: Vault) -> None:
+    kept = vault.add("kept memory about herons")
+    edited = vault.add("edited memory about ibis")
+    gone = vault.add("deleted memory about egrets")
+    (vault.root / edited.path).write_text((vault.root / edited.path).read_text().replace("ibis", "storks"))
+    (vault.root / gone.path).unlink()
+    _write(vault.root / MEM / "new.md", "a new memory about cranes\n")
+    with running_watcher(vault.root):
+        # start() reconciles before it returns: no waiting needed.
+        assert index_matches_disk(vault)
+        assert found(vault, "storks") == [edited.path]
+        assert found(vault, "egrets") == [] and found(vault, "cranes") == ["memories/new.md"]
+        assert found(vault, "herons") == [kept.path]
+
+
+def test_periodic_reconcile_repairs_lost_events(vault: Vault) -> None:
+    with running_watcher(vault.root, reconcile_seconds=0.5) as watcher:
+        watcher._observer.unschedule_all()  # the watches are lost, as after an inotify limit
+        _write(vault.root / MEM / "unseen.md", "written while no event could arrive: tapir\n")
+        wait_for(lambda: found(vault, "tapir"), what="the periodic reconcile")
+        assert watcher.reconciles >= 2
+
+
+def test_an_inotify_overflow_triggers_a_reconcile_at_once(vault: Vault) -> None:
+    with running_watcher(vault.root) as watcher:  # periodic reconcile: an hour away
+        watcher._observer.unschedule_all()
+        _write(vault.root / MEM / "dropped.md", "an event the kernel dropped: okapi\n")
+        logging.getLogger("watchdog.observers.inotify").warning(
+            "Inotify queue overflowed; reconciling recursive watches below %r", str(vault.root))
+        wait_for(lambda: found(vault, "okapi"), what="the overflow reconcile")
+
+
+def test_a_crash_on_one_file_is_logged_with_its_path_and_the_watcher_goes_on(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    real_read = indexer_mod.Indexer._read
+
+    def flaky_read(self: indexer_mod.Indexer, rel: str, st: os.stat_result) -> object:
+        if "boom" in rel:
+            raise RuntimeError("simulated parser crash")
+        return real_read(self, rel, st)
+
+    monkeypatch.setattr(indexer_mod.Indexer, "_read", flaky_read)
+    caplog.set_level(logging.ERROR, logger="memex.watch")
+    with running_watcher(vault.root) as watcher:
+        _write(vault.root / MEM / "boom.md", "this one crashes\n")
+        _write(vault.root / MEM / "fine.md", "this one is fine: gecko\n")
+        wait_for(lambda: found(vault, "gecko"), what="the good file of the same burst")
+        wait_for(lambda: watcher.totals["failures"] >= 1, what="the failure to be counted")
+        assert any("memories/boom.md" in r.getMessage() for r in caplog.records)
+        assert watcher.last_error is not None and watcher.last_error["path"] == "memories/boom.md"
+        _write(vault.root / MEM / "later.md", "still watching: iguana\n")
+        wait_for(lambda: found(vault, "iguana"), what="a later file")
+
+
+def test_a_burst_is_coalesced_into_few_batches(vault: Vault) -> None:
+    with running_watcher(vault.root) as watcher:
+        for i in range(60):
+            _write(vault.root / MEM / "burst" / f"b{i:02d}.md", f"burst note {i} mongoose{i}\n")
+        wait_for(lambda: vault.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 60,
+                 what="all 60 files")
+        assert watcher.wait_idle(10)
+        assert watcher.batches < 20  # one per file would be 60
+        assert watcher.totals["added"] == 60 and watcher.totals["updated"] == 0
+        assert index_matches_disk(vault)
