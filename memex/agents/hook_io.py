@@ -1,0 +1,219 @@
+"""What every agent hook shares: its vault, its input, the fail-open contract.
+
+A hook runs inside somebody's agent session. Whatever goes wrong in memex —
+a broken event, a missing vault, a locked index — must never break that
+session, so :func:`run_hook` turns every error into one line on stderr and
+exit status 0, and the agent carries on without memories.
+
+The vault a hook uses is ``--vault`` / ``$MEMEX_VAULT`` when given (it must
+exist: a typo should be reported, not silently replaced by a fresh vault),
+else ``~/.memex-vault``, created on first use. Hooks are registered once per
+machine or project, and a memory layer that needs a setup step before the
+first remembered fact would lose that fact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from memex.errors import InvalidArgument, VaultNotFound
+from memex.vault import MEMEX_DIR, Vault, init_vault
+
+DEFAULT_VAULT = Path("~/.memex-vault")
+# Set to 1 to do the after-answer work in the hook process itself (tests,
+# platforms without fork, debugging).
+SYNC_ENV = "MEMEX_HOOK_SYNC"
+LOG_NAME = "hooks.log"
+
+Payload = dict[str, Any]
+
+
+def default_vault_path() -> Path:
+    return DEFAULT_VAULT.expanduser()
+
+
+def hook_vault(explicit: str | None) -> Vault:
+    """The vault named by --vault/$MEMEX_VAULT (must exist), else the default one."""
+    if explicit:
+        root = Path(explicit).expanduser()
+        if not (root / MEMEX_DIR).is_dir():
+            raise VaultNotFound(
+                f"{root} is not a memex vault (from --vault or MEMEX_VAULT); "
+                f"create it with `memex init {root}` or unset MEMEX_VAULT to use {default_vault_path()}"
+            )
+        return Vault(root.resolve())
+    root = default_vault_path()
+    if not (root / MEMEX_DIR).is_dir():
+        init_vault(root, git=True)
+    return Vault(root.resolve())
+
+
+def parse_payload(raw: str, origin: str = "stdin") -> Payload:
+    """The event JSON an agent sent; a clear error when it is not a JSON object."""
+    if not raw.strip():
+        raise InvalidArgument(origin, "empty; expected the hook event as a JSON object")
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument(origin, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
+    if not isinstance(data, dict):
+        raise InvalidArgument(origin, f"expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def text_field(payload: Payload, key: str, required: bool = False) -> str | None:
+    value = payload.get(key)
+    if value is None:
+        if required:
+            raise InvalidArgument(key, "missing from the hook event")
+        return None
+    if not isinstance(value, str):
+        raise InvalidArgument(key, f"must be a string, got {type(value).__name__}")
+    return value
+
+
+def project_name(cwd: str | None) -> str | None:
+    """Folder name of the git root above ``cwd`` (else of ``cwd`` itself)."""
+    if not cwd:
+        return None
+    here = Path(cwd).expanduser()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder.name or None
+    return here.name or None
+
+
+def project_scope(cwd: str | None) -> str | None:
+    name = project_name(cwd)
+    return f"project:{name}" if name else None
+
+
+def context_output(event: str, text: str | None) -> Payload:
+    """The documented answer that adds context (Claude Code and Codex share it)."""
+    if not text:
+        return {}
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def log_path(vault: Vault) -> Path:
+    return vault.memex_dir / "cache" / LOG_NAME
+
+
+def log_line(vault: Vault | None, message: str) -> None:
+    """Append to the vault's hook log (background work has no stderr to speak to)."""
+    if vault is None:
+        return
+    path = log_path(vault)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {message}\n")
+    except OSError:
+        pass
+
+
+def after_answer(vault: Vault, label: str, work: Callable[[], object]) -> str:
+    """Run ``work`` once the agent has its answer; returns "background" or "inline".
+
+    On POSIX the hook forks: the parent exits at once (the agent stops
+    waiting), the child, detached from the agent's pipes, does the work and
+    logs failures to ``.memex/cache/hooks.log``. Elsewhere, or with
+    ``MEMEX_HOOK_SYNC=1``, the work runs inline before the hook exits.
+    """
+    if os.environ.get(SYNC_ENV) == "1" or not hasattr(os, "fork"):
+        work()
+        return "inline"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    vault.close()  # a SQLite connection must not cross a fork
+    pid = os.fork()
+    if pid:
+        return "background"
+    # Child: leave the agent's session and pipes, so it never waits for us.
+    code = 0
+    try:
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        work()
+    except BaseException as exc:  # noqa: BLE001 - the child must always exit
+        code = 1
+        log_line(vault, f"{label}: {type(exc).__name__}: {exc}")
+    finally:
+        try:
+            vault.close()
+        finally:
+            os._exit(code)
+
+
+class HookResult:
+    """A hook's answer for the agent, plus work to do once it has been given."""
+
+    def __init__(
+        self,
+        answer: Payload | None = None,
+        deferred: Callable[[], object] | None = None,
+        vault: Vault | None = None,
+        label: str = "",
+    ) -> None:
+        self.answer = answer or {}
+        self.deferred = deferred
+        self.vault = vault
+        self.label = label
+
+
+def run_hook(agent: str, handler: Callable[[], HookResult], out: IO[str] | None = None) -> int:
+    """Run a hook handler under the fail-open contract; the exit status is always 0.
+
+    The handler's answer (a JSON object; nothing when empty) goes to stdout
+    first; then its deferred work runs (see :func:`after_answer`). Any error
+    goes to stderr as one line (a traceback too with ``MEMEX_DEBUG=1``).
+    """
+    stream = out or sys.stdout
+    try:
+        result = handler()
+        if result.answer:
+            stream.write(json.dumps(result.answer, ensure_ascii=False))
+            stream.write("\n")
+            stream.flush()
+        if result.deferred is not None and result.vault is not None:
+            after_answer(result.vault, f"{agent} {result.label}", result.deferred)
+    except Exception as exc:  # noqa: BLE001 - fail open is the contract
+        print(f"memex hook {agent}: {exc} (memex skipped; the agent continues)", file=sys.stderr)
+        if os.environ.get("MEMEX_DEBUG") == "1":
+            traceback.print_exc(file=sys.stderr)
+    return 0
+
+
+def _last_session_path(vault: Vault) -> Path:
+    return vault.memex_dir / "cache" / "agents" / "last-session.json"
+
+
+def remember_session(vault: Vault, agent: str, session: str, cwd: str | None) -> None:
+    """Note the session a hook just saw, so MCP tools can default to it."""
+    path = _last_session_path(vault)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"agent": agent, "session": session, "cwd": cwd}), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass  # only a convenience for the MCP tools' default session
+
+
+def last_session(vault: Vault) -> str | None:
+    """The session a hook saw last (None when no hook has run on this vault)."""
+    try:
+        data = json.loads(_last_session_path(vault).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    session = data.get("session") if isinstance(data, dict) else None
+    return session if isinstance(session, str) and session else None

@@ -1,0 +1,251 @@
+"""Putting memex's entries into agents' settings files, and exactly them out again.
+
+Files touched (each merged, never replaced; a file that cannot be parsed is
+reported and left alone):
+
+- Claude Code hooks: ``~/.claude/settings.json`` (``--user``) or
+  ``<project>/.claude/settings.json`` (``--project``), key ``hooks``.
+- Codex hooks: ``~/.codex/hooks.json`` or ``<project>/.codex/hooks.json``
+  (same ``hooks`` layout as Claude Code).
+- MCP for Claude Code: ``<project>/.mcp.json`` (``--project``) or
+  ``~/.claude.json`` (``--user``), key ``mcpServers.memex``.
+- MCP for Codex: ``~/.codex/config.toml`` or ``<project>/.codex/config.toml``,
+  table ``[mcp_servers.memex]``.
+
+memex's hook entries are recognised by their command (``… memex … hook
+<agent>``), so reinstalling replaces them in place and uninstalling removes
+them and nothing else; a matcher group left empty is dropped with them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from memex.errors import InvalidArgument
+
+SERVER_NAME = "memex"
+# Events memex answers, and how long (seconds) the agent should wait for it.
+CLAUDE_EVENTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 30, "PreCompact": 60, "SessionEnd": 30}
+CODEX_EVENTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 30}
+_QUOTED = r"(?:'[^']*'|\"[^\"]*\"|\S+)"
+
+
+def _ours(agent: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"(?:^|[\s/\\'\"])memex(?:\.exe)?['\"]?(?:\s+--vault\s+{_QUOTED})?\s+hook\s+{re.escape(agent)}(?:\s|$)"
+    )
+
+
+def memex_executable() -> str:
+    """The memex program to write into settings: absolute, so an agent's PATH does not matter."""
+    argv0 = Path(sys.argv[0])
+    if argv0.name in ("memex", "memex.exe") and argv0.exists():
+        return str(argv0.resolve())
+    found = shutil.which("memex")
+    return str(Path(found).resolve()) if found else "memex"
+
+
+def command(executable: str, vault: str | None, *args: str) -> list[str]:
+    parts = [executable]
+    if vault:
+        parts += ["--vault", str(Path(vault).expanduser().resolve())]
+    return parts + list(args)
+
+
+def project_root(cwd: Path) -> Path:
+    """The git root above ``cwd``, else ``cwd``: where project settings belong."""
+    for folder in (cwd, *cwd.parents):
+        if (folder / ".git").exists():
+            return folder
+    return cwd
+
+
+def target(agent: str, what: str, user: bool, cwd: Path | None = None, home: Path | None = None) -> Path:
+    """The settings file for ``agent`` ("claude-code" | "codex") and ``what`` ("hooks" | "mcp")."""
+    base = (home or Path.home()) if user else project_root((cwd or Path.cwd()).resolve())
+    if agent == "claude-code":
+        if what == "hooks":
+            return base / ".claude" / "settings.json"
+        return base / ".claude.json" if user else base / ".mcp.json"
+    if agent == "codex":
+        return base / ".codex" / ("hooks.json" if what == "hooks" else "config.toml")
+    raise InvalidArgument("agent", f"expected claude-code or codex, got {agent!r}")
+
+
+# -- JSON settings -------------------------------------------------------------
+
+
+def load_json(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidArgument(str(path), f"is not valid JSON ({exc}); fix it first, memex left it unchanged") from exc
+    if not isinstance(data, dict):
+        raise InvalidArgument(str(path), "must hold a JSON object; memex left it unchanged")
+    return data
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.memex-tmp")
+    tmp.write_text(text, encoding="utf-8")
+    if path.exists():
+        shutil.copymode(path, tmp)
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _hooks_table(settings: dict[str, Any], path: Path) -> dict[str, Any]:
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InvalidArgument(str(path), "'hooks' must be an object; memex left the file unchanged")
+    return hooks
+
+
+def remove_hooks(settings: dict[str, Any], agent: str, path: Path) -> int:
+    """Take memex's hook entries for ``agent`` out of ``settings``; returns how many."""
+    if "hooks" not in settings:
+        return 0
+    hooks = _hooks_table(settings, path)
+    ours = _ours(agent)
+    removed = 0
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        for group in groups:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(entries, list):
+                kept_groups.append(group)
+                continue
+            kept = [h for h in entries if not (isinstance(h, dict) and ours.search(str(h.get("command", ""))))]
+            removed += len(entries) - len(kept)
+            if kept or not entries:
+                kept_groups.append({**group, "hooks": kept})
+        if kept_groups:
+            hooks[event] = kept_groups
+        else:
+            del hooks[event]
+    if not hooks:
+        del settings["hooks"]
+    return removed
+
+
+def install_hooks(path: Path, agent: str, events: dict[str, int], cmd: list[str]) -> dict[str, Any]:
+    """Merge memex's hook entries for ``agent`` into the JSON file at ``path``."""
+    settings = load_json(path)
+    before = json.dumps(settings, sort_keys=True)
+    replaced = remove_hooks(settings, agent, path)
+    hooks = _hooks_table(settings, path)
+    line = shlex.join(cmd)
+    for event, timeout in events.items():
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise InvalidArgument(str(path), f"hooks.{event} must be a list; memex left the file unchanged")
+        groups.append({"hooks": [{"type": "command", "command": line, "timeout": timeout}]})
+    changed = json.dumps(settings, sort_keys=True) != before
+    if changed:
+        write_json(path, settings)
+    return {"file": str(path), "events": list(events), "command": line, "replaced": replaced, "changed": changed}
+
+
+def uninstall_hooks(path: Path, agent: str) -> dict[str, Any]:
+    settings = load_json(path)
+    removed = remove_hooks(settings, agent, path) if settings else 0
+    if removed:
+        write_json(path, settings)
+    return {"file": str(path), "removed": removed, "changed": bool(removed)}
+
+
+# -- MCP server entries --------------------------------------------------------
+
+
+def install_mcp_json(path: Path, cmd: list[str]) -> dict[str, Any]:
+    """``mcpServers.memex`` in a Claude Code MCP file (.mcp.json or ~/.claude.json)."""
+    settings = load_json(path)
+    servers = settings.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise InvalidArgument(str(path), "'mcpServers' must be an object; memex left the file unchanged")
+    entry = {"type": "stdio", "command": cmd[0], "args": cmd[1:]}
+    changed = servers.get(SERVER_NAME) != entry
+    servers[SERVER_NAME] = entry
+    if changed:
+        write_json(path, settings)
+    return {"file": str(path), "server": SERVER_NAME, "command": shlex.join(cmd), "changed": changed}
+
+
+def uninstall_mcp_json(path: Path) -> dict[str, Any]:
+    settings = load_json(path)
+    servers = settings.get("mcpServers")
+    removed = isinstance(servers, dict) and servers.pop(SERVER_NAME, None) is not None
+    if removed:
+        write_json(path, settings)
+    return {"file": str(path), "removed": int(removed), "changed": removed}
+
+
+_TOML_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+
+
+def _strip_toml_server(text: str) -> tuple[str, bool]:
+    """``text`` without the ``[mcp_servers.memex]`` table and its sub-tables."""
+    out: list[str] = []
+    skipping = removed = False
+    for line in text.splitlines(keepends=True):
+        header = _TOML_HEADER.match(line)
+        if header:
+            name = header.group(1).replace('"', "").replace(" ", "")
+            skipping = name == f"mcp_servers.{SERVER_NAME}" or name.startswith(f"mcp_servers.{SERVER_NAME}.")
+            removed = removed or skipping
+        if not skipping:
+            out.append(line)
+    return "".join(out), removed
+
+
+def _toml_str(value: str) -> str:
+    return json.dumps(value)  # a JSON string is a valid TOML basic string
+
+
+def install_codex_mcp(path: Path, cmd: list[str]) -> dict[str, Any]:
+    """``[mcp_servers.memex]`` in a Codex config.toml, other tables kept byte for byte."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidArgument(str(path), f"is not valid TOML ({exc}); memex left it unchanged") from exc
+    rest, _ = _strip_toml_server(text)
+    block = (
+        f"[mcp_servers.{SERVER_NAME}]\n"
+        f"command = {_toml_str(cmd[0])}\n"
+        f"args = [{', '.join(_toml_str(a) for a in cmd[1:])}]\n"
+    )
+    new = (rest.rstrip("\n") + "\n\n" if rest.strip() else "") + block
+    tomllib.loads(new)  # never write a file Codex cannot read
+    changed = new != text
+    if changed:
+        write_text_atomic(path, new)
+    return {"file": str(path), "server": SERVER_NAME, "command": shlex.join(cmd), "changed": changed}
+
+
+def uninstall_codex_mcp(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {"file": str(path), "removed": 0, "changed": False}
+    text = path.read_text(encoding="utf-8")
+    rest, removed = _strip_toml_server(text)
+    if removed:
+        write_text_atomic(path, rest.rstrip("\n") + "\n" if rest.strip() else "")
+    return {"file": str(path), "removed": int(removed), "changed": removed}
+

@@ -1,0 +1,166 @@
+"""Agent transcripts (JSON lines) read into context-engine messages.
+
+Claude Code writes one JSON object per line: ``{"type": "user" | "assistant",
+"message": {"role": ..., "content": str | [blocks]}, ...}`` among other line
+types (summaries, snapshots, system lines) that are not conversation. An
+assistant reply is streamed as several lines sharing ``message.id``, one per
+content block; they are joined back into one message.
+
+Codex writes "rollout" lines ``{"type": "response_item", "payload": {"type":
+"message", "role": ..., "content": [{"type": "input_text" | "output_text",
+"text": ...}]}}``; the harness's own context (environment, AGENTS.md) is sent
+as user messages and is skipped here.
+
+Only lines after the last one already archived are read: a per-session
+offset kept under ``.memex/cache/agents/`` (derived state, git-ignored)
+makes a Stop hook cost the size of the turn, not of the whole session.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memex.errors import InvalidArgument
+from memex.locking import file_lock
+from memex.names import safe_name
+from memex.vault import Vault
+
+Message = dict[str, Any]
+_CODEX_HARNESS_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
+
+
+def _claude_message(line: dict[str, Any]) -> tuple[str | None, Message] | None:
+    kind = line.get("type")
+    msg = line.get("message")
+    if kind not in ("user", "assistant") or not isinstance(msg, dict):
+        return None
+    if line.get("isMeta") or line.get("isSidechain"):
+        return None  # slash-command plumbing and sub-agent turns are not the conversation
+    role = msg.get("role", kind)
+    content = msg.get("content")
+    if role not in ("user", "assistant") or not isinstance(content, (str, list)):
+        return None
+    msg_id = msg.get("id") if role == "assistant" else None
+    return (msg_id if isinstance(msg_id, str) else None), {"role": role, "content": content}
+
+
+def _codex_message(line: dict[str, Any]) -> Message | None:
+    payload = line.get("payload")
+    if line.get("type") != "response_item" or not isinstance(payload, dict):
+        return None
+    role = payload.get("role")
+    if payload.get("type") != "message" or role not in ("user", "assistant"):
+        return None
+    texts = [
+        b["text"] for b in payload.get("content") or []
+        if isinstance(b, dict) and b.get("type") in ("input_text", "output_text", "text")
+        and isinstance(b.get("text"), str)
+    ]
+    text = "\n".join(texts).strip()
+    if not text or (role == "user" and text.startswith(_CODEX_HARNESS_PREFIXES)):
+        return None
+    return {"role": role, "content": text}
+
+
+def parse_lines(lines: list[str], fmt: str) -> list[Message]:
+    """Messages from transcript lines; ``fmt`` is "claude-code" or "codex"."""
+    out: list[Message] = []
+    last_id: str | None = None
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except json.JSONDecodeError:
+            # A line being written while we read is cut short; the rest is
+            # still worth archiving, and the next Stop re-reads from here.
+            continue
+        if not isinstance(line, dict):
+            continue
+        if fmt == "codex":
+            msg = _codex_message(line)
+            if msg is not None:
+                out.append(msg)
+            continue
+        parsed = _claude_message(line)
+        if parsed is None:
+            continue
+        msg_id, msg = parsed
+        if msg_id is not None and msg_id == last_id and out and out[-1]["role"] == "assistant":
+            out[-1]["content"] = _blocks(out[-1]["content"]) + _blocks(msg["content"])
+        else:
+            out.append(msg)
+        last_id = msg_id
+    return out
+
+
+def _blocks(content: Any) -> list[Any]:
+    if isinstance(content, list):
+        return list(content)
+    return [{"type": "text", "text": str(content)}]
+
+
+@dataclass
+class NewMessages:
+    messages: list[Message]
+    offset: int  # byte offset of the first line not read yet
+
+
+def _state_path(vault: Vault, agent: str, session: str) -> Path:
+    return vault.memex_dir / "cache" / "agents" / f"{agent}-{safe_name(session)}.json"
+
+
+def read_new(vault: Vault, agent: str, session: str, transcript: str, fmt: str) -> NewMessages:
+    """Messages of ``transcript`` written since the last call for this session."""
+    path = Path(transcript).expanduser()
+    if not path.is_file():
+        raise InvalidArgument("transcript_path", f"{path} is not a readable file")
+    state = _state_path(vault, agent, session)
+    offset = 0
+    if state.exists():
+        try:
+            offset = int(json.loads(state.read_text(encoding="utf-8")).get("offset", 0))
+        except (ValueError, OSError, AttributeError):
+            offset = 0
+    size = path.stat().st_size
+    if offset > size:
+        offset = 0  # the transcript was replaced (e.g. /clear): start over
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        data = fh.read()
+    # Only whole lines: a half-written last line is read next time.
+    end = data.rfind(b"\n") + 1
+    chunk = data[:end].decode("utf-8", errors="replace")
+    return NewMessages(parse_lines(chunk.splitlines(), fmt), offset + end)
+
+
+def mark_read(vault: Vault, agent: str, session: str, offset: int) -> None:
+    state = _state_path(vault, agent, session)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    tmp = state.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"offset": offset}), encoding="utf-8")
+    tmp.replace(state)
+
+
+def session_lock(vault: Vault, agent: str, session: str) -> Any:
+    """Serializes two Stop hooks of one session (each must archive distinct lines)."""
+    return file_lock(_state_path(vault, agent, session).with_suffix(".lock"), timeout=60.0)
+
+
+def text_of(content: Any) -> str:
+    """The plain text of a message's content (text blocks only)."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or []:
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+    return "\n".join(parts)
+
+
+def estimate_tokens(messages: list[Message]) -> int:
+    """Rough token count (4 characters a token) when the context engine gives none."""
+    return sum(len(json.dumps(m.get("content"), ensure_ascii=False)) for m in messages) // 4

@@ -1,0 +1,143 @@
+"""Agent commands: hook, install, uninstall, mcp."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from memex.cli._common import json_option, key_values, print_json
+
+AGENTS = ("claude-code", "codex", "openclaw")
+
+
+def _vault_path(ctx: click.Context) -> str | None:
+    obj = ctx.find_root().obj or {}
+    path: str | None = obj.get("vault_path")
+    return path
+
+
+@click.command("hook")
+@click.argument("agent", type=click.Choice(AGENTS))
+@click.argument("payload", required=False)
+@click.pass_context
+def hook_cmd(ctx: click.Context, agent: str, payload: str | None) -> None:
+    """Answer one agent hook event (JSON on stdin, or PAYLOAD for Codex notify).
+
+    Fails open: any error is one line on stderr and the exit status is 0.
+    Vault: --vault / $MEMEX_VAULT (must exist), else ~/.memex-vault (created).
+    """
+    from memex.agents import claude_code, codex, hook_io, openclaw
+
+    def handler() -> hook_io.HookResult:
+        event = hook_io.parse_payload(payload if payload is not None else sys.stdin.read(),
+                                      "PAYLOAD" if payload is not None else "stdin")
+        vault = hook_io.hook_vault(_vault_path(ctx))
+        ctx.call_on_close(vault.close)
+        if agent == "claude-code":
+            return claude_code.handle(vault, event)
+        if agent == "codex":
+            return codex.handle(vault, event)
+        return openclaw.handle(vault, event)
+
+    ctx.exit(hook_io.run_hook(agent, handler))
+
+
+@click.command("mcp")
+@click.pass_context
+def mcp_cmd(ctx: click.Context) -> None:
+    """Run the memex MCP server on stdio (for Claude Code, Codex, ...)."""
+    from memex.agents import hook_io, mcp_server
+
+    vault = hook_io.hook_vault(_vault_path(ctx))
+    ctx.call_on_close(vault.close)
+    mcp_server.serve(vault)
+
+
+def _scope_options(func: Any) -> Any:
+    func = click.option("--user", "where", flag_value="user", default=True,
+                        help="Your settings in your home folder (default): every project.")(func)
+    return click.option("--project", "where", flag_value="project",
+                        help="The project's settings (git root of the current folder).")(func)
+
+
+def _report(data: dict[str, Any], as_json: bool, title: str) -> None:
+    if as_json:
+        print_json(data)
+    else:
+        key_values(data, title=title)
+
+
+def _hooks(agent: str, where: str, ctx: click.Context, install: bool, as_json: bool) -> None:
+    from memex.agents import install as inst
+
+    path = inst.target(agent, "hooks", user=where == "user")
+    events = inst.CLAUDE_EVENTS if agent == "claude-code" else inst.CODEX_EVENTS
+    if install:
+        cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "hook", agent)
+        _report(inst.install_hooks(path, agent, events, cmd), as_json, f"memex hooks for {agent}")
+    else:
+        _report(inst.uninstall_hooks(path, agent), as_json, f"memex hooks for {agent} removed")
+
+
+def _mcp(agent: str, where: str, ctx: click.Context, install: bool, as_json: bool) -> None:
+    from memex.agents import install as inst
+
+    path = inst.target(agent, "mcp", user=where == "user")
+    if install:
+        cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "mcp")
+        fn = inst.install_mcp_json if agent == "claude-code" else inst.install_codex_mcp
+        _report(fn(path, cmd), as_json, f"memex MCP server for {agent}")
+    else:
+        undo = inst.uninstall_mcp_json if agent == "claude-code" else inst.uninstall_codex_mcp
+        _report(undo(path), as_json, f"memex MCP server for {agent} removed")
+
+
+@click.group("install")
+def install_group() -> None:
+    """Register memex with an agent (hooks or MCP server); safe to repeat."""
+
+
+@click.group("uninstall")
+def uninstall_group() -> None:
+    """Remove exactly what `memex install` added."""
+
+
+def _agent_commands(install: bool) -> list[click.Command]:
+    verb = "Install" if install else "Uninstall"
+
+    @click.command("claude-code", help=f"{verb} memex's Claude Code hooks (settings.json).")
+    @_scope_options
+    @json_option
+    @click.pass_context
+    def claude(ctx: click.Context, where: str, as_json: bool) -> None:
+        _hooks("claude-code", where, ctx, install, as_json)
+
+    @click.command("codex", help=f"{verb} memex's Codex hooks (.codex/hooks.json).")
+    @_scope_options
+    @json_option
+    @click.pass_context
+    def codex(ctx: click.Context, where: str, as_json: bool) -> None:
+        _hooks("codex", where, ctx, install, as_json)
+
+    @click.command("mcp", help=f"{verb} the memex MCP server in an agent's MCP configuration.")
+    @click.option("--agent", type=click.Choice(("claude-code", "codex")), default="claude-code",
+                  show_default=True)
+    @_scope_options
+    @json_option
+    @click.pass_context
+    def mcp(ctx: click.Context, agent: str, where: str, as_json: bool) -> None:
+        _mcp(agent, where, ctx, install, as_json)
+
+    return [claude, codex, mcp]
+
+
+def register(main: click.Group) -> None:
+    for command in _agent_commands(True):
+        install_group.add_command(command)
+    for command in _agent_commands(False):
+        uninstall_group.add_command(command)
+    for command in (hook_cmd, mcp_cmd, install_group, uninstall_group):
+        main.add_command(command)
+

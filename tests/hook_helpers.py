@@ -1,0 +1,50 @@
+"""Shared by the hook tests: fixtures from tests/data/hooks, running the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).parent / "data" / "hooks"
+MEMEX = str(Path(sys.executable).with_name("memex"))
+
+
+def fixture(agent: str, name: str, **subst: str) -> dict[str, Any]:
+    """A hook event fixture with ``{transcript}``/``{cwd}`` filled in."""
+    text = (DATA / agent / name).read_text(encoding="utf-8")
+    for key, value in subst.items():
+        text = text.replace("{" + key + "}", value)
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def copy_transcript(agent: str, name: str, dest: Path, cwd: str) -> Path:
+    dest.write_text((DATA / agent / name).read_text(encoding="utf-8").replace("{cwd}", cwd), encoding="utf-8")
+    return dest
+
+
+def run_hook(
+    agent: str, stdin: str, vault: Path | str | None, *args: str, sync: bool = True,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if k != "MEMEX_VAULT"}
+    if vault is not None:
+        full["MEMEX_VAULT"] = str(vault)
+    if sync:
+        full["MEMEX_HOOK_SYNC"] = "1"
+    full.update(env or {})
+    return subprocess.run(
+        [MEMEX, "hook", agent, *args], input=stdin, capture_output=True, text=True, env=full, timeout=120
+    )
+
+
+def lexical_only(vault_root: Path) -> None:
+    """Make a vault lexical-only, so CLI subprocesses skip loading the model (plumbing tests)."""
+    config = vault_root / ".memex" / "config.toml"
+    text = config.read_text(encoding="utf-8")
+    assert "\n[embedding]\n" in text
+    config.write_text(text.replace("\n[embedding]\n", '\n[embedding]\nmodel = "none"\n', 1), encoding="utf-8")

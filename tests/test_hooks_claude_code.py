@@ -1,0 +1,201 @@
+"""Claude Code hooks: every event from its documented JSON, in process and through the CLI."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memex import context
+from memex.agents import claude_code, hook_io
+from memex.vault import Vault
+from tests.hook_helpers import copy_transcript, fixture, lexical_only, run_hook
+
+SESSION = "5f0c2b9e-8a41-4c7d-9e3b-2d1f6a7b8c90"  # the fixtures' id, lower-cased
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "shop-api"
+    (root / ".git").mkdir(parents=True)
+    (root / "src").mkdir()
+    return root
+
+
+def event(name: str, project: Path, transcript: Path | None = None, **changes: Any) -> dict[str, Any]:
+    data = fixture("claude-code", f"{name}.json", cwd=str(project / "src"),
+                   transcript=str(transcript or project / "none.jsonl"))
+    data.update(changes)
+    return data
+
+
+def answer(vault: Vault, payload: dict[str, Any]) -> dict[str, Any]:
+    result = claude_code.handle(vault, payload)
+    if result.deferred is not None:
+        result.deferred()
+    return result.answer
+
+
+def context_of(out: dict[str, Any], name: str) -> str:
+    spec = out["hookSpecificOutput"]
+    assert spec["hookEventName"] == name
+    text: str = spec["additionalContext"]
+    return text
+
+
+def test_project_scope_is_the_git_root_folder(project: Path) -> None:
+    assert hook_io.project_scope(str(project / "src")) == "project:shop-api"
+    assert hook_io.project_scope(None) is None
+
+
+def test_user_prompt_captures_verbatim_and_hands_off(vault: Vault, project: Path) -> None:
+    payload = event("UserPromptSubmit", project)
+    out = answer(vault, payload)
+    stored = vault.list(source="keyword")
+    assert [h.body for h in stored] == [payload["prompt"]]
+    assert stored[0].session == SESSION and stored[0].scope == "user"
+    text = context_of(out, "UserPromptSubmit")
+    assert stored[0].id in text and "do not save these again" in text
+    # Recall ran before the capture, so the prompt is not echoed back as a memory.
+    assert "<relevant-memories" not in text
+    # The same prompt again (a retry) stores nothing new.
+    answer(vault, payload)
+    assert len(vault.list(source="keyword")) == 1
+
+
+def test_user_prompt_recalls_earlier_memories(vault: Vault, project: Path) -> None:
+    first = vault.add("The staging database is postgres 16 on port 5433", scope="project:shop-api")
+    vault.add("Grandma's birthday is in May", scope="project:other")
+    out = answer(vault, event("UserPromptSubmit", project, prompt="which port does the staging database use?"))
+    text = context_of(out, "UserPromptSubmit")
+    assert "<relevant-memories" in text and first.id in text
+    assert "Grandma" not in text
+    assert vault.list(source="keyword") == []  # a question is not a request to remember
+
+
+def test_session_start_injects_project_and_user_memories(vault: Vault, project: Path) -> None:
+    mine = vault.add("Use ruff, never black, in shop-api", scope="project:shop-api")
+    me = vault.add("The user prefers short answers", scope="user")
+    other = vault.add("The legacy app uses tabs", scope="project:legacy")
+    text = context_of(answer(vault, event("SessionStart", project)), "SessionStart")
+    assert SESSION in text  # the agent learns its session id for the MCP tools
+    assert mine.id in text and me.id in text and other.id not in text
+    assert text.index(mine.id) < text.index(me.id)  # the project's memories come first
+
+
+def test_session_start_limit_zero_injects_no_memories(vault_root: Path, fake_embedder: Any, project: Path) -> None:
+    config = vault_root / ".memex" / "config.toml"
+    config.write_text(config.read_text(encoding="utf-8") + "\n[agents]\nsession_start_limit = 0\n")
+    with Vault(vault_root, embedder=fake_embedder) as vault:
+        vault.add("The user prefers short answers", scope="user")
+        text = context_of(answer(vault, event("SessionStart", project)), "SessionStart")
+    assert "<relevant-memories" not in text
+
+
+def test_stop_archives_only_new_transcript_lines(vault: Vault, project: Path, tmp_path: Path) -> None:
+    transcript = copy_transcript("claude-code", "transcript.jsonl", tmp_path / "t.jsonl", str(project))
+    payload = event("Stop", project, transcript)
+    result = claude_code.handle(vault, payload)
+    assert result.answer == {} and result.deferred is not None  # nothing to say; work after answering
+    first = result.deferred()
+    assert first["archived"] == 4  # user, assistant (two streamed blocks joined), tool result, assistant
+    hits = context.archive_search(vault, SESSION, "kubectl blue-green")
+    assert hits, "the turn must be searchable in the session archive"
+    messages = [m for h in hits for m in context.archive_expand(vault, h["archive_id"])]
+    assert not any("sub-agent chatter" in json.dumps(m) for m in messages)
+    # Nothing new: nothing archived twice.
+    assert claude_code.handle(vault, payload).deferred() == {"archived": 0}  # type: ignore[misc]
+    with open(transcript, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"type": "user", "message": {"role": "user", "content": "and on Mondays?"}}) + "\n")
+        fh.write('{"type": "assistant", "message": {"role": "assist')  # half-written line: read next time
+    again = claude_code.handle(vault, payload).deferred()  # type: ignore[misc]
+    assert again["archived"] == 1
+
+
+def test_stop_with_missing_transcript_is_an_error_naming_it(vault: Vault, project: Path) -> None:
+    payload = event("Stop", project, project / "gone.jsonl")
+    with pytest.raises(Exception, match="gone.jsonl"):
+        claude_code.handle(vault, payload)
+
+
+def test_pre_compact_and_session_end(vault: Vault, project: Path, tmp_path: Path) -> None:
+    transcript = copy_transcript("claude-code", "transcript.jsonl", tmp_path / "t.jsonl", str(project))
+    result = claude_code.handle(vault, event("PreCompact", project, transcript))
+    assert result.answer == {}
+    compacted = result.deferred()  # type: ignore[misc]
+    assert {"summary", "tokens_before", "tokens_after"} <= set(compacted)
+    assert context.archive_search(vault, SESSION, "kubectl"), "pending lines are archived before compacting"
+    end = claude_code.handle(vault, event("SessionEnd", project, transcript))
+    assert end.answer == {} and end.deferred is not None
+    end.deferred()
+
+
+def test_unknown_event_gets_no_answer(vault: Vault, project: Path) -> None:
+    result = claude_code.handle(vault, event("Stop", project, hook_event_name="Notification"))
+    assert result.answer == {} and result.deferred is None
+
+
+# -- through the CLI: protocol on stdout, fail open -------------------------------
+
+
+@pytest.fixture
+def lexical_root(vault_root: Path) -> Path:
+    lexical_only(vault_root)
+    return vault_root
+
+
+def test_cli_every_event_exits_zero_with_documented_output(lexical_root: Path, project: Path, tmp_path: Path) -> None:
+    transcript = copy_transcript("claude-code", "transcript.jsonl", tmp_path / "t.jsonl", str(project))
+    for name in ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"):
+        proc = run_hook("claude-code", json.dumps(event(name, project, transcript)), lexical_root)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == "", f"{name}: {proc.stderr}"
+        if name in ("SessionStart", "UserPromptSubmit"):
+            context_of(json.loads(proc.stdout), name)
+        else:
+            assert proc.stdout == ""
+    with Vault(lexical_root) as vault:
+        assert len(vault.list(source="keyword")) == 1
+
+
+@pytest.mark.parametrize("stdin", ["{not json", "", "[1, 2]", '{"session_id": "x"}'])
+def test_cli_fails_open_on_bad_input(lexical_root: Path, stdin: str) -> None:
+    proc = run_hook("claude-code", stdin, lexical_root)
+    assert proc.returncode == 0
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("memex hook claude-code: ") and len(proc.stderr.splitlines()) == 1
+
+
+def test_cli_fails_open_on_missing_vault(tmp_path: Path, project: Path) -> None:
+    missing = tmp_path / "no-such-vault"
+    proc = run_hook("claude-code", json.dumps(event("UserPromptSubmit", project)), missing)
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert str(missing) in proc.stderr
+    assert not missing.exists()  # a mistyped vault is reported, never created
+
+
+def test_cli_default_vault_is_created_in_home(tmp_path: Path, project: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = run_hook("claude-code", json.dumps(event("UserPromptSubmit", project)), None,
+                    env={"HOME": str(home)})
+    assert proc.returncode == 0, proc.stderr
+    assert (home / ".memex-vault" / ".memex").is_dir()
+    assert list((home / ".memex-vault" / "memories").rglob("*.md"))
+
+
+def test_cli_stop_works_in_the_background(lexical_root: Path, project: Path, tmp_path: Path) -> None:
+    transcript = copy_transcript("claude-code", "transcript.jsonl", tmp_path / "t.jsonl", str(project))
+    proc = run_hook("claude-code", json.dumps(event("Stop", project, transcript)), lexical_root, sync=False)
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with Vault(lexical_root) as vault:
+            if context.archive_search(vault, SESSION, "kubectl"):
+                return
+        time.sleep(0.2)
+    log = lexical_root / ".memex" / "cache" / "hooks.log"
+    pytest.fail("background Stop never archived the turn; log: " + (log.read_text() if log.exists() else "none"))
