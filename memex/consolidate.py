@@ -13,8 +13,9 @@ Rules, all from issue 7:
   gotcha by default) and below the protected confidence (0.95); a scope
   with fewer than ``min_candidates`` (3) candidates is left alone;
 - two memories are similar when their token Jaccard *or* their embedding
-  cosine reaches its threshold, and they do not differ in a value
-  (:func:`memex.values.differs_in_value`, the rule dedup uses too);
+  cosine reaches its threshold, and they do not differ in a value or in
+  polarity (:func:`memex.values.conflicts`, the rule dedup uses too) nor by
+  one swapped word (:func:`swapped_word`);
 - clusters are complete-link: a memory joins a cluster only if it is similar
   to every member, so A~B and B~C never drag in an unrelated C;
 - representative: highest confidence, then most recalled, then newest.
@@ -36,7 +37,7 @@ from memex.db import has_vector_tables
 from memex.decay import parse_time
 from memex.errors import ConfigError, InvalidArgument
 from memex.text import content_tokens, jaccard, preview
-from memex.values import differs_in_value
+from memex.values import conflicts
 
 if TYPE_CHECKING:
     from memex.config import Config
@@ -46,7 +47,7 @@ DEFAULT_PROTECTED = ("constraint", "postmortem", "gotcha")
 DEFAULT_PROTECTED_CONFIDENCE = 0.95
 DEFAULT_MIN_CANDIDATES = 3
 # Chosen with scripts/eval_consolidate.py on tests/data/consolidate_pairs.jsonl.
-DEFAULT_JACCARD = 0.5
+DEFAULT_JACCARD = 0.7
 DEFAULT_COSINE = 0.75
 
 
@@ -149,19 +150,45 @@ def pair_matrices(
     return jac, np.clip(unit @ unit.T, -1.0, 1.0)
 
 
+def _stem(word: str) -> str:
+    # Crude plural folding, enough that "deploy"/"deploys" is not a swap.
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def swapped_word(a: str, b: str) -> bool:
+    """True when the texts are one sentence with a single content word exchanged.
+
+    "prefers tabs for indentation" / "prefers spaces for indentation", or
+    "dark theme" / "light theme": both Jaccard and cosine call such pairs
+    near-identical, yet the swapped word is the whole fact. Consolidation
+    keeps them apart (it may cost a synonym-swapped paraphrase, which stays
+    visible: the safe side). Stricter than, and in addition to, the value
+    rule shared with dedup.
+    """
+    ta = {_stem(w) for w in content_tokens(a)}
+    tb = {_stem(w) for w in content_tokens(b)}
+    return len(ta - tb) == 1 and len(tb - ta) == 1 and len(ta & tb) >= 2
+
+
+def keep_apart(a: str, b: str) -> bool:
+    """Never merge: a value or the polarity differs (dedup's rule), or a word is swapped."""
+    return conflicts(a, b) or swapped_word(a, b)
+
+
 def similarity_scores(
     bodies: list[str], jac: np.ndarray, cos: np.ndarray, settings: Settings
 ) -> np.ndarray:
     """Pair scores: max(Jaccard, cosine) where the pair is similar, else -inf.
 
     A pair is similar when either measure reaches its threshold and the two
-    texts carry the same values; the value check runs only on such pairs.
+    texts may be merged at all (:func:`keep_apart`); that check runs only on
+    pairs above a threshold.
     """
     n = len(bodies)
     linked = (jac >= settings.jaccard_threshold) | (cos >= settings.cosine_threshold)
     score = np.full((n, n), -np.inf)
     for i, j in zip(*np.nonzero(np.triu(linked, 1))):
-        if not differs_in_value(bodies[i], bodies[j]):
+        if not keep_apart(bodies[i], bodies[j]):
             score[i, j] = score[j, i] = max(jac[i, j], cos[i, j])
     return score
 
