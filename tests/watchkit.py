@@ -32,15 +32,16 @@ def wait_for(condition: Callable[[], Any], timeout: float = TIMEOUT, what: str =
 
 
 @contextmanager
-def running_watcher(root: Path, embedder: Any = None, **settings: Any) -> Iterator[Watcher]:
+def running_watcher(root: Path, embedder: Any = "fake", **settings: Any) -> Iterator[Watcher]:
     """A real watchdog observer on ``root``, run by a Watcher in a thread.
 
-    The watcher has its own Vault (own connection, own embedder), as a
-    separate ``memex watch`` process would.
+    The watcher has its own Vault (own connection, own embedder: a fresh fake
+    one by default, None for lexical only), as a separate ``memex watch``
+    process would.
     """
     opts: dict[str, Any] = {"reconcile_seconds": 3600.0, "heartbeat_seconds": 0.2}
     opts.update(settings)
-    vault = Vault(root, embedder=embedder if embedder is not None else HashEmbedder())
+    vault = Vault(root, embedder=HashEmbedder() if embedder == "fake" else embedder)
     watcher = Watcher(vault, WatchSettings(**opts))
     watcher.start()
     thread = threading.Thread(target=watcher.run, kwargs={"install_signals": False}, daemon=True)
