@@ -24,7 +24,7 @@ from memex.context.inject import has_block, prepend_block, render_memories_block
 from memex.context.messages import check_messages, is_tool_result_only, latest_index, normalize_turns, units
 from memex.context.sessions import bypassed
 from memex.context.settings import ContextSettings, load_settings
-from memex.context.tokens import content_text, count_message, count_messages, count_text
+from memex.context.tokens import content_text, count_message, count_messages, count_text, newest_lines
 from memex.errors import InvalidArgument
 
 if TYPE_CHECKING:
@@ -114,10 +114,7 @@ def _needs_full(vault: Vault, session: str, working: list[dict[str, Any]], budge
 
 def fit_summary(summary: str, cap: int) -> str:
     """The summary cut to ``cap`` tokens, dropping its oldest lines first."""
-    lines = [ln for ln in summary.splitlines() if ln.strip()]
-    while lines and count_text("\n".join(lines)) > cap:
-        lines.pop(0)
-    return "\n".join(lines)
+    return "\n".join(newest_lines([ln for ln in summary.splitlines() if ln.strip()], cap))
 
 
 def _full_context(

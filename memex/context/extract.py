@@ -21,7 +21,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from memex.context.tokens import content_text, count_text
+from memex.context.tokens import content_text, newest_lines
 from memex.errors import InvalidArgument
 from memex.text import normalize
 
@@ -136,9 +136,7 @@ def summarize_rules(previous: str, turns: list[dict[str, Any]], max_tokens: int 
             if first:
                 lines.append(f"- {role} (turn {turn.get('seq')}): {first[:240]}")
     # The oldest lines go first when the summary outgrows its share.
-    while len(lines) > 1 and count_text("\n".join(lines)) > max_tokens:
-        lines.pop(0)
-    return "\n".join(lines)
+    return "\n".join(newest_lines(lines, max_tokens))
 
 
 def run_command(command: str, request: dict[str, Any]) -> dict[str, Any]:

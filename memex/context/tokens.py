@@ -88,3 +88,18 @@ def count_message(message: dict[str, Any]) -> int:
 
 def count_messages(messages: list[dict[str, Any]]) -> int:
     return sum(count_message(m) for m in messages)
+
+
+def newest_lines(lines: list[str], max_tokens: int) -> list[str]:
+    """The longest tail of ``lines`` whose joined text stays within ``max_tokens``.
+
+    Each line is counted once (plus one token for its newline), so cutting a
+    long summary is linear, not quadratic.
+    """
+    costs = [count_text(line) + 1 for line in lines]
+    total = sum(costs)
+    start = 0
+    while start < len(lines) and total > max_tokens:
+        total -= costs[start]
+        start += 1
+    return lines[start:]

@@ -1,0 +1,59 @@
+"""Session and agent ids, and bypass patterns (issue 6, item 4)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from memex.context import agent_id, session_id
+from memex.context.sessions import bypassed
+from memex.errors import InvalidArgument
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_uuid_is_lower_cased() -> None:
+    assert session_id("5F0C1A2B-3C4D-4E5F-8A9B-0C1D2E3F4A5B") == "5f0c1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
+
+
+def test_session_key_wins_and_is_hashed() -> None:
+    assert session_id("5F0C1A2B-3C4D-4E5F-8A9B-0C1D2E3F4A5B", "agent:main:telegram:42") == sha(
+        "agent:main:telegram:42"
+    )
+    assert session_id(None, "k") == sha("k")
+
+
+@pytest.mark.parametrize("raw", ["telegram:42", "a/b", "x\\y", "with space", "..", "q?", "x" * 200])
+def test_ids_illegal_as_file_names_are_hashed_with_prefix(raw: str) -> None:
+    assert session_id(raw) == sha("openclaw-session:" + raw)
+
+
+def test_plain_ids_stay_readable_and_canonical_ids_are_stable() -> None:
+    assert session_id("my-session_1") == "my-session_1"
+    for raw in ("telegram:42", "ABCDEF01-2345-6789-ABCD-EF0123456789", "plain"):
+        once = session_id(raw)
+        assert session_id(once) == once
+
+
+def test_missing_session_is_an_error_naming_it() -> None:
+    with pytest.raises(InvalidArgument, match="session"):
+        session_id(None, None)
+    with pytest.raises(InvalidArgument):
+        session_id("   ")
+
+
+def test_agent_id() -> None:
+    assert agent_id("agent:coder:telegram:dm:42", "main") == "coder"
+    assert agent_id("telegram:dm:42", "helper") == "helper"
+    assert agent_id("agent:onlytwo", None) == "main"
+    assert agent_id(None, None) == "main"
+    assert agent_id(None, "  ") == "main"
+
+
+def test_bypass_patterns_are_globs() -> None:
+    assert bypassed("cron-nightly-1", ["cron-*"]) == "cron-*"
+    assert bypassed("chat-1", ["cron-*", "test?"]) is None
+    assert bypassed("test1", ("cron-*", "test?")) == "test?"
