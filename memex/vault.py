@@ -413,3 +413,18 @@ class Vault:
         from memex.dedup_cleanup import dedup_existing
 
         return dedup_existing(self, apply, limit)
+
+    # -- watching (issue 3; memex/watch.py, memex/watch_state.py) ---------------
+
+    def watcher(self, **settings: Any) -> Any:
+        """A :class:`memex.watch.Watcher` for this vault; ``run()`` blocks until
+        stopped. Keyword arguments override the ``[watch]`` settings."""
+        from memex.watch import Watcher, settings_for
+
+        return Watcher(self, settings_for(self, **settings))
+
+    def status(self) -> dict[str, Any]:
+        """Is a watcher running, and how many files differ from the index right now."""
+        from memex.watch_state import status
+
+        return status(self)
