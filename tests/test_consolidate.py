@@ -272,3 +272,24 @@ def test_without_a_model_jaccard_alone_still_consolidates(vault_root: Path) -> N
 def test_empty_session_name_is_refused(model_vault: Vault) -> None:
     with pytest.raises(InvalidArgument, match="session"):
         model_vault.consolidate(" ")
+
+
+def test_template_documents_the_defaults_in_code() -> None:
+    import re
+    import tomllib
+
+    from memex.config import Config
+    from memex.consolidate import Settings, load_settings
+    from memex.decay import DecayPolicy, load_policy
+
+    template = Path(__file__).parent.parent / "vault-template" / ".memex" / "config.toml"
+    setting_line = re.compile(r"^# ((?:[a-z_]+ = .+)|(?:\[[a-z_.]+\]))$")
+    text = "\n".join(
+        m.group(1) if (m := setting_line.match(line)) else line
+        for line in template.read_text(encoding="utf-8").splitlines()
+    )
+    config = Config(raw=tomllib.loads(text))
+    assert {"cosine_threshold", "jaccard_threshold", "min_candidates"} <= set(config.section("consolidate"))
+    assert "rate" in config.section("decay") and "min_confidence" in config.section("recall")
+    assert load_settings(config) == Settings()
+    assert load_policy(config) == DecayPolicy()
