@@ -11,12 +11,14 @@ add, when to supersede instead, and never to re-save what memex injected.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from memex.agents import hook_io, resources
-from memex.errors import InvalidArgument
+from memex.errors import InvalidArgument, MemexError
 from memex.vault import Vault
 
 SERVER_NAME = "memex"
@@ -196,6 +198,20 @@ TOOL_DOCS = {
 }
 
 
+def _reported(method: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """memex's own errors reach the agent as their one-line message (a ToolError)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    @functools.wraps(method)
+    def tool(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        try:
+            return method(*args, **kwargs)
+        except MemexError as exc:
+            raise ToolError(str(exc)) from exc
+
+    return tool
+
+
 def build_server(vault: Vault) -> Any:
     """An MCPServer exposing :class:`Tools` over ``vault``."""
     from mcp.server.mcpserver import MCPServer
@@ -203,7 +219,7 @@ def build_server(vault: Vault) -> Any:
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
     tools = Tools(vault)
     for name, doc in TOOL_DOCS.items():
-        server.add_tool(getattr(tools, name), name=name, description=doc)
+        server.add_tool(_reported(getattr(tools, name)), name=name, description=doc)
     return server
 
 
