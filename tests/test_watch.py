@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memex import indexer as indexer_mod
+from memex.errors import ConfigError, WatcherRunning
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 from tests.watchkit import body_at, found, index_matches_disk, running_watcher, wait_for
@@ -248,3 +249,35 @@ def test_a_burst_is_coalesced_into_few_batches(vault: Vault) -> None:
         assert watcher.batches < 20  # one per file would be 60
         assert watcher.totals["added"] == 60 and watcher.totals["updated"] == 0
         assert index_matches_disk(vault)
+
+
+def test_watch_settings_come_from_the_vault_config(vault_root: Path) -> None:
+    config = vault_root / ".memex" / "config.toml"
+    text = config.read_text()
+    with Vault(vault_root, embedder=None) as v:
+        assert v.watcher().settings.reconcile_seconds == 60.0  # the documented default
+    config.write_text(text.replace("# reconcile_seconds = 60", "reconcile_seconds = 5")
+                      .replace("# debounce_ms = 40", "debounce_ms = 25"))
+    with Vault(vault_root, embedder=None) as v:
+        settings = v.watcher(debounce_ms=10).settings
+        assert (settings.reconcile_seconds, settings.debounce_ms) == (5.0, 10)
+    config.write_text(text.replace("# reconcile_seconds = 60", 'reconcile_seconds = "soon"'))
+    with Vault(vault_root, embedder=None) as v, pytest.raises(ConfigError, match="config.toml.*reconcile_seconds"):
+        v.watcher()
+    config.write_text(text.replace("# debounce_ms = 40", "debounce_ms = 0"))
+    with Vault(vault_root, embedder=None) as v, pytest.raises(ConfigError, match="debounce_ms must be positive"):
+        v.watcher()
+
+
+def test_a_second_watcher_on_the_same_vault_is_refused(vault: Vault) -> None:
+    with running_watcher(vault.root):
+        other = Vault(vault.root, embedder=None)
+        with pytest.raises(WatcherRunning, match="already running.*pid"):
+            other.watcher().start()
+        other.close()
+    with Vault(vault.root, embedder=None) as again:  # and allowed once the first stopped
+        w = again.watcher()
+        w.start()
+        assert again.status()["watcher"]["running"] is True
+        w.close()
+        assert again.status()["watcher"]["running"] is False
