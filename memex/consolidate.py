@@ -35,7 +35,7 @@ from memex import embed
 from memex.config import CONFIG_RELPATH, setting
 from memex.db import has_vector_tables
 from memex.decay import parse_time
-from memex.errors import ConfigError, InvalidArgument
+from memex.errors import ConfigError, InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.text import content_tokens, jaccard, preview
 from memex.values import conflicts
 
@@ -295,7 +295,6 @@ def plan(vault: Vault, session: str, scope: str | None = None, dry_run: bool = T
         if it.category in settings.protected_categories or it.confidence >= settings.protected_confidence:
             continue
         by_scope.setdefault(it.scope, []).append(it)
-    pair_sims: list[float] = []
     for scope_name in sorted(by_scope):
         pool = by_scope[scope_name]
         if len(pool) < settings.min_candidates:
@@ -316,17 +315,25 @@ def plan(vault: Vault, session: str, scope: str | None = None, dry_run: bool = T
             for cluster, low, mean in _cluster_group(members, sub, settings):
                 rep = representative(cluster)
                 others = [it for it in cluster if it.id != rep.id]
-                n_pairs = len(cluster) * (len(cluster) - 1) // 2
-                pair_sims.extend([mean] * n_pairs)
                 report.groups.append(Group(
                     scope_name, category, rep.id, [it.id for it in others], round(low, 4),
                     round(mean, 4), {it.id: preview(it.body, 120) for it in cluster},
                 ))
+    return _summarize(report)
+
+
+def _summarize(report: Report) -> Report:
+    """Fill the totals from the groups (again after an apply that skipped some)."""
+    report.groups = [g for g in report.groups if g.superseded]
     report.merged_groups = len(report.groups)
     report.superseded_count = sum(len(g.superseded) for g in report.groups)
     remaining = report.candidates - report.superseded_count
     report.compression_ratio = round(report.candidates / remaining, 4) if remaining else 1.0
-    report.avg_similarity = round(float(np.mean(pair_sims)), 4) if pair_sims else 0.0
+    # Mean over all merged pairs: each group weighs by its number of pairs.
+    weights = [g.size * (g.size - 1) / 2 for g in report.groups]
+    total = sum(weights)
+    mean = sum(w * g.avg_similarity for w, g in zip(weights, report.groups)) / total if total else 0.0
+    report.avg_similarity = round(mean, 4)
     return report
 
 
@@ -337,9 +344,18 @@ def consolidate(vault: Vault, session: str, scope: str | None = None, dry_run: b
     with vault.write_lock():
         report = plan(vault, session, scope, dry_run=False)
         for group in report.groups:
+            done = []
             for memory_id in group.superseded:
-                vault.update_meta(memory_id, {"superseded_by": group.representative})
-    return report
+                # A file erased or broken since the plan (the watcher, a hand
+                # edit) is skipped and reported; the rest still go through.
+                try:
+                    vault.update_meta(memory_id, {"superseded_by": group.representative})
+                except (MemoryNotFound, MemoryFileError) as exc:
+                    report.skipped.append({"scope": group.scope, "id": memory_id, "reason": str(exc)})
+                    continue
+                done.append(memory_id)
+            group.superseded = done
+    return _summarize(report)
 
 
 @dataclass

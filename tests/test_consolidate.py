@@ -293,3 +293,24 @@ def test_template_documents_the_defaults_in_code() -> None:
     assert "rate" in config.section("decay") and "min_confidence" in config.section("recall")
     assert load_settings(config) == Settings()
     assert load_policy(config) == DecayPolicy()
+
+
+def test_a_file_erased_after_the_plan_is_skipped_not_fatal(model_vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memex.consolidate as mod
+
+    for k, body in enumerate(texts_of("git-hooks")):
+        write(model_vault, f"uv{k}", body, created=f"2026-11-30T10:0{k}:00Z")
+    model_vault.reindex()
+    real_plan = mod.plan
+
+    def plan_then_erase(*args: Any, **kwargs: Any) -> Any:
+        report = real_plan(*args, **kwargs)
+        (model_vault.root / model_vault.get("uv0").path).unlink()
+        model_vault.reindex()
+        return report
+
+    monkeypatch.setattr(mod, "plan", plan_then_erase)
+    report = model_vault.consolidate("s1")
+    assert report.superseded_count == 1
+    assert [g.superseded for g in report.groups] == [["uv1"]]
+    assert any(s.get("id") == "uv0" for s in report.skipped)
