@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from memex.context import archive, extract
@@ -168,6 +169,9 @@ def spawn_commit(vault: Vault, session: str, *, source: str, scope: str | None) 
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, **kwargs
         )
+    # Reap the child when it ends, so a long-lived caller (the MCP server)
+    # collects no zombies; a daemon thread never delays the caller's exit.
+    threading.Thread(target=proc.wait, name="memex-commit-reaper", daemon=True).start()
     return proc.pid
 
 
