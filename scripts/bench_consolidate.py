@@ -30,6 +30,9 @@ from pathlib import Path
 from memex.embed import load_embedder
 from memex.vault import Vault, init_vault
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from eval_consolidate import write_session  # noqa: E402  (a sibling script)
+
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "consolidate_facts.jsonl"
 FILLER = [
     "The {m} module parses {x} files before the scheduler starts",
@@ -52,17 +55,6 @@ def bodies(n: int) -> list[str]:
     return out
 
 
-def build(root: Path, texts: list[str]) -> None:
-    folder = root / "memories" / "user"
-    folder.mkdir(parents=True, exist_ok=True)
-    for k, text in enumerate(texts):
-        (folder / f"m{k:04d}.md").write_text(
-            f"---\nid: m{k:04d}\nsession: bench\ncategory: observation\nconfidence: 0.8\n"
-            f"created: 2026-11-30T{10 + k // 3600:02d}:{k // 60 % 60:02d}:{k % 60:02d}Z\n---\n{text}\n",
-            encoding="utf-8",
-        )
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--memories", type=int, default=200)
@@ -76,7 +68,7 @@ def main() -> None:
     texts = bodies(args.memories)
     with tempfile.TemporaryDirectory() as tmp:
         template = init_vault(Path(tmp) / "template", git=False)
-        build(template, texts)
+        write_session(template, texts, "bench")
         started = time.perf_counter()
         with Vault(template, embedder=embedder) as vault:
             vault.reindex()

@@ -60,20 +60,25 @@ def prf(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f, 4), "tp": tp, "fp": fp, "fn": fn}
 
 
+def write_session(root: Path, texts: list[str], session: str) -> None:
+    """One memory file per text, ids m000.., all in ``session`` (as an agent leaves them)."""
+    folder = root / "memories" / "user"
+    folder.mkdir(parents=True, exist_ok=True)
+    for k, text in enumerate(texts):
+        (folder / f"m{k:03d}.md").write_text(
+            f"---\nid: m{k:03d}\nsession: {session}\ncategory: observation\nconfidence: 0.8\n"
+            f"created: 2026-11-30T{10 + k // 3600:02d}:{k // 60 % 60:02d}:{k % 60:02d}Z\n---\n{text}\n",
+            encoding="utf-8",
+        )
+
+
 def cluster_eval(rows: list[dict[str, Any]], embedder: Any) -> dict[str, Any]:
     """Consolidate the rows as one session in a real vault (configured thresholds); score the clusters."""
     from memex.vault import Vault, init_vault
 
     with tempfile.TemporaryDirectory() as tmp:
         root = init_vault(Path(tmp) / "v", git=False)
-        folder = root / "memories" / "user"
-        folder.mkdir(parents=True, exist_ok=True)
-        for k, r in enumerate(rows):
-            (folder / f"m{k:03d}.md").write_text(
-                f"---\nid: m{k:03d}\nsession: eval\ncategory: observation\nconfidence: 0.8\n"
-                f"created: 2026-11-30T10:{k // 60:02d}:{k % 60:02d}Z\n---\n{r['text']}\n",
-                encoding="utf-8",
-            )
+        write_session(root, [r["text"] for r in rows], "eval")
         with Vault(root, embedder=embedder) as vault:
             vault.reindex()
             report = vault.consolidate("eval", dry_run=True)
