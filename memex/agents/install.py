@@ -39,9 +39,9 @@ _QUOTED = r"(?:'[^']*'|\"[^\"]*\"|\S+)"
 
 
 def _ours(agent: str) -> re.Pattern[str]:
-    return re.compile(
-        rf"(?:^|[\s/\\'\"])memex(?:\.exe)?['\"]?(?:\s+--vault\s+{_QUOTED})?\s+hook\s+{re.escape(agent)}(?:\s|$)"
-    )
+    """Commands whose program is memex (quoted or not, any folder) running ``hook <agent>``."""
+    program = r"(?:'[^']*[/\\]memex(?:\.exe)?'|\"[^\"]*[/\\]memex(?:\.exe)?\"|(?:\S*[/\\])?memex(?:\.exe)?)"
+    return re.compile(rf"^\s*{program}\s+(?:--vault\s+{_QUOTED}\s+)?hook\s+{re.escape(agent)}(?:\s|$)")
 
 
 def memex_executable() -> str:

@@ -1,0 +1,156 @@
+"""memex install / uninstall on real settings files (HOME redirected to tmp_path)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memex.agents import install
+from memex.errors import InvalidArgument
+from tests.hook_helpers import MEMEX
+
+USER_HOOKS = {
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+    },
+    "permissions": {"allow": ["Bash(ls:*)"]},
+}
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+def memex(home: Path, cwd: Path, *args: str, vault: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "MEMEX_VAULT"}
+    env["HOME"] = str(home)
+    pre = ["--vault", str(vault)] if vault else []
+    return subprocess.run([MEMEX, *pre, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def read(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def memex_commands(settings: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (event, h["command"]) for event, groups in settings.get("hooks", {}).items()
+        for g in groups for h in g["hooks"] if " hook claude-code" in h["command"]
+    ]
+
+
+def test_install_claude_code_user_merges_and_uninstall_restores(home: Path, tmp_path: Path) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(USER_HOOKS, indent=2))
+    proc = memex(home, tmp_path, "install", "claude-code", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["file"] == str(settings) and report["changed"] is True
+    merged = read(settings)
+    assert merged["permissions"] == USER_HOOKS["permissions"]
+    assert merged["hooks"]["PreToolUse"] == USER_HOOKS["hooks"]["PreToolUse"]
+    assert USER_HOOKS["hooks"]["Stop"][0] in merged["hooks"]["Stop"]  # the user's Stop hook is kept
+    events = sorted(e for e, _ in memex_commands(merged))
+    assert events == sorted(install.CLAUDE_EVENTS)
+    assert all(c.endswith("hook claude-code") and c.startswith("/") for _, c in memex_commands(merged))
+    # Idempotent: a second install changes nothing.
+    again = json.loads(memex(home, tmp_path, "install", "claude-code", "--json").stdout)
+    assert again["changed"] is False and read(settings) == merged
+    proc = memex(home, tmp_path, "uninstall", "claude-code", "--json")
+    assert json.loads(proc.stdout)["removed"] == len(install.CLAUDE_EVENTS)
+    assert read(settings) == USER_HOOKS
+    assert json.loads(memex(home, tmp_path, "uninstall", "claude-code", "--json").stdout)["removed"] == 0
+
+
+def test_install_project_with_vault_writes_project_settings(home: Path, tmp_path: Path, vault_root: Path) -> None:
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "deep" / "er").mkdir(parents=True)
+    proc = memex(home, project / "deep" / "er", "install", "claude-code", "--project", vault=vault_root)
+    assert proc.returncode == 0, proc.stderr
+    settings = read(project / ".claude" / "settings.json")
+    [(_, cmd)] = [c for c in memex_commands(settings) if c[0] == "Stop"]
+    assert f"--vault {vault_root}" in cmd
+    assert not (home / ".claude" / "settings.json").exists()
+    # Reinstalling without --vault replaces memex's entries rather than adding more.
+    memex(home, project, "install", "claude-code", "--project")
+    assert len(memex_commands(read(project / ".claude" / "settings.json"))) == len(install.CLAUDE_EVENTS)
+
+
+def test_broken_settings_are_reported_and_left_alone(home: Path, tmp_path: Path) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text("{ this is not json")
+    proc = memex(home, tmp_path, "install", "claude-code")
+    assert proc.returncode == 1 and str(settings) in proc.stderr
+    assert settings.read_text() == "{ this is not json"
+
+
+def test_install_mcp_for_claude_code(home: Path, tmp_path: Path) -> None:
+    state = home / ".claude.json"
+    state.write_text(json.dumps({"numStartups": 3, "mcpServers": {"other": {"command": "x"}}}))
+    assert memex(home, tmp_path, "install", "mcp").returncode == 0
+    data = read(state)
+    assert data["numStartups"] == 3 and data["mcpServers"]["other"] == {"command": "x"}
+    assert data["mcpServers"]["memex"]["args"] == ["mcp"]
+    assert Path(data["mcpServers"]["memex"]["command"]).name == "memex"
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)
+    assert memex(home, project, "install", "mcp", "--project").returncode == 0
+    assert read(project / ".mcp.json")["mcpServers"]["memex"]["type"] == "stdio"
+    assert memex(home, tmp_path, "uninstall", "mcp").returncode == 0
+    assert read(state)["mcpServers"] == {"other": {"command": "x"}}
+
+
+def test_install_mcp_and_hooks_for_codex(home: Path, tmp_path: Path, vault_root: Path) -> None:
+    config = home / ".codex" / "config.toml"
+    config.parent.mkdir()
+    original = 'model = "gpt-5-codex"\n\n[mcp_servers.docs]\ncommand = "docs-server"\n'
+    config.write_text(original)
+    proc = memex(home, tmp_path, "install", "mcp", "--agent", "codex", vault=vault_root)
+    assert proc.returncode == 0, proc.stderr
+    parsed = tomllib.loads(config.read_text())
+    assert parsed["model"] == "gpt-5-codex" and parsed["mcp_servers"]["docs"] == {"command": "docs-server"}
+    assert parsed["mcp_servers"]["memex"]["args"] == ["--vault", str(vault_root), "mcp"]
+    before = config.read_text()
+    memex(home, tmp_path, "install", "mcp", "--agent", "codex", vault=vault_root)
+    assert config.read_text() == before  # idempotent
+    memex(home, tmp_path, "uninstall", "mcp", "--agent", "codex")
+    assert config.read_text() == original
+    assert memex(home, tmp_path, "install", "codex").returncode == 0
+    hooks = read(home / ".codex" / "hooks.json")["hooks"]
+    assert sorted(hooks) == sorted(install.CODEX_EVENTS)
+    assert memex(home, tmp_path, "uninstall", "codex").returncode == 0
+    assert read(home / ".codex" / "hooks.json") == {}
+
+
+def test_codex_config_that_is_not_toml_is_left_alone(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("model = \n")
+    with pytest.raises(InvalidArgument, match="config.toml"):
+        install.install_codex_mcp(config, ["memex", "mcp"])
+    assert config.read_text() == "model = \n"
+
+
+def test_only_memex_entries_are_recognised(tmp_path: Path) -> None:
+    settings = {"hooks": {"Stop": [{"hooks": [
+        {"type": "command", "command": "/opt/memex-tools/run hook claude-code-ish"},
+        {"type": "command", "command": "echo memex hook claude-code is great"},
+        {"type": "command", "command": "'/usr/local/bin/memex' --vault '/my vault' hook claude-code"},
+    ]}]}}
+    removed = install.remove_hooks(settings, "claude-code", tmp_path / "s.json")
+    assert removed == 1  # only the entry whose program is memex
+    kept = [h["command"] for h in settings["hooks"]["Stop"][0]["hooks"]]
+    assert kept == ["/opt/memex-tools/run hook claude-code-ish", "echo memex hook claude-code is great"]
