@@ -18,6 +18,7 @@ from typing import Any
 
 import apsw
 
+from memex.errors import InvalidArgument
 from memex.text import normalize
 
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]{1,200})(?:[#|][^\[\]\n]*)?\]\]")
@@ -119,3 +120,76 @@ def unlink_memory(conn: apsw.Connection, memory_rowid: int) -> tuple[int, int]:
             conn.execute("DELETE FROM entities WHERE rowid = ?", (rowid,))
             removed += 1
     return len(relations), removed
+
+
+# -- reading the graph (``memex entities``, ``memex graph NAME``) ------------
+
+
+@dataclass
+class EntitySummary:
+    name: str
+    memories: int
+    active: int
+    relations: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "memories": self.memories, "active": self.active, "relations": self.relations}
+
+
+def list_entities(conn: apsw.Connection) -> list[EntitySummary]:
+    """Every entity, most-mentioned first; one row per entity however many memories name it."""
+    rows: list[Any] = conn.execute(
+        """
+        SELECT e.name,
+               count(DISTINCT l.memory_rowid),
+               count(DISTINCT CASE WHEN m.status = 'active' THEN l.memory_rowid END),
+               (SELECT count(*) FROM relations r WHERE r.subject_rowid = e.rowid OR r.object_rowid = e.rowid)
+        FROM entities e
+        LEFT JOIN entity_links l ON l.entity_rowid = e.rowid
+        LEFT JOIN memories m ON m.rowid = l.memory_rowid
+        GROUP BY e.rowid
+        ORDER BY 2 DESC, e.key
+        """
+    ).fetchall()
+    return [EntitySummary(str(n), int(c), int(a), int(r)) for n, c, a, r in rows]
+
+
+def entity_graph(conn: apsw.Connection, name: str) -> dict[str, Any]:
+    """One entity: the memories naming it, its relations (both ways), its neighbours."""
+    key = entity_key(name)
+    if not key:
+        raise InvalidArgument("NAME", "must not be empty")
+    row = conn.execute("SELECT rowid, name FROM entities WHERE key = ?", (key,)).fetchone()
+    if row is None:
+        raise InvalidArgument("NAME", f"no entity named {name!r} (see `memex entities`)")
+    rowid, display = int(row[0]), str(row[1])
+    memories = [
+        {"id": mid, "scope": scope, "status": status, "body": body}
+        for mid, scope, status, body in conn.execute(
+            "SELECT m.id, m.scope, m.status, m.body FROM entity_links l JOIN memories m "
+            "ON m.rowid = l.memory_rowid WHERE l.entity_rowid = ? ORDER BY m.created DESC, m.id",
+            (rowid,),
+        )
+    ]
+    relations = [
+        {"subject": s, "predicate": p, "object": o, "memory": mid}
+        for s, p, o, mid in conn.execute(
+            "SELECT es.name, r.predicate, eo.name, m.id FROM relations r "
+            "JOIN entities es ON es.rowid = r.subject_rowid JOIN entities eo ON eo.rowid = r.object_rowid "
+            "JOIN memories m ON m.rowid = r.memory_rowid "
+            "WHERE r.subject_rowid = ? OR r.object_rowid = ? ORDER BY es.key, r.predicate, eo.key",
+            (rowid, rowid),
+        )
+    ]
+    # Neighbours: entities named together with this one in some memory.
+    neighbours = [
+        {"name": n, "shared_memories": int(c)}
+        for n, c in conn.execute(
+            "SELECT e.name, count(DISTINCT l2.memory_rowid) FROM entity_links l1 "
+            "JOIN entity_links l2 ON l2.memory_rowid = l1.memory_rowid AND l2.entity_rowid != l1.entity_rowid "
+            "JOIN entities e ON e.rowid = l2.entity_rowid WHERE l1.entity_rowid = ? "
+            "GROUP BY e.rowid ORDER BY 2 DESC, e.key",
+            (rowid,),
+        )
+    ]
+    return {"name": display, "memories": memories, "relations": relations, "neighbours": neighbours}

@@ -3,15 +3,28 @@
 Used when a file disappears (reindex, watcher, doctor) and by erasure, so a
 crash between deleting a file and purging its rows is repaired by the next
 sync with exactly the purge that erasure would have done.
+
+Deleting rows is not enough to make text unreadable on disk. ``PRAGMA
+secure_delete`` (set in :func:`memex.db.connect`) zeroes deleted cells and
+freed pages, but a contentless FTS5 table keeps a deleted document's terms in
+its segment b-tree (only a tombstone marks them dead) until the segments are
+merged, and the WAL keeps old page images until a checkpoint. So every purge
+marks the index ``scrub_pending``, and :func:`scrub` rewrites the FTS segments
+('optimize') and truncates the WAL. Erasure scrubs at once; a sync that
+removed rows (reindex, doctor --fix) scrubs through :func:`scrub_if_pending`.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, fields
 
 import apsw
 
 from memex import graph
+from memex.db import get_meta, set_meta, write_txn
+
+SCRUB_KEY = "scrub_pending"
 
 
 @dataclass
@@ -82,6 +95,7 @@ def purge_memory(conn: apsw.Connection, memory_rowid: int, cache_keys: list[str]
     ).fetchall())
     conn.execute("DELETE FROM memories WHERE rowid = ?", (memory_rowid,))
     counts.memories = 1
+    set_meta(conn, SCRUB_KEY, "1")
     for key in set(cache_keys):
         if not _text_still_used(conn, key):
             counts.cache_entries += len(conn.execute(
@@ -96,3 +110,47 @@ def _text_still_used(conn: apsw.Connection, key: str) -> bool:
         "SELECT 1 FROM memories WHERE embed_key = ? LIMIT 1",
         (key, key),
     ).fetchone() is not None
+
+
+def optimize_fts(conn: apsw.Connection) -> None:
+    """Merge the FTS5 segments into one, dropping the terms of deleted documents.
+
+    Verified (tests/test_erase_forensic.py): after a contentless_delete
+    DELETE, and after 'merge', a deleted document's terms are still in the
+    segment blobs; after 'optimize' they are not. Its cost grows with the
+    index (about 0.2 s at 100k short memories), which erasure can afford.
+    """
+    conn.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
+    conn.execute("DELETE FROM meta WHERE key = ?", (SCRUB_KEY,))
+
+
+def checkpoint(conn: apsw.Connection, attempts: int = 20, pause: float = 0.1) -> bool:
+    """Copy the WAL into the database and truncate it to zero bytes.
+
+    Returns False if another connection's open read transaction kept the
+    WAL in use every time (its old page images may then still hold text).
+    """
+    for attempt in range(attempts):
+        row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if row is not None and not row[0]:  # (busy, wal frames, frames copied)
+            return True
+        if attempt + 1 < attempts:
+            time.sleep(pause)
+    return False
+
+
+def scrub(conn: apsw.Connection) -> bool:
+    """Make purged rows unrecoverable from index.db and its -wal (see module doc).
+
+    Returns whether the WAL checkpoint completed.
+    """
+    with write_txn(conn):
+        optimize_fts(conn)
+    return checkpoint(conn)
+
+
+def scrub_if_pending(conn: apsw.Connection) -> bool | None:
+    """Scrub when a purge happened since the last scrub; None when none was needed."""
+    if get_meta(conn, SCRUB_KEY) is None:
+        return None
+    return scrub(conn)

@@ -25,12 +25,13 @@ import ulid
 from memex import decay, dedup, embed, memory_file
 from memex.config import Config, load_config
 from memex.db import connect, write_txn
+from memex.erased_list import is_erased
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
 from memex.locking import file_lock
 from memex.memory_file import MemoryFile
 from memex.names import check_scope, scope_dir_parts, slug
-from memex.records import DEFAULT_CONFIDENCE, now_iso
+from memex.records import DEFAULT_CONFIDENCE, check_unicode, now_iso
 from memex.search import HIT_COLUMNS, Filters, Hit, hit_from_row, search
 from memex.text import normalize, strip_injected
 
@@ -274,7 +275,13 @@ class Vault:
 
     def reindex(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
         """Bring the index in line with the files; ``full`` re-reads every file."""
-        return self.indexer.sync(full=full, progress=progress)
+        report = self.indexer.sync(full=full, progress=progress)
+        # Rows of vanished files were purged (a crashed erase, a file deleted by
+        # hand): make their text unreadable on disk too (issue 5, memex/purge.py).
+        from memex.purge import scrub_if_pending
+
+        scrub_if_pending(self.conn)
+        return report
 
     def new_path(self, scope: str, body: str, memory_id: str) -> Path:
         folder = self.root / MEMORIES_DIR / Path(*scope_dir_parts(scope))
@@ -297,8 +304,17 @@ class Vault:
         entities: Sequence[str] | None = None,
         extra: dict[str, Any] | None = None,
         supersedes: str | None = None,
+        allow_erased: bool = False,
     ) -> dedup.AddResult:
-        """Store a memory unless the dedup pipeline finds it is already known."""
+        """Store a memory unless the dedup pipeline finds it is already known.
+
+        A body that was erased before is refused (method "erased") unless
+        ``allow_erased`` (issue 5, memex/erased_list.py).
+        """
+        check_unicode(
+            text=text, scope=scope, source=source, session=session, source_ref=source_ref,
+            category=category, entities=entities,
+        )
         body = strip_injected(text).strip()
         if not normalize(body):
             raise InvalidArgument("text", "is empty (nothing left after removing injected blocks)")
@@ -311,6 +327,8 @@ class Vault:
             body=body, scope=scope, source=source, session=session, supersedes=supersedes
         )
         with self.write_lock():
+            if not allow_erased and is_erased(self.memex_dir, body):
+                return dedup.AddResult("refused", "", "", "erased")
             cand.qvec = self.embed_query(body)
             decision = dedup.check(self, cand)
             if decision.status != "created":
@@ -413,6 +431,34 @@ class Vault:
         from memex.dedup_cleanup import dedup_existing
 
         return dedup_existing(self, apply, limit)
+
+    # -- erasure and the entity graph (issue 5; memex/erase.py, memex/graph.py)
+
+    def erase(
+        self,
+        memory_id: str | None = None,
+        reason: str = "",
+        source: str | None = None,
+        source_ref: str | None = None,
+        session: str | None = None,
+        purge_history: bool = False,
+    ) -> Any:
+        """Erase one memory, or a subject (source + source_ref, or session), leaving no trace."""
+        from memex.erase import erase
+
+        return erase(self, memory_id, reason, source, source_ref, session, purge_history)
+
+    def entities(self) -> Any:
+        """Every entity with the number of memories that name it."""
+        from memex.graph import list_entities
+
+        return list_entities(self.conn)
+
+    def entity_graph(self, name: str) -> Any:
+        """One entity: its memories, relations and neighbouring entities."""
+        from memex.graph import entity_graph
+
+        return entity_graph(self.conn, name)
 
     # -- watching (issue 3; memex/watch.py, memex/watch_state.py) ---------------
 

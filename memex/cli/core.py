@@ -9,6 +9,7 @@ import click
 
 from memex import health
 from memex.cli._common import get_vault, is_tty, json_option, key_values, print_json, short, table
+from memex.errors import InvalidArgument
 from memex.search import Hit
 from memex.vault import init_vault
 
@@ -42,18 +43,25 @@ def init_cmd(path: str, no_git: bool) -> None:
 @click.option("--category", help="preference, constraint, decision, observation, ...")
 @click.option("--confidence", type=click.FloatRange(0.0, 1.0), help="0 to 1 (default 0.8).")
 @click.option("--entity", "entities", multiple=True, help="An entity the memory is about (repeatable).")
+@click.option("--allow-erased", is_flag=True, help="Store it even though this text was erased before.")
 @json_option
 @click.pass_context
 def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> None:
     """Add a memory (TEXT, or - to read standard input)."""
     if text == "-":
-        text = sys.stdin.read()
+        data = sys.stdin.buffer.read()
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InvalidArgument("TEXT", f"standard input is not UTF-8 text (byte {exc.start})") from exc
     result = get_vault(ctx).add(text, **opts)
     if as_json:
         print_json(result.as_dict())
         return
     if result.status == "created":
         click.echo(f"created {result.id}  {result.path}")
+    elif result.method == "erased":
+        click.echo("refused (erased): this text was erased before; pass --allow-erased to store it again")
     else:
         sim = f" similarity {result.similarity:.2f}" if result.similarity is not None else ""
         click.echo(f"{result.status} ({result.method}{sim}): already stored as {result.existing_id}")

@@ -1,0 +1,55 @@
+"""``memex erase``: forget a memory or a subject, and say what git still holds."""
+
+from __future__ import annotations
+
+import click
+
+from memex.cli._common import get_vault, json_option, key_values, print_json, table
+
+
+@click.command("erase")
+@click.argument("memory_id", required=False)
+@click.option("--reason", required=True, help="Why (kept in .memex/erasure.log; the erased text never is).")
+@click.option("--source", help="Subject: only memories from this source.")
+@click.option("--source-ref", help="Subject: memories whose source_ref is REF or REF#anchor.")
+@click.option("--session", help="Subject: every memory and archive of this session.")
+@click.option(
+    "--purge-history", is_flag=True,
+    help="Also rewrite git history (git-filter-repo) so no commit holds the erased files.",
+)
+@json_option
+@click.pass_context
+def erase_cmd(
+    ctx: click.Context, memory_id: str | None, reason: str, source: str | None, source_ref: str | None,
+    session: str | None, purge_history: bool, as_json: bool,
+) -> None:
+    """Erase memory ID, or a subject (--source-ref / --session), with everything derived from it.
+
+    The files go first, then every row the index derived from them; the
+    index files are scrubbed so the text cannot be read back from disk.
+    """
+    result = get_vault(ctx).erase(
+        memory_id, reason, source=source, source_ref=source_ref, session=session,
+        purge_history=purge_history,
+    )
+    data = result.as_dict()
+    if as_json:
+        print_json(data)
+        return
+    git = data.pop("git")
+    erased = data.pop("erased")
+    derived = data.pop("derived")
+    archives = data.pop("archives")
+    key_values({k: v for k, v in data.items()}, title=f"erased {len(erased)} memories")
+    if erased:
+        table(("id", "why"), ((i, "derived" if i in derived else "chosen") for i in erased))
+    for path in archives:
+        click.echo(f"archive deleted: {path}")
+    if git["status"] in ("retained", "purged"):
+        click.echo(f"git history: {git['status']} in {len(git['commits'])} commit(s): {' '.join(c[:10] for c in git['commits'][:10])}")
+        click.echo(f"next step: {git['next_step']}")
+        click.echo(f"out of reach: {git['unreachable']}" + (f" (remotes: {', '.join(git['remotes'])})" if git["remotes"] else ""))
+
+
+def register(main: click.Group) -> None:
+    main.add_command(erase_cmd)

@@ -1,0 +1,211 @@
+"""Right to erasure: forget a memory, or a whole subject, with no trace on disk.
+
+The order matters for crash safety (DESIGN.md, "erase"):
+
+1. choose what to erase (:mod:`memex.erase_select`: the memory or subject,
+   what derives from it, the session archives that quote it);
+2. remember the erased bodies as keyed hashes (:mod:`memex.erased_list`), so
+   that even if we crash below, nothing re-adds them;
+3. delete the files, and write an audit line;
+4. one index transaction purges every row (:func:`memex.purge.purge_memory`,
+   the same purge a sync does for a vanished file) and rewrites the FTS5
+   segments; then the WAL is checkpointed and truncated. A crash between 3
+   and 4 leaves rows of missing files, which the next reindex, ``doctor
+   --fix`` or watcher start purges and scrubs (``scrub_pending``);
+5. report what git history still holds, or rewrite it (``--purge-history``);
+6. a final audit line with the counts.
+
+The audit log (``.memex/erasure.log``) is append-only JSON lines holding
+time, reason, ids and counts, never text or file names (memory file names
+are made from the body's first words).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memex import erase_git, erased_list, purge
+from memex.db import write_txn
+from memex.errors import InvalidArgument, MemoryFileError
+from memex.erase_select import Selection, by_id, by_subject, expand
+from memex.indexer import Indexer
+from memex.memory_file import _fsync_dir, read
+
+if TYPE_CHECKING:
+    from memex.vault import Vault
+
+LOG_NAME = "erasure.log"
+
+
+@dataclass
+class EraseResult:
+    erased: list[str] = field(default_factory=list)
+    derived: list[str] = field(default_factory=list)
+    archives: list[str] = field(default_factory=list)
+    files_deleted: int = 0
+    counts: purge.PurgeCounts = field(default_factory=purge.PurgeCounts)
+    wal_truncated: bool = False
+    git: erase_git.GitReport = field(default_factory=erase_git.GitReport)
+
+    def as_dict(self) -> dict[str, Any]:
+        counts = self.counts.as_dict()
+        return {
+            "erased": self.erased,
+            "files_deleted": self.files_deleted,
+            **{k: counts[k] for k in ("memories", "fts_rows", "vectors", "chunks", "chunk_vectors")},
+            **{k: counts[k] for k in ("cache_entries", "entities", "relations", "usage")},
+            "derived": self.derived,
+            "archives": self.archives,
+            "forensic": {"fts_segments_rewritten": True, "wal_truncated": self.wal_truncated},
+            "git_history": self.git.status,
+            "git": self.git.as_dict(),
+        }
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def audit(memex_dir: Path, entry: dict[str, Any]) -> None:
+    """Append one JSON line to the erasure log (O_APPEND: lines never interleave)."""
+    line = json.dumps({"time": _now(), **entry}, ensure_ascii=False, sort_keys=True) + "\n"
+    fd = os.open(memex_dir / LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, line.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _check_args(
+    memory_id: str | None, reason: str, source: str | None, source_ref: str | None, session: str | None
+) -> None:
+    if not reason or not reason.strip():
+        raise InvalidArgument("reason", "say why the memory is erased (the audit log keeps the reason, never the text)")
+    subject = source is not None or source_ref is not None or session is not None
+    if memory_id and subject:
+        raise InvalidArgument("ID", "give either a memory id or a subject (--source/--source-ref/--session), not both")
+    if not memory_id and not subject:
+        raise InvalidArgument("ID", "give a memory id, or a subject with --source-ref or --session")
+    if not memory_id and source_ref is None and session is None:
+        raise InvalidArgument("--source", "needs --source-ref or --session to name the subject")
+
+
+def _select(
+    vault: Vault, memory_id: str | None, source: str | None, source_ref: str | None, session: str | None
+) -> Selection:
+    conn = vault.conn
+    if memory_id:
+        return expand(conn, vault.root, by_id(conn, memory_id), follow_derived=False)
+    # Files edited or added while nothing was watching must be seen too.
+    vault.reindex()
+    start = by_subject(conn, source, source_ref, session)
+    sel = expand(conn, vault.root, start, follow_derived=True, session=session)
+    if not sel.memories and not sel.archives:
+        what = ", ".join(
+            f"{k} {v!r}" for k, v in (("source", source), ("source_ref", source_ref), ("session", session)) if v
+        )
+        raise InvalidArgument("subject", f"nothing to erase: no memory or archive matches {what}")
+    return sel
+
+
+def _bodies(vault: Vault, sel: Selection) -> list[str]:
+    """Erased texts: as indexed, and as the file says now if it was edited since."""
+    out = [t.body for t in sel.memories.values()]
+    for t in sel.memories.values():
+        try:
+            mf, _ = read(vault.root / t.path, vault.config.max_file_bytes)
+        except MemoryFileError:  # missing or unreadable: nothing more to remember
+            continue
+        if mf.body != t.body:
+            out.append(mf.body)
+    return out
+
+
+def _delete_files(root: Path, rels: list[str]) -> int:
+    deleted = 0
+    folders: set[Path] = set()
+    for rel in rels:
+        full = root / rel
+        try:
+            full.unlink()
+        except FileNotFoundError:
+            continue
+        deleted += 1
+        folders.add(full.parent)
+    for folder in folders:
+        _fsync_dir(folder)
+    return deleted
+
+
+def _remove_empty_session_dirs(root: Path, archives: list[str]) -> None:
+    base = (root / "sessions").resolve()
+    for rel in archives:
+        folder = (root / rel).parent
+        while folder.resolve() != base and base in folder.resolve().parents:
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+            folder = folder.parent
+
+
+def _purge_index(vault: Vault, sel: Selection) -> purge.PurgeCounts:
+    """One transaction: every row of every erased memory, then the FTS rewrite."""
+    counts = purge.PurgeCounts()
+    conn = vault.conn
+    # Purging needs no embedding model: an Indexer without one does not load it.
+    indexer = Indexer(vault.root, conn, vault.config, None)
+    with write_txn(conn):
+        for t in sel.memories.values():
+            counts.add(indexer.purge_row(t.rowid))
+            conn.execute("DELETE FROM index_errors WHERE path = ?", (t.path,))
+        purge.optimize_fts(conn)
+    return counts
+
+
+def erase(
+    vault: Vault,
+    memory_id: str | None = None,
+    reason: str = "",
+    source: str | None = None,
+    source_ref: str | None = None,
+    session: str | None = None,
+    purge_history: bool = False,
+) -> EraseResult:
+    """Erase one memory (by id) or a subject; see the module doc for the steps."""
+    _check_args(memory_id, reason, source, source_ref, session)
+    with vault.write_lock():
+        sel = _select(vault, memory_id, source, source_ref, session)
+        bodies = _bodies(vault, sel)
+        mem_paths = [t.path for t in sel.memories.values()]
+        paths = mem_paths + sel.archives
+        if purge_history:
+            erase_git.check_clean(vault.root, paths)  # before anything is deleted
+        erased_list.remember(vault.memex_dir, bodies)
+        result = EraseResult(erased=sorted(sel.memories), derived=list(sel.derived), archives=list(sel.archives))
+        result.files_deleted = _delete_files(vault.root, paths)
+        _remove_empty_session_dirs(vault.root, sel.archives)
+        audit(vault.memex_dir, {
+            "phase": "files_deleted", "reason": reason, "erased": result.erased,
+            "derived": result.derived, "archives": len(sel.archives), "files_deleted": result.files_deleted,
+        })
+        result.counts = _purge_index(vault, sel)
+        result.wal_truncated = purge.checkpoint(vault.conn)
+        ids = list(sel.memories)
+        if purge_history:
+            result.git = erase_git.purge(vault.root, paths, bodies, ids)
+        else:
+            result.git = erase_git.history(vault.root, paths, bodies, ids)
+        audit(vault.memex_dir, {
+            "phase": "complete", "reason": reason, "erased": result.erased,
+            "counts": {k: v for k, v in result.as_dict().items() if isinstance(v, int)},
+            "wal_truncated": result.wal_truncated, "git_history": result.git.status,
+            "git_commits": len(result.git.commits),
+        })
+    return result

@@ -1,0 +1,216 @@
+"""What an erasure reaches: the chosen memories, what derives from them, archives.
+
+Erasing a *subject* (everything one source wrote about one source_ref, or
+everything one session wrote) also erases what was derived from it, repeated
+until nothing more is reached:
+
+- a memory whose parents are all erased, where the parents of M are the
+  memory M ``supersedes`` and the memories consolidated into M (consolidation
+  sets ``superseded_by: M`` on them). A memory with at least one parent that
+  stays is supported by another source and is kept;
+- a session archive (any file under ``sessions/``) that quotes an erased
+  body, compared as a token sequence so case, whitespace and JSON escaping
+  do not hide a quote; erasing by session also takes that session's whole
+  archive folder;
+- a memory whose ``source_ref`` points into an erased archive (it was
+  extracted from it).
+
+Erasing by id reaches the memory and the archives that quote it, but not
+memories derived from it: erasing an outdated version must not take the
+current one with it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import apsw
+
+from memex.errors import InvalidArgument, MemoryNotFound
+from memex.names import safe_name
+from memex.text import tokens
+
+SESSIONS_DIR = "sessions"
+_JSON_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[nrtbf\"\\/])")
+_COLUMNS = "rowid, id, path, body, source, source_ref, session, supersedes, superseded_by"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One memory row to erase, as the index knows it."""
+
+    rowid: int
+    id: str
+    path: str
+    body: str
+    source: str | None
+    source_ref: str | None
+    session: str | None
+    supersedes: str | None
+    superseded_by: str | None
+
+
+@dataclass
+class Selection:
+    memories: dict[str, Target] = field(default_factory=dict)  # id -> target
+    derived: list[str] = field(default_factory=list)  # ids reached by derivation
+    archives: list[str] = field(default_factory=list)  # vault-relative paths
+
+
+def _targets(conn: apsw.Connection, where: str, params: tuple[object, ...]) -> list[Target]:
+    return [Target(*row) for row in conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE {where}", params)]
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if code.startswith("u"):
+        return chr(int(code[1:], 16))
+    return " " if code in "nrtbf" else code
+
+
+def token_line(text: str) -> str:
+    """A text as space-separated search tokens, JSON escapes undone, padded."""
+    return " " + " ".join(tokens(_JSON_ESCAPE.sub(_unescape, text))) + " "
+
+
+def quotes(haystack_line: str, body: str) -> bool:
+    needle = token_line(body)
+    return needle.strip() != "" and needle in haystack_line
+
+
+def _archive_files(root: Path) -> list[str]:
+    base = root / SESSIONS_DIR
+    found: list[str] = []
+    if not base.is_dir():
+        return found
+    for folder, dirs, files in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(folder, d)))
+        for name in sorted(files):
+            full = os.path.join(folder, name)
+            if not os.path.islink(full):
+                found.append(Path(full).relative_to(root).as_posix())
+    return found
+
+
+def _read_line(root: Path, rel: str) -> str:
+    try:
+        raw = (root / rel).read_bytes()
+    except OSError:
+        return " "
+    return token_line(raw.decode("utf-8", errors="replace"))
+
+
+def by_id(conn: apsw.Connection, memory_id: str) -> list[Target]:
+    found = _targets(conn, "id = ?", (memory_id,))
+    if not found:
+        raise MemoryNotFound(memory_id)
+    return found
+
+
+def by_subject(
+    conn: apsw.Connection, source: str | None, source_ref: str | None, session: str | None
+) -> list[Target]:
+    """Memories of one subject: ``source_ref`` matches itself or ``REF#anchor``."""
+    if source_ref is None and session is None:
+        raise InvalidArgument("--source-ref/--session", "name the subject: a source_ref, a session, or both")
+    clauses: list[str] = []
+    params: list[object] = []
+    if source is not None:
+        clauses.append("source = ?")
+        params.append(source)
+    if source_ref is not None:
+        clauses.append("(source_ref = ? OR substr(source_ref, 1, ?) = ?)")
+        params += [source_ref, len(source_ref) + 1, source_ref + "#"]
+    if session is not None:
+        clauses.append("session = ?")
+        params.append(session)
+    return _targets(conn, " AND ".join(clauses), tuple(params))
+
+
+def expand(
+    conn: apsw.Connection,
+    root: Path,
+    start: list[Target],
+    follow_derived: bool,
+    session: str | None = None,
+) -> Selection:
+    """Everything reached from ``start`` (see the module doc), to a fixed point."""
+    sel = Selection()
+    for t in start:
+        sel.memories[t.id] = t
+    archives = _archive_files(root)
+    archive_lines: dict[str, str] = {}
+    if session is not None:
+        prefix = f"{SESSIONS_DIR}/{safe_name(session)}/"
+        sel.archives.extend(a for a in archives if a.startswith(prefix))
+    quoted: set[str] = set()  # ids whose bodies were already compared to archives
+    while True:
+        new: list[Target] = []
+        for t in list(sel.memories.values()):
+            if t.id in quoted:
+                continue
+            quoted.add(t.id)
+            for rel in archives:
+                if rel in sel.archives:
+                    continue
+                line = archive_lines.get(rel)
+                if line is None:
+                    line = archive_lines[rel] = _read_line(root, rel)
+                if quotes(line, t.body):
+                    sel.archives.append(rel)
+        if follow_derived:
+            new.extend(_derived(conn, sel))
+            new.extend(_from_archives(conn, sel))
+        new = [t for t in new if t.id not in sel.memories]
+        if not new:
+            return sel
+        for t in new:
+            sel.memories[t.id] = t
+            sel.derived.append(t.id)
+
+
+def _derived(conn: apsw.Connection, sel: Selection) -> list[Target]:
+    """Memories all of whose parents are erased."""
+    erased = set(sel.memories)
+    marks = ",".join("?" * len(erased))
+    ids = tuple(erased)
+    candidates = _targets(
+        conn,
+        f"id NOT IN ({marks}) AND (supersedes IN ({marks}) OR id IN "
+        f"(SELECT superseded_by FROM memories WHERE id IN ({marks})))",
+        ids * 3,
+    )
+    out: list[Target] = []
+    for cand in candidates:
+        parents = {r[0] for r in conn.execute("SELECT id FROM memories WHERE superseded_by = ?", (cand.id,))}
+        if cand.supersedes and conn.execute(
+            "SELECT 1 FROM memories WHERE id = ?", (cand.supersedes,)
+        ).fetchone() is not None:
+            parents.add(cand.supersedes)
+        if parents and parents <= erased:
+            out.append(cand)
+    return out
+
+
+def _from_archives(conn: apsw.Connection, sel: Selection) -> list[Target]:
+    """Memories extracted from an erased archive (``source_ref`` = its path)."""
+    out: list[Target] = []
+    for rel in sel.archives:
+        out.extend(_targets(
+            conn,
+            "source_ref = ? OR substr(source_ref, 1, ?) = ?",
+            (rel, len(rel) + 1, rel + "#"),
+        ))
+    return out
+
+
+def describe(sel: Selection) -> dict[str, object]:
+    """A summary without any erased text (for dry runs and logs)."""
+    return {
+        "memories": sorted(sel.memories),
+        "derived": list(sel.derived),
+        "archives": list(sel.archives),
+    }
