@@ -107,7 +107,8 @@ def _needs_full(vault: Vault, session: str, working: list[dict[str, Any]], budge
         return f"the session summary replaces the first {replaced} messages"
     total = count_messages(working)
     room = budget_plan(budget)["available"]
-    if total > room:
+    # A single message cannot be trimmed: the runtime sees it as it is.
+    if total > room and len(working) > 1:
         return f"{total} tokens exceed the {room} left after the output reserve"
     return None
 
