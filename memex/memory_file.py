@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from memex.errors import MemoryFileError
+from memex.errors import InvalidArgument, MemoryFileError
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 _EMPTY_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n---[ \t]*(?:\r?\n|\Z)")
@@ -185,11 +185,15 @@ def atomic_write(path: Path, text: str) -> None:
     A temp file in the same folder is written, fsynced and renamed over the
     target; the folder is fsynced so the rename itself survives a crash.
     """
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # lone surrogates, e.g. from undecodable bytes
+        raise InvalidArgument("text", f"not valid Unicode at character {exc.start}; {path.name} not written") from exc
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".memex-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

@@ -10,6 +10,7 @@ import datetime as dt
 import hashlib
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -49,6 +50,17 @@ class Record:
     @property
     def status(self) -> str:
         return "superseded" if self.superseded_by else "active"
+
+
+def check_unicode(**values: str | Sequence[str] | None) -> None:
+    """Refuse arguments that cannot be written as UTF-8 (lone surrogates, as
+    Python makes from undecodable bytes), naming the argument."""
+    for name, value in values.items():
+        for item in [value] if isinstance(value, str) else value or []:
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidArgument(name, f"not valid Unicode text (character {exc.start})") from exc
 
 
 def path_id(relpath: str) -> str:

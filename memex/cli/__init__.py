@@ -9,8 +9,11 @@ a one-line ``click.ClickException`` here, never a traceback.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import pkgutil
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -26,13 +29,17 @@ class MemexGroup(click.Group):
             return super().invoke(ctx)
         except MemexError as exc:
             raise click.ClickException(str(exc)) from exc
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise click.ClickException(f"{where}{exc.strerror or exc}") from exc
 
 
 @click.group(cls=MemexGroup)
 @click.option(
     "--vault",
     "vault_path",
-    envvar="MEMEX_VAULT",
     type=click.Path(file_okay=False),
     help="Vault folder (default: $MEMEX_VAULT, else the nearest folder up with .memex/).",
 )
@@ -53,7 +60,36 @@ def _register_commands() -> None:
             register(main)
 
 
-def run() -> None:
-    """Console-script entry point."""
+def app() -> click.Group:
+    """The ``memex`` group with every command registered (for tests and embedding)."""
     _register_commands()
-    main(prog_name="memex")
+    return main
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(code)
+
+
+def run(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point: every error is one line on stderr, never a traceback."""
+    group = app()
+    args = list(sys.argv[1:] if argv is None else argv)
+    for arg in args:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:  # undecodable bytes on the command line
+            _fail(f"argument {arg.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8 text", 2)
+    try:
+        code = group.main(args=args, prog_name="memex", standalone_mode=False)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx else "memex"
+        _fail(f"{exc.format_message()} (see '{where} --help')", exc.exit_code)
+    except click.ClickException as exc:
+        _fail(exc.format_message(), exc.exit_code)
+    except click.Abort:
+        _fail("aborted", 130)
+    except BrokenPipeError:  # e.g. `memex list | head`: the reader has gone
+        sys.stderr.close()
+        sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -36,6 +36,11 @@ def is_tty() -> bool:
     return sys.stdout.isatty()
 
 
+# Columns whose text may wrap; the others (ids, scores, dates) stay on one
+# line so that an id can be copied from a narrow terminal.
+WRAPPING = frozenset({"body", "value", "reason", "path", "scope", "source"})
+
+
 def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> None:
     """A readable table (rich) for people."""
     from rich.console import Console
@@ -43,7 +48,8 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | No
 
     out = Table(title=title, show_lines=False)
     for col in columns:
-        out.add_column(col, overflow="fold")
+        wraps = col in WRAPPING
+        out.add_column(col, overflow="fold", no_wrap=not wraps, min_width=min(len(col), 8) if wraps else None)
     for row in rows:
         out.add_row(*("" if v is None else str(v) for v in row))
     Console(soft_wrap=False).print(out)
