@@ -23,6 +23,7 @@ Without a model (no ``qvec``) layers 1, 2, 4 and 5 still run.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -170,8 +171,21 @@ def check(vault: Vault, cand: Candidate) -> Decision:
     return decision
 
 
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+# The bundled all-MiniLM-L6-v2 is an English model: most Chinese characters
+# become [UNK], so two unrelated Chinese sentences can score a cosine of
+# 1.0. Cosine only decides a duplicate when both texts are mostly not CJK.
+MAX_CJK_SHARE = 0.2
+
+
+def cosine_trusted(text: str) -> bool:
+    visible = [c for c in text if not c.isspace()]
+    return not visible or len(_CJK_CHAR.findall(text)) / len(visible) < MAX_CJK_SHARE
+
+
 def _judge(cand: Candidate, neighbours: list[_Neighbour], limits: Thresholds) -> Decision:
     """Layers 2 to 4 over the gathered neighbours."""
+    trust_cosine = cosine_trusted(cand.body)
     similar: dict[str, SimilarFact] = {}
     best_jaccard: tuple[float, str] | None = None
     best_cosine: tuple[float, str, str] | None = None
@@ -189,7 +203,7 @@ def _judge(cand: Candidate, neighbours: list[_Neighbour], limits: Thresholds) ->
         similar[n.id] = SimilarFact(n.id, round(sim, 4), n.body.strip())
         if jac > limits.jaccard_duplicate and (best_jaccard is None or jac > best_jaccard[0]):
             best_jaccard = (jac, n.id)
-        if cos is not None:
+        if cos is not None and trust_cosine and cosine_trusted(n.body):
             same_session = cand.session is not None and n.session == cand.session
             bar = limits.session_cosine_duplicate if same_session else limits.cosine_duplicate
             if cos >= bar and (best_cosine is None or cos > best_cosine[0]):

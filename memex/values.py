@@ -14,14 +14,24 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from difflib import SequenceMatcher
 
 # Numbers with optional decimals, units glued on (12.5N, 15ms, 3x), versions
 # (v1.2.3, 3.11), dates (2026-11-30, 30/11/2026) and times (10:30).
 _VALUE = re.compile(
-    r"(?<![\w.])v?\d+(?:[.,:/-]\d+)*(?:[a-z%°µ]+)?(?![\w.]*\w)|[$€£¥]\s?\d+(?:[.,]\d+)*",
+    r"(?<![A-Za-z0-9.])v?\d+(?:[.,:/-]\d+)*(?:[a-z%°µ]+)?(?![A-Za-z0-9.]*[A-Za-z0-9])"
+    r"|[$€£¥]\s?\d+(?:[.,]\d+)*",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
+# Technical identifiers: host names, paths, file names, model names with a
+# digit (staging.example.com, fixtures/base.sql, gpt-4o, stage2), and
+# command-line flags (-q, --fast).
+_IDENTIFIER = re.compile(
+    r"(?<![A-Za-z0-9_])(?:[A-Za-z0-9_-]+(?:[./:][A-Za-z0-9_-]+)+|[A-Za-z_-]*[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*"
+    r"|--?[A-Za-z][A-Za-z0-9-]*)(?![A-Za-z0-9_])"
+)
+# Latin-script words only: a CJK run glued to a name ("使用Python") must not hide it.
+_WORD = re.compile(r"[A-Za-z\u00c0-\u024f0-9]+(?:[-'][A-Za-z\u00c0-\u024f0-9]+)*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*|^\s*[-*>#]+\s*)$")
 _CJK_NUMBER = re.compile(r"[零一二三四五六七八九十百千万亿两]+")
 # Chinese words that contain a numeral character but carry no quantity.
@@ -76,19 +86,29 @@ _ZH_NOT_NEGATION = re.compile(r"不同|不断|不过|不少|不久|不仅|不管
 
 def _values(text: str) -> set[str]:
     numbers = {m.group(0).lower().replace(",", ".") for m in _VALUE.finditer(text)}
+    numbers |= {m.group(0).lower().rstrip(".:") for m in _IDENTIFIER.finditer(text)}
     words = {w.lower() for w in _WORD.findall(text)}
     numbers |= words & (_NUMBER_WORDS | _MONTHS_DAYS)
     cjk = _CJK_NUMBER.findall(_CJK_NON_NUMBERS.sub(" ", text))
     return numbers | set(cjk)
 
 
-def _names(text: str) -> set[str]:
-    """Capitalized words that are probably proper names.
+def _stem(word: str) -> str:
+    """A crude English stem, enough to match "owns"/"owned", "uploads"/"upload"."""
+    word = word.lower()
+    for suffix in ("ing", "ers", "er", "ed", "es", "s", "ly"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
-    Inside a sentence any capitalized word counts; at the start of a
-    sentence only a word that is not a common sentence opener does.
-    """
-    out = set()
+
+def _name_sets(text: str) -> tuple[set[str], set[str]]:
+    """Capitalized words that are probably proper names: (inside a sentence,
+    opening a sentence). An opening word counts only when it is not a
+    common sentence opener."""
+    inside: set[str] = set()
+    opening: set[str] = set()
     for m in _WORD.finditer(text):
         word = m.group(0)
         if not word[0].isupper() or len(word) == 1:
@@ -96,12 +116,18 @@ def _names(text: str) -> set[str]:
         lower = word.lower()
         if lower in _NUMBER_WORDS or lower in _MONTHS_DAYS:
             continue  # already counted as a value
-        if _SENTENCE_START.search(text[: m.start()]) and (
-            lower in _COMMON_STARTERS or lower.endswith(("ly", "ing"))
-        ):
-            continue
-        out.add(lower)
-    return out
+        if _SENTENCE_START.search(text[: m.start()]):
+            if lower in _COMMON_STARTERS or _stem(lower) in _COMMON_STARTERS or lower.endswith(("ly", "ing")):
+                continue
+            opening.add(lower)
+        else:
+            inside.add(lower)
+    return inside, opening - inside
+
+
+def _names(text: str) -> set[str]:
+    inside, opening = _name_sets(text)
+    return inside | opening
 
 
 def value_tokens(text: str) -> set[str]:
@@ -113,22 +139,27 @@ def value_tokens(text: str) -> set[str]:
 def differs_in_value(a: str, b: str) -> bool:
     """True when the two texts carry different numbers, dates, versions or names.
 
-    Only the values are compared: a value present in one text and not the
-    other (on either side) is a change. A capitalized word that the other
-    text has in lower case ("Redis" / "redis") is not a change. Texts with no
+    Numbers, dates, versions and identifiers must match exactly. A name
+    counts as changed when the other text does not have the word at all (a
+    capitalized word that the other text writes in lower case or inflected,
+    "Redis" / "redis", "Uploads" / "upload", is the same word). A capitalized
+    word that merely opens a sentence counts only when the other text has an
+    unmatched name of its own ("Alice prefers X" / "Bob prefers X"), since
+    "Format with black" / "Use black" just starts differently. Texts with no
     values at all never differ in value.
     """
     na, nb = unicodedata.normalize("NFKC", a), unicodedata.normalize("NFKC", b)
-    va, vb = value_tokens(na), value_tokens(nb)
-    if va == vb:
-        return False
-    words_a = {w.lower() for w in _WORD.findall(na)}
-    words_b = {w.lower() for w in _WORD.findall(nb)}
-    names_a, names_b = _names(na), _names(nb)
-    # A name on one side that the other side writes in lower case is the same word.
-    only_a = {v for v in va - vb if not (v in names_a and v in words_b)}
-    only_b = {v for v in vb - va if not (v in names_b and v in words_a)}
-    return bool(only_a or only_b)
+    if _values(na) != _values(nb):
+        return True
+    inside_a, opening_a = _name_sets(na)
+    inside_b, opening_b = _name_sets(nb)
+    stems_a = {_stem(w) for w in _WORD.findall(na)}
+    stems_b = {_stem(w) for w in _WORD.findall(nb)}
+    lost_a = {n for n in inside_a | opening_a if _stem(n) not in stems_b}
+    lost_b = {n for n in inside_b | opening_b if _stem(n) not in stems_a}
+    if lost_a - opening_a or lost_b - opening_b:
+        return True
+    return bool(lost_a and lost_b)
 
 
 def differs_in_number(a: str, b: str) -> bool:
@@ -153,6 +184,115 @@ def differs_in_polarity(a: str, b: str) -> bool:
     return _polarity(a) != _polarity(b)
 
 
+_ANTONYMS_EN = (
+    ("dark", "light"), ("light", "heavy"), ("true", "false"), ("on", "off"), ("min", "max"),
+    ("minimum", "maximum"), ("increase", "decrease"), ("before", "after"), ("left", "right"),
+    ("up", "down"), ("open", "closed"), ("public", "private"), ("sync", "async"),
+    ("synchronous", "asynchronous"), ("tabs", "spaces"), ("allow", "deny"), ("accept", "reject"),
+    ("include", "exclude"), ("upper", "lower"), ("first", "last"), ("short", "long"),
+    ("brief", "long"), ("more", "less"), ("more", "fewer"), ("high", "low"), ("fast", "slow"),
+    ("large", "small"), ("big", "small"), ("old", "new"), ("older", "newer"), ("black", "white"),
+    ("enable", "disable"), ("enabled", "disabled"), ("always", "sometimes"), ("local", "remote"),
+    ("internal", "external"), ("read", "write"), ("input", "output"), ("client", "server"),
+    ("start", "stop"), ("morning", "evening"), ("morning", "afternoon"), ("day", "night"),
+    ("like", "dislike"), ("likes", "dislikes"), ("love", "hate"), ("loves", "hates"),
+    ("success", "failure"), ("pass", "fail"), ("passes", "fails"), ("add", "remove"),
+    ("static", "dynamic"), ("horizontal", "vertical"), ("ascending", "descending"),
+)
+_ANTONYMS_ZH = (
+    ("深色", "浅色"), ("上午", "下午"), ("详细", "简短"), ("开启", "关闭"), ("打开", "关闭"),
+    ("最大", "最小"), ("增加", "减少"), ("之前", "之后"), ("以前", "以后"), ("喜欢", "讨厌"),
+    ("同步", "异步"), ("公开", "私有"), ("本地", "远程"), ("成功", "失败"), ("横向", "纵向"),
+    ("升序", "降序"), ("白天", "晚上"), ("启用", "禁用"), ("允许", "拒绝"),
+)
+_RELATIONS = frozenset("over instead than not versus vs rather unlike except but".split())
+_ASCII_WORD = re.compile(r"[a-z0-9](?:[a-z0-9_+#-]|\.(?=[a-z0-9]))*")
+_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# Chinese characters too common to tell two facts apart.
+_ZH_STOP_CHARS = frozenset("的了是在我有和就不都也很到要会着这那们吗呢吧啊与及或等被把让给对从为而以之于其中个一")
+
+
+def differs_in_opposites(a: str, b: str) -> bool:
+    """One text has a word and the other its opposite ("dark mode" / "light mode")."""
+    wa = set(_ASCII_WORD.findall(unicodedata.normalize("NFKC", a).lower()))
+    wb = set(_ASCII_WORD.findall(unicodedata.normalize("NFKC", b).lower()))
+    for x, y in _ANTONYMS_EN:
+        if (x in wa and y in wb and y not in wa and x not in wb) or (
+            y in wa and x in wb and x not in wa and y not in wb
+        ):
+            return True
+    for x, y in _ANTONYMS_ZH:
+        if (x in a and y in b and y not in a and x not in b) or (
+            y in a and x in b and x not in a and y not in b
+        ):
+            return True
+    return False
+
+
+def _neighbours_of_relations(words: list[str]) -> dict[str, set[str]]:
+    """For each comparison word, the first content word that follows it."""
+    from memex.text import STOPWORDS  # local: text.py must not depend on values.py
+
+    out: dict[str, set[str]] = {}
+    for i, word in enumerate(words):
+        if word in _RELATIONS:
+            after = next((w for w in words[i + 1 :] if w not in STOPWORDS), "")
+            out.setdefault(word, set()).add(_stem(after))
+    return out
+
+
+def differs_in_relation(a: str, b: str) -> bool:
+    """The same comparison with its sides changed ("pytest over unittest" /
+    "unittest over pytest", "main, not develop" / "develop, not main").
+
+    Only relation words present in both texts are compared, so a paraphrase
+    that drops the comparison word is not flagged.
+    """
+    ra = _neighbours_of_relations(_ASCII_WORD.findall(unicodedata.normalize("NFKC", a).lower()))
+    rb = _neighbours_of_relations(_ASCII_WORD.findall(unicodedata.normalize("NFKC", b).lower()))
+    return any(ra[w] != rb[w] for w in ra.keys() & rb.keys())
+
+
+_UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[.'][^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)*")
+
+
+def _substitution_units(text: str) -> list[str]:
+    """Content words in order (stemmed), Chinese as single characters."""
+    from memex.text import STOPWORDS  # local: text.py must not depend on values.py
+
+    out = []
+    for unit in _UNIT.findall(unicodedata.normalize("NFKC", text).casefold()):
+        if unit in STOPWORDS or unit in _ZH_STOP_CHARS:
+            continue
+        if len(unit) == 1 and unit.isascii() and not unit.isdigit():
+            continue
+        out.append(_stem(unit))
+    return out
+
+
+def substitutes_one_word(a: str, b: str) -> bool:
+    """The same sentence with one word swapped in place ("use httpx instead of
+    requests" / "use aiohttp instead of requests").
+
+    Near-copies never swap a word, and a paraphrase reorders or rewords
+    more than one; a single in-place swap is how a changed value that is
+    not a number (a library, a colour, a city) usually looks.
+    """
+    ua, ub = _substitution_units(a), _substitution_units(b)
+    ops = [op for op in SequenceMatcher(None, ua, ub, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1:
+        return False
+    tag, i1, i2, j1, j2 = ops[0]
+    return tag == "replace" and i2 - i1 == 1 and j2 - j1 == 1 and len(ua) > 1
+
+
 def conflicts(a: str, b: str) -> bool:
-    """The two texts cannot be the same fact: a value or the polarity differs."""
-    return differs_in_value(a, b) or differs_in_polarity(a, b)
+    """The two texts cannot be the same fact: a value, the polarity, an
+    opposite, the sides of a comparison, or one swapped word differs."""
+    return (
+        differs_in_value(a, b)
+        or differs_in_polarity(a, b)
+        or differs_in_opposites(a, b)
+        or differs_in_relation(a, b)
+        or substitutes_one_word(a, b)
+    )

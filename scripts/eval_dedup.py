@@ -1,0 +1,127 @@
+"""Precision and recall of the dedup decision on the labelled pairs (JSON out).
+
+Each pair (a, b) of tests/data/dedup_pairs.jsonl is run through the real
+pipeline: ``a`` is added to an otherwise empty vault, then ``b`` is judged by
+:func:`memex.dedup.check` exactly as ``Vault.add`` would judge it (with a
+different session and an agent source that the turn-echo guard ignores),
+then ``a`` is removed again. "Duplicate" means b would not be stored.
+
+    .venv/bin/python scripts/eval_dedup.py            # real model
+    .venv/bin/python scripts/eval_dedup.py --no-model # layers 1-2 only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "dedup_pairs.jsonl"
+SCOPE = "project:dedup-eval"
+
+
+def load_pairs(path: Path = DATA) -> list[dict[str, Any]]:
+    pairs = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if not {"a", "b", "duplicate", "kind", "lang"} <= row.keys():
+            raise SystemExit(f"{path}:{n}: a pair needs a, b, duplicate, kind and lang")
+        pairs.append(row)
+    return pairs
+
+
+def judge(vault: Any, pair: dict[str, Any], n: int) -> Any:
+    """The decision the pipeline makes on b with only a stored."""
+    from memex import dedup
+
+    added = vault.add(pair["a"], scope=SCOPE, source="user", session=f"a-{n}")
+    try:
+        cand = dedup.Candidate(
+            body=pair["b"], scope=SCOPE, source="claude-code", session=f"b-{n}"
+        )
+        with vault.write_lock():
+            cand.qvec = vault.embed_query(pair["b"])
+            return dedup.check(vault, cand)
+    finally:
+        (vault.root / added.path).unlink()
+        vault.indexer.index_paths([added.path])
+
+
+def _rates(tp: int, fp: int, fn: int) -> dict[str, float | None]:
+    precision = tp / (tp + fp) if tp + fp else None
+    recall = tp / (tp + fn) if tp + fn else None
+    return {"precision": None if precision is None else round(precision, 4),
+            "recall": None if recall is None else round(recall, 4)}
+
+
+def evaluate(vault: Any, pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    tp = fp = fn = tn = 0
+    by_kind: dict[str, dict[str, int]] = defaultdict(lambda: {"pairs": 0, "judged_duplicate": 0})
+    methods: dict[str, int] = defaultdict(int)
+    false_merges, missed = [], []
+    for n, pair in enumerate(pairs):
+        decision = judge(vault, pair, n)
+        predicted = decision.status != "created"
+        if predicted:
+            methods[str(decision.method)] += 1
+        key = f"{pair['kind']}/{pair['lang']}"
+        by_kind[key]["pairs"] += 1
+        by_kind[key]["judged_duplicate"] += int(predicted)
+        if predicted and pair["duplicate"]:
+            tp += 1
+        elif predicted:
+            fp += 1
+            false_merges.append({"a": pair["a"], "b": pair["b"], "method": decision.method,
+                                 "similarity": decision.similarity})
+        elif pair["duplicate"]:
+            fn += 1
+            missed.append({"a": pair["a"], "b": pair["b"], "kind": pair["kind"]})
+        else:
+            tn += 1
+    return {
+        "pairs": len(pairs),
+        **_rates(tp, fp, fn),
+        "true_positives": tp, "false_positives": fp, "false_negatives": fn, "true_negatives": tn,
+        "methods": dict(methods),
+        "by_kind": dict(sorted(by_kind.items())),
+        "false_merges": false_merges,
+        "missed": missed,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-model", action="store_true", help="lexical layers only")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--show-missed", action="store_true", help="list missed duplicates too")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from memex.embed import load_embedder
+    from memex.vault import Vault, init_vault
+
+    embedder = None if args.no_model else load_embedder("auto")
+    if not args.no_model and embedder is None:
+        raise SystemExit("the embedding model did not load; use --no-model for the lexical layers")
+    pairs = load_pairs(args.data)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = init_vault(Path(tmp) / "vault", git=False)
+        with Vault(root, embedder=embedder) as vault:
+            started = time.perf_counter()
+            report = evaluate(vault, pairs)
+            report["seconds"] = round(time.perf_counter() - started, 2)
+    report["model"] = embedder.model_id if embedder is not None else None
+    if not args.show_missed:
+        report["missed"] = len(report["missed"])
+    print(json.dumps(report, ensure_ascii=False, indent=2))
+
+
+if __name__ == "__main__":
+    main()
