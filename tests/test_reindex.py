@@ -1,0 +1,224 @@
+"""Reindex: incremental, moves, deletions, full rebuilds that reuse cached
+embeddings, rebuild equivalence with the real model, and life without a model."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memex import health, memory_file
+from memex.db import scalar
+from memex.vault import Vault
+from tests.fakes import HashEmbedder
+
+
+def _count(v: Vault, table: str) -> int:
+    return int(scalar(v.conn, f"SELECT count(*) FROM {table}") or 0)
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Record every memory file the indexer reads."""
+    seen: list[Path] = []
+    real = memory_file.read
+
+    def spy(path: Path, max_bytes: int) -> Any:
+        seen.append(path)
+        return real(path, max_bytes)
+
+    monkeypatch.setattr(memory_file, "read", spy)
+    return seen
+
+
+def test_no_change_reindex_reads_no_file(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(5):
+        vault.add(f"Memory number {i} about the {['red', 'green', 'blue', 'cyan', 'pink'][i]} team")
+    reads = _reads(monkeypatch)
+    report = vault.reindex()
+    assert report.unchanged == 5 and report.added == report.updated == report.embedded == 0
+    assert reads == []
+
+
+def test_touched_file_is_read_once_and_not_re_embedded(
+    vault: Vault, fake_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    added = vault.add("The nightly backup runs at 02:00 UTC")
+    path = vault.root / added.path
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))  # same bytes, new mtime
+    reads = _reads(monkeypatch)
+    before = fake_embedder.texts_embedded
+    report = vault.reindex()
+    assert reads == [path]  # size+mtime differ, so it is read; the hash says unchanged
+    assert report.unchanged == 1 and report.updated == 0 and report.embedded == 0
+    assert fake_embedder.texts_embedded == before
+    assert vault.reindex().unchanged == 1 and reads == [path]  # the new mtime was recorded
+
+
+def test_renamed_file_keeps_its_id_usage_and_vectors(vault: Vault, fake_embedder: HashEmbedder) -> None:
+    added = vault.add("Feature flags live in flags.yaml", scope="project:web")
+    vault.record_access([added.id])
+    old = vault.root / added.path
+    new = old.with_name("feature-flags.md")
+    old.rename(new)
+    before = fake_embedder.texts_embedded
+    report = vault.reindex()
+    assert (report.moved, report.added, report.removed, report.embedded) == (1, 0, 0, 0)
+    assert fake_embedder.texts_embedded == before
+    memory = vault.get(added.id)
+    assert memory.path == "memories/project/web/feature-flags.md"
+    assert memory.access_count == 1
+    assert vault.search("feature flags")[0].path == memory.path
+    assert health.drift(vault).clean
+
+
+def test_renamed_hand_written_file_counts_as_moved(vault: Vault, fake_embedder: HashEmbedder) -> None:
+    folder = vault.root / "memories" / "user"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "note.md").write_text("Standup is at 9:30 on weekdays.\n")
+    vault.reindex()
+    first = vault.search("standup weekdays")[0]
+    vault.record_access([first.id])
+    (folder / "note.md").rename(folder / "standup.md")
+    before = fake_embedder.texts_embedded
+    report = vault.reindex()
+    assert (report.moved, report.added, report.removed, report.embedded) == (1, 0, 0, 0)
+    assert fake_embedder.texts_embedded == before
+    hit = vault.search("standup weekdays")[0]
+    assert hit.path == "memories/user/standup.md"
+    # Without an id in the file its id follows the path; usage follows the move.
+    assert hit.id != first.id and vault.get(hit.id).access_count == 1
+    assert _count(vault, "memories") == 1
+
+
+def test_file_moved_to_another_scope_folder(vault: Vault) -> None:
+    folder = vault.root / "memories" / "user"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "deploy.md").write_text("Deploys go through the release train.\n")
+    vault.reindex()
+    target = vault.root / "memories" / "project" / "shop"
+    target.mkdir(parents=True)
+    (folder / "deploy.md").rename(target / "deploy.md")
+    vault.reindex()
+    assert [h.scope for h in vault.search("release train")] == ["project:shop"]
+
+
+def test_deleted_file_is_purged_everywhere(vault: Vault) -> None:
+    long_body = " ".join(f"sentence {i} about the payment gateway retries." for i in range(120))
+    keep = vault.add("The payment gateway is Stripe")
+    gone = vault.add(long_body, entities=["PaymentGateway"])
+    assert _count(vault, "chunks") > 0
+    (vault.root / gone.path).unlink()
+    report = vault.reindex()
+    assert report.removed == 1
+    assert [h.id for h in vault.search("payment gateway retries", limit=50)] == [keep.id]
+    assert _count(vault, "memories") == 1
+    assert _count(vault, "chunks") == 0 and _count(vault, "chunk_vec") == 0
+    assert _count(vault, "memory_vec") == 1
+    assert scalar(vault.conn, "SELECT count(*) FROM entities WHERE key = 'paymentgateway'") == 0
+    assert health.drift(vault).clean
+
+
+def test_full_reindex_re_reads_but_never_re_embeds(vault: Vault, fake_embedder: HashEmbedder) -> None:
+    vault.add("Short memory about the build cache")
+    vault.add(" ".join(f"Long memory line {i} about flaky integration tests." for i in range(150)))
+    chunks = _count(vault, "chunks")
+    assert chunks > 1
+    before = fake_embedder.texts_embedded
+    report = vault.reindex(full=True)
+    assert report.embedded == 0 and fake_embedder.texts_embedded == before
+    assert report.updated + report.unchanged == 2 and not report.errors
+    assert _count(vault, "chunks") == chunks
+
+
+def test_hand_edit_changes_vectors_too(vault: Vault, fake_embedder: HashEmbedder) -> None:
+    added = vault.add("The office plant is a ficus")
+    path = vault.root / added.path
+    path.write_text(path.read_text().replace("a ficus", "a monstera deliciosa"))
+    report = vault.reindex()
+    assert report.updated == 1 and report.embedded == 1
+    hit = vault.search("monstera deliciosa")[0]
+    assert hit.id == added.id and hit.semantic is not None and hit.semantic > 0.5
+
+
+QUERIES = [
+    "which indentation does the user like",
+    "how do processes share the database",
+    "数据库 模式",
+    "what are the git rules",
+    "how fast must the tests be",
+]
+BODIES = [
+    "The user prefers tabs over spaces and a line length of 100.",
+    "SQLite runs in WAL mode so several processes can share one index.",
+    "数据库使用 SQLite，开启 WAL 模式以便多个进程共享。",
+    "Never push directly to main; open a pull request first.",
+    "CI has 90 minutes and two cores, so the test suite must stay small.",
+    "用户喜欢简洁的回答，不要长篇大论。",
+    "The staging server is called kestrel and runs Debian.",
+]
+
+
+@pytest.mark.model
+def test_rebuilt_index_gives_the_same_results_with_the_real_model(vault_root: Path, real_embedder: Any) -> None:
+    with Vault(vault_root, embedder=real_embedder) as v:
+        for body in BODIES:
+            v.add(body)
+        before = {q: [(h.id, round(h.score, 5)) for h in v.search(q, limit=5)] for q in QUERIES}
+        assert "tabs" in v.search(QUERIES[0])[0].body  # sanity: the model ranks sensibly
+    for f in (vault_root / ".memex").glob("index.db*"):
+        f.unlink()
+    with Vault(vault_root, embedder=real_embedder) as v:
+        report = v.reindex()
+        assert report.added == len(BODIES) and report.embedded >= len(BODIES) and not report.errors
+        after = {q: [(h.id, round(h.score, 5)) for h in v.search(q, limit=5)] for q in QUERIES}
+    assert after == before
+
+
+@pytest.mark.model
+def test_hand_edit_is_what_search_returns_with_the_real_model(model_vault: Vault) -> None:
+    for body in BODIES:
+        model_vault.add(body)
+    target = model_vault.search("staging server name")[0]
+    assert "kestrel" in target.body
+    path = model_vault.root / target.path
+    path.write_text(path.read_text().replace("kestrel and runs Debian", "osprey and runs Alpine Linux"))
+    model_vault.reindex()
+    hits = model_vault.search("which Linux distribution does the staging server run")
+    assert hits[0].id == target.id and "osprey" in hits[0].body
+    assert all("kestrel" not in h.body for h in model_vault.search("kestrel", limit=20))
+
+
+def test_without_a_model_search_is_lexical_and_says_so(vault_root: Path) -> None:
+    with Vault(vault_root, embedder=None) as v:
+        added = v.add("Lexical search finds the word pangolin")
+        v.add("Another memory about armadillos")
+        hits = v.search("pangolin")
+        assert [h.id for h in hits] == [added.id]
+        assert hits[0].semantic is None
+        stats = health.stats(v)
+        assert stats["lexical_only"] is True and stats["embedded"] == 0
+        assert health.drift(v).clean  # no vectors are expected without a model
+    # The model comes back: the same rows get their vectors, nothing is re-added.
+    embedder = HashEmbedder()
+    with Vault(vault_root, embedder=embedder) as v:
+        assert len(health.drift(v).unembedded) == 2
+        report = v.reindex()
+        assert report.added == 0 and report.embedded == 2
+        assert health.stats(v)["embedded"] == 2 and health.drift(v).clean
+
+
+def test_changing_the_model_re_embeds_everything(vault_root: Path) -> None:
+    class Other(HashEmbedder):
+        model_id = "test-hash-32"
+        dim = 32
+
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        v.add("First memory about kites")
+        v.add("Second memory about boats")
+    with Vault(vault_root, embedder=Other()) as v:
+        report = v.reindex()
+        assert report.embedded == 2 and report.added == 0
+        assert v.search("kites")[0].body.startswith("First")
