@@ -9,7 +9,10 @@ index (DESIGN.md, principle 2). It never trusts events alone:
   dropped event is repaired within a minute;
 * it re-reads touched files even when their size and mtime look unchanged
   (``index_paths(verify=True)``): two same-size writes in one mtime tick
-  would otherwise look like no change.
+  would otherwise look like no change;
+* it checks with every heartbeat that the observer thread is alive (a new
+  one is started and a reconcile run if not), and falls back to polling
+  when inotify has no watches left.
 
 Debounce is tens of milliseconds, not the second comparable tools use: a
 batch is flushed once no event arrived for ``debounce_ms`` (a git checkout
@@ -40,7 +43,6 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
@@ -58,12 +60,14 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
+from watchdog.observers.polling import PollingObserver
 
 from memex import watch_state
-from memex.config import setting
-from memex.errors import ConfigError, LockTimeout, WatcherRunning
+from memex.errors import LockTimeout, WatcherRunning
 from memex.indexer import MEMORIES_DIR, SyncReport, is_memory_name
 from memex.locking import try_file_lock
+from memex.watch_state import WatchSettings as WatchSettings  # re-exported: the public API
+from memex.watch_state import settings_for as settings_for
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -79,36 +83,6 @@ _OUTCOMES = ("added", "updated", "removed", "moved", "unchanged")
 # How long a second watcher keeps trying the lock: `memex status` probes it
 # for a moment, and that must not make a watcher starting then give up.
 _LOCK_RETRY_SECONDS = 0.5
-
-
-@dataclass(frozen=True)
-class WatchSettings:
-    debounce_ms: int = 40
-    max_delay_ms: int = 1000
-    reconcile_seconds: float = 60.0
-    heartbeat_seconds: float = 2.0
-    vanish_grace_ms: int = 300
-    empty_grace_ms: int = 2000
-    batch_size: int = 64
-
-    @classmethod
-    def from_config(cls, section: dict[str, Any], where: str, **overrides: Any) -> WatchSettings:
-        """The ``[watch]`` table, each key checked, then explicit overrides (CLI flags)."""
-        values = {
-            name: setting(section, name, getattr(cls, name), where)
-            for name in ("debounce_ms", "max_delay_ms", "reconcile_seconds", "heartbeat_seconds",
-                         "vanish_grace_ms", "empty_grace_ms", "batch_size")
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        for name, value in values.items():
-            if value <= 0:
-                raise ConfigError(f"{where}: watch.{name} must be positive, got {value!r}")
-        return cls(**values)
-
-
-def settings_for(vault: Vault, **overrides: Any) -> WatchSettings:
-    where = str(vault.memex_dir / "config.toml") + " [watch]"
-    return WatchSettings.from_config(vault.config.section("watch"), where, **overrides)
 
 
 class _Handler(FileSystemEventHandler):
@@ -222,16 +196,43 @@ class Watcher:
             self.vault.indexer  # load the model and open the index before the first event
             self._write_state("running")
             logging.getLogger("watchdog.observers.inotify").addHandler(self._spy)
-            observer = Observer()
-            observer.schedule(_Handler(self), str(self.vault.root), recursive=True, event_filter=list(_EVENTS))
-            observer.daemon = True
-            observer.start()
-            self._observer = observer
+            self._start_observer()
             # After the observer: an edit made during this sync is still an event.
             self.reconcile("start-up")
         except BaseException:
             self._release()
             raise
+
+    def _start_observer(self) -> None:
+        try:
+            observer: Any = self._new_observer(Observer)
+        except OSError as exc:
+            # Typically ENOSPC: the inotify watch limit (fs.inotify.max_user_watches).
+            log.warning("cannot watch %s with inotify (%s); polling the folder instead (slower)",
+                        self.vault.root, exc)
+            observer = self._new_observer(PollingObserver)
+        self._observer = observer
+
+    def _new_observer(self, kind: Any) -> Any:
+        observer = kind()
+        observer.schedule(_Handler(self), str(self.vault.root), recursive=True, event_filter=list(_EVENTS))
+        observer.daemon = True
+        try:
+            observer.start()
+        except BaseException:
+            observer.stop()
+            raise
+        return observer
+
+    def _check_observer(self) -> None:
+        """An observer thread that died would make the watcher silently deaf:
+        start a new one and reconcile what it missed."""
+        if self._observer is None or self._observer.is_alive():
+            return
+        log.error("the file observer stopped; starting a new one and reconciling")
+        self.last_error = {"path": "", "error": "file observer stopped; restarted", "at": watch_state.iso(time.time())}
+        self._start_observer()
+        self.reconcile("observer restart")
 
     def stop(self) -> None:
         """Ask ``run()`` to finish (safe from any thread and from a signal handler)."""
@@ -307,6 +308,7 @@ class Watcher:
                 self.reconcile("overflow" if reconcile_now else "periodic")
                 next_reconcile = time.monotonic() + self.settings.reconcile_seconds
             if now >= next_beat:
+                self._check_observer()
                 self._write_state("running")
                 next_beat = now + self.settings.heartbeat_seconds
             with self._cond:
@@ -439,7 +441,7 @@ class Watcher:
     def reconcile(self, why: str) -> SyncReport:
         """A full sync, exactly ``memex reindex``; logged when it changed something."""
         try:
-            report = self.vault.reindex()
+            report = self.vault.reindex(progress=self._progress)
         except Exception as exc:
             self.last_error = {"path": "", "error": f"reconcile: {type(exc).__name__}: {exc}",
                                "at": watch_state.iso(time.time())}
@@ -453,6 +455,10 @@ class Watcher:
                      why, report.added, report.updated, report.moved, report.removed)
         self._write_state("running")
         return report
+
+    def _progress(self, done: int, total: int) -> None:
+        """Keep the heartbeat going through a long reconcile (a first index)."""
+        self._write_state("running")
 
     def _write_state(self, state: str) -> None:
         now = time.time()

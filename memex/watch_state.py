@@ -1,4 +1,4 @@
-"""Is a watcher running for this vault, and is the index fresh? (``memex status``)
+"""The watcher's settings, its state on disk, and ``memex status``.
 
 A running watcher holds ``.memex/watch.lock`` for its whole life and writes a
 small heartbeat file, ``.memex/watch.json`` (pid, start, last heartbeat, last
@@ -16,9 +16,12 @@ import json
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from memex.config import setting
+from memex.errors import ConfigError
 from memex.locking import try_file_lock
 
 if TYPE_CHECKING:
@@ -29,6 +32,36 @@ LOCK_NAME = "watch.lock"
 # A heartbeat older than this while the lock is held means the watcher is
 # stuck (or busy with one very long batch); status says so.
 STALE_AFTER_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    debounce_ms: int = 40
+    max_delay_ms: int = 1000
+    reconcile_seconds: float = 60.0
+    heartbeat_seconds: float = 2.0
+    vanish_grace_ms: int = 300
+    empty_grace_ms: int = 2000
+    batch_size: int = 64
+
+    @classmethod
+    def from_config(cls, section: dict[str, Any], where: str, **overrides: Any) -> WatchSettings:
+        """The ``[watch]`` table, each key checked, then explicit overrides (CLI flags)."""
+        values = {
+            name: setting(section, name, getattr(cls, name), where)
+            for name in ("debounce_ms", "max_delay_ms", "reconcile_seconds", "heartbeat_seconds",
+                         "vanish_grace_ms", "empty_grace_ms", "batch_size")
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        for name, value in values.items():
+            if value <= 0:
+                raise ConfigError(f"{where}: watch.{name} must be positive, got {value!r}")
+        return cls(**values)
+
+
+def settings_for(vault: Vault, **overrides: Any) -> WatchSettings:
+    where = str(vault.memex_dir / "config.toml") + " [watch]"
+    return WatchSettings.from_config(vault.config.section("watch"), where, **overrides)
 
 
 def state_path(memex_dir: Path) -> Path:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memex import indexer as indexer_mod
+from memex import watch as watch_mod
 from memex.errors import ConfigError, WatcherRunning
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
@@ -281,3 +282,32 @@ def test_a_second_watcher_on_the_same_vault_is_refused(vault: Vault) -> None:
         assert again.status()["watcher"]["running"] is True
         w.close()
         assert again.status()["watcher"]["running"] is False
+
+
+def test_a_dead_observer_is_restarted_and_what_it_missed_reconciled(vault: Vault) -> None:
+    with running_watcher(vault.root) as watcher:  # heartbeat every 0.2 s checks the observer
+        dead = watcher._observer
+        dead.stop()
+        dead.join(5)
+        _write(vault.root / MEM / "missed.md", "written while nothing listened: dingo\n")
+        wait_for(lambda: found(vault, "dingo"), what="the restart and its reconcile")
+        assert watcher._observer is not dead and watcher._observer.is_alive()
+        assert watcher.last_error is not None and "observer" in watcher.last_error["error"]
+        _write(vault.root / MEM / "after.md", "the new observer hears this: kiwi\n")
+        wait_for(lambda: found(vault, "kiwi"), what="an event to the new observer")
+
+
+def test_without_inotify_watches_it_falls_back_to_polling(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    class NoWatchesLeft(watch_mod.Observer):  # type: ignore[misc,valid-type]
+        def start(self) -> None:
+            raise OSError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr(watch_mod, "Observer", NoWatchesLeft)
+    caplog.set_level(logging.WARNING, logger="memex.watch")
+    with running_watcher(vault.root) as watcher:
+        assert isinstance(watcher._observer, watch_mod.PollingObserver)
+        assert any("polling" in r.getMessage() for r in caplog.records)
+        _write(vault.root / MEM / "polled.md", "seen by polling: wombat\n")
+        wait_for(lambda: found(vault, "wombat"), what="the polling observer")
