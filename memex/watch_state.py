@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,20 +79,13 @@ def iso(ts: float) -> str:
 def write_state(memex_dir: Path, data: dict[str, Any]) -> None:
     """Replace watch.json atomically, so a reader never sees half a file.
 
-    No fsync: the heartbeat is rewritten every few seconds and a lost one
-    after a power cut only makes the watcher look stopped, which it then is.
+    Only the lock holder writes it, so one fixed temp name is enough. No
+    fsync: the heartbeat is rewritten every few seconds, and a lost one after
+    a power cut only makes the watcher look stopped, which it then is.
     """
-    fd, tmp = tempfile.mkstemp(prefix=".watch-", suffix=".tmp", dir=memex_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True)
-        os.replace(tmp, state_path(memex_dir))
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    tmp = memex_dir / (STATE_NAME + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, state_path(memex_dir))
 
 
 def read_state(memex_dir: Path) -> dict[str, Any] | None:
