@@ -3,7 +3,7 @@
 A memory names entities in frontmatter (``entities: [SQLite, FTS5]``) and as
 ``[[wikilinks]]`` in its body, and relations as ``relations: [[subject,
 predicate, object], ...]``. Entities are matched case-insensitively after
-Unicode normalization, so "SQLite" in two memories is one entity.
+Unicode (NFKC) normalization, so "SQLite" in two memories is one entity.
 
 Index rows are written by :func:`write_links` and removed by
 :func:`unlink_memory`, which also drops entities and relations that no
@@ -13,6 +13,7 @@ memory supports any more (relations first, then entities).
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,8 @@ class Relation:
 
 
 def entity_key(name: str) -> str:
-    return normalize(name).casefold()
+    # NFKC too: a full-width "ＳＱＬｉｔｅ" (common in CJK text) is the same entity.
+    return unicodedata.normalize("NFKC", normalize(name)).casefold()
 
 
 def extract_entities(meta: dict[str, Any], body: str) -> list[str]:

@@ -23,6 +23,8 @@ import apsw
 
 from memex import graph
 from memex.db import get_meta, set_meta, write_txn
+from memex.embed import text_key
+from memex.text import normalize, strip_injected
 
 SCRUB_KEY = "scrub_pending"
 
@@ -82,10 +84,11 @@ def purge_memory(conn: apsw.Connection, memory_rowid: int, cache_keys: list[str]
     embeddings go too unless another memory still has the same text.
     """
     counts = PurgeCounts()
-    row = conn.execute("SELECT id FROM memories WHERE rowid = ?", (memory_rowid,)).fetchone()
+    row = conn.execute("SELECT id, body FROM memories WHERE rowid = ?", (memory_rowid,)).fetchone()
     if row is None:
         return counts
     memory_id = row[0]
+    cache_keys = [*cache_keys, *body_cache_keys(str(row[1]))]
     counts.vectors, counts.chunks, counts.chunk_vectors = delete_vectors(conn, memory_rowid)
     conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (memory_rowid,))
     counts.fts_rows = 1
@@ -102,6 +105,18 @@ def purge_memory(conn: apsw.Connection, memory_rowid: int, cache_keys: list[str]
                 "DELETE FROM embedding_cache WHERE text_hash = ? RETURNING text_hash", (key,)
             ).fetchall())
     return counts
+
+
+def body_cache_keys(body: str) -> list[str]:
+    """Cache keys under which this body's vector may also be stored.
+
+    ``add`` embeds the body as typed (to run dedup before the file exists)
+    and a search for the exact text caches its query vector: both are the
+    memory's embedding under another key unless whitespace happens to agree.
+    """
+    stripped = strip_injected(body).strip()
+    variants = {body, body.strip(), stripped, normalize(stripped)}
+    return [text_key(v) for v in variants if v]
 
 
 def _text_still_used(conn: apsw.Connection, key: str) -> bool:
