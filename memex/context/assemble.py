@@ -24,7 +24,7 @@ from memex.context.inject import has_block, prepend_block, render_memories_block
 from memex.context.messages import check_messages, is_tool_result_only, latest_index, normalize_turns, units
 from memex.context.sessions import bypassed
 from memex.context.settings import ContextSettings, load_settings
-from memex.context.tokens import content_text, count_message, count_messages, count_text, newest_lines
+from memex.context.tokens import content_text, count_messages, count_text, message_costs, newest_lines
 from memex.errors import InvalidArgument
 
 if TYPE_CHECKING:
@@ -51,18 +51,22 @@ def assemble(
         return _result(messages, [], "skipped", f"session matches bypass pattern {pattern!r}")
     working = list(messages)
     injected, recall_note = _recall(vault, working, settings, scopes)
-    full_reason = _needs_full(vault, session, working, token_budget)
+    # Each message is counted once per call: counting dominates a long conversation.
+    costs = message_costs(working)
+    full_reason = _needs_full(vault, session, working, costs, token_budget)
     if full_reason is None:
         mode = "recall" if injected else "skipped"
-        return _result(working, injected, mode, recall_note)
-    trimmed, note = _full_context(vault, session, working, token_budget)
+        return _result(working, injected, mode, recall_note, sum(costs))
+    trimmed, note = _full_context(vault, session, working, costs, token_budget)
     return _result(trimmed, injected, "full", f"{full_reason}; {note}; {recall_note}")
 
 
-def _result(messages: list[dict[str, Any]], injected: list[str], mode: str, reason: str) -> dict[str, Any]:
+def _result(
+    messages: list[dict[str, Any]], injected: list[str], mode: str, reason: str, tokens: int | None = None
+) -> dict[str, Any]:
     return {
-        "messages": messages, "injected": injected, "tokens": count_messages(messages),
-        "mode": mode, "reason": reason,
+        "messages": messages, "injected": injected,
+        "tokens": count_messages(messages) if tokens is None else tokens, "mode": mode, "reason": reason,
     }
 
 
@@ -101,11 +105,13 @@ def _summary_in_use(vault: Vault, session: str, messages: list[dict[str, Any]]) 
     return state.compacted_upto
 
 
-def _needs_full(vault: Vault, session: str, working: list[dict[str, Any]], budget: int) -> str | None:
+def _needs_full(
+    vault: Vault, session: str, working: list[dict[str, Any]], costs: list[int], budget: int
+) -> str | None:
     replaced = _summary_in_use(vault, session, working)
     if replaced:
         return f"the session summary replaces the first {replaced} messages"
-    total = count_messages(working)
+    total = sum(costs)
     room = budget_plan(budget)["available"]
     # A single message cannot be trimmed: the runtime sees it as it is.
     if total > room and len(working) > 1:
@@ -119,24 +125,25 @@ def fit_summary(summary: str, cap: int) -> str:
 
 
 def _full_context(
-    vault: Vault, session: str, working: list[dict[str, Any]], budget: int
+    vault: Vault, session: str, working: list[dict[str, Any]], costs: list[int], budget: int
 ) -> tuple[list[dict[str, Any]], str]:
     plan = budget_plan(budget)
     replaced = _summary_in_use(vault, session, working)
-    pinned = [m for m in working[:replaced] if m.get("role") == "system"]
-    active = working[replaced:]
     head: list[dict[str, Any]] = []
     summary = fit_summary(archive.read_summary(vault, session), plan["archive"])
     if summary:
         head.append({"role": "user", "content": render_summary(summary)})
-    pinned += [m for m in active if m.get("role") == "system"]
-    rest = [m for m in active if m.get("role") != "system"]
-    room = plan["available"] - count_messages(pinned) - count_messages(head)
+    # System messages are kept wherever they were; the rest is trimmed.
+    pinned = [i for i, m in enumerate(working) if m.get("role") == "system"]
+    rest_idx = [i for i in range(replaced, len(working)) if working[i].get("role") != "system"]
+    rest = [working[i] for i in rest_idx]
+    rest_costs = [costs[i] for i in rest_idx]
+    room = plan["available"] - sum(costs[i] for i in pinned) - count_messages(head)
     groups = units(rest)
     kept: list[list[int]] = []
     used = 0
     for group in reversed(groups):
-        cost = sum(count_message(rest[i]) for i in group)
+        cost = sum(rest_costs[i] for i in group)
         # The latest unit always stays: without it there is nothing to answer.
         if kept and used + cost > room:
             break
@@ -148,7 +155,7 @@ def _full_context(
     chosen = [rest[i] for g in kept for i in g]
     dropped = len(rest) - len(chosen)
     last_user = latest_index(chosen)
-    out = normalize_turns(pinned + head + chosen)
+    out = normalize_turns([working[i] for i in pinned] + head + chosen)
     note = f"kept {len(chosen)} of {len(rest)} messages, dropped {dropped} oldest"
     if summary:
         note += f", summary {count_text(summary)} tokens"

@@ -13,8 +13,10 @@ one per four other characters.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
+from collections import OrderedDict
 from importlib import resources
 from typing import Any
 
@@ -79,15 +81,55 @@ def content_text(content: Any) -> str:
     return block_text(content)
 
 
-def count_message(message: dict[str, Any]) -> int:
-    extra = ""
+def _message_text(message: dict[str, Any]) -> str:
+    text = content_text(message.get("content"))
     if message.get("tool_calls"):  # OpenAI style assistant tool calls
-        extra = json.dumps(message["tool_calls"], ensure_ascii=False, default=str)
-    return MESSAGE_OVERHEAD + count_text(content_text(message.get("content"))) + count_text(extra)
+        text += "\n" + json.dumps(message["tool_calls"], ensure_ascii=False, default=str)
+    return text
+
+
+# A long-lived caller (an agent runtime's plugin, the MCP server) assembles
+# the same growing conversation every turn; counts of texts already seen are
+# kept, keyed by a hash so that the cache holds no conversation text.
+_CACHE: OrderedDict[bytes, int] = OrderedDict()
+CACHE_SIZE = 8192
+
+
+def count_texts(texts: list[str]) -> list[int]:
+    """Tokens of each text; one batch call for those not counted before."""
+    tok = _tokenizer()
+    if tok is None:
+        return [heuristic_count(t) for t in texts]
+    counts = [0] * len(texts)
+    keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() if t else b"" for t in texts]
+    todo = []
+    for i, key in enumerate(keys):
+        if key and key in _CACHE:
+            counts[i] = _CACHE[key]
+            _CACHE.move_to_end(key)
+        elif key:
+            todo.append(i)
+    if todo:
+        encoded = tok.encode_batch([texts[i] for i in todo], add_special_tokens=False)
+        for i, enc in zip(todo, encoded):
+            counts[i] = len(enc.ids)
+            _CACHE[keys[i]] = counts[i]
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return counts
+
+
+def message_costs(messages: list[dict[str, Any]]) -> list[int]:
+    """Tokens of each message, framing included."""
+    return [MESSAGE_OVERHEAD + n for n in count_texts([_message_text(m) for m in messages])]
+
+
+def count_message(message: dict[str, Any]) -> int:
+    return message_costs([message])[0]
 
 
 def count_messages(messages: list[dict[str, Any]]) -> int:
-    return sum(count_message(m) for m in messages)
+    return sum(message_costs(messages))
 
 
 def newest_lines(lines: list[str], max_tokens: int) -> list[str]:
