@@ -43,7 +43,7 @@ _NUMBER_WORDS = frozenset(
     """zero one two three four five six seven eight nine ten eleven twelve thirteen
     fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty
     sixty seventy eighty ninety hundred thousand million billion once twice half
-    double triple single dozen""".split()
+    double triple dozen""".split()
 )
 _MONTHS_DAYS = frozenset(
     """january february march april may june july august september october november
@@ -80,8 +80,11 @@ _POLARITY_EN = re.compile(
     re.IGNORECASE,
 )
 _POLARITY_ZH = re.compile(r"不|没|别|勿|禁止|无须|无需|避免|未|莫|非")
-# "不" inside these words does not negate anything.
-_ZH_NOT_NEGATION = re.compile(r"不同|不断|不过|不少|不久|不仅|不管|不论|不一|差不多")
+# Words that contain a negation character but do not negate anything.
+_ZH_NOT_NEGATION = re.compile(
+    r"不同|不断|不过|不少|不久|不仅|不管|不论|不一|差不多|区别|特别|分别|别人|类别|级别|识别|"
+    r"告别|性别|个别|非常|未来|除非|是非"
+)
 
 
 def _values(text: str) -> set[str]:

@@ -1,0 +1,204 @@
+"""The save-side pipeline layer by layer (fast: fake or table embedders)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memex.errors import ConfigError
+from memex.text import normalize
+from memex.vault import Vault
+
+ANSWER_KEYS = {"status", "id", "path", "method", "existing_id", "similarity", "similar_facts"}
+
+
+def memory_files(vault: Vault) -> list[Path]:
+    return sorted((vault.root / "memories").rglob("*.md"))
+
+
+def set_dedup_config(root: Path, **settings: object) -> None:
+    """Put keys into the vault's [dedup] table."""
+    path = root / ".memex" / "config.toml"
+    lines = "".join(
+        f"{k} = {v!r}\n" if not isinstance(v, (list, tuple)) else f"{k} = {list(v)!r}\n".replace("'", '"')
+        for k, v in settings.items()
+    )
+    path.write_text(path.read_text(encoding="utf-8").replace("[dedup]\n", "[dedup]\n" + lines, 1), encoding="utf-8")
+
+
+class TableEmbedder:
+    """Vectors chosen by the test for given texts; anything else is a random direction."""
+
+    model_id = "test-table-16"
+    dim = 16
+
+    def __init__(self, table: dict[str, Sequence[float]]) -> None:
+        self.table = {normalize(k): np.asarray(v, dtype=np.float32) for k, v in table.items()}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            vec = self.table.get(normalize(text))
+            if vec is None:
+                seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+                vec = np.random.default_rng(seed).normal(size=self.dim).astype(np.float32)
+            out[i] = vec / np.linalg.norm(vec)
+        return out
+
+
+def unit(*pairs: tuple[int, float]) -> list[float]:
+    vec = [0.0] * TableEmbedder.dim
+    for index, value in pairs:
+        vec[index] = value
+    return vec
+
+
+# -- layer 1: exact ----------------------------------------------------------------
+
+
+def test_same_body_from_two_writers_is_one_memory(vault: Vault) -> None:
+    first = vault.add("Use FTS5 external-content tables.", source="claude-code", session="s1", source_ref="t.jsonl#L4")
+    again = vault.add(
+        "[hm session:gw-9 src:keyword event:UserPromptSubmit] Use FTS5 external-content tables.",
+        source="openclaw", session="s2", source_ref="gw.log#L88",
+    )
+    assert first.status == "created"
+    assert set(again.as_dict()) == ANSWER_KEYS
+    assert (again.status, again.method, again.existing_id, again.id) == ("duplicate", "exact", first.id, first.id)
+    assert again.similarity == 1.0 and again.path == first.path
+    assert len(memory_files(vault)) == 1
+    assert vault.get(first.id).access_count == 1  # the duplicate counted as a use
+
+
+def test_injected_recall_block_is_never_stored_again(vault: Vault) -> None:
+    first = vault.add("The deploy key lives in 1Password.")
+    echo = vault.add(
+        "<relevant-memories>\n- Use FTS5 external-content tables.\n</relevant-memories>\n"
+        "The deploy key lives in 1Password."
+    )
+    assert (echo.status, echo.method, echo.existing_id) == ("duplicate", "exact", first.id)
+    assert "relevant-memories" not in memory_files(vault)[0].read_text(encoding="utf-8")
+
+
+def test_exact_check_covers_the_whole_scope_and_only_the_scope(vault: Vault) -> None:
+    first = vault.add("Grip force 12.5N works best.", scope="project:arm")
+    for n in range(30):
+        vault.add(f"Unrelated note number {n} about topic {n * 7}", scope="project:arm")
+    assert vault.add("grip force 12.5n works best.", scope="project:arm").existing_id == first.id
+    other = vault.add("Grip force 12.5N works best.", scope="project:other")
+    assert other.status == "created"
+
+
+# -- layer 2: Jaccard (runs without a model) -----------------------------------------
+
+
+def test_without_a_model_jaccard_still_catches_a_near_copy(vault_root: Path) -> None:
+    with Vault(vault_root, embedder=None) as v:
+        first = v.add("Run the test suite with pytest before every commit.")
+        near = v.add("Run the whole test suite with pytest before every single commit!")
+        similar = v.add("Run the test suite with pytest and coverage on every pull request.")
+    assert (near.status, near.method, near.existing_id) == ("duplicate", "jaccard", first.id)
+    assert near.similarity is not None and near.similarity > 0.70
+    assert similar.status == "created"
+    assert [f.id for f in similar.similar_facts] == [first.id]
+    assert 0.40 <= similar.similar_facts[0].similarity <= 0.70
+
+
+def test_sharing_a_category_word_alone_is_not_similar(vault_root: Path) -> None:
+    with Vault(vault_root, embedder=None) as v:
+        v.add("Decision: preference for tabs")
+        other = v.add("Decision: preference for Postgres")
+    assert other.status == "created" and other.similar_facts == []
+
+
+# -- layer 4: value changes ------------------------------------------------------------
+
+
+def test_a_changed_value_is_kept_and_the_old_one_suggested_for_supersede(vault: Vault) -> None:
+    old = vault.add("grip force 12.5N works best")
+    new = vault.add("grip force 15N works best")
+    assert new.status == "created" and new.id != old.id
+    assert [(f.id, f.suggestion) for f in new.similar_facts] == [(old.id, "supersede")]
+    assert len(memory_files(vault)) == 2
+
+
+def test_a_negated_statement_is_not_a_duplicate(vault: Vault) -> None:
+    vault.add("Commit the generated lock file to the repository")
+    flipped = vault.add("Never commit the generated lock file to the repository")
+    assert flipped.status == "created"
+    assert flipped.similar_facts[0].suggestion == "supersede"
+
+
+# -- layer 3: cosine and same-session cosine -----------------------------------------------
+
+
+def test_cosine_duplicate_and_similar_bands(vault_root: Path) -> None:
+    table = {
+        "The reporting service reads from a replica": unit((0, 1.0)),
+        "Reporting queries go to the replica database": unit((0, 0.9), (1, 0.3)),  # cosine ~0.95
+        "Nightly reports are emailed to finance": unit((0, 0.6), (2, 0.8)),  # cosine 0.6
+    }
+    with Vault(vault_root, embedder=TableEmbedder(table)) as v:
+        first = v.add("The reporting service reads from a replica")
+        para = v.add("Reporting queries go to the replica database")
+        near = v.add("Nightly reports are emailed to finance")
+    assert (para.status, para.method, para.existing_id) == ("duplicate", "cosine", first.id)
+    assert para.similarity == pytest.approx(0.9487, abs=1e-3)
+    assert near.status == "created"
+    assert near.similar_facts[0].id == first.id
+    assert near.similar_facts[0].similarity == pytest.approx(0.6, abs=1e-3)
+
+
+def test_same_session_threshold_applies_only_within_the_session(vault_root: Path) -> None:
+    set_dedup_config(vault_root, cosine_duplicate=0.95, session_cosine_duplicate=0.75)
+    table = {
+        "Cache user profiles for a few minutes": unit((0, 1.0)),
+        "Profiles should stay cached briefly": unit((0, 0.8), (1, 0.6)),  # cosine 0.8
+        "Keep user profiles in cache a short while": unit((0, 0.8), (2, 0.6)),  # cosine 0.8
+    }
+    with Vault(vault_root, embedder=TableEmbedder(table)) as v:
+        first = v.add("Cache user profiles for a few minutes", session="s1")
+        same = v.add("Profiles should stay cached briefly", session="s1")
+        other = v.add("Keep user profiles in cache a short while", session="s2")
+    assert (same.status, same.method, same.existing_id) == ("duplicate", "session_cosine", first.id)
+    assert other.status == "created"
+
+
+def test_cosine_never_decides_for_chinese_text(vault_root: Path) -> None:
+    # The bundled model is English-only: Chinese sentences often embed alike.
+    table = {"备份保留90天": unit((0, 1.0)), "日志保留90天": unit((0, 1.0))}
+    with Vault(vault_root, embedder=TableEmbedder(table)) as v:
+        v.add("备份保留90天")
+        other = v.add("日志保留90天")
+    assert other.status == "created"
+
+
+# -- config ----------------------------------------------------------------------------------
+
+
+def test_thresholds_come_from_the_config(vault_root: Path) -> None:
+    set_dedup_config(vault_root, jaccard_duplicate=0.5, jaccard_similar=0.2)
+    with Vault(vault_root, embedder=None) as v:
+        first = v.add("Run the test suite with pytest and coverage on every pull request.")
+        loose = v.add("Run the test suite with pytest before every commit.")
+    assert (loose.status, loose.existing_id) == ("duplicate", first.id)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"cosine_duplicate": 1.5}, "cosine_duplicate must be from 0 to 1"),
+        ({"jaccard_similar": 0.9}, "jaccard_similar must not exceed jaccard_duplicate"),
+        ({"echo_window_seconds": -1}, "echo_window_seconds must not be negative"),
+        ({"echo_jaccard": "high"}, "echo_jaccard must be float"),
+    ],
+)
+def test_bad_dedup_settings_name_the_key(vault_root: Path, settings: dict[str, object], message: str) -> None:
+    set_dedup_config(vault_root, **settings)
+    with Vault(vault_root, embedder=None) as v, pytest.raises(ConfigError, match=message) as err:
+        v.add("anything at all")
+    assert "[dedup]" in str(err.value)

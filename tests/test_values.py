@@ -1,0 +1,117 @@
+"""Value changes and the other conflicts that keep two near-identical texts apart."""
+
+from __future__ import annotations
+
+import pytest
+
+from memex.values import (
+    conflicts,
+    differs_in_number,
+    differs_in_opposites,
+    differs_in_polarity,
+    differs_in_relation,
+    differs_in_value,
+    substitutes_one_word,
+    value_tokens,
+)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("grip force 12.5N works best", "grip force 15N works best"),
+        ("The project targets Python 3.11.", "The project targets Python 3.12."),
+        ("Release on 2026-11-30", "Release on 2026-12-01"),
+        ("The meeting starts at 10:30", "The meeting starts at 11:00"),
+        ("Alice prefers dark mode", "Bob prefers dark mode"),  # names opening the sentence
+        ("The billing service belongs to Alice", "The billing service belongs to Carol"),
+        ("Deploys happen on Tuesday", "Deploys happen on Thursday"),
+        ("Retry two times", "Retry three times"),
+        ("The plan costs $20 a month", "The plan costs $25 a month"),
+        ("Staging is at staging.example.com", "Staging is at stage2.example.com"),
+        ("Seed from fixtures/base.sql", "Seed from fixtures/full.sql"),
+        ("Run pytest -q before a commit", "Run pytest -x before a commit"),
+        ("夹爪的夹持力设为12.5N效果最好", "夹爪的夹持力设为15N效果最好"),
+        ("项目统一使用四个空格缩进", "项目统一使用两个空格缩进"),
+        ("Use the version 3 API", "Use the API"),  # a value on one side only
+    ],
+)
+def test_value_changes_are_detected(a: str, b: str) -> None:
+    assert differs_in_value(a, b)
+    assert differs_in_value(b, a)
+    assert conflicts(a, b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("We use Redis for caching", "we use redis for caching"),
+        ("Always run tests before pushing", "Run tests always before pushing"),
+        ("Deploys happen on Tuesday afternoons.", "We deploy on Tuesday afternoons."),
+        ("Use black with a line length of 100.", "Format with black, line length 100."),
+        ("Uploads can be at most 25 MB.", "The maximum upload size is 25 MB."),
+        ("Alice owns the billing service.", "The billing service is owned by Alice."),
+        ("项目统一使用Python 3.11。", "项目统一使用 Python 3.11"),
+        ("项目统一使用空格缩进", "项目里统一用空格来缩进"),  # 统一 is not the number one
+        ("no values here at all", "nothing of the kind in this text"),
+    ],
+)
+def test_same_values_are_not_a_change(a: str, b: str) -> None:
+    assert not differs_in_value(a, b)
+    assert not differs_in_value(b, a)
+
+
+def test_value_tokens_cover_numbers_versions_names_and_identifiers() -> None:
+    tokens = value_tokens("On 2026-11-30 Alice moved the API to v2.1 on port 8080 at api.example.com")
+    assert {"2026-11-30", "v2.1", "8080", "api.example.com", "alice", "api"} <= tokens
+    assert value_tokens("use spaces for indentation") == set()
+
+
+def test_differs_in_number_ignores_names() -> None:
+    assert not differs_in_number("Alice uses 4 spaces", "Bob uses 4 spaces")
+    assert differs_in_number("Alice uses 4 spaces", "Alice uses 2 spaces")
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "flipped"),
+    [
+        ("Use tabs in Go code", "Never use tabs in Go code", True),
+        ("Commit the lock file", "Don't commit the lock file", True),
+        ("Enable strict mode", "Strict mode must not be enabled", True),
+        ("不要在周五部署", "在周五部署", True),
+        ("Never commit secrets", "Secrets must never be committed", False),
+        ("Do not use ORMs here", "An ORM must not be used here", False),
+        ("这两个方案不同", "这两个方案有区别", False),  # 不同, 区别: no negation
+        ("这个方案非常好", "这个方案很好", False),
+    ],
+)
+def test_polarity(a: str, b: str, flipped: bool) -> None:
+    assert differs_in_polarity(a, b) is flipped
+
+
+def test_opposites() -> None:
+    assert differs_in_opposites("The user prefers dark mode", "The user prefers light mode")
+    assert differs_in_opposites("用户喜欢深色主题", "用户喜欢浅色主题")
+    assert not differs_in_opposites("dark mode, not light mode", "light mode is out, dark mode in")
+    assert not differs_in_opposites("The user prefers dark mode", "Dark mode is what the user likes")
+
+
+def test_relation_sides() -> None:
+    assert differs_in_relation("The user prefers pytest over unittest.", "The user prefers unittest over pytest.")
+    assert differs_in_relation("Use main for releases, not develop", "Use develop for releases, not main")
+    assert not differs_in_relation("Use main for releases, not develop.", "Releases come from main, not from develop")
+    assert not differs_in_relation("Prefer httpx over requests", "httpx is better than requests")
+
+
+def test_one_word_swapped_in_place() -> None:
+    assert substitutes_one_word("Use httpx instead of requests for HTTP calls", "Use aiohttp instead of requests for HTTP calls")
+    assert substitutes_one_word("The user lives in Berlin", "The user lives in Munich")
+    # Inflection is not a swap; reordering and rewording are not either.
+    assert not substitutes_one_word("Alice owns the billing service", "The billing service is owned by Alice")
+    assert not substitutes_one_word("Docker images are pushed to ghcr.io", "We push the Docker images to ghcr.io")
+    assert not substitutes_one_word("same text", "same text")
+
+
+def test_conflicts_is_false_for_a_near_copy() -> None:
+    assert not conflicts("Grip force 12.5N works best.", "grip force 12.5N works best")
+    assert not conflicts("Use sqlite-vec for vector search.", "Vector search is done with sqlite-vec.")
