@@ -105,6 +105,12 @@ def _check_yaml_safe(fm: str, path: Path) -> None:
 
 
 def _one_line(exc: Exception) -> str:
+    """PyYAML's complaint, short, with the line number in the file."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        mark = exc.problem_mark
+        # +2: marks count from 0 inside the frontmatter, which starts after "---".
+        where = f" (line {mark.line + 2}, column {mark.column + 1})" if mark is not None else ""
+        return " ".join(f"{exc.problem}{where}".split())
     return " ".join(str(exc).split())
 
 

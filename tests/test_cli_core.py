@@ -327,3 +327,9 @@ def test_real_program_without_a_vault(tmp_path: Path) -> None:
         "Error: no vault found: pass --vault PATH, set MEMEX_VAULT, or run inside a vault; "
         "create one with `memex init PATH`"
     )
+
+
+def test_tables_print_brackets_literally(cli: click.Group, vault_root: Path) -> None:
+    ok_json(cli, vault_root, "add", "Use [bold]x[/bold] and [red] literally")
+    out = invoke(cli, vault_root, "list").output
+    assert "[bold]x[/bold]" in out and "[red]" in out

@@ -45,13 +45,15 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | No
     """A readable table (rich) for people."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     out = Table(title=title, show_lines=False)
     for col in columns:
         wraps = col in WRAPPING
         out.add_column(col, overflow="fold", no_wrap=not wraps, min_width=min(len(col), 8) if wraps else None)
     for row in rows:
-        out.add_row(*("" if v is None else str(v) for v in row))
+        # Text, not str: a "[" in a body or a reason is not rich markup.
+        out.add_row(*(Text("" if v is None else str(v)) for v in row))
     Console(soft_wrap=False).print(out)
 
 
