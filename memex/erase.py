@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from memex import erase_git, erased_list, purge
 from memex.db import write_txn
-from memex.errors import InvalidArgument, MemoryFileError
+from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.erase_select import Selection, by_id, by_subject, expand
 from memex.indexer import Indexer
 from memex.memory_file import _fsync_dir, read
@@ -169,6 +169,23 @@ def _purge_index(vault: Vault, sel: Selection) -> purge.PurgeCounts:
     return counts
 
 
+def _purge_history_only(vault: Vault, memory_id: str, reason: str) -> EraseResult:
+    """``--purge-history`` for a memory erased earlier: only git still holds it.
+
+    Its file is found in history by its ``id:`` line; raises MemoryNotFound
+    when no commit holds it either.
+    """
+    report = erase_git.purge(vault.root, [], [], [memory_id])
+    if report.status != "purged":
+        raise MemoryNotFound(memory_id)
+    result = EraseResult(git=report)
+    audit(vault.memex_dir, {
+        "phase": "history_purged", "reason": reason, "erased": [memory_id],
+        "git_history": report.status, "git_commits": len(report.commits),
+    })
+    return result
+
+
 def erase(
     vault: Vault,
     memory_id: str | None = None,
@@ -181,7 +198,12 @@ def erase(
     """Erase one memory (by id) or a subject; see the module doc for the steps."""
     _check_args(memory_id, reason, source, source_ref, session)
     with vault.write_lock():
-        sel = _select(vault, memory_id, source, source_ref, session)
+        try:
+            sel = _select(vault, memory_id, source, source_ref, session)
+        except MemoryNotFound:
+            if not (purge_history and memory_id):
+                raise
+            return _purge_history_only(vault, memory_id, reason)
         bodies = _bodies(vault, sel)
         mem_paths = [t.path for t in sel.memories.values()]
         paths = mem_paths + sel.archives

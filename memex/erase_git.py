@@ -13,6 +13,7 @@ other clones or backups; the answer names the remotes it saw.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -107,12 +108,15 @@ def history(root: Path, paths: list[str], bodies: list[str], ids: list[str]) -> 
     commits = list(dict.fromkeys(commits))
     if not commits:
         return GitReport(status="never_committed")
+    by_hand = " ".join(f"--path {shlex.quote(p)}" for p in rels)
+    again = f"`memex erase {ids[0]} --reason ... --purge-history`" if len(ids) == 1 else "the same erase with --purge-history"
     return GitReport(
         status="retained",
         commits=commits,
         next_step=(
-            "the erased text is still in these commits; run the same erase with --purge-history "
-            "to rewrite the history (all branches and tags), or rewrite it yourself"
+            f"the erased files are still in these commits; run {again} to rewrite the history "
+            f"(every branch and tag), or by hand: git filter-repo --force --invert-paths {by_hand} && "
+            "git reflog expire --expire=now --all && git gc --prune=now"
         ),
         unreachable=UNREACHABLE,
         remotes=_remotes(top),
@@ -133,7 +137,10 @@ def check_clean(root: Path, erased_paths: list[str]) -> None:
     top = toplevel(root)
     if top is None:
         raise InvalidArgument("--purge-history", f"{root} is not in a git repository")
-    allowed = {_rel(top, root, p) for p in erased_paths}
+    _refuse_dirty(top, {_rel(top, root, p) for p in erased_paths})
+
+
+def _refuse_dirty(top: Path, allowed: set[str]) -> None:
     out = _git(top, "status", "--porcelain", "-z", "--untracked-files=no")
     dirty = [entry[3:] for entry in out.split("\0") if len(entry) > 3 and entry[3:] not in allowed]
     if dirty:
@@ -172,6 +179,7 @@ def purge(root: Path, paths: list[str], bodies: list[str], ids: list[str]) -> Gi
     before.commits = list(dict.fromkeys(before.commits))
     if not before.commits:
         return before
+    _refuse_dirty(top, drop)
     remotes = {name: _git(top, "remote", "get-url", name).strip() for name in _remotes(top)}
     listing = top / ".git" / "memex-filter-paths.txt"
     listing.write_text("".join(f"literal:{p}\n" for p in sorted(drop)), encoding="utf-8")
