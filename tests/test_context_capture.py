@@ -73,7 +73,7 @@ def test_session_folder_is_a_safe_name(vault: Vault) -> None:
 def test_commit_runs_when_pending_tokens_pass_threshold(vault_root: Path) -> None:
     with configured(vault_root, "[context]\ncommit_token_threshold = 60\n") as v:
         msgs = [user("We decided to deploy with Kamal."), assistant("OK.")]
-        small = after_turn(v, "s", msgs, 0, commit="sync")
+        small = after_turn(v, "s", msgs, 0, source="codex", scope="project:web", commit="sync")
         assert not small["committed"] and small["memories"] == []
         msgs += [user("I prefer short commit messages. " + "More context here. " * 20), assistant("Noted.")]
         done = after_turn(v, "s", msgs, 2, source="claude-code", scope="project:web", commit="sync")
@@ -81,9 +81,13 @@ def test_commit_runs_when_pending_tokens_pass_threshold(vault_root: Path) -> Non
         bodies = {v.get(m["id"]).body.strip(): v.get(m["id"]).meta for m in done["memories"]}
         assert set(bodies) == {"We decided to deploy with Kamal.", "I prefer short commit messages."}
         meta = bodies["We decided to deploy with Kamal."]
-        assert meta["source"] == "claude-code" and meta["session"] == "s"
+        # Source, scope and source_ref come from the archived turn it was said in.
+        assert meta["source"] == "codex" and meta["session"] == "s"
         assert meta["scope"] == "project:web" and meta["category"] == "decision"
-        assert meta["source_ref"] == "s#1"  # the archived turn it came from
+        assert meta["source_ref"] == "s#1"
+        later = bodies["I prefer short commit messages."]
+        assert later["source"] == "claude-code" and later["source_ref"] == "s#2"
+        assert later["category"] == "preference"
         assert archive.load_state(v, "s").committed_seq == 2
         # A second commit with nothing pending extracts nothing again.
         assert commit_session(v, "s")["memories"] == []

@@ -113,11 +113,11 @@ def compact_cmd(ctx: click.Context, as_json: bool) -> None:
 
 @context_group.command("commit")
 @click.option("--session", required=True, help="Session whose pending turns to commit.")
-@click.option("--source", default="agent", show_default=True, help="Source of extracted memories.")
+@click.option("--source", help="Source of extracted memories (default: the archived turn's source).")
 @click.option("--scope", help="Scope of extracted memories (default from config).")
 @json_option
 @click.pass_context
-def commit_cmd(ctx: click.Context, session: str, source: str, scope: str | None, as_json: bool) -> None:
+def commit_cmd(ctx: click.Context, session: str, source: str | None, scope: str | None, as_json: bool) -> None:
     """Extract memories from a session's pending turns (after-turn runs this detached)."""
     result = engine.commit_session(get_vault(ctx), session, source=source, scope=scope)
     if as_json:

@@ -2,7 +2,8 @@
 
 - ``turns.jsonl`` — one line per archived turn (append-only, fsynced; a torn
   last line from a crash is skipped when read): id, sequence number, time,
-  source, token count and the turn's messages with injected blocks removed.
+  source and scope (for the memories a commit extracts), token count and the
+  turn's messages with injected blocks removed.
 - ``state.json`` — counters (written atomically): turns archived, messages
   seen, the last committed turn, tokens pending a commit, and how many
   leading messages of the conversation the summary stands for.
@@ -87,7 +88,8 @@ def save_state(vault: Vault, state: State) -> None:
 
 
 def append_turn(
-    vault: Vault, state: State, messages: list[dict[str, Any]], tokens: int, source: str
+    vault: Vault, state: State, messages: list[dict[str, Any]], tokens: int, source: str,
+    scope: str | None = None,
 ) -> dict[str, Any]:
     """Append one turn (caller holds the session lock and saves ``state``)."""
     folder = session_dir(vault, state.session)
@@ -98,6 +100,7 @@ def append_turn(
         "seq": state.turns,
         "at": now_iso(),
         "source": source,
+        "scope": scope,
         "tokens": tokens,
         "messages": messages,
     }

@@ -64,7 +64,7 @@ def after_turn(
         state.messages_seen = len(messages)
         if fresh:
             tokens = count_messages(fresh)
-            record = archive.append_turn(vault, state, fresh, tokens, source)
+            record = archive.append_turn(vault, state, fresh, tokens, source, scope)
             state.pending_tokens += tokens
             result["archived"] = len(fresh)
             result["archive_id"] = record["id"]
@@ -72,10 +72,10 @@ def after_turn(
     result["pending_tokens"] = state.pending_tokens
     if state.pending_tokens >= settings.commit_token_threshold:
         if commit == "sync":
-            done = commit_session(vault, session, source=source, scope=scope)
+            done = commit_session(vault, session)
             result.update(committed=True, memories=done["memories"], pending_tokens=0)
         elif commit == "background":
-            result["commit_pid"] = spawn_commit(vault, session, source=source, scope=scope)
+            result["commit_pid"] = spawn_commit(vault, session)
     return result
 
 
@@ -83,11 +83,14 @@ def commit_session(
     vault: Vault,
     session: str,
     *,
-    source: str = "agent",
+    source: str | None = None,
     scope: str | None = None,
     keep_recent: int | None = None,
 ) -> dict[str, Any]:
     """Extract memories from the uncommitted turns and roll them into the summary.
+
+    A memory's source and scope are ``source`` / ``scope`` when given, else
+    those of the turn it came from (what the adapter passed to after_turn).
 
     ``keep_recent`` (compact) marks all but that many of the conversation's
     latest messages as replaced by the summary.
@@ -100,10 +103,12 @@ def commit_session(
         previous = archive.read_summary(vault, session)
         found, summary, extractor = _extract(settings.extract_command, session, turns, previous)
         for item in found:
-            ref = _source_ref(turns, item.text)
+            turn = _origin(turns, item.text)
             try:
                 added = vault.add(
-                    item.text, scope=scope, source=source, session=session, source_ref=ref,
+                    item.text, scope=scope or (turn or {}).get("scope"),
+                    source=source or (turn or {}).get("source") or "agent",
+                    session=session, source_ref=turn["id"] if turn else None,
                     category=item.category, confidence=item.confidence,
                 )
             except MemexError as exc:  # one bad item must not lose the others
@@ -140,22 +145,25 @@ def _extract(
     return extract.extract_rules(messages), extract.summarize_rules(previous, turns), "rules"
 
 
-def _source_ref(turns: list[dict[str, Any]], text: str) -> str | None:
-    """The archive id of the turn a memory came from (for subject erasure)."""
-    needle = text.casefold()
+def _origin(turns: list[dict[str, Any]], text: str) -> dict[str, Any] | None:
+    """The archived turn a memory came from: its id is the memory's source_ref
+    (for subject erasure) and its source the memory's source."""
+    needle = " ".join(text.split()).casefold()
     for turn in turns:
         for msg in turn.get("messages", []):
             if needle in " ".join(str(msg.get("content", "")).split()).casefold():
-                return str(turn["id"])
-    return str(turns[-1]["id"]) if turns else None
+                return turn
+    return turns[-1] if turns else None
 
 
-def spawn_commit(vault: Vault, session: str, *, source: str, scope: str | None) -> int:
+def spawn_commit(vault: Vault, session: str, *, source: str | None = None, scope: str | None = None) -> int:
     """Run ``memex context commit`` detached, so the caller can answer at once."""
     argv = [
         sys.executable, "-m", "memex.context", "--vault", str(vault.root), "context", "commit",
-        "--session", session, "--source", source,
+        "--session", session,
     ]
+    if source:
+        argv += ["--source", source]
     if scope:
         argv += ["--scope", scope]
     kwargs: dict[str, Any] = {}
