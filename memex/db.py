@@ -121,7 +121,10 @@ def connect(path: Path) -> apsw.Connection:
         conn.execute("PRAGMA secure_delete=ON")
         migrate(conn, path)
     except apsw.Error as exc:
-        raise IndexStoreError(f"{path}: cannot open the index: {exc}") from exc
+        raise IndexStoreError(
+            f"{path}: cannot open the index: {exc}; it is derived from the files, so delete "
+            f"{path.name}* and run `memex reindex` to rebuild it"
+        ) from exc
     return conn
 
 

@@ -201,3 +201,37 @@ def test_write_through_refuses_a_link_outside(capped: Vault, outside: Path) -> N
     os.symlink(outside / "secret.md", link)
     capped.indexer.index_paths(["memories/user/secret.md"])
     _no_secret(capped)
+
+
+def test_corrupt_index_says_how_to_rebuild(vault_root: Path) -> None:
+    from memex.errors import IndexStoreError
+
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        v.add("A memory that survives a corrupt index")
+    for f in (vault_root / ".memex").glob("index.db-*"):
+        f.unlink()
+    (vault_root / ".memex" / "index.db").write_bytes(b"this is not sqlite" * 300)
+    with pytest.raises(IndexStoreError, match=r"delete index\.db\* and run `memex reindex`"):
+        Vault(vault_root, embedder=HashEmbedder()).search("memory")
+    (vault_root / ".memex" / "index.db").unlink()
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        assert v.reindex().added == 1
+        assert v.search("survives corrupt index")[0].body.startswith("A memory that survives")
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ("[index\n", "config.toml: "),
+        ('[index]\nmax_file_bytes = "big"\n', "max_file_bytes must be int, got 'big'"),
+        ("[index]\nmax_file_bytes = -1\n", "index.max_file_bytes must be positive"),
+        ("index = 3\n", "[index] must be a table"),
+    ],
+)
+def test_bad_config_is_one_clear_error(vault_root: Path, config: str, message: str) -> None:
+    from memex.errors import ConfigError
+
+    (vault_root / ".memex" / "config.toml").write_text(config)
+    with pytest.raises(ConfigError) as info:
+        Vault(vault_root)
+    assert message in str(info.value) and str(vault_root / ".memex" / "config.toml") in str(info.value)
