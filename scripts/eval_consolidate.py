@@ -5,11 +5,13 @@ Data: tests/data/consolidate_facts.jsonl, one memory per line with its
 different facts of one topic are hard negatives (related, must stay apart),
 ``value_of`` marks facts that differ only in a value (never merged).
 
-Topics are split alternately into dev and test. The cosine threshold is the
-one with the best F1 on dev pairs among those with precision >= --min-precision (0.97);
-the script then reports pair precision/recall of the full rule (Jaccard or
-cosine, value check) on both splits, and runs the real consolidation
-(memex.consolidate) on one session per split, scoring its clusters.
+Topics are split alternately into dev and test. The thresholds (cosine and
+Jaccard together, over a grid) are those with the best F1 on dev pairs
+among those with pair precision >= --min-precision (0.97), judged inside the
+full rule (either measure, plus the value/polarity/swapped-word guard). The
+script reports the rule's pair precision/recall on both splits and runs the
+real consolidation (memex.consolidate, configured thresholds) on one session
+per split, scoring its clusters.
 
     .venv/bin/python scripts/eval_consolidate.py [--min-precision 0.97]
 
