@@ -164,3 +164,41 @@ def annotate(conn: apsw.Connection, hits: list[Any], policy: DecayPolicy) -> Non
     for hit in hits:
         value = effective_confidence(hit.confidence, hit.category, last.get(hit.id), hit.created, policy, now)
         hit.effective_confidence = round(value, 6)
+
+
+@dataclass
+class Fade:
+    """Where one memory stands on the decay schedule."""
+
+    id: str
+    scope: str
+    category: str | None
+    confidence: float
+    effective_confidence: float
+    last_access: str | None
+    days_left: float | None  # until it drops below min_confidence; None = never
+    body: str
+
+    @property
+    def faded(self) -> bool:
+        return self.days_left == 0.0
+
+
+def schedule(conn: apsw.Connection, policy: DecayPolicy, scope: str | None = None) -> list[Fade]:
+    """Every active memory with its effective confidence and days left, soonest first."""
+    sql = (
+        "SELECT m.id, m.scope, m.category, m.confidence, m.created, u.last_access, m.body "
+        "FROM memories m LEFT JOIN usage u ON u.memory_id = m.id WHERE m.status = 'active'"
+    )
+    params: list[Any] = []
+    if scope is not None:
+        sql += " AND m.scope = ?"
+        params.append(scope)
+    now = dt.datetime.now(dt.timezone.utc)
+    out = []
+    for mid, mscope, category, conf, created, last, body in conn.execute(sql, params):
+        value = effective_confidence(float(conf), category, last, created, policy, now)
+        left = days_until(value, category, policy)
+        out.append(Fade(mid, mscope, category, float(conf), round(value, 6), last,
+                        None if left is None else round(left, 2), str(body).strip()))
+    return sorted(out, key=lambda f: (math.inf if f.days_left is None else f.days_left, f.id))

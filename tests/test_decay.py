@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,26 @@ def test_show_and_search_json_include_effective_confidence(vault: Vault) -> None
     out = runner.invoke(main, ["--vault", str(vault.root), "search", "on-call rota", "--json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)[0]["effective_confidence"] == pytest.approx(0.9 * 0.99**10, rel=1e-3)
+
+
+def test_fading_lists_the_schedule(vault: Vault) -> None:
+    _write(vault, "gone", "The old build server was jenkins-01", confidence=0.9, created=_iso(200))
+    _write(vault, "soon", "The staging URL is staging.example.org", confidence=0.9, created=_iso(100))
+    _write(vault, "fresh", "The release manager this month is Dana", confidence=0.9, created=_iso(1))
+    _write(vault, "rule", "Never deploy on Fridays", category="constraint", confidence=0.9, created=_iso(900))
+    vault.reindex()
+    policy = decay.load_policy(vault.config)
+    plan = {f.id: f for f in decay.schedule(vault.conn, policy)}
+    assert plan["gone"].faded
+    # 0.9 x 0.99^100 today; days until x 0.99^d falls to 0.3.
+    expected = math.log(0.3 / (0.9 * 0.99**100)) / math.log(0.99)
+    assert 8 < expected < 10
+    assert plan["soon"].days_left == pytest.approx(expected, abs=0.05)
+    assert plan["rule"].days_left is None
+    _register_commands()
+    out = CliRunner().invoke(main, ["--vault", str(vault.root), "fading", "--within", "30", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert [m["id"] for m in data["memories"]] == ["gone", "soon"]
+    assert data["memories"][0]["faded"] is True
+    assert data["policy"]["min_confidence"] == 0.3

@@ -1,4 +1,4 @@
-"""Consolidation commands: consolidate (one session or all), unsupersede."""
+"""Consolidation and decay commands: consolidate (one session or all), unsupersede, fading."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from memex import decay
 from memex.cli._common import get_vault, json_option, key_values, print_json, short, table
 from memex.errors import InvalidArgument
 
@@ -76,6 +77,36 @@ def unsupersede_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
         click.echo(f"{memory.id} is {memory.status} again  {memory.path}")
 
 
+@click.command("fading")
+@click.option("--scope", help="Only this scope.")
+@click.option("--within", "within_days", type=click.FloatRange(0), default=30.0, show_default=True,
+              help="Show memories that fade from recall within this many days (faded ones too).")
+@json_option
+@click.pass_context
+def fading_cmd(ctx: click.Context, scope: str | None, within_days: float, as_json: bool) -> None:
+    """The decay schedule: memories that have faded from recall, or soon will.
+
+    A recall resets a memory's clock; raise its confidence or change
+    [decay] rates in .memex/config.toml to keep it longer.
+    """
+    vault = get_vault(ctx)
+    policy = decay.load_policy(vault.config)
+    rows = [f for f in decay.schedule(vault.conn, policy, scope) if f.days_left is not None and f.days_left <= within_days]
+    if as_json:
+        print_json({"policy": policy.describe(), "memories": [
+            {**{k: getattr(f, k) for k in f.__dataclass_fields__}, "faded": f.faded} for f in rows
+        ]})
+        return
+    if not rows:
+        click.echo(f"nothing fades within {within_days:g} days")
+        return
+    table(("id", "category", "confidence", "effective", "days left", "body"),
+          ((f.id, f.category, f.confidence, f"{f.effective_confidence:.3f}",
+            "faded" if f.faded else f"{f.days_left:g}", short(f.body, 60)) for f in rows),
+          title=f"below min_confidence {policy.min_confidence:g} within {within_days:g} days")
+
+
 def register(main: click.Group) -> None:
     main.add_command(consolidate_cmd)
     main.add_command(unsupersede_cmd)
+    main.add_command(fading_cmd)
