@@ -1,14 +1,16 @@
-"""Session and agent ids, and bypass patterns (issue 6, item 4)."""
+"""Session and agent ids, bypass patterns and the [context]/[recall] settings (issue 6, item 4)."""
 
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pytest
 
-from memex.context import agent_id, session_id
+from memex.context import agent_id, load_settings, session_id
 from memex.context.sessions import bypassed
-from memex.errors import InvalidArgument
+from memex.errors import ConfigError, InvalidArgument
+from memex.vault import Vault
 
 
 def sha(text: str) -> str:
@@ -57,3 +59,25 @@ def test_bypass_patterns_are_globs() -> None:
     assert bypassed("cron-nightly-1", ["cron-*"]) == "cron-*"
     assert bypassed("chat-1", ["cron-*", "test?"]) is None
     assert bypassed("test1", ("cron-*", "test?")) == "test?"
+
+
+def test_settings_defaults_and_bad_values(vault_root: Path) -> None:
+    with Vault(vault_root, embedder=None) as v:
+        got = load_settings(v)
+        assert (got.recall_limit, got.commit_token_threshold, got.auto_recall) == (6, 20_000, True)
+    cfg = vault_root / ".memex" / "config.toml"
+    for toml, message in [
+        ("[recall]\nrecall_limit = 0\n", "recall_limit must be at least 1"),
+        ("[recall]\nrecall_limit = \"six\"\n", "recall_limit must be int"),
+        ("[context]\nbypass_session_patterns = [1]\n", "bypass_session_patterns must be a list of strings"),
+        ("[context]\ncommit_keep_recent_count = -1\n", "must not be negative"),
+    ]:
+        cfg.write_text(toml, encoding="utf-8")
+        with Vault(vault_root, embedder=None) as v, pytest.raises(ConfigError, match=message):
+            load_settings(v)
+    cfg.write_text('[context]\nbypass_session_patterns = ["cron-*"]\nauto_capture = false\n'
+                   "[recall]\nrecall_score_threshold = 0.5\n", encoding="utf-8")
+    with Vault(vault_root, embedder=None) as v:
+        got = load_settings(v)
+        assert got.bypass_session_patterns == ("cron-*",) and not got.auto_capture
+        assert got.recall_score_threshold == 0.5

@@ -7,7 +7,7 @@ value is a :class:`memex.errors.ConfigError` naming the key.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memex.config import CONFIG_RELPATH, setting
 from memex.errors import ConfigError
@@ -34,37 +34,27 @@ class ContextSettings:
     recall_max_injected_chars: int = 4000
 
 
+_CONTEXT_KEYS = (
+    "auto_capture", "auto_recall", "commit_token_threshold", "commit_keep_recent_count", "extract_command",
+)
+_RECALL_KEYS = ("recall_limit", "recall_score_threshold", "recall_max_injected_chars")
+
+
 def load_settings(vault: Vault) -> ContextSettings:
     """Read ``[context]`` and ``[recall]`` from the vault config."""
-    where = str(CONFIG_RELPATH)
-    ctx = vault.config.section("context")
-    rec = vault.config.section("recall")
-    d = ContextSettings()
-    patterns = setting(ctx, "bypass_session_patterns", [], f"{where} [context]")
+    defaults = ContextSettings()
+    values: dict[str, Any] = {}
+    for table, keys in (("context", _CONTEXT_KEYS), ("recall", _RECALL_KEYS)):
+        section = vault.config.section(table)
+        where = f"{CONFIG_RELPATH} [{table}]"
+        values.update({key: setting(section, key, getattr(defaults, key), where) for key in keys})
+    patterns = setting(vault.config.section("context"), "bypass_session_patterns", [], f"{CONFIG_RELPATH} [context]")
     if not all(isinstance(p, str) for p in patterns):
-        raise ConfigError(f"{where} [context]: bypass_session_patterns must be a list of strings")
-    out = ContextSettings(
-        auto_capture=setting(ctx, "auto_capture", d.auto_capture, f"{where} [context]"),
-        auto_recall=setting(ctx, "auto_recall", d.auto_recall, f"{where} [context]"),
-        commit_token_threshold=setting(
-            ctx, "commit_token_threshold", d.commit_token_threshold, f"{where} [context]"
-        ),
-        commit_keep_recent_count=setting(
-            ctx, "commit_keep_recent_count", d.commit_keep_recent_count, f"{where} [context]"
-        ),
-        bypass_session_patterns=tuple(patterns),
-        extract_command=setting(ctx, "extract_command", d.extract_command, f"{where} [context]"),
-        recall_limit=setting(rec, "recall_limit", d.recall_limit, f"{where} [recall]"),
-        recall_score_threshold=setting(
-            rec, "recall_score_threshold", d.recall_score_threshold, f"{where} [recall]"
-        ),
-        recall_max_injected_chars=setting(
-            rec, "recall_max_injected_chars", d.recall_max_injected_chars, f"{where} [recall]"
-        ),
-    )
+        raise ConfigError(f"{CONFIG_RELPATH} [context]: bypass_session_patterns must be a list of strings")
+    out = ContextSettings(bypass_session_patterns=tuple(patterns), **values)
     for key in ("commit_token_threshold", "recall_limit", "recall_max_injected_chars"):
         if getattr(out, key) < 1:
-            raise ConfigError(f"{where}: {key} must be at least 1")
+            raise ConfigError(f"{CONFIG_RELPATH}: {key} must be at least 1")
     if out.commit_keep_recent_count < 0:
-        raise ConfigError(f"{where} [context]: commit_keep_recent_count must not be negative")
+        raise ConfigError(f"{CONFIG_RELPATH} [context]: commit_keep_recent_count must not be negative")
     return out
