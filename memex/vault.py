@@ -214,7 +214,9 @@ class Vault:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [hit_from_row(r) for r in self.conn.execute(sql.replace("rowid,", "m.rowid,", 1), params)]
+        hits = [hit_from_row(r) for r in self.conn.execute(sql.replace("rowid,", "m.rowid,", 1), params)]
+        decay.annotate(self.conn, hits, decay.load_policy(self.config))
+        return hits
 
     def search(
         self,

@@ -180,3 +180,10 @@ def test_fading_lists_the_schedule(vault: Vault) -> None:
     assert [m["id"] for m in data["memories"]] == ["gone", "soon"]
     assert data["memories"][0]["faded"] is True
     assert data["policy"]["min_confidence"] == 0.3
+
+
+def test_list_json_includes_effective_confidence(vault: Vault) -> None:
+    _write(vault, "m", "The design doc is in docs/design.md", confidence=0.5, created=_iso(20))
+    vault.reindex()
+    [hit] = vault.list()
+    assert hit.effective_confidence == pytest.approx(0.5 * 0.99**20, rel=1e-3)
