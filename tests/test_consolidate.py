@@ -314,3 +314,21 @@ def test_a_file_erased_after_the_plan_is_skipped_not_fatal(model_vault: Vault, m
     assert report.superseded_count == 1
     assert [g.superseded for g in report.groups] == [["uv1"]]
     assert any(s.get("id") == "uv0" for s in report.skipped)
+
+
+def test_noisy_session_through_add_ends_with_one_memory_per_fact(model_vault: Vault) -> None:
+    # Through the one write path: dedup may already fold some at add time;
+    # consolidation at session end folds the rest.
+    facts = {"git-hooks": texts_of("git-hooks"), "build-lock": texts_of("build-lock"),
+             "db-migrations": texts_of("db-migrations")}
+    for bodies in facts.values():
+        for body in bodies:
+            model_vault.add(body, session="noisy", category="observation")
+    model_vault.add("The frontend bundle is built with Vite", session="noisy", category="observation")
+    model_vault.consolidate("noisy")
+    visible = model_vault.list(session="noisy")
+    assert len(visible) == len(facts) + 1
+    everything = model_vault.list(session="noisy", include_superseded=True)
+    ids = {h.id for h in visible}
+    # Every hidden one points at a visible representative.
+    assert all(h.superseded_by in ids for h in everything if h.status == "superseded")
