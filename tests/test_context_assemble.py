@@ -265,3 +265,12 @@ def test_summary_is_cut_to_the_archive_share(vault: Vault) -> None:
     assert "line 399" in summary_msg and "line 0 " not in summary_msg  # newest lines kept
     body = summary_msg.split("\n", 2)[2]
     assert count_text(body) <= budget_plan(40_000)["archive"] + 40  # plus the closing tag
+
+
+def test_system_messages_survive_trimming(vault: Vault) -> None:
+    msgs = [{"role": "system", "content": "You are a careful coding agent."}, *conversation(30)]
+    out = assemble(vault, "s", msgs, 40_000)
+    assert out["mode"] == "full"
+    assert out["messages"][0] == msgs[0]
+    assert out["messages"][1]["role"] == "user"
+    assert out["tokens"] <= budget_plan(40_000)["available"]

@@ -261,3 +261,30 @@ def test_torn_last_line_is_skipped(vault: Vault) -> None:
     with open(vault.root / "sessions" / "t" / "turns.jsonl", "a", encoding="utf-8") as fh:
         fh.write('{"id": "t#2", "seq": 2, "messa')
     assert [t["seq"] for t in archive.read_turns(vault, "t")] == [1]
+
+
+def test_long_prompt_keeps_only_the_request_verbatim(vault: Vault) -> None:
+    log = "\n".join(f"ERROR line {i}: connection refused" for i in range(100))
+    prompt = f"{log}\nAlso, please remember that the DB password rotates monthly. Thanks!"
+    res = capture_keyword(vault, "s", prompt)
+    assert res is not None
+    body = vault.get(res["id"]).body.strip()
+    assert body == "Also, please remember that the DB password rotates monthly. Thanks!"
+
+
+def test_concurrent_after_turns_of_one_session_do_not_collide(vault: Vault) -> None:
+    import threading
+
+    def worker(k: int) -> None:
+        for i in range(8):
+            after_turn(vault, "busy", [user(f"writer {k} turn {i}")], 0, commit="none")
+
+    # Each thread needs its own connection only for search; archiving uses files and locks.
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    turns = archive.read_turns(vault, "busy")
+    assert sorted(t["seq"] for t in turns) == list(range(1, 25))
+    assert archive.load_state(vault, "busy").turns == 24

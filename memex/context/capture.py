@@ -221,12 +221,18 @@ def _recent_tokens(vault: Vault, session: str, keep: int) -> int:
 def capture_keyword(
     vault: Vault, session: str, prompt: str, *, source: str = "keyword", scope: str | None = None
 ) -> dict[str, Any] | None:
-    """Store an explicit request to remember, verbatim; None when there is none."""
+    """Store an explicit request to remember, verbatim; None when there is none.
+
+    A long prompt (pasted logs, code) is not a memory: beyond
+    ``extract.KEYWORD_MAX_CHARS`` only the text from the sentence that asks
+    to remember onwards is kept, still word for word.
+    """
     if not isinstance(prompt, str):
         raise InvalidArgument("prompt", "must be a string")
     text = strip_blocks(prompt)
     if not text or not extract.is_remember_request(text) or not load_settings(vault).auto_capture:
         return None
+    text = extract.remember_excerpt(text)
     category = next((c for s in extract.sentences(text) if (c := extract.classify(s))), None)
     added = vault.add(
         text, scope=scope, source=source, session=session, category=category or "observation",

@@ -119,8 +119,23 @@ def _user_text(msg: dict[str, Any]) -> str:
     return content_text(content)
 
 
+KEYWORD_MAX_CHARS = 1000
+
+
 def is_remember_request(prompt: str) -> bool:
     return bool(_KEYWORD.search(prompt) or _KEYWORD_ZH.search(prompt))
+
+
+def remember_excerpt(prompt: str) -> str:
+    """The prompt itself, or for a long one the verbatim part from the request on."""
+    if len(prompt) <= KEYWORD_MAX_CHARS:
+        return prompt
+    match = _KEYWORD.search(prompt) or _KEYWORD_ZH.search(prompt)
+    start = match.start(1) if match else 0
+    # Back up to the start of that sentence ("Please remember ..." keeps "Please").
+    cut = max(prompt.rfind(mark, 0, start) for mark in (". ", "! ", "? ", "\n", "。", "！", "？"))
+    begin = cut + 1 if cut >= 0 else 0
+    return prompt[begin : begin + KEYWORD_MAX_CHARS].strip()
 
 
 def summarize_rules(previous: str, turns: list[dict[str, Any]], max_tokens: int = 8000) -> str:
