@@ -38,21 +38,47 @@ def load_pairs(path: Path = DATA) -> list[dict[str, Any]]:
     return pairs
 
 
-def judge(vault: Any, pair: dict[str, Any], n: int) -> Any:
-    """The decision the pipeline makes on b with only a stored."""
+def _body(text: str) -> str:
+    from memex.text import strip_injected
+
+    return strip_injected(text).strip()  # what Vault.add stores and embeds
+
+
+def warm_cache(vault: Any, pairs: list[dict[str, Any]]) -> None:
+    """Embed every text once, in batches (the loop then reads the cache)."""
+    from memex import embed
+    from memex.db import write_txn
+    from memex.text import normalize
+
+    if vault.embedder is None:
+        return
+    texts = list(dict.fromkeys(
+        t for p in pairs for t in (_body(p["a"]), normalize(_body(p["a"])), _body(p["b"]))
+    ))
+    for start in range(0, len(texts), 256):
+        _, rows = embed.cached_vectors(vault.conn, vault.embedder, texts[start : start + 256])
+        with write_txn(vault.conn):
+            embed.store_cache(vault.conn, rows)
+
+
+def judge(vault: Any, a: str, bs: list[str], n: int) -> list[Any]:
+    """The decisions the pipeline makes on each b with only a stored."""
     from memex import dedup
 
-    added = vault.add(pair["a"], scope=SCOPE, source="user", session=f"a-{n}")
+    added = vault.add(a, scope=SCOPE, source="user", session=f"a-{n}")
+    decisions = []
     try:
-        cand = dedup.Candidate(
-            body=pair["b"], scope=SCOPE, source="claude-code", session=f"b-{n}"
-        )
-        with vault.write_lock():
-            cand.qvec = vault.embed_query(pair["b"])
-            return dedup.check(vault, cand)
+        for b in bs:
+            body = _body(b)
+            cand = dedup.Candidate(body=body, scope=SCOPE, source="claude-code", session=f"b-{n}")
+            with vault.write_lock():
+                cand.qvec = vault.embed_query(body)
+                decisions.append(dedup.check(vault, cand))
     finally:
+        # Removing the file purges its row (and its cached vector) at once.
         (vault.root / added.path).unlink()
         vault.indexer.index_paths([added.path])
+    return decisions
 
 
 def _rates(tp: int, fp: int, fn: int) -> dict[str, float | None]:
@@ -67,8 +93,14 @@ def evaluate(vault: Any, pairs: list[dict[str, Any]]) -> dict[str, Any]:
     by_kind: dict[str, dict[str, int]] = defaultdict(lambda: {"pairs": 0, "judged_duplicate": 0})
     methods: dict[str, int] = defaultdict(int)
     false_merges, missed = [], []
-    for n, pair in enumerate(pairs):
-        decision = judge(vault, pair, n)
+    warm_cache(vault, pairs)
+    by_a: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for pair in pairs:
+        by_a[pair["a"]].append(pair)
+    judged = []
+    for n, (a, group) in enumerate(by_a.items()):
+        judged.extend(zip(group, judge(vault, a, [p["b"] for p in group], n)))
+    for pair, decision in judged:
         predicted = decision.status != "created"
         if predicted:
             methods[str(decision.method)] += 1
