@@ -338,7 +338,12 @@ def _summarize(report: Report) -> Report:
 
 
 def consolidate(vault: Vault, session: str, scope: str | None = None, dry_run: bool = False) -> Report:
-    """Consolidate one session; with ``dry_run`` only report what would change."""
+    """Consolidate one session; with ``dry_run`` only report what would change.
+
+    Takes the vault's write lock (not re-entrant: do not call it from code
+    that already holds ``vault.write_lock()``), so an ``add`` in another
+    process waits instead of racing the superseding edits.
+    """
     if dry_run:
         return plan(vault, session, scope, dry_run=True)
     with vault.write_lock():
