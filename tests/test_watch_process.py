@@ -73,7 +73,7 @@ def test_status_counts_every_kind_of_difference(lexical_root: Path) -> None:
     assert data["differing"] == 3 and data["fresh"] is False and data["clean"] is False
     assert data["missing"] == ["memories/by-hand.md"]
     assert data["stale"] == [kept.path] and data["orphaned"] == [gone.path]
-    human = CliRunner().invoke(main, ["--vault", str(root), "status"])
+    human = CliRunner(env={"COLUMNS": "200"}).invoke(main, ["--vault", str(root), "status"])
     assert human.exit_code == 0
     assert "3 file(s) differ" in human.output and "not running" in human.output
     assert "missing: memories/by-hand.md" in human.output
@@ -148,3 +148,32 @@ def test_add_and_reindex_while_the_watcher_runs(watch_proc: subprocess.Popen[str
     assert watch_proc.wait(TIMEOUT) == 0
     _, stderr = watch_proc.communicate()
     assert "locked" not in stderr.lower() and "Traceback" not in stderr and "ERROR" not in stderr
+
+
+def test_a_killed_watcher_is_reported_as_not_running(watch_proc: subprocess.Popen[str], lexical_root: Path) -> None:
+    watch_proc.kill()  # SIGKILL: no chance to clean up; watch.json still says "running"
+    watch_proc.wait(TIMEOUT)
+    state = watch_state.read_state(lexical_root / ".memex")
+    assert state is not None and state["state"] == "running"
+    info = watch_state.watcher_info(lexical_root / ".memex")
+    assert info["running"] is False and info["last_state"] == "crashed" and info["last_pid"] == watch_proc.pid
+    human = CliRunner(env={"COLUMNS": "200"}).invoke(main, ["--vault", str(lexical_root), "status"])
+    assert "not running" in human.output and "without shutting down" in human.output
+
+
+def test_a_stuck_watcher_is_reported_as_not_responding(lexical_root: Path) -> None:
+    memex_dir = lexical_root / ".memex"
+    holder = watch_state.try_file_lock(watch_state.lock_path(memex_dir))
+    assert holder is not None
+    try:
+        old = time.time() - 120
+        watch_state.write_state(memex_dir, {"state": "running", "pid": os.getpid(), "heartbeat_ts": old,
+                                            "heartbeat": watch_state.iso(old), "started": watch_state.iso(old)})
+        info = status_json(lexical_root)["watcher"]
+        assert isinstance(info, dict)
+        assert info["running"] is True and info["responsive"] is False
+        assert isinstance(info["heartbeat_age_seconds"], float) and info["heartbeat_age_seconds"] >= 119
+        human = CliRunner(env={"COLUMNS": "200"}).invoke(main, ["--vault", str(lexical_root), "status"])
+        assert "NOT RESPONDING" in human.output
+    finally:
+        holder.close()
