@@ -101,7 +101,12 @@ def _select(
 ) -> Selection:
     conn = vault.conn
     if memory_id:
-        return expand(conn, vault.root, by_id(conn, memory_id), follow_derived=False)
+        try:
+            start = by_id(conn, memory_id)
+        except MemoryNotFound:
+            vault.reindex()  # a file written by hand since the last sync
+            start = by_id(conn, memory_id)
+        return expand(conn, vault.root, start, follow_derived=False)
     # Files edited or added while nothing was watching must be seen too.
     vault.reindex()
     start = by_subject(conn, source, source_ref, session)
