@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -121,14 +122,15 @@ def main() -> None:
                 f"Bulk memory {i} about {rng.choice(topics)}: bulkword{i:05d}\n")
         written = time.perf_counter() - started
 
+        # With a model, searchable means the vector is stored too.
+        need = " AND embedded = 1" if args.model != "none" else ""
+
         def bulk_done() -> bool:
             row = poll.conn.execute(
-                "SELECT count(*) FROM memories WHERE path LIKE 'memories/bulk/%' AND embedded = 1").fetchone()
-            return int(row[0]) == args.bulk
+                f"SELECT count(*) FROM memories WHERE path LIKE 'memories/bulk/%'{need}").fetchone()
+            return row is not None and int(row[0]) == args.bulk
 
-        _wait(bulk_done if args.model != "none" else lambda: int(poll.conn.execute(
-            "SELECT count(*) FROM memories WHERE path LIKE 'memories/bulk/%'").fetchone()[0]) == args.bulk,
-            600, "the bulk drop", 0.02)
+        _wait(bulk_done, 600, "the bulk drop", 0.02)
         bulk_seconds = time.perf_counter() - started
         sample = rng.sample(range(args.bulk), min(20, args.bulk))
         missing = [i for i in sample if not _returned(check, f"bulkword{i:05d}", f"memories/bulk/b{i:05d}.md")]
@@ -139,6 +141,7 @@ def main() -> None:
     finally:
         proc.terminate()
         _, stderr = proc.communicate(timeout=60)
+        shutil.rmtree(work, ignore_errors=True)
     result = {
         "edits": len(latencies),
         "edit_latency_ms": {
