@@ -17,6 +17,9 @@ from memex.errors import InvalidArgument
 
 _ILLEGAL = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')
 _DASHES = re.compile(r"-{2,}")
+# Leading/trailing dots, dashes and any Unicode space: hidden files, names
+# Windows truncates, and names that differ from another only invisibly.
+_EDGES = re.compile(r"^[\s.-]+|[\s.-]+$")
 _WINDOWS_RESERVED = frozenset(
     ["con", "prn", "aux", "nul"]
     + [f"com{i}" for i in range(1, 10)]
@@ -33,7 +36,7 @@ def _hashed(name: str) -> str:
 def safe_name(name: str) -> str:
     """A file-system-safe, readable version of ``name`` (one path component)."""
     cleaned = unicodedata.normalize("NFC", name).strip()
-    replaced = _DASHES.sub("-", _ILLEGAL.sub("-", cleaned)).strip(" .-")
+    replaced = _EDGES.sub("", _DASHES.sub("-", _ILLEGAL.sub("-", cleaned)))
     if not replaced or replaced in {".", ".."}:
         return _hashed(name)
     if replaced.split(".")[0].rstrip().lower() in _WINDOWS_RESERVED:

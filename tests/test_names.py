@@ -31,6 +31,7 @@ def assert_safe(out: str) -> None:
     assert "/" not in out and "\\" not in out
     assert not out.startswith("."), "hidden (or relative) name"
     assert not out.endswith((".", " ")), "Windows drops trailing dots and spaces"
+    assert out == out.strip(), "no invisible edges"
     assert out.split(".")[0].strip().lower() not in WINDOWS_RESERVED
     assert len(out) <= MAX_NAME
     assert unicodedata.normalize("NFC", out) == out
