@@ -200,6 +200,10 @@ class Watcher:
             # After the observer: an edit made during this sync is still an event.
             self.reconcile("start-up")
         except BaseException:
+            if self._observer is not None:
+                self._observer.stop()
+                self._observer = None
+            logging.getLogger("watchdog.observers.inotify").removeHandler(self._spy)
             self._release()
             raise
 
