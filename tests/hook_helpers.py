@@ -34,6 +34,9 @@ def run_hook(
     full = {k: v for k, v in os.environ.items() if k != "MEMEX_VAULT"}
     if vault is not None:
         full["MEMEX_VAULT"] = str(vault)
+        # A hook that ignored MEMEX_VAULT would create ~/.memex-vault: keep that
+        # out of the real home, where isolated_home() lets a test look for it.
+        full["HOME"] = str(isolated_home(vault))
     if sync:
         full["MEMEX_HOOK_SYNC"] = "1"
     full.update(env or {})
@@ -42,9 +45,24 @@ def run_hook(
     )
 
 
-def lexical_only(vault_root: Path) -> None:
-    """Make a vault lexical-only, so CLI subprocesses skip loading the model (plumbing tests)."""
+def set_config(vault_root: Path, table: str, line: str) -> None:
+    """Put ``line`` (``key = value``) into ``[table]`` of the vault's config.toml."""
     config = vault_root / ".memex" / "config.toml"
     text = config.read_text(encoding="utf-8")
-    assert "\n[embedding]\n" in text
-    config.write_text(text.replace("\n[embedding]\n", '\n[embedding]\nmodel = "none"\n', 1), encoding="utf-8")
+    header = f"\n[{table}]\n"
+    if header in text:
+        text = text.replace(header, f"{header}{line}\n", 1)
+    else:
+        text += f"{header}{line}\n"
+    config.write_text(text, encoding="utf-8")
+
+
+def lexical_only(vault_root: Path) -> None:
+    """Make a vault lexical-only, so CLI subprocesses skip loading the model (plumbing tests)."""
+    set_config(vault_root, "embedding", 'model = "none"')
+
+
+def isolated_home(vault: Path | str) -> Path:
+    home = Path(vault).parent / "home"
+    home.mkdir(exist_ok=True)
+    return home

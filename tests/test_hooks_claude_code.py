@@ -12,7 +12,7 @@ import pytest
 from memex import context
 from memex.agents import claude_code, hook_io
 from memex.vault import Vault
-from tests.hook_helpers import copy_transcript, fixture, lexical_only, run_hook
+from tests.hook_helpers import copy_transcript, fixture, isolated_home, lexical_only, run_hook, set_config
 
 SESSION = "5f0c2b9e-8a41-4c7d-9e3b-2d1f6a7b8c90"  # the fixtures' id, lower-cased
 
@@ -87,8 +87,7 @@ def test_session_start_injects_project_and_user_memories(vault: Vault, project: 
 
 
 def test_session_start_limit_zero_injects_no_memories(vault_root: Path, fake_embedder: Any, project: Path) -> None:
-    config = vault_root / ".memex" / "config.toml"
-    config.write_text(config.read_text(encoding="utf-8") + "\n[agents]\nsession_start_limit = 0\n")
+    set_config(vault_root, "agents", "session_start_limit = 0")
     with Vault(vault_root, embedder=fake_embedder) as vault:
         vault.add("The user prefers short answers", scope="user")
         text = context_of(answer(vault, event("SessionStart", project)), "SessionStart")
@@ -159,6 +158,7 @@ def test_cli_every_event_exits_zero_with_documented_output(lexical_root: Path, p
             assert proc.stdout == ""
     with Vault(lexical_root) as vault:
         assert len(vault.list(source="keyword")) == 1
+    assert not (isolated_home(lexical_root) / ".memex-vault").exists()  # $MEMEX_VAULT was used
 
 
 @pytest.mark.parametrize("stdin", ["{not json", "", "[1, 2]", '{"session_id": "x"}'])

@@ -11,7 +11,7 @@ import pytest
 from memex import context
 from memex.agents import claude_code, codex, hook_io, openclaw
 from memex.vault import Vault
-from tests.hook_helpers import copy_transcript, fixture, lexical_only, run_hook
+from tests.hook_helpers import copy_transcript, fixture, lexical_only, run_hook, set_config
 
 CODEX_SESSION = "019d036d-c7fa-72d2-b6fd-78878bfe34e4"
 
@@ -131,8 +131,7 @@ def test_same_turn_through_gateway_and_backend_is_stored_once(vault_root: Path, 
 
 
 def test_capture_scope_is_configurable(vault_root: Path, fake_embedder: Any, tmp_path: Path) -> None:
-    config = vault_root / ".memex" / "config.toml"
-    config.write_text(config.read_text(encoding="utf-8") + '\n[agents]\ncapture_scope = "agent:ops"\n')
+    set_config(vault_root, "agents", 'capture_scope = "agent:ops"')
     with Vault(vault_root, embedder=fake_embedder) as vault:
         out = finish(openclaw.handle(vault, fixture("openclaw", "message_received.json")))
         assert vault.get(out["captured"]["id"]).meta["scope"] == "agent:ops"

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
 import click
 
 from memex.cli._common import json_option, key_values, print_json
+from memex.vault import ENV_VAR
 
 AGENTS = ("claude-code", "codex", "openclaw")
 
 
 def _vault_path(ctx: click.Context) -> str | None:
+    """--vault, else $MEMEX_VAULT (hooks then fall back to ~/.memex-vault, never to cwd)."""
     obj = ctx.find_root().obj or {}
-    path: str | None = obj.get("vault_path")
+    path: str | None = obj.get("vault_path") or os.environ.get(ENV_VAR) or None
     return path
 
 
