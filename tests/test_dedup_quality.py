@@ -13,9 +13,12 @@ from memex.vault import Vault
 pytestmark = pytest.mark.model
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "eval_dedup.py"
-# Measured with `scripts/eval_dedup.py` (README, "## Dedup"): precision 1.0,
-# recall 0.872 on 430 pairs. The floor leaves room for model noise only.
-RECALL_FLOOR = 0.85
+DATA = Path(__file__).resolve().parent / "data"
+# Measured with `scripts/eval_dedup.py` (README, "## Dedup"): precision 1.0 on
+# both sets; recall 0.872 on the 430 tuning pairs and 0.879 on the 165
+# held-out pairs written after the rules were fixed. The floors leave room
+# for model noise only.
+RECALL_FLOOR = {"dedup_pairs.jsonl": 0.85, "dedup_pairs_holdout.jsonl": 0.84}
 
 
 def _eval_module() -> ModuleType:
@@ -26,10 +29,11 @@ def _eval_module() -> ModuleType:
     return module
 
 
-def test_labelled_pairs_precision_and_recall(model_vault: Vault) -> None:
+@pytest.mark.parametrize("name", sorted(RECALL_FLOOR))
+def test_labelled_pairs_precision_and_recall(model_vault: Vault, name: str) -> None:
     ev = _eval_module()
-    pairs = ev.load_pairs()
-    assert len(pairs) >= 300
+    pairs = ev.load_pairs(DATA / name)
+    assert len(pairs) >= (300 if name == "dedup_pairs.jsonl" else 150)
     kinds = {(p["kind"], p["lang"]) for p in pairs}
     for kind in ("exact_provenance", "near_copy", "paraphrase", "value_change", "distinct_same_topic"):
         assert {(kind, "en"), (kind, "zh")} <= kinds
@@ -37,7 +41,7 @@ def test_labelled_pairs_precision_and_recall(model_vault: Vault) -> None:
     report = ev.evaluate(model_vault, pairs)
 
     assert report["precision"] >= 0.98, report["false_merges"]
-    assert report["recall"] >= RECALL_FLOOR, report["missed"]
+    assert report["recall"] >= RECALL_FLOOR[name], report["missed"]
     # Every exact copy (other provenance, injected block, whitespace) is caught.
     assert report["by_kind"]["exact_provenance/en"]["judged_duplicate"] == report["by_kind"]["exact_provenance/en"]["pairs"]
     assert report["by_kind"]["exact_provenance/zh"]["judged_duplicate"] == report["by_kind"]["exact_provenance/zh"]["pairs"]
