@@ -154,3 +154,29 @@ def test_only_memex_entries_are_recognised(tmp_path: Path) -> None:
     assert removed == 1  # only the entry whose program is memex
     kept = [h["command"] for h in settings["hooks"]["Stop"][0]["hooks"]]
     assert kept == ["/opt/memex-tools/run hook claude-code-ish", "echo memex hook claude-code is great"]
+
+
+def test_install_openclaw_hook_folder(home: Path, tmp_path: Path, vault_root: Path) -> None:
+    folder = home / ".openclaw" / "hooks" / "memex"
+    proc = memex(home, tmp_path, "install", "openclaw", "--json", vault=vault_root)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["next"] == "openclaw hooks enable memex"
+    meta = (folder / "HOOK.md").read_text(encoding="utf-8")
+    assert '"events": ["message:received", "message:sent"]' in meta
+    handler = (folder / "handler.ts").read_text(encoding="utf-8")
+    assert json.dumps(["--vault", str(vault_root), "hook", "openclaw"])[1:] in handler
+    again = json.loads(memex(home, tmp_path, "install", "openclaw", "--json", vault=vault_root).stdout)
+    assert again["changed"] is False
+    (folder / "notes.txt").write_text("the user's own file")
+    assert json.loads(memex(home, tmp_path, "uninstall", "openclaw", "--json").stdout)["removed"] == 2
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+
+
+def test_openclaw_hook_written_by_someone_else_is_left_alone(home: Path) -> None:
+    folder = install.openclaw_dir(home)
+    folder.mkdir(parents=True)
+    (folder / "HOOK.md").write_text("---\nname: memex\n---\nmine\n")
+    with pytest.raises(InvalidArgument, match="did not write"):
+        install.install_openclaw(folder, ["memex", "hook", "openclaw"])
+    assert install.uninstall_openclaw(folder)["removed"] == 0
+    assert (folder / "HOOK.md").read_text() == "---\nname: memex\n---\nmine\n"

@@ -11,6 +11,8 @@ reported and left alone):
   ``~/.claude.json`` (``--user``), key ``mcpServers.memex``.
 - MCP for Codex: ``~/.codex/config.toml`` or ``<project>/.codex/config.toml``,
   table ``[mcp_servers.memex]``.
+- OpenClaw: a managed hook folder ``~/.openclaw/hooks/memex/`` (``HOOK.md``
+  and ``handler.ts``, which pipes message events to ``memex hook openclaw``).
 
 memex's hook entries are recognised by their command (``… memex … hook
 <agent>``), so reinstalling replaces them in place and uninstalling removes
@@ -249,3 +251,74 @@ def uninstall_codex_mcp(path: Path) -> dict[str, Any]:
         write_text_atomic(path, rest.rstrip("\n") + "\n" if rest.strip() else "")
     return {"file": str(path), "removed": int(removed), "changed": removed}
 
+
+
+# -- OpenClaw gateway hook -----------------------------------------------------
+
+OPENCLAW_HOOK = "memex"
+_OPENCLAW_MARKER = "<!-- written by `memex install openclaw` -->"
+
+
+def openclaw_dir(home: Path | None = None) -> Path:
+    """A managed OpenClaw hook: ``~/.openclaw/hooks/memex/`` (HOOK.md + handler.ts)."""
+    return (home or Path.home()) / ".openclaw" / "hooks" / OPENCLAW_HOOK
+
+
+def _openclaw_files(cmd: list[str]) -> dict[str, str]:
+    hook_md = (
+        "---\n"
+        f"name: {OPENCLAW_HOOK}\n"
+        'description: "memex: capture and archive gateway messages as local Markdown memories"\n'
+        'metadata: { "openclaw": { "emoji": "🧠", "events": ["message:received", "message:sent"] } }\n'
+        "---\n\n"
+        f"{_OPENCLAW_MARKER}\n\n"
+        "Forwards every received and sent message to `memex hook openclaw`, which stores\n"
+        "explicit requests to remember (source `openclaw`, session\n"
+        "`openclaw-gateway:<channel>`) and archives the conversation. Remove it with\n"
+        "`memex uninstall openclaw`.\n"
+    )
+    handler = (
+        "// Written by `memex install openclaw`; memex never blocks the gateway:\n"
+        "// the event goes to memex on stdin and the handler does not wait for it.\n"
+        'import { spawn } from "node:child_process";\n\n'
+        f"const MEMEX: string[] = {json.dumps(cmd)};\n\n"
+        "const handler = async (event: any): Promise<void> => {\n"
+        '  if (event?.type !== "message") return;\n'
+        '  const child = spawn(MEMEX[0], MEMEX.slice(1), { stdio: ["pipe", "ignore", "ignore"], detached: true });\n'
+        '  child.on("error", () => {});\n'
+        "  child.stdin.end(JSON.stringify({\n"
+        "    type: event.type, action: event.action, sessionKey: event.sessionKey, context: event.context,\n"
+        "  }));\n"
+        "  child.unref();\n"
+        "};\n\n"
+        "export default handler;\n"
+    )
+    return {"HOOK.md": hook_md, "handler.ts": handler}
+
+
+def install_openclaw(folder: Path, cmd: list[str]) -> dict[str, Any]:
+    hook_md = folder / "HOOK.md"
+    if hook_md.exists() and _OPENCLAW_MARKER not in hook_md.read_text(encoding="utf-8"):
+        raise InvalidArgument(str(folder), "holds an OpenClaw hook memex did not write; memex left it alone")
+    changed = False
+    for name, text in _openclaw_files(cmd).items():
+        path = folder / name
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            write_text_atomic(path, text)
+            changed = True
+    return {"folder": str(folder), "events": ["message:received", "message:sent"], "command": shlex.join(cmd),
+            "changed": changed, "next": f"openclaw hooks enable {OPENCLAW_HOOK}"}
+
+
+def uninstall_openclaw(folder: Path) -> dict[str, Any]:
+    hook_md = folder / "HOOK.md"
+    if not hook_md.exists() or _OPENCLAW_MARKER not in hook_md.read_text(encoding="utf-8"):
+        return {"folder": str(folder), "removed": 0, "changed": False}
+    removed = 0
+    for name in ("HOOK.md", "handler.ts"):
+        if (folder / name).exists():
+            (folder / name).unlink()
+            removed += 1
+    if not any(folder.iterdir()):
+        folder.rmdir()
+    return {"folder": str(folder), "removed": removed, "changed": True}

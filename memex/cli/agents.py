@@ -133,7 +133,20 @@ def _agent_commands(install: bool) -> list[click.Command]:
     def mcp(ctx: click.Context, agent: str, where: str, as_json: bool) -> None:
         _mcp(agent, where, ctx, install, as_json)
 
-    return [claude, codex, mcp]
+    @click.command("openclaw", help=f"{verb} memex's OpenClaw gateway hook (~/.openclaw/hooks/memex/).")
+    @json_option
+    @click.pass_context
+    def openclaw(ctx: click.Context, as_json: bool) -> None:
+        from memex.agents import install as inst
+
+        folder = inst.openclaw_dir()
+        if install:
+            cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "hook", "openclaw")
+            _report(inst.install_openclaw(folder, cmd), as_json, "memex hook for OpenClaw")
+        else:
+            _report(inst.uninstall_openclaw(folder), as_json, "memex hook for OpenClaw removed")
+
+    return [claude, codex, mcp, openclaw]
 
 
 def register(main: click.Group) -> None:
