@@ -28,6 +28,7 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Any
 
+from memex import context
 from memex.agents import hook_io, transcript
 from memex.agents.hook_io import HookResult, Payload
 from memex.config import setting
@@ -116,8 +117,6 @@ def start_memories(vault: Vault, scopes: list[str], limit: int) -> list[Hit]:
 
 
 def session_start(vault: Vault, payload: Payload, agent: str) -> HookResult:
-    from memex import context
-
     session = context.session_id(hook_io.text_field(payload, "session_id", required=True))
     settings = AgentSettings.of(vault)
     source = hook_io.text_field(payload, "source") or "startup"
@@ -135,8 +134,6 @@ def session_start(vault: Vault, payload: Payload, agent: str) -> HookResult:
 
 
 def user_prompt(vault: Vault, payload: Payload, agent: str) -> HookResult:
-    from memex import context
-
     session = context.session_id(hook_io.text_field(payload, "session_id", required=True))
     prompt = hook_io.text_field(payload, "prompt", required=True) or ""
     settings = AgentSettings.of(vault)
@@ -159,8 +156,6 @@ def user_prompt(vault: Vault, payload: Payload, agent: str) -> HookResult:
 
 def archive_pending(vault: Vault, payload: Payload, agent: str, fmt: str, session: str) -> dict[str, Any]:
     """Hand the transcript lines not archived yet to ``after_turn``."""
-    from memex import context
-
     path = hook_io.text_field(payload, "transcript_path")
     settings = AgentSettings.of(vault)
     if not path:
@@ -183,8 +178,6 @@ def archive_pending(vault: Vault, payload: Payload, agent: str, fmt: str, sessio
 
 
 def stop(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookResult:
-    from memex import context
-
     session = context.session_id(hook_io.text_field(payload, "session_id", required=True))
     path = hook_io.text_field(payload, "transcript_path")
     if path and not Path(path).expanduser().is_file():
@@ -196,8 +189,6 @@ def stop(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookResult:
 
 
 def _compact(vault: Vault, payload: Payload, agent: str, fmt: str, session: str) -> dict[str, Any]:
-    from memex import context
-
     archive_pending(vault, payload, agent, fmt, session)
     path = hook_io.text_field(payload, "transcript_path")
     current = 0
@@ -209,8 +200,6 @@ def _compact(vault: Vault, payload: Payload, agent: str, fmt: str, session: str)
 
 
 def pre_compact(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookResult:
-    from memex import context
-
     session = context.session_id(hook_io.text_field(payload, "session_id", required=True))
     return HookResult(
         deferred=lambda: _compact(vault, payload, agent, fmt, session), vault=vault, label="PreCompact"
@@ -225,8 +214,6 @@ def _end(vault: Vault, payload: Payload, agent: str, fmt: str, session: str) -> 
 
 
 def session_end(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookResult:
-    from memex import context
-
     session = context.session_id(hook_io.text_field(payload, "session_id", required=True))
     return HookResult(deferred=lambda: _end(vault, payload, agent, fmt, session), vault=vault, label="SessionEnd")
 

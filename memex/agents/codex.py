@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memex import context
 from memex.agents import claude_code
 from memex.agents.hook_io import HookResult, Payload
 from memex.errors import InvalidArgument
@@ -33,8 +34,6 @@ NOTIFY_TYPE = "agent-turn-complete"
 
 
 def _notify_turn(vault: Vault, payload: Payload) -> dict[str, Any]:
-    from memex import context
-
     thread = payload.get("thread-id")
     if not isinstance(thread, str) or not thread.strip():
         raise InvalidArgument("thread-id", "missing from the Codex notify payload")

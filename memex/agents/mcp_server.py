@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from memex import context
 from memex.agents import hook_io, resources
 from memex.errors import InvalidArgument, MemexError
 from memex.vault import Vault
@@ -162,14 +163,10 @@ class Tools:
         return _plain(note)
 
     def memory_archive_search(self, query: str, session: str | None = None, limit: int = 10) -> dict[str, Any]:
-        from memex import context
-
         chosen = self._session(session)
         return {"session": chosen, "hits": context.archive_search(self.vault, chosen, query, limit)}
 
     def memory_archive_expand(self, archive_id: str) -> dict[str, Any]:
-        from memex import context
-
         return {"archive_id": archive_id, "messages": context.archive_expand(self.vault, archive_id)}
 
     def memory_add_resource(self, path: str, scope: str = resources.DEFAULT_SCOPE) -> dict[str, Any]:

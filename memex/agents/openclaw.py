@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memex import context
 from memex.agents import claude_code
 from memex.agents.hook_io import HookResult, Payload
 from memex.errors import InvalidArgument
@@ -69,8 +70,6 @@ def gateway_session(channel: str) -> str:
 
 
 def _archive(vault: Vault, session: str, role: str, text: str, scope: str) -> dict[str, Any]:
-    from memex import context
-
     result: dict[str, Any] = context.after_turn(
         vault, session, [{"role": role, "content": text}], 0, source=SOURCE, scope=scope
     )
@@ -78,8 +77,6 @@ def _archive(vault: Vault, session: str, role: str, text: str, scope: str) -> di
 
 
 def handle(vault: Vault, payload: Payload) -> HookResult:
-    from memex import context
-
     action, channel, text, key, delivered = _frame(payload)
     session = gateway_session(channel)
     settings = claude_code.AgentSettings.of(vault)
