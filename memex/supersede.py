@@ -63,7 +63,8 @@ def supersede(
         entities=entities,
         supersedes=old_id,
     )
-    if result.id == old_id:  # cannot happen: the pipeline excludes old_id
-        raise InvalidArgument("TEXT", f"is the text of {old_id} itself")
+    if result.status == "refused" or not result.id:
+        # e.g. the text was erased before: nothing was stored, so nothing replaces old_id.
+        raise InvalidArgument("TEXT", f"was refused ({result.method}); {old_id} is unchanged")
     vault.update_meta(old_id, {"superseded_by": result.id})
     return SupersedeResult(old_id, result)

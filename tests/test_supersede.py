@@ -77,6 +77,15 @@ def test_supersede_errors(vault: Vault) -> None:
         vault.supersede("01NOPE", "anything")
 
 
+def test_supersede_with_erased_text_leaves_the_old_memory_alone(vault: Vault) -> None:
+    secret = vault.add("The door code is 4711")
+    vault.erase(secret.id, reason="test")
+    old = vault.add("The door code is 1234")
+    with pytest.raises(InvalidArgument, match="refused"):
+        vault.supersede(old.id, "The door code is 4711")
+    assert vault.get(old.id).status == "active"
+
+
 # -- dedup cleanup ---------------------------------------------------------------------------
 
 
