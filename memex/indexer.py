@@ -235,7 +235,7 @@ class Indexer:
     # -- the shared path -----------------------------------------------------
 
     def _read(self, rel: str, st: os.stat_result) -> Record:
-        mf, raw = memory_file.read(self.root / rel, self.config.max_file_bytes)
+        mf, raw = memory_file.read(self.root / rel, self.config.max_file_bytes, self.root)
         # Re-stat after reading: the bytes we hold belong to this size/mtime.
         st2 = os.stat(self.root / rel)
         return build_record(rel, mf, raw, st2, self.config.default_scope)

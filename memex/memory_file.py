@@ -149,8 +149,16 @@ def parse(text: str, path: Path) -> MemoryFile:
     return MemoryFile({str(k): v for k, v in meta.items()}, text[match.end() :], True)
 
 
-def read(path: Path, max_bytes: int) -> tuple[MemoryFile, bytes]:
-    """Read and parse one file; returns the parsed file and its raw bytes."""
+def read(path: Path, max_bytes: int, root: Path | None = None) -> tuple[MemoryFile, bytes]:
+    """Read and parse one file; returns the parsed file and its raw bytes.
+
+    With ``root``, a file that resolves outside it (a link swapped in after
+    it was indexed, say) is refused rather than read.
+    """
+    if root is not None:
+        root_real = os.path.realpath(root)
+        if os.path.commonpath([root_real, os.path.realpath(path)]) != root_real:
+            raise MemoryFileError(path, "symbolic link points outside the vault; not followed")
     try:
         size = path.stat().st_size
         if size > max_bytes:

@@ -197,7 +197,7 @@ class Vault:
     def get(self, memory_id: str) -> Memory:
         """The memory with this id, read from its file."""
         path, status, count, last = self._row_by_id(memory_id)
-        mf, _ = memory_file.read(self.root / path, self.config.max_file_bytes)
+        mf, _ = memory_file.read(self.root / path, self.config.max_file_bytes, self.root)
         return Memory(memory_id, path, dict(mf.meta), mf.body, status, int(count or 0), last)
 
     def list(
@@ -371,7 +371,7 @@ class Vault:
         """Set (or, with None, remove) frontmatter keys of one memory, atomically."""
         path, *_ = self._row_by_id(memory_id)
         full = self.root / path
-        mf, _ = memory_file.read(full, self.config.max_file_bytes)
+        mf, _ = memory_file.read(full, self.config.max_file_bytes, self.root)
         for key, value in changes.items():
             if value is None:
                 mf.meta.pop(key, None)

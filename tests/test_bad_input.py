@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memex import health
+from memex.errors import MemoryFileError
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 
@@ -235,3 +236,19 @@ def test_bad_config_is_one_clear_error(vault_root: Path, config: str, message: s
     with pytest.raises(ConfigError) as info:
         Vault(vault_root)
     assert message in str(info.value) and str(vault_root / ".memex" / "config.toml") in str(info.value)
+
+
+def test_a_file_swapped_for_an_outside_link_is_not_read(capped: Vault, outside: Path) -> None:
+    """A memory file replaced by a link after indexing (a git pull, say)."""
+    capped.reindex()
+    hit = capped.search("giraffe enclosure")[0]
+    good = capped.root / hit.path
+    good.unlink()
+    os.symlink(outside / "secret.md", good)
+    with pytest.raises(MemoryFileError, match="points outside the vault"):
+        capped.get(hit.id)
+    with pytest.raises(MemoryFileError, match="points outside the vault"):
+        capped.update_meta(hit.id, {"category": "x"})
+    assert (outside / "secret.md").read_text() == "The zebra password is hunter2.\n"
+    capped.reindex()
+    _no_secret(capped)

@@ -24,9 +24,9 @@ def _reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     seen: list[Path] = []
     real = memory_file.read
 
-    def spy(path: Path, max_bytes: int) -> Any:
+    def spy(path: Path, *args: Any) -> Any:
         seen.append(path)
-        return real(path, max_bytes)
+        return real(path, *args)
 
     monkeypatch.setattr(memory_file, "read", spy)
     return seen
