@@ -20,14 +20,32 @@ SAMPLES = [
 QUERIES = ["which indentation does the user like", "how is the database shared between processes", "数据库 模式", "git workflow rules"]
 
 
+def _edit_by_hand(vault: Vault, root: Path, path: Path, echo: Callable[[str], None]) -> None:
+    """What a person does in an editor, and what reindex makes of it."""
+    edited = path.read_text(encoding="utf-8").replace("tabs over spaces", "spaces over tabs")
+    path.write_text(edited, encoding="utf-8")
+    notes = root / "memories" / "project" / "demo"
+    (notes / "release.md").write_text("Releases are tagged from main every second Thursday.\n", encoding="utf-8")
+    (notes / "broken.md").write_text("---\nid: [oops\n---\nA file with broken frontmatter.\n", encoding="utf-8")
+    report = vault.reindex()
+    echo(f"edit one file, write two by hand -> reindex: {report.updated} updated, {report.added} added")
+    for err in report.errors:
+        echo(f"  not indexed: {err['path']}: {err['reason']}")
+    for query in ("which indentation does the user like", "when are releases tagged"):
+        hit = vault.search(query, limit=1)[0]
+        echo(f"search {query!r}\n  {hit.score:.3f}  {hit.body}  ({hit.path})")
+
+
 def run_demo(keep: bool = False, echo: Callable[[str], None] = print) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="memex-demo-"))
     root = init_vault(folder / "vault", git=False)
     echo(f"vault: {root}")
     with Vault(root) as vault:
         echo(f"model: {vault.embedder_status()}")
+        paths = []
         for body, scope, category in SAMPLES:
             result = vault.add(body, scope=scope, category=category, source="demo")
+            paths.append(root / result.path)
             echo(f"  add  {result.status:9} {result.id}  {body}")
         again = vault.add(SAMPLES[0][0], scope=SAMPLES[0][1], source="another-writer", session="s2")
         echo(f"  add  {again.status:9} (method {again.method}) the same decision from another writer")
@@ -36,6 +54,10 @@ def run_demo(keep: bool = False, echo: Callable[[str], None] = print) -> Path:
             echo(f"search {query!r}")
             for hit in hits:
                 echo(f"  {hit.score:.3f}  {hit.body}")
+        echo(f"file {paths[1].relative_to(root)}:")
+        for line in paths[1].read_text(encoding="utf-8").splitlines():
+            echo(f"  | {line}")
+        _edit_by_hand(vault, root, paths[1], echo)
         report = vault.reindex(full=True)
         echo(f"reindex --full: {report.updated} re-read, {report.embedded} embedded "
              f"(cache reused), {len(report.errors)} errors, {report.seconds:.2f}s")
