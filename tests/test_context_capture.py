@@ -288,3 +288,12 @@ def test_concurrent_after_turns_of_one_session_do_not_collide(vault: Vault) -> N
     turns = archive.read_turns(vault, "busy")
     assert sorted(t["seq"] for t in turns) == list(range(1, 25))
     assert archive.load_state(vault, "busy").turns == 24
+
+
+def test_compact_of_a_short_or_empty_session_replaces_nothing(vault: Vault) -> None:
+    empty = compact(vault, "nothing-yet", 100_000, 1_234)
+    assert empty["tokens_after"] == 1_234 and empty["summary"] == "" and empty["memories"] == []
+    after_turn(vault, "short", [user("We decided to use uv."), assistant("ok")], 0, commit="none")
+    short = compact(vault, "short", 100_000, 500)  # 2 messages <= commit_keep_recent_count (10)
+    assert short["compacted_upto"] == 0 and short["tokens_after"] == 500
+    assert [m["status"] for m in short["memories"]] == ["created"]

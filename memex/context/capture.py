@@ -195,10 +195,12 @@ def compact(vault: Vault, session: str, token_budget: int, current_tokens: int) 
     plan = budget_plan(token_budget)
     recent = _recent_tokens(vault, session, settings.commit_keep_recent_count)
     summary_tokens = min(state.summary_tokens, plan["archive"])
+    # Nothing is replaced until the session has more than the recent messages.
+    after = min(current_tokens, summary_tokens + recent) if state.compacted_upto > 0 else current_tokens
     return {
         "summary": done["summary"],
         "tokens_before": current_tokens,
-        "tokens_after": min(current_tokens, summary_tokens + recent),
+        "tokens_after": after,
         "memories": done["memories"],
         "compacted_upto": state.compacted_upto,
         "extractor": done["extractor"],
