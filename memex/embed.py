@@ -20,6 +20,7 @@ import hashlib
 import os
 import shutil
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -31,6 +32,12 @@ import numpy as np
 from memex.errors import ConfigError
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+# all-MiniLM-L6-v2 was trained on sequences of at most 256 word pieces (its
+# sentence-transformers max_seq_length); fastembed's tokenizer would pad a
+# batch up to 512, and attention cost grows with the square of that. Longer
+# bodies are covered by chunk vectors anyway (chunk_chars = 800 is ~200 pieces).
+MAX_TOKENS = 256
+BATCH_SIZE = 64
 DEFAULT_MODEL_ID = "all-MiniLM-L6-v2-int8"
 _TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
@@ -58,13 +65,24 @@ class FastEmbedder:
         self._model = TextEmbedding(
             model_name, specific_model_path=str(model_dir), threads=os.cpu_count() or 1
         )
+        tokenizer = getattr(getattr(self._model, "model", None), "tokenizer", None)
+        if tokenizer is not None:
+            tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self.dim = int(self.embed(["dimension probe"]).shape[1])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        # A batch is padded to its longest text: embedding in order of length
+        # keeps short memories from paying for a long one in their batch.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        by_length = [texts[i] for i in order]
         with self._lock:  # onnxruntime sessions are not re-entrant across threads here
-            vectors = np.asarray(list(self._model.embed(list(texts), batch_size=64)), dtype=np.float32)
+            sorted_vectors = np.asarray(
+                list(self._model.embed(by_length, batch_size=BATCH_SIZE)), dtype=np.float32
+            )
+        vectors = np.empty_like(sorted_vectors)
+        vectors[order] = sorted_vectors
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return np.ascontiguousarray(vectors / norms, dtype=np.float32)
@@ -192,6 +210,33 @@ def cached_vectors(
             found[key] = blob
             rows.append((embedder.model_id, key, blob))
     return [found[k] for k in keys], rows
+
+
+_QUERY_LRU_SIZE = 512
+_query_lru: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_query_lru_lock = threading.Lock()
+
+
+def query_vector(embedder: Embedder, text: str) -> np.ndarray:
+    """The vector of a search query, remembered in-process (LRU).
+
+    Queries are not written to the index's cache: a search stays read-only
+    (no write lock, no growth of the index with every question asked), and an
+    agent that asks the same thing twice in a session pays once.
+    """
+    key = (embedder.model_id, text)
+    with _query_lru_lock:
+        found = _query_lru.get(key)
+        if found is not None:
+            _query_lru.move_to_end(key)
+            return found
+    vector: np.ndarray = np.asarray(embedder.embed([text])[0], dtype=np.float32)
+    vector.setflags(write=False)
+    with _query_lru_lock:
+        _query_lru[key] = vector
+        while len(_query_lru) > _QUERY_LRU_SIZE:
+            _query_lru.popitem(last=False)
+    return vector
 
 
 def store_cache(conn: apsw.Connection, rows: Sequence[CacheRow]) -> None:

@@ -44,7 +44,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from memex import embed
+from memex import embed, vecmatrix
 from memex.db import has_vector_tables
 from memex.text import fts_query
 
@@ -179,46 +179,60 @@ def _marks(n: int) -> str:
 
 
 def _lexical(conn: apsw.Connection, query: str, filters: Filters, k: int) -> dict[int, float]:
+    """Top ``k`` memories by BM25 that pass the filters.
+
+    Joining the FTS table to ``memories`` before the LIMIT makes SQLite look
+    up every match (about 1,300 of 10k synthetic memories for a typical
+    query: 3-10 ms); BM25 alone takes about 1 ms. So without narrowing
+    filters, take the best ``2k`` matches first and filter those; only when
+    that leaves fewer than ``k`` is every match filtered.
+    """
     match = fts_query(query)
     if match is None:
         return {}
     where, params = filters.sql()
+    if not filters.narrowing:
+        top = [
+            (int(r), float(score))
+            for r, score in conn.execute(
+                "SELECT rowid, -bm25(memory_fts) FROM memory_fts WHERE memory_fts MATCH ? "
+                "ORDER BY bm25(memory_fts) LIMIT ?",
+                (match, 2 * k),
+            )
+        ]
+        ids = [r for r, _ in top]
+        keep = {
+            int(r[0])
+            for r in conn.execute(
+                f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({_marks(len(ids))}) AND {where}",
+                (*ids, *params),
+            )
+        } if ids else set()
+        found = [(r, score) for r, score in top if r in keep][:k]
+        if len(found) >= k or len(top) < 2 * k:
+            return dict(found)
     rows = conn.execute(
-        f"SELECT f.rowid, -bm25(memory_fts) FROM memory_fts f JOIN memories m ON m.rowid = f.rowid "
-        f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25(memory_fts) LIMIT ?",
+        "WITH f AS MATERIALIZED (SELECT rowid, bm25(memory_fts) AS s FROM memory_fts WHERE memory_fts MATCH ?) "
+        f"SELECT f.rowid, -f.s FROM f JOIN memories m ON m.rowid = f.rowid WHERE {where} ORDER BY f.s LIMIT ?",
         (match, *params, k),
     )
     return {int(r): float(s) for r, s in rows}
 
 
-def _knn(conn: apsw.Connection, blob: bytes, k: int) -> dict[int, float]:
-    """Nearest memories by body and by chunk vectors (a chunk speaks for its memory)."""
-    sims: dict[int, float] = {}
-    for rowid, dist in conn.execute(
-        "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ?", (blob, k)
-    ):
-        sims[int(rowid)] = 1.0 - float(dist)
-    for mrow, dist in conn.execute(
-        "SELECT c.memory_rowid, v.distance FROM "
-        "(SELECT rowid, distance FROM chunk_vec WHERE embedding MATCH ? AND k = ?) v "
-        "JOIN chunks c ON c.rowid = v.rowid",
-        (blob, k),
-    ):
-        sim = 1.0 - float(dist)
-        if sim > sims.get(int(mrow), -2.0):
-            sims[int(mrow)] = sim
-    return sims
-
-
 def _semantic(
     conn: apsw.Connection, qvec: np.ndarray, filters: Filters, k: int
 ) -> dict[int, float]:
-    blob = embed.to_blob(qvec)
+    matrix = vecmatrix.for_connection(conn)
+    if matrix is None:
+        return {}
     where, params = filters.sql()
-    # A k-nearest search over all memories, filtered afterwards, can leave a
-    # narrow scope with nothing; ask for more neighbours when filters narrow.
-    want = k * 8 if filters.narrowing else k
-    sims = _knn(conn, blob, want)
+    if filters.narrowing:
+        # Exact over what passes the filters: the k nearest of all memories,
+        # filtered afterwards, could leave a narrow scope with nothing.
+        allowed = [int(r[0]) for r in conn.execute(f"SELECT m.rowid FROM memories m WHERE {where}", params)]
+        sims = matrix.cosines(qvec, allowed)
+        return dict(sorted(sims.items(), key=lambda kv: -kv[1])[:k])
+    sims = matrix.nearest(qvec, k)
     if not sims:
         return sims
     ids = list(sims)
@@ -229,42 +243,13 @@ def _semantic(
             (*ids, *params),
         )
     }
-    if filters.narrowing and len(keep) < k and len(sims) >= want:
-        # Still too few: score every memory that passes the filters directly.
-        return _scan(conn, blob, where, params)
     return {r: s for r, s in sims.items() if r in keep}
-
-
-def _scan(conn: apsw.Connection, blob: bytes, where: str, params: list[Any]) -> dict[int, float]:
-    """Exact cosine for every memory (and chunk) passing the filters."""
-    sims: dict[int, float] = {}
-    for rowid, dist in conn.execute(
-        f"SELECT m.rowid, vec_distance_cosine(v.embedding, ?) FROM memories m "
-        f"JOIN memory_vec v ON v.rowid = m.rowid WHERE {where}",
-        (blob, *params),
-    ):
-        sims[int(rowid)] = 1.0 - float(dist)
-    for rowid, dist in conn.execute(
-        f"SELECT m.rowid, vec_distance_cosine(v.embedding, ?) FROM memories m "
-        f"JOIN chunks c ON c.memory_rowid = m.rowid JOIN chunk_vec v ON v.rowid = c.rowid WHERE {where}",
-        (blob, *params),
-    ):
-        sim = 1.0 - float(dist)
-        if sim > sims.get(int(rowid), -2.0):
-            sims[int(rowid)] = sim
-    return sims
 
 
 def _fill_semantic(conn: apsw.Connection, qvec: np.ndarray, rowids: list[int]) -> dict[int, float]:
     """Cosine for candidates that only the lexical side found."""
-    if not rowids:
-        return {}
-    out: dict[int, float] = {}
-    for rowid, blob in conn.execute(
-        f"SELECT rowid, embedding FROM memory_vec WHERE rowid IN ({_marks(len(rowids))})", rowids
-    ):
-        out[int(rowid)] = float(np.dot(embed.from_blob(blob), qvec))
-    return out
+    matrix = vecmatrix.for_connection(conn) if rowids else None
+    return matrix.cosines(qvec, rowids) if matrix is not None else {}
 
 
 def _normalized_lexical(lexical: dict[int, float], how: str) -> dict[int, float]:

@@ -148,3 +148,13 @@ def test_lexical_only_vault(vault_root) -> None:  # type: ignore[no-untyped-def]
         hits = v.search("ruff linting")
         assert [h.id for h in hits] == [added.id]
         assert hits[0].semantic is None
+
+
+def test_search_is_read_only_and_remembers_query_vectors(vault: Vault, fake_embedder) -> None:  # type: ignore[no-untyped-def]
+    vault.add("Use ruff for linting")
+    cached = vault.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+    vault.search("which linter do we use")
+    calls = fake_embedder.calls
+    vault.search("which linter do we use")
+    assert fake_embedder.calls == calls  # the second time the vector came from the LRU
+    assert vault.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == cached

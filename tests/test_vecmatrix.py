@@ -1,0 +1,89 @@
+"""The in-process vector copy stays true to the index (fake embedder)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from memex import embed, vecmatrix
+from memex.vault import Vault
+from tests.fakes import HashEmbedder
+
+
+def _stored(vault: Vault, memory_id: str) -> np.ndarray:
+    rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
+    blob = vault.conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()[0]
+    return embed.from_blob(blob)
+
+
+def _nearest_ids(vault: Vault, text: str, k: int = 5) -> list[str]:
+    matrix = vecmatrix.for_connection(vault.conn)
+    assert matrix is not None
+    qvec = vault.embedder.embed([text])[0]  # type: ignore[union-attr]
+    near = matrix.nearest(qvec, k)
+    ids = dict(vault.conn.execute("SELECT rowid, id FROM memories").fetchall())
+    return [ids[r] for r in sorted(near, key=lambda r: -near[r])]
+
+
+def test_matches_the_sqlite_knn(vault: Vault) -> None:
+    for i in range(30):
+        vault.add(f"Service number {i} talks to queue {i % 7} and cache {i % 5}")
+    matrix = vecmatrix.for_connection(vault.conn)
+    assert matrix is not None
+    qvec = vault.embedder.embed(["service queue 3 cache 2"])[0]  # type: ignore[union-attr]
+    mine = matrix.nearest(qvec, 10)
+    theirs = {
+        int(r): 1.0 - float(d)
+        for r, d in vault.conn.execute(
+            "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = 10", (embed.to_blob(qvec),)
+        )
+    }
+    # Same similarities best-first (ties may pick different rows at the cut).
+    assert np.allclose(sorted(mine.values()), sorted(theirs.values()), atol=1e-5)
+    both = set(mine) & set(theirs)
+    assert len(both) >= 8
+    for rowid in both:
+        assert abs(mine[rowid] - theirs[rowid]) < 1e-5
+
+
+def test_sees_adds_edits_and_deletes_through_the_same_connection(vault: Vault) -> None:
+    first = vault.add("Redis is the Celery broker")
+    assert _nearest_ids(vault, "Redis is the Celery broker")[0] == first.id  # matrix now exists
+    second = vault.add("Postgres holds the invoices")
+    assert _nearest_ids(vault, "Postgres holds the invoices")[0] == second.id
+    path = vault.root / second.path
+    path.write_text(path.read_text().replace("Postgres holds the invoices", "Kafka carries the events"))
+    vault.reindex()
+    matrix = vecmatrix.for_connection(vault.conn)
+    assert matrix is not None
+    rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (second.id,)).fetchone()[0]
+    slot = matrix.memories.where[rowid]
+    assert np.allclose(matrix.memories.matrix[slot], _stored(vault, second.id))
+    assert _nearest_ids(vault, "Kafka carries the events")[0] == second.id
+    path.unlink()
+    vault.reindex()
+    assert second.id not in _nearest_ids(vault, "Kafka carries the events")
+    assert second.id not in {h.id for h in vault.search("kafka events")}
+
+
+def test_sees_changes_made_by_another_connection(vault_root: Path) -> None:
+    fake = HashEmbedder()
+    with Vault(vault_root, embedder=fake) as reader, Vault(vault_root, embedder=fake) as writer:
+        writer.add("The API runs on uvicorn")
+        assert [h.body for h in reader.search("uvicorn api")] == ["The API runs on uvicorn"]
+        added = writer.add("Grafana shows the dashboards for production")
+        hits = reader.search("grafana dashboards production")
+        assert hits[0].id == added.id and hits[0].semantic is not None
+
+
+def test_chunks_speak_for_their_memory(vault: Vault) -> None:
+    filler = " ".join(f"word{i}" for i in range(400))
+    long_one = vault.add(f"{filler} the rare zebra finch nests in the server room {filler}")
+    vault.add("Short note about tea")
+    matrix = vecmatrix.for_connection(vault.conn)
+    assert matrix is not None and matrix.chunks.size > 0
+    qvec = vault.embedder.embed(["rare zebra finch nests in the server room"])[0]  # type: ignore[union-attr]
+    rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (long_one.id,)).fetchone()[0]
+    body_only = float(np.dot(_stored(vault, long_one.id), qvec))
+    assert matrix.cosines(qvec, [rowid])[rowid] > body_only  # the best chunk beats the diluted body
