@@ -70,9 +70,13 @@ class Extracted:
         return {"text": self.text, "category": self.category, "confidence": self.confidence}
 
 
-def sentences(text: str) -> list[str]:
+# A summary line ends at a full stop; a semicolon only separates rules.
+_FULL_STOP = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
+
+
+def sentences(text: str, pattern: re.Pattern[str] = _SENTENCE) -> list[str]:
     text = _CODE.sub(" ", text)
-    return [normalize(s) for s in _SENTENCE.split(text) if normalize(s)]
+    return [normalize(s) for s in pattern.split(text) if normalize(s)]
 
 
 def classify(sentence: str) -> str | None:
@@ -147,7 +151,7 @@ def summarize_rules(previous: str, turns: list[dict[str, Any]], max_tokens: int 
             if role not in ("user", "assistant"):
                 continue
             text = _user_text(msg) if role == "user" else content_text(msg.get("content"))
-            first = next(iter(sentences(text)), "")
+            first = next(iter(sentences(text, _FULL_STOP)), "")
             if first:
                 lines.append(f"- {role} (turn {turn.get('seq')}): {first[:240]}")
     # The oldest lines go first when the summary outgrows its share.
