@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from memex.context import after_turn, assemble, commit_session  # noqa: E402
-from memex.context.tokens import _CACHE, count_text  # noqa: E402
+from memex.context.tokens import clear_count_cache, count_text  # noqa: E402
 from memex.embed import load_embedder  # noqa: E402
 from memex.vault import Vault, init_vault  # noqa: E402
 
@@ -91,7 +91,7 @@ def run(n_memories: int, runs: int) -> dict[str, Any]:
                           {"role": "assistant", "content": " ".join(_memory(rng, j) for j in range(20))}]
             full = []
             for _ in range(max(3, runs // 5)):
-                _CACHE.clear()  # cold: a fresh process (a CLI call) counts everything
+                clear_count_cache()  # cold: a fresh process (a CLI call) counts everything
                 t0 = time.perf_counter()
                 out = assemble(vault, "bench-full", convo, 64_000)
                 full.append(time.perf_counter() - t0)
@@ -118,7 +118,7 @@ def run(n_memories: int, runs: int) -> dict[str, Any]:
             committed = commit_session(vault, "bench-commit")
             commit_s = time.perf_counter() - t0
             text = " ".join(_memory(rng, i) for i in range(2000))
-            _CACHE.clear()
+            clear_count_cache()
             t0 = time.perf_counter()
             n_tokens = count_text(text)
             tok_s = time.perf_counter() - t0

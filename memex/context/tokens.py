@@ -119,6 +119,11 @@ def count_texts(texts: list[str]) -> list[int]:
     return counts
 
 
+def clear_count_cache() -> None:
+    """Forget cached counts (benchmarks measure a fresh process this way)."""
+    _CACHE.clear()
+
+
 def message_costs(messages: list[dict[str, Any]]) -> list[int]:
     """Tokens of each message, framing included."""
     return [MESSAGE_OVERHEAD + n for n in count_texts([_message_text(m) for m in messages])]
