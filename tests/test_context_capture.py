@@ -16,7 +16,7 @@ from memex.context import (
 from memex.context import archive
 from memex.context.extract import extract_rules, is_remember_request
 from memex.context.inject import render_memories_block
-from memex.errors import InvalidArgument
+from memex.errors import InvalidArgument, MemoryNotFound
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 
@@ -84,9 +84,10 @@ def test_commit_runs_when_pending_tokens_pass_threshold(vault_root: Path) -> Non
         # Source, scope and source_ref come from the archived turn it was said in.
         assert meta["source"] == "codex" and meta["session"] == "s"
         assert meta["scope"] == "project:web" and meta["category"] == "decision"
-        assert meta["source_ref"] == "s#1"
+        assert meta["source_ref"] == "sessions/s/turns.jsonl#1"  # erasure follows this path
+        assert archive_expand(v, meta["source_ref"])[0]["content"] == "We decided to deploy with Kamal."
         later = bodies["I prefer short commit messages."]
-        assert later["source"] == "claude-code" and later["source_ref"] == "s#2"
+        assert later["source"] == "claude-code" and later["source_ref"] == "sessions/s/turns.jsonl#2"
         assert later["category"] == "preference"
         assert archive.load_state(v, "s").committed_seq == 2
         # A second commit with nothing pending extracts nothing again.
@@ -297,3 +298,15 @@ def test_compact_of_a_short_or_empty_session_replaces_nothing(vault: Vault) -> N
     short = compact(vault, "short", 100_000, 500)  # 2 messages <= commit_keep_recent_count (10)
     assert short["compacted_upto"] == 0 and short["tokens_after"] == 500
     assert [m["status"] for m in short["memories"]] == ["created"]
+
+
+def test_erasing_a_session_takes_its_archive_and_extracted_memories(vault_root: Path) -> None:
+    with configured(vault_root, "[context]\ncommit_token_threshold = 1\n") as v:
+        done = after_turn(v, "gone", [user("We decided to store card numbers in Vault.")], 0, commit="sync")
+        extracted = done["memories"][0]["id"]
+        kept = v.add("An unrelated memory from elsewhere.", session="other").id
+        v.erase(session="gone", reason="test")
+        assert not list((vault_root / "sessions").rglob("turns.jsonl"))
+        assert [h.id for h in v.list()] == [kept]
+        with pytest.raises(MemoryNotFound):
+            v.get(extracted)

@@ -172,9 +172,28 @@ def archive_search(vault: Vault, session: str, query: str, limit: int = 10) -> l
     return [t[3] for t in scored[:limit]]
 
 
+def source_ref(record: dict[str, Any]) -> str:
+    """The ``source_ref`` of a memory extracted from an archived turn.
+
+    It is the archive file's vault path plus ``#<seq>``, the form subject
+    erasure follows (memex.erase_select): erasing the archive erases the
+    memories extracted from it. :func:`archive_expand` accepts it too.
+    """
+    folder, _, seq = str(record["id"]).rpartition("#")
+    return f"{SESSIONS_DIR}/{folder}/{TURNS}#{seq}"
+
+
 def archive_expand(vault: Vault, archive_id: str) -> list[dict[str, Any]]:
-    """The archived messages of one turn, as they were stored."""
-    folder, sep, seq_text = archive_id.strip().rpartition("#")
+    """The archived messages of one turn, as they were stored.
+
+    ``archive_id`` is ``<session folder>#<n>`` or a memory's ``source_ref``
+    (``sessions/<session folder>/turns.jsonl#<n>``).
+    """
+    ref = archive_id.strip()
+    prefix, suffix = f"{SESSIONS_DIR}/", f"/{TURNS}#"
+    if ref.startswith(prefix) and suffix in ref:
+        ref = ref[len(prefix):].replace(suffix, "#", 1)
+    folder, sep, seq_text = ref.rpartition("#")
     if not sep or not folder or not seq_text.isdigit() or safe_name(folder) != folder:
         raise InvalidArgument("archive_id", f"{archive_id!r} is not an archive id (<session>#<n>)")
     seq = int(seq_text)

@@ -108,7 +108,7 @@ def commit_session(
                 added = vault.add(
                     item.text, scope=scope or (turn or {}).get("scope"),
                     source=source or (turn or {}).get("source") or "agent",
-                    session=session, source_ref=turn["id"] if turn else None,
+                    session=session, source_ref=archive.source_ref(turn) if turn else None,
                     category=item.category, confidence=item.confidence,
                 )
             except MemexError as exc:  # one bad item must not lose the others
@@ -146,8 +146,8 @@ def _extract(
 
 
 def _origin(turns: list[dict[str, Any]], text: str) -> dict[str, Any] | None:
-    """The archived turn a memory came from: its id is the memory's source_ref
-    (for subject erasure) and its source the memory's source."""
+    """The archived turn a memory came from: it gives the memory's source_ref
+    (for subject erasure), source and scope."""
     needle = " ".join(text.split()).casefold()
     for turn in turns:
         for msg in turn.get("messages", []):
