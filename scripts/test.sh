@@ -10,3 +10,5 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# The whole package is kept clean under mypy --strict (pyproject.toml [tool.mypy]).
+.venv/bin/python -m mypy memex
