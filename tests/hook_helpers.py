@@ -39,6 +39,7 @@ def run_hook(
         full["HOME"] = str(isolated_home(vault))
     if sync:
         full["MEMEX_HOOK_SYNC"] = "1"
+    full.setdefault("MEMEX_WARM", "0")  # no warm model servers outliving the test
     full.update(env or {})
     return subprocess.run(
         [MEMEX, "hook", agent, *args], input=stdin, capture_output=True, text=True, env=full, timeout=120

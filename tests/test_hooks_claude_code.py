@@ -17,6 +17,12 @@ from tests.hook_helpers import copy_transcript, fixture, isolated_home, lexical_
 SESSION = "5f0c2b9e-8a41-4c7d-9e3b-2d1f6a7b8c90"  # the fixtures' id, lower-cased
 
 
+
+@pytest.fixture(autouse=True)
+def _no_warm_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SessionStart would start a warm model server; tests/test_hooks_warm.py covers it."""
+    monkeypatch.setenv("MEMEX_WARM", "0")
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "shop-api"

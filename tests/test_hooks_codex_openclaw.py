@@ -22,6 +22,12 @@ def finish(result: hook_io.HookResult) -> dict[str, Any]:
     return result.answer
 
 
+
+@pytest.fixture(autouse=True)
+def _no_warm_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SessionStart would start a warm model server; tests/test_hooks_warm.py covers it."""
+    monkeypatch.setenv("MEMEX_WARM", "0")
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "infra"

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memex import context
-from memex.agents import hook_io, transcript
+from memex.agents import hook_io, transcript, warm
 from memex.agents.hook_io import HookResult, Payload
 from memex.config import setting
 from memex.errors import InvalidArgument
@@ -121,6 +121,7 @@ def session_start(vault: Vault, payload: Payload, agent: str) -> HookResult:
     settings = AgentSettings.of(vault)
     source = hook_io.text_field(payload, "source") or "startup"
     hook_io.remember_session(vault, agent, session, hook_io.text_field(payload, "cwd"))
+    warm.start(vault)  # so that this session's prompts do not each load the model
     parts = [session_note(session)]
     if switch(vault, "auto_recall") and settings.session_start_limit:
         hits = start_memories(vault, recall_scopes(settings, hook_io.text_field(payload, "cwd")),

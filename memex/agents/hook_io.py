@@ -39,8 +39,12 @@ def default_vault_path() -> Path:
     return DEFAULT_VAULT.expanduser()
 
 
-def hook_vault(explicit: str | None) -> Vault:
-    """The vault named by --vault/$MEMEX_VAULT (must exist), else the default one."""
+def hook_vault(explicit: str | None, warm: bool = False) -> Vault:
+    """The vault named by --vault/$MEMEX_VAULT (must exist), else the default one.
+
+    With ``warm``, the vault embeds through the session's warm model server
+    when one runs (see :mod:`memex.agents.warm`), instead of loading the model.
+    """
     if explicit:
         root = Path(explicit).expanduser()
         if not (root / MEMEX_DIR).is_dir():
@@ -48,11 +52,18 @@ def hook_vault(explicit: str | None) -> Vault:
                 f"{root} is not a memex vault (from --vault or MEMEX_VAULT); "
                 f"create it with `memex init {root}` or unset MEMEX_VAULT to use {default_vault_path()}"
             )
-        return Vault(root.resolve())
-    root = default_vault_path()
-    if not (root / MEMEX_DIR).is_dir():
-        init_vault(root, git=True)
-    return Vault(root.resolve())
+    else:
+        root = default_vault_path()
+        if not (root / MEMEX_DIR).is_dir():
+            init_vault(root, git=True)
+    vault = Vault(root.resolve())
+    if warm:
+        from memex.agents import warm as warm_server
+
+        embedder = warm_server.connect(vault)
+        if embedder is not None:
+            vault = Vault(vault.root, embedder=embedder)
+    return vault
 
 
 def parse_payload(raw: str, origin: str = "stdin") -> Payload:

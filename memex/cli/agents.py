@@ -36,7 +36,7 @@ def hook_cmd(ctx: click.Context, agent: str, payload: str | None) -> None:
     def handler() -> hook_io.HookResult:
         event = hook_io.parse_payload(payload if payload is not None else sys.stdin.read(),
                                       "PAYLOAD" if payload is not None else "stdin")
-        vault = hook_io.hook_vault(_vault_path(ctx))
+        vault = hook_io.hook_vault(_vault_path(ctx), warm=True)
         ctx.call_on_close(vault.close)
         if agent == "claude-code":
             return claude_code.handle(vault, event)

@@ -1,0 +1,181 @@
+"""A warm embedding model for hooks: load once per session, not once per prompt.
+
+A hook is a new process per event. Recall needs the query embedded, and
+loading the model costs most of a second of CPU (importing fastembed and
+onnxruntime, building the session) — more than everything else the hook
+does. So SessionStart starts, in the background, a small server that loads
+the vault's model once and embeds texts for the hooks over a Unix socket;
+a UserPromptSubmit that finds it uses it and never loads the model itself.
+The server exits after ``[agents] warm_seconds`` idle (default 1200; 0,
+or ``MEMEX_WARM=0`` in the environment, turns it off), and a hook that finds no server loads the model as before:
+the server only ever makes hooks faster, never required.
+
+The socket lives in a per-user folder (mode 0700) under ``$XDG_RUNTIME_DIR``
+or the temp folder, named by a hash of the vault path (socket paths are
+limited to about 100 bytes). Requests and answers are one JSON line each:
+``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memex import embed
+from memex.config import setting as config_setting
+from memex.vault import Vault
+
+CONNECT_TIMEOUT = 0.05  # a missing or stuck server must cost the hook nothing noticeable
+REPLY_TIMEOUT = 5.0
+DEFAULT_IDLE = 1200
+
+
+def idle_seconds(vault: Vault) -> int:
+    """``[agents] warm_seconds``; 0 when ``MEMEX_WARM=0`` (turned off for this process tree)."""
+    if os.environ.get("MEMEX_WARM") == "0":
+        return 0
+    value: int = config_setting(vault.config.section("agents"), "warm_seconds", DEFAULT_IDLE, "[agents]")
+    return value
+
+
+def socket_path(root: Path) -> Path | None:
+    if not hasattr(socket, "AF_UNIX"):
+        return None
+    base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    folder = base / f"memex-{uid}"
+    digest = hashlib.sha256(str(root.resolve()).encode("utf-8")).hexdigest()[:20]
+    return folder / f"{digest}.sock"
+
+
+def _ask(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(CONNECT_TIMEOUT)
+        sock.connect(str(path))
+        sock.settimeout(timeout)
+        sock.sendall(json.dumps(request).encode("utf-8") + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                break
+            data += chunk
+    answer: dict[str, Any] = json.loads(data)
+    return answer
+
+
+class WarmEmbedder:
+    """An :class:`memex.embed.Embedder` whose model runs in the warm server."""
+
+    def __init__(self, path: Path, model_id: str, dim: int) -> None:
+        self.path = path
+        self.model_id = model_id
+        self.dim = dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        answer = _ask(self.path, {"texts": list(texts)}, REPLY_TIMEOUT)
+        return np.asarray(answer["vectors"], dtype=np.float32).reshape(len(texts), self.dim)
+
+
+def connect(vault: Vault) -> WarmEmbedder | None:
+    """The warm server's embedder for this vault's model, or None (no server, other model)."""
+    path = socket_path(vault.root)
+    if path is None or not path.exists():
+        return None
+    try:
+        info = _ask(path, {"texts": []}, REPLY_TIMEOUT)
+    except (OSError, ValueError):
+        return None
+    if info.get("setting") != vault.config.embedding_model or not info.get("model_id"):
+        return None
+    return WarmEmbedder(path, str(info["model_id"]), int(info["dim"]))
+
+
+def start(vault: Vault) -> bool:
+    """Start the warm server for ``vault`` in the background unless it runs or is off."""
+    path = socket_path(vault.root)
+    if path is None or vault.config.embedding_model == "none" or idle_seconds(vault) <= 0:
+        return False
+    if connect(vault) is not None:
+        return False
+    subprocess.Popen(
+        [sys.executable, "-m", "memex.agents.warm", str(vault.root)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, close_fds=True,
+    )
+    return True
+
+
+def serve(root: Path) -> None:
+    """Run the server until it has been idle for ``warm_seconds``."""
+    with Vault(root) as vault:
+        idle = idle_seconds(vault)
+        model = embed.load_embedder(vault.config.embedding_model)
+        setting = vault.config.embedding_model
+    path = socket_path(root)
+    if model is None or path is None or idle <= 0:
+        return
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        try:
+            server.bind(str(path))
+        except OSError:
+            # Another server got there first, or a dead one left its socket.
+            if _alive(path):
+                return
+            path.unlink(missing_ok=True)
+            server.bind(str(path))
+        try:
+            os.chmod(path, 0o600)
+            server.listen(8)
+            server.settimeout(idle)
+            info = {"model_id": model.model_id, "dim": model.dim, "setting": setting}
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except TimeoutError:
+                    return
+                with conn:
+                    _answer(conn, model, info)
+        finally:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def _alive(path: Path) -> bool:
+    try:
+        _ask(path, {"texts": []}, 1.0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _answer(conn: socket.socket, model: embed.Embedder, info: dict[str, Any]) -> None:
+    conn.settimeout(REPLY_TIMEOUT)
+    data = b""
+    try:
+        while not data.endswith(b"\n"):
+            chunk = conn.recv(1 << 16)
+            if not chunk:
+                return
+            data += chunk
+        texts = json.loads(data).get("texts") or []
+        vectors = model.embed([str(t) for t in texts]).tolist() if texts else []
+        conn.sendall(json.dumps({**info, "vectors": vectors}).encode("utf-8") + b"\n")
+    except (OSError, ValueError):
+        return  # a client that went away or sent garbage gets nothing; the server goes on
+
+
+if __name__ == "__main__":
+    serve(Path(sys.argv[1]))

@@ -1,0 +1,101 @@
+"""The warm model server: hooks embed through it instead of loading the model."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memex.agents import hook_io, warm
+from memex.vault import Vault
+from tests.fakes import HashEmbedder
+from tests.hook_helpers import fixture, run_hook, set_config
+
+
+def _wait_for(vault: Vault, seconds: float = 60) -> warm.WarmEmbedder:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = warm.connect(vault)
+        if found is not None:
+            return found
+        time.sleep(0.1)
+    pytest.fail("the warm server never answered")
+
+
+@pytest.mark.model
+def test_session_start_warms_the_model_for_later_prompts(
+    vault_root: Path, real_embedder: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMEX_WARM", raising=False)
+    set_config(vault_root, "agents", "warm_seconds = 3")  # exits soon after the test
+    with Vault(vault_root) as vault:
+        assert warm.connect(vault) is None
+        vault.add("The staging database listens on port 5433", scope="user")
+    project = tmp_path / "shop"
+    (project / ".git").mkdir(parents=True)
+    start = fixture("claude-code", "SessionStart.json", cwd=str(project), transcript=str(tmp_path / "t.jsonl"))
+    assert run_hook("claude-code", json.dumps(start), vault_root, env={"MEMEX_WARM": "1"}).returncode == 0
+    with Vault(vault_root) as vault:
+        remote = _wait_for(vault)
+        texts = ["which port does staging use?", "数据库端口"]
+        assert remote.model_id == real_embedder.model_id  # type: ignore[attr-defined]
+        assert np.allclose(remote.embed(texts), real_embedder.embed(texts), atol=1e-5)  # type: ignore[attr-defined]
+        warmed = hook_io.hook_vault(str(vault_root), warm=True)
+        assert isinstance(warmed.embedder, warm.WarmEmbedder)
+        assert warmed.search("which port does staging use?")[0].body.startswith("The staging database")
+        warmed.close()
+    # A second SessionStart finds the server running and starts no other.
+    assert run_hook("claude-code", json.dumps(start), vault_root, env={"MEMEX_WARM": "1"}).returncode == 0
+    # Idle for warm_seconds, the server exits and removes its socket.
+    path = warm.socket_path(vault_root)
+    assert path is not None
+    deadline = time.monotonic() + 30
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not path.exists()
+
+
+def test_no_server_means_the_vault_loads_its_own_model(vault_root: Path) -> None:
+    with Vault(vault_root) as vault:
+        assert warm.connect(vault) is None
+    plain = hook_io.hook_vault(str(vault_root), warm=True)
+    assert not isinstance(plain._embedder_choice, warm.WarmEmbedder)
+    plain.close()
+
+
+def test_warm_off_by_environment_or_config(vault_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMEX_WARM", "0")
+    with Vault(vault_root) as vault:
+        assert warm.idle_seconds(vault) == 0 and warm.start(vault) is False
+    monkeypatch.delenv("MEMEX_WARM")
+    set_config(vault_root, "agents", "warm_seconds = 0")
+    with Vault(vault_root) as vault:
+        assert warm.start(vault) is False
+
+
+def test_server_protocol_and_stale_socket(vault_root: Path, fake_embedder: HashEmbedder,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process with the fake model: a dead server's socket file is replaced, vectors round-trip."""
+    monkeypatch.delenv("MEMEX_WARM", raising=False)
+    monkeypatch.setattr(warm.embed, "load_embedder", lambda setting: fake_embedder)
+    set_config(vault_root, "agents", "warm_seconds = 2")
+    path = warm.socket_path(vault_root)
+    assert path is not None
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    path.unlink(missing_ok=True)
+    path.write_text("left behind by a crashed server")
+    with Vault(vault_root) as vault:
+        assert warm.connect(vault) is None  # garbage is never trusted
+    server = threading.Thread(target=warm.serve, args=(vault_root,), daemon=True)
+    server.start()
+    with Vault(vault_root) as vault:
+        remote = _wait_for(vault, 20)
+        texts = ["blue-green deploys on Fridays", "记住：周五不要部署"]
+        assert (remote.model_id, remote.dim) == (fake_embedder.model_id, fake_embedder.dim)
+        assert np.allclose(remote.embed(texts), fake_embedder.embed(texts))
+    server.join(30)  # idle for warm_seconds: it stops and removes its socket
+    assert not server.is_alive() and not path.exists()
