@@ -68,6 +68,10 @@ def is_memory_name(name: str) -> bool:
     )
 
 
+def _is_regular_file(path: Path) -> bool:
+    return not os.path.islink(path) and os.path.isfile(path)
+
+
 @dataclass
 class _Row:
     rowid: int
@@ -154,10 +158,12 @@ class Indexer:
         """Bring the whole index in line with the files (``memex reindex``)."""
         started = time.perf_counter()
         report = SyncReport()
-        on_disk, link_errors = self.walk()
-        report.errors.extend(link_errors)
+        # Rows before files: a memory another process adds meanwhile is then
+        # either in both or in neither, never a row without a file to purge.
         rows = self._rows()
         known_errors = self._known_errors()
+        on_disk, link_errors = self.walk()
+        report.errors.extend(link_errors)
         need_vectors = self.embedder is not None
         candidates: list[str] = []
         for rel, st in on_disk.items():
@@ -300,7 +306,9 @@ class Indexer:
             with write_txn(self.conn):
                 for rel in leftover:
                     row = self._row_at(rel)
-                    if row is not None:
+                    # A regular file there now was written after our walk (by
+                    # another process, which indexes it): not ours to purge.
+                    if row is not None and not _is_regular_file(self.root / rel):
                         self.purge_row(row.rowid)
                         report.removed += 1
                     self.conn.execute("DELETE FROM index_errors WHERE path = ?", (rel,))

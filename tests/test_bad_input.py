@@ -252,3 +252,14 @@ def test_a_file_swapped_for_an_outside_link_is_not_read(capped: Vault, outside: 
     assert (outside / "secret.md").read_text() == "The zebra password is hunter2.\n"
     capped.reindex()
     _no_secret(capped)
+
+
+def test_an_indexed_file_swapped_for_an_outside_link_leaves_the_index(capped: Vault, outside: Path) -> None:
+    capped.reindex()
+    good = capped.root / "memories" / "user" / "good.md"
+    good.unlink()
+    os.symlink(outside / "secret.md", good)
+    report = capped.reindex()
+    assert report.removed == 1
+    assert capped.list() == [] and capped.search("giraffe enclosure") == []
+    _no_secret(capped)
