@@ -189,6 +189,11 @@ def ensure_vector_tables(conn: apsw.Connection, model: str, dim: int) -> bool:
     if have_model == model and have_dim == str(dim):
         return False
     with write_txn(conn):
+        # Again under the write lock: another process opening the same new
+        # index may have just created them (and stored vectors since).
+        have_model, have_dim = get_meta(conn, "vector_model"), get_meta(conn, "vector_dim")
+        if have_model == model and have_dim == str(dim):
+            return False
         conn.execute("DROP TABLE IF EXISTS memory_vec")
         conn.execute("DROP TABLE IF EXISTS chunk_vec")
         conn.execute(

@@ -94,3 +94,31 @@ def test_same_body_from_two_processes_is_stored_once(vault_root: Path) -> None:
     assert statuses == [False, False, True]
     files = list((vault_root / "memories").rglob("*.md"))
     assert len(files) == 1
+
+
+def _first_opener(root: str, worker: int, out: mp.Queue) -> None:  # type: ignore[type-arg]
+    try:
+        with Vault(Path(root), embedder=HashEmbedder()) as v:
+            result = v.add(f"First opener {worker} writes {_word(worker, 0)}")
+        out.put((worker, [result.id], None))
+    except BaseException as exc:
+        out.put((worker, [], f"{type(exc).__name__}: {exc}"))
+
+
+def test_processes_creating_the_index_at_once_keep_every_vector(vault_root: Path) -> None:
+    """No index.db yet: schema and vector tables are created once, by one of them."""
+    for f in (vault_root / ".memex").glob("index.db*"):
+        f.unlink()
+    ctx = mp.get_context("spawn")
+    out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+    procs = [ctx.Process(target=_first_opener, args=(str(vault_root), w, out)) for w in range(WORKERS)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=180) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    assert [err for _, _, err in results if err] == []
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        drift = health.drift(v)
+        assert drift.unembedded == [] and drift.clean
+        assert health.stats(v)["embedded"] == WORKERS
