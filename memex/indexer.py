@@ -278,7 +278,11 @@ class Indexer:
                 owner = claimed.get(rec.id) or by_id.get(rec.id)
                 if owner is not None and owner != rel and owner not in vanished_set:
                     # No stat: the clash depends on another file, so retry it every sync.
-                    errors.append((rel, f"id {rec.id} is also claimed by {owner}", None))
+                    errors.append((
+                        rel,
+                        f"id {rec.id} is also claimed by {owner} (a copy? delete its id line to give it its own)",
+                        None,
+                    ))
                     continue
                 claimed[rec.id] = rel
                 records.append(rec)

@@ -181,7 +181,8 @@ def test_two_files_claiming_one_id(capped: Vault) -> None:
     (folder / "b-second.md").write_text("---\nid: SAME1\n---\nThe second claimant talks about beavers.\n")
     report = capped.reindex()
     assert _errors_by_path(report.errors) == {
-        "memories/user/b-second.md": "id SAME1 is also claimed by memories/user/a-first.md"
+        "memories/user/b-second.md": "id SAME1 is also claimed by memories/user/a-first.md "
+        "(a copy? delete its id line to give it its own)"
     }
     assert capped.get("SAME1").path == "memories/user/a-first.md"
     _assert_good_searchable(capped)

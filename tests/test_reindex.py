@@ -222,3 +222,27 @@ def test_changing_the_model_re_embeds_everything(vault_root: Path) -> None:
         report = v.reindex()
         assert report.embedded == 2 and report.added == 0
         assert v.search("kites")[0].body.startswith("First")
+
+
+def test_copied_file_gets_its_own_id_once_the_id_line_is_removed(vault: Vault) -> None:
+    added = vault.add("The coffee machine is on the third floor")
+    original = vault.root / added.path
+    copy = original.with_name("copy.md")
+    copy.write_text(original.read_text().replace("third floor", "fourth floor"))
+    report = vault.reindex()
+    assert [e["path"] for e in report.errors] == ["memories/user/copy.md"]
+    copy.write_text("\n".join(line for line in copy.read_text().splitlines() if not line.startswith("id:")) + "\n")
+    report = vault.reindex()
+    assert report.added == 1 and report.errors == []
+    assert vault.get(added.id).path == added.path
+    assert vault.search("fourth floor")[0].path == "memories/user/copy.md"
+
+
+def test_reindex_reports_progress(vault: Vault) -> None:
+    folder = vault.root / "memories" / "user"
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(5):
+        (folder / f"n{i}.md").write_text(f"Progress note number {i}\n")
+    calls: list[tuple[int, int]] = []
+    vault.reindex(progress=lambda done, total: calls.append((done, total)))
+    assert calls and calls[-1] == (5, 5)
