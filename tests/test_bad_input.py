@@ -264,3 +264,11 @@ def test_an_indexed_file_swapped_for_an_outside_link_leaves_the_index(capped: Va
     assert report.removed == 1
     assert capped.list() == [] and capped.search("giraffe enclosure") == []
     _no_secret(capped)
+
+
+@pytest.mark.parametrize("query", ['"', "*", "NEAR(a b)", "-", "a:b", "AND OR NOT (", "😀", "' OR 1=1 --", "^", "{}", "col:x*"])
+def test_fts_syntax_in_a_query_is_just_text(capped: Vault, query: str) -> None:
+    capped.reindex()
+    hits = capped.search(query)
+    assert all(h.path == "memories/user/good.md" for h in hits)
+    assert capped.search(f"giraffe {query}")[0].path == "memories/user/good.md"
