@@ -1,0 +1,46 @@
+"""doctor's drift report and repair, and stats, on real index rows."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from memex import embed, health
+from memex.db import write_txn
+from memex.vault import Vault
+
+
+def test_stray_vectors_are_found_and_removed(vault: Vault) -> None:
+    vault.add("A memory with one vector")
+    stray = embed.to_blob(np.ones(vault.embedder.dim, dtype=np.float32) / 8)  # type: ignore[union-attr]
+    with write_txn(vault.conn):
+        vault.conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (9999, ?)", (stray,))
+        vault.conn.execute("INSERT INTO chunk_vec(rowid, embedding) VALUES (8888, ?)", (stray,))
+    drift = health.drift(vault)
+    assert drift.orphan_vectors == 2 and not drift.clean and drift.differing == 0
+    result = health.repair(vault)
+    assert result["orphan_vectors_removed"] == 2
+    assert health.drift(vault).clean
+
+
+def test_a_row_without_its_vector_is_unembedded_until_reindex(vault: Vault) -> None:
+    added = vault.add("A memory whose vector goes missing")
+    with write_txn(vault.conn):
+        rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (added.id,)).fetchone()[0]
+        vault.conn.execute("DELETE FROM memory_vec WHERE rowid = ?", (rowid,))
+        vault.conn.execute("UPDATE memories SET embedded = 0 WHERE rowid = ?", (rowid,))
+    assert health.drift(vault).unembedded == [added.path]
+    report = health.repair(vault)["sync"]
+    assert report["updated"] + report["unchanged"] == 1
+    assert health.drift(vault).clean
+    assert vault.search("vector goes missing")[0].semantic is not None
+
+
+def test_stats_counts(vault: Vault) -> None:
+    a = vault.add("Old deploy target is staging-eu", scope="project:ops")
+    vault.add("The release is cut on Thursdays", scope="user", entities=["Release"])
+    vault.update_meta(a.id, {"superseded_by": "someone"})
+    data = health.stats(vault)
+    assert (data["memories"], data["active"], data["superseded"]) == (2, 1, 1)
+    assert data["scopes"] == {"project:ops": 1, "user": 1}
+    assert data["entities"] == 1 and data["embedded"] == 2 and data["errors"] == 0
+    assert data["lexical_only"] is False and data["index_bytes"] > 0
