@@ -230,7 +230,7 @@ def test_stats(cli: click.Group, vault_root: Path, filled: dict[str, str]) -> No
     assert data["scopes"] == {"project:memex": 2, "user": 2}
     assert data["lexical_only"] is False and "384" in data["model"]
     human = invoke(cli, vault_root, "stats").output
-    assert "memories" in human and "{" in human  # scopes shown inline in the value column
+    assert "project:memex (2), user (2)" in human and "{" not in human
 
 
 def test_doctor_reports_and_fixes_drift(cli: click.Group, vault_root: Path, filled: dict[str, str]) -> None:

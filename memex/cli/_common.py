@@ -62,8 +62,11 @@ def key_values(data: dict[str, Any], title: str | None = None) -> None:
 
 
 def _flat(value: Any) -> str:
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, default=str)
+    """One cell for people: ``a, b`` for a list, ``user (3), project:x (1)`` for a mapping."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} ({_flat(v)})" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(f"({_flat(v)})" if isinstance(v, (list, tuple)) else _flat(v) for v in value)
     return "" if value is None else str(value)
 
 
