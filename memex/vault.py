@@ -68,6 +68,19 @@ def _template_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "vault-template"
 
 
+def _copy_if_absent(src: str, dst: str) -> None:
+    if not os.path.lexists(dst):
+        shutil.copy2(src, dst)
+
+
+def _inside_git_work_tree(folder: Path) -> bool:
+    """True when ``folder`` is already (in) a git repository: no nested repo then."""
+    probe = subprocess.run(
+        ["git", "-C", str(folder), "rev-parse", "--is-inside-work-tree"], capture_output=True, text=True, check=False
+    )
+    return probe.returncode == 0 and probe.stdout.strip() == "true"
+
+
 def init_vault(path: str | os.PathLike[str], git: bool = True) -> Path:
     """Create a vault from the template (and a git repository when git exists)."""
     root = Path(path).expanduser().resolve()
@@ -76,9 +89,16 @@ def init_vault(path: str | os.PathLike[str], git: bool = True) -> Path:
     if root.exists() and not root.is_dir():
         raise InvalidArgument("PATH", f"{root} exists and is not a folder")
     root.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(_template_dir(), root, dirs_exist_ok=True)
+    # An existing folder (notes you already keep) keeps its own files; its
+    # .gitignore only gains the lines that keep the index out of git.
+    gitignore = root / ".gitignore"
+    own_ignore = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else None
+    shutil.copytree(_template_dir(), root, dirs_exist_ok=True, copy_function=_copy_if_absent)
+    template_ignore = (_template_dir() / ".gitignore").read_text(encoding="utf-8")
+    if own_ignore is not None and ".memex/*.db" not in own_ignore:
+        gitignore.write_text(own_ignore.rstrip("\n") + "\n\n" + template_ignore, encoding="utf-8")
     (root / MEMORIES_DIR).mkdir(exist_ok=True)
-    if git and shutil.which("git") and not (root / ".git").exists():
+    if git and shutil.which("git") and not _inside_git_work_tree(root):
         subprocess.run(["git", "init", "-q", str(root)], check=False, capture_output=True)
     Vault(root).reindex()
     return root

@@ -73,6 +73,27 @@ def test_init_makes_a_git_repo_that_ignores_the_index(cli: click.Group, tmp_path
     assert "index.db" not in status
 
 
+def test_init_in_an_existing_folder_keeps_its_files(cli: click.Group, tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    (root / "memories" / "user").mkdir(parents=True)
+    (root / "README.md").write_text("My own notes\n")
+    (root / ".gitignore").write_text("*.tmp\n")
+    (root / "memories" / "user" / "old.md").write_text("I already wrote this about herons.\n")
+    assert invoke(cli, None, "init", "--no-git", str(root)).exit_code == 0
+    assert (root / "README.md").read_text() == "My own notes\n"
+    ignore = (root / ".gitignore").read_text()
+    assert ignore.startswith("*.tmp\n") and ".memex/*.db" in ignore
+    assert ok_json(cli, root, "search", "herons")[0]["path"] == "memories/user/old.md"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_init_inside_a_repository_makes_no_nested_repo(cli: click.Group, tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path / "project")], check=True)
+    root = tmp_path / "project" / "vault"
+    assert invoke(cli, None, "init", str(root)).exit_code == 0
+    assert not (root / ".git").exists() and (root / ".memex").is_dir()
+
+
 def test_init_no_git(cli: click.Group, tmp_path: Path) -> None:
     assert invoke(cli, None, "init", "--no-git", str(tmp_path / "v")).exit_code == 0
     assert not (tmp_path / "v" / ".git").exists()
