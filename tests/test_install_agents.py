@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from memex.agents import install
+from memex.cli import app
 from memex.errors import InvalidArgument
 from tests.hook_helpers import MEMEX
 
@@ -31,11 +35,30 @@ def home(tmp_path: Path) -> Path:
     return path
 
 
-def memex(home: Path, cwd: Path, *args: str, vault: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "MEMEX_VAULT"}
-    env["HOME"] = str(home)
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def memex(home: Path, cwd: Path, *args: str, vault: Path | None = None, spawn: bool = False) -> Ran:
+    """Run the memex CLI with HOME redirected, in process (fast) or as the installed program."""
     pre = ["--vault", str(vault)] if vault else []
-    return subprocess.run([MEMEX, *pre, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    if spawn:
+        env = {k: v for k, v in os.environ.items() if k != "MEMEX_VAULT"}
+        env["HOME"] = str(home)
+        proc = subprocess.run([MEMEX, *pre, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+        return Ran(proc.returncode, proc.stdout, proc.stderr)
+    old_cwd, old_argv0 = os.getcwd(), sys.argv[0]
+    os.chdir(cwd)
+    sys.argv[0] = MEMEX  # what the installed program sees: its own path is written into settings
+    try:
+        result = CliRunner().invoke(app(), [*pre, *args], env={"HOME": str(home), "MEMEX_VAULT": None})
+    finally:
+        os.chdir(old_cwd)
+        sys.argv[0] = old_argv0
+    return Ran(result.exit_code, result.stdout, result.stderr)
 
 
 def read(path: Path) -> dict[str, Any]:
@@ -54,7 +77,7 @@ def test_install_claude_code_user_merges_and_uninstall_restores(home: Path, tmp_
     settings = home / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps(USER_HOOKS, indent=2))
-    proc = memex(home, tmp_path, "install", "claude-code", "--json")
+    proc = memex(home, tmp_path, "install", "claude-code", "--json", spawn=True)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["file"] == str(settings) and report["changed"] is True
