@@ -205,3 +205,15 @@ def test_cli_stop_works_in_the_background(lexical_root: Path, project: Path, tmp
         time.sleep(0.2)
     log = lexical_root / ".memex" / "cache" / "hooks.log"
     pytest.fail("background Stop never archived the turn; log: " + (log.read_text() if log.exists() else "none"))
+
+
+def test_remembered_in_one_session_shown_in_the_next(lexical_root: Path, project: Path, tmp_path: Path) -> None:
+    """The issue's "done when": ask to remember in one session, see it at the start of the next."""
+    transcript = copy_transcript("claude-code", "transcript.jsonl", tmp_path / "t.jsonl", str(project))
+    for name in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
+        assert run_hook("claude-code", json.dumps(event(name, project, transcript)), lexical_root).stderr == ""
+    second = event("SessionStart", project, transcript, session_id="0b7d5c1e-0000-4000-8000-000000000002")
+    proc = run_hook("claude-code", json.dumps(second), lexical_root)
+    text = context_of(json.loads(proc.stdout), "SessionStart")
+    assert "0b7d5c1e-0000-4000-8000-000000000002" in text
+    assert "blue-green releases on Fridays" in text and "<relevant-memories" in text
