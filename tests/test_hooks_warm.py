@@ -99,3 +99,15 @@ def test_server_protocol_and_stale_socket(vault_root: Path, fake_embedder: HashE
         assert np.allclose(remote.embed(texts), fake_embedder.embed(texts))
     server.join(30)  # idle for warm_seconds: it stops and removes its socket
     assert not server.is_alive() and not path.exists()
+
+
+def test_a_socket_folder_others_can_write_is_not_used(vault_root: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    path = warm.socket_path(vault_root)
+    assert path is not None and path.parent.parent == tmp_path / "run"
+    path.parent.mkdir(parents=True, mode=0o777)
+    path.parent.chmod(0o777)
+    assert warm.socket_path(vault_root) is None
+    path.parent.chmod(0o700)
+    assert warm.socket_path(vault_root) == path

@@ -55,6 +55,15 @@ def socket_path(root: Path) -> Path | None:
     base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
     uid = os.getuid() if hasattr(os, "getuid") else 0
     folder = base / f"memex-{uid}"
+    try:
+        info = folder.stat()
+    except FileNotFoundError:
+        pass
+    else:
+        # In a shared temp folder someone else could have made this folder
+        # first and serve poisoned vectors: use it only if it is ours alone.
+        if hasattr(os, "getuid") and (info.st_uid != uid or info.st_mode & 0o077):
+            return None
     digest = hashlib.sha256(str(root.resolve()).encode("utf-8")).hexdigest()[:20]
     return folder / f"{digest}.sock"
 
