@@ -206,11 +206,3 @@ def _from_archives(conn: apsw.Connection, sel: Selection) -> list[Target]:
         ))
     return out
 
-
-def describe(sel: Selection) -> dict[str, object]:
-    """A summary without any erased text (for dry runs and logs)."""
-    return {
-        "memories": sorted(sel.memories),
-        "derived": list(sel.derived),
-        "archives": list(sel.archives),
-    }
