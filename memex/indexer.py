@@ -396,9 +396,10 @@ class Indexer:
             and at_path.file_hash == rec.file_hash
             and vectors is None
         ):
+            # `created` too: a file without one is dated by its mtime, as a rebuild would.
             conn.execute(
-                "UPDATE memories SET size = ?, mtime_ns = ? WHERE rowid = ?",
-                (rec.size, rec.mtime_ns, at_path.rowid),
+                "UPDATE memories SET size = ?, mtime_ns = ?, created = ? WHERE rowid = ?",
+                (rec.size, rec.mtime_ns, rec.created, at_path.rowid),
             )
             return "unchanged"
         values = (
