@@ -7,7 +7,9 @@ import multiprocessing as mp
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from memex import health
 from memex.vault import Vault
@@ -40,18 +42,26 @@ def _adder(root: str, worker: int, out: mp.Queue) -> None:  # type: ignore[type-
         out.put((worker, [], f"{type(exc).__name__}: {exc}"))
 
 
-def test_processes_adding_and_reindexing_at_once_lose_nothing(vault_root: Path) -> None:
+Result = tuple[int, list[str], "str | None"]
+
+
+def _run_workers(target: Callable[[str, int, Any], None], root: Path) -> list[Result]:
+    """Start WORKERS processes at once; their results, after asserting none failed."""
     ctx = mp.get_context("spawn")
     out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
-    procs = [ctx.Process(target=_adder, args=(str(vault_root), w, out)) for w in range(WORKERS)]
+    procs = [ctx.Process(target=target, args=(str(root), w, out)) for w in range(WORKERS)]
     for p in procs:
         p.start()
-    results = [out.get(timeout=180) for _ in procs]
+    results: list[Result] = [out.get(timeout=180) for _ in procs]
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0
-    errors = [err for _, _, err in results if err]
-    assert errors == []
+    assert [err for _, _, err in results if err] == []
+    return results
+
+
+def test_processes_adding_and_reindexing_at_once_lose_nothing(vault_root: Path) -> None:
+    results = _run_workers(_adder, vault_root)
     expected = WORKERS * (PER_WORKER + PER_WORKER // 3)
     with Vault(vault_root, embedder=HashEmbedder()) as v:
         final = v.reindex()
@@ -109,15 +119,7 @@ def test_processes_creating_the_index_at_once_keep_every_vector(vault_root: Path
     """No index.db yet: schema and vector tables are created once, by one of them."""
     for f in (vault_root / ".memex").glob("index.db*"):
         f.unlink()
-    ctx = mp.get_context("spawn")
-    out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
-    procs = [ctx.Process(target=_first_opener, args=(str(vault_root), w, out)) for w in range(WORKERS)]
-    for p in procs:
-        p.start()
-    results = [out.get(timeout=180) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
-    assert [err for _, _, err in results if err] == []
+    _run_workers(_first_opener, vault_root)
     with Vault(vault_root, embedder=HashEmbedder()) as v:
         drift = health.drift(v)
         assert drift.unembedded == [] and drift.clean
