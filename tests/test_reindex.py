@@ -246,3 +246,18 @@ def test_reindex_reports_progress(vault: Vault) -> None:
     calls: list[tuple[int, int]] = []
     vault.reindex(progress=lambda done, total: calls.append((done, total)))
     assert calls and calls[-1] == (5, 5)
+
+
+def test_model_package_missing_means_lexical_and_says_why(vault_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memex import embed
+
+    monkeypatch.setattr(embed, "_bundled_model_dir", lambda: None)
+    monkeypatch.setattr(embed, "_LOADED", {})
+    monkeypatch.setattr(embed, "_WHY_NOT", {})
+    with Vault(vault_root) as v:  # the config says "auto"
+        assert v.embedder is None
+        added = v.add("Without a model the word capybara is still found")
+        assert v.search("capybara")[0].id == added.id
+        stats = health.stats(v)
+        assert stats["lexical_only"] is True and "pip install" in stats["model"]
+        assert "pip install" in v.embedder_status()
