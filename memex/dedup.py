@@ -269,15 +269,14 @@ def _neighbours(vault: Vault, cand: Candidate) -> dict[int, _Neighbour]:
 
 
 def _cosines(vault: Vault, qvec: np.ndarray, rowids: list[int]) -> dict[int, float]:
-    if not rowids:
-        return {}
-    return {
-        int(rowid): float(np.dot(embed.from_blob(blob), qvec))
-        for rowid, blob in vault.conn.execute(
-            f"SELECT rowid, embedding FROM memory_vec WHERE rowid IN ({','.join('?' * len(rowids))})",
-            rowids,
-        )
-    }
+    # One point lookup per row: vec0 answers "rowid = ?" from its index but
+    # scans for "rowid IN (...)" (measured: 20 rows 0.1 ms vs 1.3 ms at 10k).
+    out: dict[int, float] = {}
+    for rowid in rowids:
+        row = vault.conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()
+        if row is not None:
+            out[rowid] = float(np.dot(embed.from_blob(row[0]), qvec))
+    return out
 
 
 def _iso(moment: dt.datetime) -> str:
