@@ -54,7 +54,8 @@ class RandomEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = self.rng.standard_normal((len(texts), self.dim)).astype(np.float32)
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
+        normed: np.ndarray = out / np.linalg.norm(out, axis=1, keepdims=True)
+        return normed
 
 
 def vocabulary(rng: random.Random, size: int) -> list[str]:
@@ -106,7 +107,8 @@ def run(count: int, erasures: int, embedder_kind: str, use_git: bool, seed: int)
                 subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
                 subprocess.run(["git", "-C", str(root), "commit", "-qm", "bench"], check=True, env=env)
             index_bytes = vault_bytes(root)
-            chunks = int(vault.conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+            row = vault.conn.execute("SELECT count(*) FROM chunks").fetchone()
+            chunks = int(row[0]) if row else 0
             timings = []
             answers = []
             for memory_id in rng.sample(ids, erasures):
