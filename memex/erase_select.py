@@ -8,10 +8,10 @@ until nothing more is reached:
   memory M ``supersedes`` and the memories consolidated into M (consolidation
   sets ``superseded_by: M`` on them). A memory with at least one parent that
   stays is supported by another source and is kept;
-- a session archive (any file under ``sessions/``) that quotes an erased
-  body, compared as a token sequence so case, whitespace and JSON escaping
-  do not hide a quote; erasing by session also takes that session's whole
-  archive folder;
+- a session's archive (the folder ``sessions/<session>/``: turns, summary,
+  state) when any file in it quotes an erased body, compared as a token
+  sequence so case, whitespace and JSON escaping do not hide a quote;
+  erasing by session takes that session's archive folder in any case;
 - a memory whose ``source_ref`` points into an erased archive (it was
   extracted from it).
 
@@ -95,6 +95,12 @@ def _archive_files(root: Path) -> list[str]:
     return found
 
 
+def _session_folder(rel: str) -> str:
+    """``sessions/<folder>`` of an archive file (a file directly in sessions/ is its own)."""
+    parts = rel.split("/")
+    return "/".join(parts[:2]) if len(parts) > 2 else rel
+
+
 def _read_line(root: Path, rel: str) -> str:
     try:
         raw = (root / rel).read_bytes()
@@ -160,7 +166,11 @@ def expand(
                 if line is None:
                     line = archive_lines[rel] = _read_line(root, rel)
                 if quotes(line, t.body):
-                    sel.archives.append(rel)
+                    # The whole session folder: its summary and state derive
+                    # from the quoting turns, and a half-deleted archive
+                    # would confuse the context engine.
+                    folder = _session_folder(rel)
+                    sel.archives.extend(a for a in archives if _session_folder(a) == folder and a not in sel.archives)
         if follow_derived:
             new.extend(_derived(conn, sel))
             new.extend(_from_archives(conn, sel))

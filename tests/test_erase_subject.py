@@ -52,7 +52,8 @@ def subject_vault(vault: Vault) -> Vault:
         {"role": "user", "content": "ok"},
         {"role": "user", "content": "note: ALICE prefers dark roast\ncoffee from quokka beans \u2014 thanks"},
     ])
-    write_archive(vault, "sessions/s7/other.jsonl", [{"role": "user", "content": "Bob likes green tea"}])
+    (vault.root / "sessions/s7/summary.md").write_text("Summary: a coffee preference came up.\n")
+    write_archive(vault, "sessions/s8/turns.jsonl", [{"role": "user", "content": "Bob likes green tea"}])
     # Extracted from the archive that quotes A1: derived from it.
     write_memory(vault, "E1", "Someone mentioned a coffee brand in s7", source="claude-code",
                  source_ref="sessions/s7/turns.jsonl#2")
@@ -66,11 +67,12 @@ def test_subject_erasure_follows_derivations_to_a_fixed_point(subject_vault: Vau
     assert set(result.erased) == {"A1", "A2", "A4", "C1", "D1", "E1"}
     assert set(result.derived) == {"C1", "D1", "E1"}
     assert result.derived.index("C1") < result.derived.index("D1")  # D1 only after C1
-    assert result.archives == ["sessions/s7/turns.jsonl"]
-    assert result.files_deleted == 7 and result.counts.memories == 6
+    # The quoting turn's whole session archive: its summary derives from it.
+    assert sorted(result.archives) == ["sessions/s7/summary.md", "sessions/s7/turns.jsonl"]
+    assert result.files_deleted == 8 and result.counts.memories == 6
     assert ids(vault) == {"A3", "X1", "B1", "B2", "C2"}
-    assert not (vault.root / "sessions/s7/turns.jsonl").exists()
-    assert (vault.root / "sessions/s7/other.jsonl").exists()
+    assert not (vault.root / "sessions/s7").exists()
+    assert (vault.root / "sessions/s8/turns.jsonl").exists()
     assert files_with_text(vault.root, ["quokka", "gate twelve", "gate fourteen"]) == {}
 
 
@@ -98,7 +100,7 @@ def test_session_erasure_takes_its_archive_folder(subject_vault: Vault) -> None:
     assert sorted(result.archives) == ["sessions/s3/turns.jsonl", "sessions/s9/part/2.jsonl", "sessions/s9/turns.jsonl"]
     assert not (vault.root / "sessions" / "s9").exists()  # emptied folders are removed
     assert not (vault.root / "sessions" / "s3" / "turns.jsonl").exists()
-    assert (vault.root / "sessions" / "s7" / "other.jsonl").exists()
+    assert (vault.root / "sessions" / "s8" / "turns.jsonl").exists()
     assert "S1" not in ids(vault)
 
 
@@ -114,3 +116,24 @@ def test_nothing_matching_is_an_error(subject_vault: Vault) -> None:
     with pytest.raises(InvalidArgument, match="nothing to erase"):
         subject_vault.erase(reason="r", source="claude-code", source_ref="never.jsonl")
     assert len(ids(subject_vault)) == 11
+
+
+def test_context_engine_archive_is_erased_with_the_memory_it_quotes(vault: Vault) -> None:
+    """A real archive written by the context engine (memex.context.after_turn)."""
+    from memex.context import after_turn
+
+    kept = vault.add("The office plants are watered on Mondays")
+    secret = vault.add("My bank PIN hint is Zqorblax seventy one")
+    turn = [
+        {"role": "user", "content": "Please remember: my bank PIN hint is ZQORBLAX seventy one."},
+        {"role": "assistant", "content": "Noted."},
+    ]
+    after_turn(vault, "chat-1", turn, 0, commit="none")
+    after_turn(vault, "chat-2", [{"role": "user", "content": "Water the office plants"}], 0, commit="none")
+    assert any(rel.startswith("sessions/chat-1/") for rel in files_with_text(vault.root, ["zqorblax"]))
+    result = vault.erase(secret.id, reason="privacy")
+    assert result.archives and all(a.startswith("sessions/chat-1/") for a in result.archives)
+    assert not (vault.root / "sessions" / "chat-1").exists()
+    assert (vault.root / "sessions" / "chat-2").is_dir()
+    assert files_with_text(vault.root, ["zqorblax"]) == {}
+    assert ids(vault) == {kept.id}
