@@ -42,7 +42,9 @@ if TYPE_CHECKING:
 # How many neighbours each layer looks at: enough to find a duplicate among
 # many memories on the same topic, few enough to keep add fast at 10k.
 FTS_CANDIDATES = 20
-VECTOR_CANDIDATES = 20
+# The KNN runs over every scope (vec0 has no scope column), so it asks for
+# more neighbours than it keeps; a brute-force scan costs the same for any k.
+VECTOR_CANDIDATES = 50
 SESSION_CANDIDATES = 200
 ECHO_CANDIDATES = 50
 MAX_SIMILAR = 5
@@ -158,7 +160,7 @@ def check(vault: Vault, cand: Candidate) -> Decision:
     if row is not None:
         return Decision(status="duplicate", method="exact", existing_id=row[0], similarity=1.0)
 
-    neighbours = _neighbours(vault, cand)
+    neighbours = _neighbours(vault, cand, limits)
     tokens = content_tokens(cand.body)
     for n in neighbours.values():
         n.jaccard = jaccard(tokens, content_tokens(n.body))
@@ -220,7 +222,7 @@ def _judge(cand: Candidate, neighbours: list[_Neighbour], limits: Thresholds) ->
     return Decision(similar_facts=facts[:MAX_SIMILAR])
 
 
-def _neighbours(vault: Vault, cand: Candidate) -> dict[int, _Neighbour]:
+def _neighbours(vault: Vault, cand: Candidate, limits: Thresholds) -> dict[int, _Neighbour]:
     """Active memories of the scope that could be the same fact: FTS top-k,
     vector top-k, and (with a model) the session's own memories."""
     conn = vault.conn
@@ -255,7 +257,8 @@ def _neighbours(vault: Vault, cand: Candidate) -> dict[int, _Neighbour]:
         ]
         sims.update(_cosines(vault, qvec, [r for r in session_rows if r not in sims]))
     sims.update(_cosines(vault, qvec, [r for r in found if r not in sims]))
-    missing = [r for r in sims if r not in found]
+    # Vector-only neighbours below the "similar" band can play no part.
+    missing = [r for r, sim in sims.items() if r not in found and sim >= limits.cosine_similar]
     if missing:
         for rowid, mid, body, session in conn.execute(
             f"SELECT rowid, id, body, session FROM memories WHERE rowid IN ({','.join('?' * len(missing))}) "
