@@ -162,6 +162,18 @@ def test_cli_supersede_handoff_and_dedup(cli: click.Group, vault_root: Path) -> 
     assert "Traceback" not in missing.output
 
 
+def test_cli_add_answer_shape_through_the_pipeline(cli: click.Group, vault_root: Path) -> None:
+    first = run_json(cli, vault_root, "add", "grip force 12.5N works best", "--session", "s1")
+    again = run_json(cli, vault_root, "add", "[hm session:x src:keyword] grip force 12.5N works best")
+    changed = run_json(cli, vault_root, "add", "grip force 15N works best")
+    keys = {"status", "id", "path", "method", "existing_id", "similarity", "similar_facts"}
+    assert keys <= first.keys() and keys <= again.keys()
+    assert (again["status"], again["method"], again["existing_id"]) == ("duplicate", "exact", first["id"])
+    assert changed["status"] == "created"
+    assert changed["similar_facts"][0]["id"] == first["id"]
+    assert changed["similar_facts"][0]["suggestion"] == "supersede"
+
+
 def test_cli_handoff_text_for_people(cli: click.Group, vault_root: Path) -> None:
     with Vault(vault_root, embedder=None) as v:
         hook = v.add("Always squash-merge feature branches", source="keyword", session="turn-8")

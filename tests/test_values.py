@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memex.values import (
     conflicts,
@@ -115,3 +117,21 @@ def test_one_word_swapped_in_place() -> None:
 def test_conflicts_is_false_for_a_near_copy() -> None:
     assert not conflicts("Grip force 12.5N works best.", "grip force 12.5N works best")
     assert not conflicts("Use sqlite-vec for vector search.", "Vector search is done with sqlite-vec.")
+
+
+_PIECES = [*"abcXYZ 0123456789.-:/,'!?\n", "Alice", " not ", "数据", "不", "两", " over ", "dark", "light", "Use "]
+_TEXT = st.lists(st.sampled_from(_PIECES), max_size=25).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TEXT, _TEXT)
+def test_conflict_rules_are_symmetric(a: str, b: str) -> None:
+    for rule in (differs_in_value, differs_in_polarity, differs_in_opposites, differs_in_relation, substitutes_one_word):
+        assert rule(a, b) == rule(b, a), rule.__name__
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TEXT)
+def test_a_text_never_conflicts_with_itself(a: str) -> None:
+    assert not conflicts(a, a)
+    assert not conflicts(a, f"  {a}\n")
