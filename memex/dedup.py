@@ -5,7 +5,7 @@ processes adding the same body produce one file):
 
 1. exact: the hash of the normalized body (provenance prefix and injected
    ``<relevant-memories>`` blocks stripped; frontmatter never part of it),
-   one indexed lookup over the whole scope;
+   one indexed lookup over the whole scope's active memories;
 2. token Jaccard against the best FTS5 candidates of the scope;
 3. embedding cosine against the nearest vectors (one sqlite-vec KNN), with
    the same-session threshold for neighbours written in the same session,
@@ -152,9 +152,12 @@ def check(vault: Vault, cand: Candidate) -> Decision:
     """Decide whether ``cand`` is new (run inside the vault's write lock)."""
     limits = Thresholds.from_config(vault.config)
     conn = vault.conn
+    # Active memories only: a body equal to a *superseded* one is a value
+    # coming back ("X = 1", superseded by "X = 2", then "X = 1" again), and
+    # swallowing it would lose the latest statement.
     row = conn.execute(
-        "SELECT id FROM memories WHERE scope = ? AND body_hash = ? AND id IS NOT ? "
-        "ORDER BY status = 'active' DESC LIMIT 1",
+        "SELECT id FROM memories WHERE scope = ? AND body_hash = ? AND status = 'active' "
+        "AND id IS NOT ? LIMIT 1",
         (cand.scope, body_hash(cand.body), cand.supersedes),
     ).fetchone()
     if row is not None:

@@ -68,6 +68,15 @@ def test_supersede_by_text_already_stored_points_at_that_memory(vault: Vault) ->
     assert len(list((vault.root / "memories").rglob("*.md"))) == 2
 
 
+def test_a_value_coming_back_after_a_supersede_is_stored_again(vault: Vault) -> None:
+    first = vault.add("The service listens on port 8080")
+    second = vault.supersede(first.id, "The service listens on port 9090").result
+    back = vault.add("The service listens on port 8080")
+    assert back.status == "created" and back.id not in (first.id, second.id)
+    assert [(f.id, f.suggestion) for f in back.similar_facts] == [(second.id, "supersede")]
+    assert {h.id for h in vault.search("service port")} == {second.id, back.id}
+
+
 def test_supersede_errors(vault: Vault) -> None:
     old = vault.add("Deploys happen on Tuesday")
     vault.supersede(old.id, "Deploys happen on Thursday")
