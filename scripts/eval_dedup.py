@@ -97,7 +97,7 @@ def evaluate(vault: Any, pairs: list[dict[str, Any]]) -> dict[str, Any]:
     by_a: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for pair in pairs:
         by_a[pair["a"]].append(pair)
-    judged = []
+    judged: list[tuple[dict[str, Any], Any]] = []
     for n, (a, group) in enumerate(by_a.items()):
         judged.extend(zip(group, judge(vault, a, [p["b"] for p in group], n)))
     for pair, decision in judged:
