@@ -21,7 +21,8 @@ import os
 import shutil
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Protocol
@@ -38,6 +39,7 @@ DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # bodies are covered by chunk vectors anyway (chunk_chars = 800 is ~200 pieces).
 MAX_TOKENS = 256
 BATCH_SIZE = 64
+BATCH_CHARS = 64 * 256  # 64 texts of ~64 word pieces; fewer when they are longer
 DEFAULT_MODEL_ID = "all-MiniLM-L6-v2-int8"
 _TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
@@ -77,15 +79,37 @@ class FastEmbedder:
         # keeps short memories from paying for a long one in their batch.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         by_length = [texts[i] for i in order]
+        parts: list[np.ndarray] = []
         with self._lock:  # onnxruntime sessions are not re-entrant across threads here
-            sorted_vectors = np.asarray(
-                list(self._model.embed(by_length, batch_size=BATCH_SIZE)), dtype=np.float32
-            )
+            for batch in _batches(by_length):
+                parts.append(np.asarray(list(self._model.embed(batch, batch_size=len(batch))), dtype=np.float32))
+        sorted_vectors = np.concatenate(parts)
         vectors = np.empty_like(sorted_vectors)
         vectors[order] = sorted_vectors
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return np.ascontiguousarray(vectors / norms, dtype=np.float32)
+
+
+def _batches(by_length: list[str]) -> Iterator[list[str]]:
+    """Batches of texts sorted by length, bounded in count and in padded size.
+
+    The padded size (texts x longest text) bounds the model's working memory:
+    64 long bodies at 256 word pieces made onnxruntime's arena grow past 3 GiB.
+    Characters stand in for word pieces (about 4 to 1 in English, 1 to 1 in
+    Chinese), capped where truncation would cut the text anyway.
+    """
+    batch: list[str] = []
+    longest = 0
+    for text in by_length:
+        size = min(len(text), 4 * MAX_TOKENS)
+        if batch and (len(batch) >= BATCH_SIZE or (len(batch) + 1) * max(longest, size) > BATCH_CHARS):
+            yield batch
+            batch, longest = [], 0
+        batch.append(text)
+        longest = max(longest, size)
+    if batch:
+        yield batch
 
 
 def _cache_root() -> Path:
@@ -178,15 +202,29 @@ def text_key(text: str) -> str:
 CacheRow = tuple[str, str, bytes]
 
 
-def cached_vectors(
-    conn: apsw.Connection, embedder: Embedder, texts: Sequence[str]
-) -> tuple[list[bytes], list[CacheRow]]:
-    """Vectors for ``texts`` from the cache, embedding the misses.
+@dataclass
+class CacheLookup:
+    """Texts split into those the cache knows and those the model must embed."""
 
-    Returns the blobs in order and the new cache rows; the caller stores
-    those with :func:`store_cache` inside its write transaction, so that the
-    slow embedding never runs while the write lock is held.
-    """
+    model_id: str
+    keys: list[str]
+    found: dict[str, bytes]
+    missing: dict[str, str]  # text hash -> text, in first-seen order
+
+    def complete(self, vectors: np.ndarray) -> tuple[list[bytes], list[CacheRow]]:
+        """Blobs in the order of the texts, and the new cache rows, given the
+        vectors of :attr:`missing` (in order)."""
+        rows: list[CacheRow] = []
+        found = dict(self.found)
+        for key, vec in zip(self.missing.keys(), vectors):
+            blob = to_blob(vec)
+            found[key] = blob
+            rows.append((self.model_id, key, blob))
+        return [found[k] for k in self.keys], rows
+
+
+def lookup_cached(conn: apsw.Connection, embedder: Embedder, texts: Sequence[str]) -> CacheLookup:
+    """Look ``texts`` up in the embedding cache (a read; embeds nothing)."""
     keys = [text_key(t) for t in texts]
     found: dict[str, bytes] = {}
     unique = list(dict.fromkeys(keys))
@@ -202,14 +240,21 @@ def cached_vectors(
     for key, text in zip(keys, texts):
         if key not in found and key not in missing:
             missing[key] = text
-    rows: list[CacheRow] = []
-    if missing:
-        vectors = embedder.embed(list(missing.values()))
-        for key, vec in zip(missing.keys(), vectors):
-            blob = to_blob(vec)
-            found[key] = blob
-            rows.append((embedder.model_id, key, blob))
-    return [found[k] for k in keys], rows
+    return CacheLookup(embedder.model_id, keys, found, missing)
+
+
+def cached_vectors(
+    conn: apsw.Connection, embedder: Embedder, texts: Sequence[str]
+) -> tuple[list[bytes], list[CacheRow]]:
+    """Vectors for ``texts`` from the cache, embedding the misses.
+
+    Returns the blobs in order and the new cache rows; the caller stores
+    those with :func:`store_cache` inside its write transaction, so that the
+    slow embedding never runs while the write lock is held.
+    """
+    found = lookup_cached(conn, embedder, texts)
+    vectors = embedder.embed(list(found.missing.values())) if found.missing else np.zeros((0, 0))
+    return found.complete(vectors)
 
 
 _QUERY_LRU_SIZE = 512
