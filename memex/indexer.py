@@ -19,11 +19,13 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import apsw
+import numpy as np
 
 from memex import embed, graph, memory_file, purge, text
 from memex.config import Config
@@ -71,6 +73,18 @@ def is_memory_name(name: str) -> bool:
 
 def _is_regular_file(path: Path) -> bool:
     return not os.path.islink(path) and os.path.isfile(path)
+
+
+@dataclass
+class _Batch:
+    """A batch of files between parsing and writing (see Indexer._apply)."""
+
+    size: int
+    records: list[Record]
+    errors: list[tuple[str, str, os.stat_result | None]]
+    plan: list[tuple[Record, list[str]]]
+    lookup: embed.CacheLookup | None
+    future: Future[np.ndarray] | None
 
 
 @dataclass
@@ -269,49 +283,30 @@ class Indexer:
         claimed: dict[str, str] = {}
         total = len(candidates)
         done = 0
-        for start in range(0, total, BATCH):
-            batch = candidates[start : start + BATCH]
-            records: list[Record] = []
-            errors: list[tuple[str, str, os.stat_result | None]] = []
-            for rel in batch:
-                try:
-                    rec = self._read(rel, on_disk[rel])
-                except MemoryFileError as exc:
-                    errors.append((rel, exc.reason, on_disk.get(rel)))
-                    continue
-                except OSError as exc:
-                    errors.append((rel, f"cannot read: {exc}", on_disk.get(rel)))
-                    continue
-                owner = claimed.get(rec.id) or by_id.get(rec.id)
-                if owner is not None and owner != rel and owner not in vanished_set:
-                    # No stat: the clash depends on another file, so retry it every sync.
-                    errors.append((
-                        rel,
-                        f"id {rec.id} is also claimed by {owner} (a copy? delete its id line to give it its own)",
-                        None,
-                    ))
-                    continue
-                claimed[rec.id] = rel
-                records.append(rec)
-            vectors, cache_rows = self._vectors(records, rows, full)
-            report.embedded += len(cache_rows)  # texts the model had to embed
-            with write_txn(self.conn):
-                embed.store_cache(self.conn, cache_rows)
-                for rel, reason, st in errors:
-                    self._record_error(rel, reason, st)
-                    report.errors.append({"path": rel, "reason": reason})
-                    stale_row = self._row_at(rel) if rel in rows else None
-                    if stale_row is not None:
-                        # The file no longer reads as a memory: keeping its old row
-                        # would make search disagree with a rebuilt index.
-                        self.purge_row(stale_row.rowid)
-                        report.removed += 1
-                for rec in records:
-                    outcome = self._write(rec, vectors.get(rec.path), by_id, vanished_set, vanished_by_hash)
-                    setattr(report, outcome, getattr(report, outcome) + 1)
-            done += len(batch)
-            if progress is not None:
-                progress(done, total)
+        # A pipeline of one: while the model embeds batch N in a worker thread
+        # (onnxruntime releases the GIL), this thread writes batch N-1 and
+        # reads and parses batch N+1, so file parsing costs little wall time.
+        pending: _Batch | None = None
+        pipelined = self.embedder is not None and total > BATCH  # one batch (an add) has nothing to overlap
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memex-embed") if pipelined else None
+        try:
+            for start in range(0, total, BATCH):
+                batch = candidates[start : start + BATCH]
+                records, errors = self._parse_batch(batch, on_disk, by_id, vanished_set, claimed)
+                plan, lookup = self._vector_plan(records, full)
+                future = pool.submit(self._embed_missing, lookup) if pool is not None and lookup else None
+                if pending is not None:
+                    done += self._finish_batch(pending, rows, report, by_id, vanished_set, vanished_by_hash)
+                    if progress is not None:
+                        progress(done, total)
+                pending = _Batch(len(batch), records, errors, plan, lookup, future)
+            if pending is not None:
+                done += self._finish_batch(pending, rows, report, by_id, vanished_set, vanished_by_hash)
+                if progress is not None:
+                    progress(done, total)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
         leftover = [p for p in vanished if p in vanished_set]
         if leftover:
             with write_txn(self.conn):
@@ -324,12 +319,74 @@ class Indexer:
                         report.removed += 1
                     self.conn.execute("DELETE FROM index_errors WHERE path = ?", (rel,))
 
-    def _vectors(
-        self, records: list[Record], rows: dict[str, _Row], full: bool
-    ) -> tuple[dict[str, tuple[bytes, list[tuple[str, bytes]]]], list[embed.CacheRow]]:
-        """Body and chunk vectors for records whose embedded text is new."""
+    def _parse_batch(
+        self,
+        batch: list[str],
+        on_disk: dict[str, os.stat_result],
+        by_id: dict[str, str],
+        vanished_set: set[str],
+        claimed: dict[str, str],
+    ) -> tuple[list[Record], list[tuple[str, str, os.stat_result | None]]]:
+        """Read and check a batch of files: the records, and the files that failed."""
+        records: list[Record] = []
+        errors: list[tuple[str, str, os.stat_result | None]] = []
+        for rel in batch:
+            try:
+                rec = self._read(rel, on_disk[rel])
+            except MemoryFileError as exc:
+                errors.append((rel, exc.reason, on_disk.get(rel)))
+                continue
+            except OSError as exc:
+                errors.append((rel, f"cannot read: {exc}", on_disk.get(rel)))
+                continue
+            owner = claimed.get(rec.id) or by_id.get(rec.id)
+            if owner is not None and owner != rel and owner not in vanished_set:
+                # No stat: the clash depends on another file, so retry it every sync.
+                errors.append((
+                    rel,
+                    f"id {rec.id} is also claimed by {owner} (a copy? delete its id line to give it its own)",
+                    None,
+                ))
+                continue
+            claimed[rec.id] = rel
+            records.append(rec)
+        return records, errors
+
+    def _finish_batch(
+        self,
+        item: _Batch,
+        rows: dict[str, _Row],
+        report: SyncReport,
+        by_id: dict[str, str],
+        vanished_set: set[str],
+        vanished_by_hash: dict[str, str],
+    ) -> int:
+        """Wait for a batch's vectors, then write it in one transaction; returns its size."""
+        vectors, cache_rows = self._vector_finish(item)
+        report.embedded += len(cache_rows)  # texts the model had to embed
+        with write_txn(self.conn):
+            embed.store_cache(self.conn, cache_rows)
+            for rel, reason, st in item.errors:
+                self._record_error(rel, reason, st)
+                report.errors.append({"path": rel, "reason": reason})
+                stale_row = self._row_at(rel) if rel in rows else None
+                if stale_row is not None:
+                    # The file no longer reads as a memory: keeping its old row
+                    # would make search disagree with a rebuilt index.
+                    self.purge_row(stale_row.rowid)
+                    report.removed += 1
+            for rec in item.records:
+                outcome = self._write(rec, vectors.get(rec.path), by_id, vanished_set, vanished_by_hash)
+                setattr(report, outcome, getattr(report, outcome) + 1)
+        return item.size
+
+    def _vector_plan(
+        self, records: list[Record], full: bool
+    ) -> tuple[list[tuple[Record, list[str]]], embed.CacheLookup | None]:
+        """Which records need vectors (their embedded text is new), their
+        chunks, and what the cache already holds."""
         if self.embedder is None or not records:
-            return {}, []
+            return [], None
         wanted: list[Record] = []
         for rec in records:
             current = self.conn.execute(
@@ -348,10 +405,26 @@ class Indexer:
             plan.append((rec, pieces))
             texts.append(rec.embed_text)
             texts.extend(pieces)
-        blobs, cache_rows = embed.cached_vectors(self.conn, self.embedder, texts)
+        return plan, embed.lookup_cached(self.conn, self.embedder, texts)
+
+    def _embed_missing(self, lookup: embed.CacheLookup) -> np.ndarray:
+        """Runs in the worker thread: the model only, no database."""
+        assert self.embedder is not None
+        if not lookup.missing:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return self.embedder.embed(list(lookup.missing.values()))
+
+    def _vector_finish(
+        self, item: _Batch
+    ) -> tuple[dict[str, tuple[bytes, list[tuple[str, bytes]]]], list[embed.CacheRow]]:
+        """Body and chunk vectors per record path, and the new cache rows."""
+        if item.lookup is None:
+            return {}, []
+        vectors = item.future.result() if item.future is not None else self._embed_missing(item.lookup)
+        blobs, cache_rows = item.lookup.complete(vectors)
         out: dict[str, tuple[bytes, list[tuple[str, bytes]]]] = {}
         i = 0
-        for rec, pieces in plan:
+        for rec, pieces in item.plan:
             body_blob = blobs[i]
             chunk_pairs = [(embed.text_key(p), blobs[i + 1 + k]) for k, p in enumerate(pieces)]
             out[rec.path] = (body_blob, chunk_pairs)
