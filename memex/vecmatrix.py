@@ -107,10 +107,16 @@ class VectorMatrix:
         conn.set_update_hook(self._on_change)
 
     def _on_change(self, kind: int, db: str, table: str, rowid: int) -> None:
+        # A deleted (e.g. erased) memory's vector leaves the copy at once, not
+        # at the next search; the hook may not query, but it may zero a row.
         if table == "memories":
             self._dirty_memories.add(rowid)
+            if kind == apsw.SQLITE_DELETE:
+                self.memories.drop(rowid)
         elif table == "chunks":
             self._dirty_chunks.add(rowid)
+            if kind == apsw.SQLITE_DELETE:
+                self.chunks.drop(rowid)
 
     def _full_load(self, conn: apsw.Connection, model: str, dim: int) -> None:
         self.memories, self.chunks = _Block(dim), _Block(dim)
@@ -157,7 +163,13 @@ class VectorMatrix:
             if model is None or dim is None:
                 return None
             version = int(scalar(conn, "PRAGMA data_version"))
-            if version != self._data_version or model != self._model or int(dim) != self.memories.dim:
+            dead = self.memories.size - len(self.memories.where)
+            if (
+                version != self._data_version
+                or model != self._model
+                or int(dim) != self.memories.dim
+                or dead > max(1000, len(self.memories.where))  # compact after much churn
+            ):
                 self._full_load(conn, model, int(dim))
                 self._data_version = version
             elif self._dirty_memories or self._dirty_chunks:

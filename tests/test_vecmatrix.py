@@ -87,3 +87,18 @@ def test_chunks_speak_for_their_memory(vault: Vault) -> None:
     rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (long_one.id,)).fetchone()[0]
     body_only = float(np.dot(_stored(vault, long_one.id), qvec))
     assert matrix.cosines(qvec, [rowid])[rowid] > body_only  # the best chunk beats the diluted body
+
+
+def test_a_deleted_memory_leaves_the_copy_at_once(vault: Vault) -> None:
+    secret = vault.add("The vault password is hunter2")
+    vault.add("Tea is served at four")
+    vault.search("password")  # builds the copy
+    matrix = vecmatrix.for_connection(vault.conn)
+    assert matrix is not None
+    rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (secret.id,)).fetchone()[0]
+    slot = matrix.memories.where[rowid]
+    (vault.root / secret.path).unlink()
+    vault.reindex()
+    # No search in between: the row is gone from the copy and its floats zeroed.
+    assert rowid not in matrix.memories.where
+    assert not matrix.memories.matrix[slot].any()
