@@ -19,7 +19,7 @@ cache. Figures per size:
 - ``embed_raw_with_chunks_per_s`` / ``reindex_vs_raw_with_chunks``: bodies
   longer than ``chunk_chars`` also get chunk vectors, so the index embeds
   more text than the bodies alone; this is the model alone on all of it.
-  Every 40th synthetic memory is such a long body.
+  Every 40th synthetic memory is such a long body (``--long-every N``).
 - ``resync_files_per_s``: ``Vault.reindex()`` again with nothing changed
   (best of 5 runs, as the file-system cache is warm after the first).
 - ``search_ms_p50/p95``: ``Vault.search`` (query embedding included) over
@@ -122,8 +122,11 @@ _TEMPLATES = [
 ]
 
 
+LONG_EVERY = 40
+
+
 def memory_text(rng: random.Random, n: int) -> str:
-    """One synthetic memory; every 40th is long enough to be chunked."""
+    """One synthetic memory; every LONG_EVERY-th is long enough to be chunked."""
     template = rng.choice(_TEMPLATES)
     text = template.format(
         person=rng.choice(_PEOPLE), tool=rng.choice(_TOOLS), tool2=rng.choice(_TOOLS),
@@ -133,7 +136,7 @@ def memory_text(rng: random.Random, n: int) -> str:
         ticket=f"{rng.choice(_PROJECTS).upper()[:3]}-{n}", zh_topic=rng.choice(_ZH_TOPICS),
         zh_fact=rng.choice(_ZH_FACTS), condition_zh=f"第{n % 97}次重试",
     )
-    if n % 40 == 0:
+    if LONG_EVERY and n % LONG_EVERY == 0:
         extra = " ".join(memory_text(rng, n + k + 1) for k in range(12))
         text = f"Notes from the {rng.choice(_COMPONENTS)} review: {text} {extra}"
     # A serial keeps bodies distinct (dedup would fold exact repeats).
@@ -310,13 +313,21 @@ def run_one(size: int, searches: int, adds: int) -> dict[str, Any]:
 
 
 def main() -> None:
+    global LONG_EVERY
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
     parser.add_argument("--with-100k", action="store_true", help="also run a 100,000-memory vault")
     parser.add_argument("--searches", type=int, default=200)
     parser.add_argument("--adds", type=int, default=100)
+    parser.add_argument(
+        "--long-every", type=int, default=LONG_EVERY,
+        help="every Nth memory is a long, chunked body (0: none); default %(default)s",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child process: one size
     args = parser.parse_args()
+    if args.long_every < 0:
+        parser.error(f"--long-every: {args.long_every} must be 0 or more")
+    LONG_EVERY = args.long_every
     if args.one is not None:
         print(json.dumps(run_one(args.one, args.searches, args.adds)))
         return
@@ -328,7 +339,8 @@ def main() -> None:
         env = {**os.environ, "MEMEX_CACHE_DIR": tempfile.mkdtemp(prefix="memex-bench-cache-")}
         env.pop("MEMEX_VAULT", None)
         child = subprocess.run(
-            [sys.executable, __file__, "--one", str(size), "--searches", str(args.searches), "--adds", str(args.adds)],
+            [sys.executable, __file__, "--one", str(size), "--searches", str(args.searches), "--adds", str(args.adds),
+             "--long-every", str(args.long_every)],
             env=env, capture_output=True, text=True, check=False,
         )
         if child.returncode != 0:
@@ -339,6 +351,7 @@ def main() -> None:
          if line.startswith("model name")), "unknown",
     ) if Path("/proc/cpuinfo").exists() else "unknown"
     print(json.dumps({
+        "long_every": args.long_every,
         "machine": {"cpus": os.cpu_count(), "cpu": cpu, "python": sys.version.split()[0]},
         "targets": {k: f"{op} {v}" for k, (op, v) in TARGETS.items()},
         "results": results,
