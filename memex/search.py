@@ -229,9 +229,11 @@ def _semantic(
     if filters.narrowing:
         # Exact over what passes the filters: the k nearest of all memories,
         # filtered afterwards, could leave a narrow scope with nothing.
-        allowed = [int(r[0]) for r in conn.execute(f"SELECT m.rowid FROM memories m WHERE {where}", params)]
-        sims = matrix.cosines(qvec, allowed)
-        return dict(sorted(sims.items(), key=lambda kv: -kv[1])[:k])
+        allowed = np.fromiter(
+            (int(r[0]) for r in conn.execute(f"SELECT m.rowid FROM memories m WHERE {where}", params)),
+            dtype=np.int64,
+        )
+        return matrix.nearest(qvec, k, allowed)
     sims = matrix.nearest(qvec, k)
     if not sims:
         return sims

@@ -176,11 +176,15 @@ class VectorMatrix:
                 self._refresh_rows(conn)
         return self
 
-    def nearest(self, qvec: np.ndarray, k: int) -> dict[int, float]:
-        """The ``k`` memories nearest ``qvec`` (a chunk speaks for its memory)."""
+    def nearest(self, qvec: np.ndarray, k: int, allowed: np.ndarray | None = None) -> dict[int, float]:
+        """The ``k`` memories nearest ``qvec`` (a chunk speaks for its memory),
+        among the memory rowids in ``allowed`` when given."""
         best: dict[int, float] = {}
         for block in (self.memories, self.chunks):
             sims, owners = block.scores(qvec)
+            if allowed is not None and sims.size:
+                keep = np.isin(owners, allowed)
+                sims, owners = sims[keep], owners[keep]
             if sims.size == 0:
                 continue
             top = np.argpartition(-sims, k - 1)[:k] if sims.size > k else np.arange(sims.size)

@@ -102,3 +102,16 @@ def test_a_deleted_memory_leaves_the_copy_at_once(vault: Vault) -> None:
     # No search in between: the row is gone from the copy and its floats zeroed.
     assert rowid not in matrix.memories.where
     assert not matrix.memories.matrix[slot].any()
+
+
+def test_nearest_among_allowed_rows_is_exact(vault: Vault) -> None:
+    ids = [vault.add(f"Worker pool {i} drains queue {i % 3}").id for i in range(20)]
+    rowid = dict(vault.conn.execute("SELECT id, rowid FROM memories").fetchall())
+    matrix = vecmatrix.for_connection(vault.conn)
+    assert matrix is not None
+    qvec = vault.embedder.embed(["worker pool drains queue 2"])[0]  # type: ignore[union-attr]
+    allowed = np.array([rowid[i] for i in ids[::2]], dtype=np.int64)
+    near = matrix.nearest(qvec, 3, allowed)
+    assert set(near) <= set(allowed.tolist()) and len(near) == 3
+    every = matrix.cosines(qvec, allowed.tolist())
+    assert sorted(near.values(), reverse=True) == sorted(every.values(), reverse=True)[:3]
