@@ -1,4 +1,7 @@
-"""Hybrid ranking: BM25 over the FTS5 table and cosine over sqlite-vec.
+"""Hybrid ranking: BM25 over the FTS5 table and cosine over the embeddings.
+
+The vectors live in sqlite-vec tables; search reads them from an in-process
+copy (:mod:`memex.vecmatrix`), which is exact and much faster.
 
 Candidates come from both sides (and from chunk vectors of long bodies,
 which speak for their memory). Every candidate then gets both signals: its
@@ -25,9 +28,10 @@ blend, BM25 sat., w=0.7        0.956   0.853     0.955
 **blend, sat., w=0.7, CJK 0.5**  **0.971**  **0.873**  0.965
 =============================  =====  ========  ========
 
-So naive RRF beats either signal alone here, but every blend with w >= 0.6
-beats RRF: RRF keeps only ranks and throws away how *much* better one
-candidate is than the next. Vector-only is weak on Chinese (MRR 0.54; the
+So naive RRF beats either signal alone here, but blends with BM25 divided
+by the best BM25 or saturated beat it at every weight from 0.5 to 0.9 (min-max
+normalized BM25 does worse): RRF keeps only ranks and throws away how *much*
+better one candidate is than the next. Vector-only is weak on Chinese (MRR 0.54; the
 model is English), BM25-only on paraphrases; the chosen blend is best on
 both (Chinese MRR 1.0, English 0.966). The top blends differ by one or two
 queries out of 100, so the weights are a reasonable region, not a sharp
