@@ -66,6 +66,7 @@ from memex import watch_state
 from memex.errors import LockTimeout, WatcherRunning
 from memex.indexer import MEMORIES_DIR, SyncReport, is_memory_name
 from memex.locking import try_file_lock
+from memex.purge import scrub_if_pending
 from memex.watch_state import WatchSettings as WatchSettings  # re-exported: the public API
 from memex.watch_state import settings_for as settings_for
 
@@ -417,10 +418,21 @@ class Watcher:
                 for rel in chunk:
                     self._index_one(rel, total)
             self._write_state("running")
+        if total.removed:
+            self._scrub()
         changed = sum(getattr(total, k) for k in ("added", "updated", "removed", "moved"))
         level = logging.INFO if changed else logging.DEBUG
         log.log(level, "indexed %d path(s) in %.0f ms: %s", len(paths), (time.perf_counter() - started) * 1000,
                 ", ".join(f"{getattr(total, k)} {k}" for k in _OUTCOMES if getattr(total, k)) or "nothing")
+
+    def _scrub(self) -> None:
+        """A deleted file's text must not linger in FTS segments or the WAL
+        until the next reconcile: scrub now, as erase and reindex do."""
+        try:
+            with self.vault.write_lock():
+                scrub_if_pending(self.vault.conn)
+        except Exception as exc:
+            log.error("scrub after removal failed: %s: %s", type(exc).__name__, exc)
 
     def _index_one(self, rel: str, total: SyncReport) -> None:
         try:

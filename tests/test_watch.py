@@ -312,3 +312,19 @@ def test_without_inotify_watches_it_falls_back_to_polling(
         assert any("polling" in r.getMessage() for r in caplog.records)
         _write(vault.root / MEM / "polled.md", "seen by polling: wombat\n")
         wait_for(lambda: found(vault, "wombat"), what="the polling observer")
+
+
+def test_a_file_deleted_while_watching_leaves_no_text_in_the_index_bytes(vault: Vault) -> None:
+    """The watcher scrubs after a removal, as erase and reindex do: the deleted
+    words must not linger in FTS segments or the WAL until the next reconcile."""
+    from tests.erasekit import files_with_text
+
+    root = vault.root
+    keep = vault.add("The build server is called quetzalcoatl")
+    doomed = vault.add("The staging password hint is xylophonist")
+    with running_watcher(root):
+        assert files_with_text(root, ["xylophonist"]), "positive control: the word is in the index first"
+        (root / doomed.path).unlink()
+        wait_for(lambda: body_at(vault, doomed.path) is None, what="deleted file purged")
+        wait_for(lambda: not files_with_text(root, ["xylophonist"]), what="deleted text scrubbed from the bytes")
+    assert found(vault, "quetzalcoatl") == [keep.path]
