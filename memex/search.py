@@ -224,21 +224,25 @@ def _lexical(conn: apsw.Connection, query: str, filters: Filters, k: int) -> dic
 
 
 def _semantic(
-    conn: apsw.Connection, qvec: np.ndarray, filters: Filters, k: int
+    conn: apsw.Connection,
+    matrix: vecmatrix.VectorMatrix | None,
+    qvec: np.ndarray,
+    filters: Filters,
+    k: int,
 ) -> dict[int, float]:
-    matrix = vecmatrix.for_connection(conn)
-    if matrix is None:
-        return {}
+    """Cosine of the nearest memories that pass the filters (body or best chunk)."""
     where, params = filters.sql()
     if filters.narrowing:
         # Exact over what passes the filters: the k nearest of all memories,
         # filtered afterwards, could leave a narrow scope with nothing.
+        if matrix is None:
+            return _scan(conn, embed.to_blob(qvec), where, params, k)
         allowed = np.fromiter(
             (int(r[0]) for r in conn.execute(f"SELECT m.rowid FROM memories m WHERE {where}", params)),
             dtype=np.int64,
         )
         return matrix.nearest(qvec, k, allowed)
-    sims = matrix.nearest(qvec, k)
+    sims = matrix.nearest(qvec, k) if matrix is not None else _knn(conn, embed.to_blob(qvec), k)
     if not sims:
         return sims
     ids = list(sims)
@@ -252,10 +256,59 @@ def _semantic(
     return {r: s for r, s in sims.items() if r in keep}
 
 
-def _fill_semantic(conn: apsw.Connection, qvec: np.ndarray, rowids: list[int]) -> dict[int, float]:
+def _knn(conn: apsw.Connection, blob: bytes, k: int) -> dict[int, float]:
+    """sqlite-vec's own k-nearest search, by body and by chunk (no in-process copy)."""
+    sims: dict[int, float] = {}
+    for rowid, dist in conn.execute(
+        "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ?", (blob, k)
+    ):
+        sims[int(rowid)] = 1.0 - float(dist)
+    for mrow, dist in conn.execute(
+        "SELECT c.memory_rowid, v.distance FROM "
+        "(SELECT rowid, distance FROM chunk_vec WHERE embedding MATCH ? AND k = ?) v "
+        "JOIN chunks c ON c.rowid = v.rowid",
+        (blob, k),
+    ):
+        if 1.0 - float(dist) > sims.get(int(mrow), -2.0):
+            sims[int(mrow)] = 1.0 - float(dist)
+    return dict(sorted(sims.items(), key=lambda kv: -kv[1])[:k])
+
+
+def _scan(conn: apsw.Connection, blob: bytes, where: str, params: list[Any], k: int) -> dict[int, float]:
+    """Exact top ``k`` by cosine among the memories (and chunks) passing the filters."""
+    sims: dict[int, float] = {}
+    for sql in (
+        "SELECT m.rowid, vec_distance_cosine(v.embedding, ?) FROM memories m "
+        f"JOIN memory_vec v ON v.rowid = m.rowid WHERE {where}",
+        "SELECT m.rowid, vec_distance_cosine(v.embedding, ?) FROM memories m "
+        f"JOIN chunks c ON c.memory_rowid = m.rowid JOIN chunk_vec v ON v.rowid = c.rowid WHERE {where}",
+    ):
+        for rowid, dist in conn.execute(sql, (blob, *params)):
+            if 1.0 - float(dist) > sims.get(int(rowid), -2.0):
+                sims[int(rowid)] = 1.0 - float(dist)
+    return dict(sorted(sims.items(), key=lambda kv: -kv[1])[:k])
+
+
+def _fill_semantic(
+    conn: apsw.Connection, matrix: vecmatrix.VectorMatrix | None, qvec: np.ndarray, rowids: list[int]
+) -> dict[int, float]:
     """Cosine for candidates that only the lexical side found."""
-    matrix = vecmatrix.for_connection(conn) if rowids else None
-    return matrix.cosines(qvec, rowids) if matrix is not None else {}
+    if not rowids:
+        return {}
+    if matrix is not None:
+        return matrix.cosines(qvec, rowids)
+    out: dict[int, float] = {}
+    marks = _marks(len(rowids))
+    for sql in (
+        f"SELECT rowid, embedding FROM memory_vec WHERE rowid IN ({marks})",
+        "SELECT c.memory_rowid, v.embedding FROM chunks c JOIN chunk_vec v ON v.rowid = c.rowid "
+        f"WHERE c.memory_rowid IN ({marks})",
+    ):
+        for rowid, blob in conn.execute(sql, rowids):
+            sim = float(np.dot(embed.from_blob(blob), qvec))
+            if sim > out.get(int(rowid), -2.0):
+                out[int(rowid)] = sim
+    return out
 
 
 def _normalized_lexical(lexical: dict[int, float], how: str) -> dict[int, float]:
@@ -322,9 +375,11 @@ def search(
         assert embedder is not None
         if qvec is None:
             qvec = embedder.embed([query])[0]
-        semantic = _semantic(conn, qvec, filters, k)
+        # One look at the in-process copy per search (None: use sqlite-vec).
+        matrix = vecmatrix.for_connection(conn)
+        semantic = _semantic(conn, matrix, qvec, filters, k)
         missing = [r for r in lexical if r not in semantic]
-        semantic.update(_fill_semantic(conn, qvec, missing))
+        semantic.update(_fill_semantic(conn, matrix, qvec, missing))
     scores = fuse(lexical, semantic, fusion, use_vectors, query)
     if not scores:
         return []

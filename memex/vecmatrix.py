@@ -62,6 +62,20 @@ class _Block:
             new[: self.size] = old[: self.size]
             setattr(self, name, new)
 
+    def load(self, rows: list[tuple[int, int, bytes]]) -> None:
+        """Replace the contents with ``(key, owner, blob)`` rows in one go."""
+        rows = [r for r in rows if len(r[2]) == 4 * self.dim]  # others: another model's
+        n = len(rows)
+        self.matrix = (
+            np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(n, self.dim).copy()
+            if n else np.zeros((0, self.dim), dtype=np.float32)
+        )
+        self.keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=n)
+        self.owners = np.fromiter((r[1] for r in rows), dtype=np.int64, count=n)
+        self.live = np.ones(n, dtype=bool)
+        self.where = {int(k): i for i, k in enumerate(self.keys.tolist())}
+        self.size = n
+
     def put(self, key: int, owner: int, blob: bytes) -> None:
         vec = np.frombuffer(blob, dtype=np.float32)
         if vec.shape[0] != self.dim:
@@ -101,6 +115,7 @@ class VectorMatrix:
         self._dirty_memories: set[int] = set()
         self._dirty_chunks: set[int] = set()
         self._data_version = -1
+        self._seen_version = -1  # data_version at the last search that found the copy stale
         self._model: str | None = None
         self.memories = _Block(0)
         self.chunks = _Block(0)
@@ -122,12 +137,15 @@ class VectorMatrix:
         self.memories, self.chunks = _Block(dim), _Block(dim)
         self._dirty_memories.clear()
         self._dirty_chunks.clear()
-        for rowid, blob in conn.execute("SELECT rowid, embedding FROM memory_vec"):
-            self.memories.put(int(rowid), int(rowid), blob)
-        for rowid, owner, blob in conn.execute(
-            "SELECT c.rowid, c.memory_rowid, v.embedding FROM chunks c JOIN chunk_vec v ON v.rowid = c.rowid"
-        ):
-            self.chunks.put(int(rowid), int(owner), blob)
+        self.memories.load(
+            [(int(r), int(r), b) for r, b in conn.execute("SELECT rowid, embedding FROM memory_vec")]
+        )
+        self.chunks.load([
+            (int(r), int(o), b)
+            for r, o, b in conn.execute(
+                "SELECT c.rowid, c.memory_rowid, v.embedding FROM chunks c JOIN chunk_vec v ON v.rowid = c.rowid"
+            )
+        ])
         self._model = model
 
     def _refresh_rows(self, conn: apsw.Connection) -> None:
@@ -153,7 +171,15 @@ class VectorMatrix:
                 self.chunks.put(int(rowid), int(owner), blob)
 
     def current(self) -> VectorMatrix | None:
-        """Bring the copy up to date; None when the index has no vector tables."""
+        """The copy, up to date; None when the caller should use SQLite instead.
+
+        None when the index has no vector tables, and when the copy would
+        have to be (re)loaded while that does not pay yet. A full load costs
+        about 100 ms at 10k memories, ten sqlite-vec searches. So it happens
+        only once the index has stayed the same between two searches: a
+        one-shot process (``memex search``) never pays for it, and neither
+        does a search between other processes' busy writes.
+        """
         conn = self._conn()
         if conn is None:
             return None
@@ -163,15 +189,15 @@ class VectorMatrix:
             if model is None or dim is None:
                 return None
             version = int(scalar(conn, "PRAGMA data_version"))
-            dead = self.memories.size - len(self.memories.where)
-            if (
-                version != self._data_version
-                or model != self._model
-                or int(dim) != self.memories.dim
-                or dead > max(1000, len(self.memories.where))  # compact after much churn
-            ):
+            fresh = version == self._data_version and model == self._model and int(dim) == self.memories.dim
+            if not fresh:
+                if version != self._seen_version:
+                    self._seen_version = version
+                    return None
                 self._full_load(conn, model, int(dim))
                 self._data_version = version
+            elif self.memories.size - len(self.memories.where) > max(1000, len(self.memories.where)):
+                self._full_load(conn, model, int(dim))  # compact after much churn
             elif self._dirty_memories or self._dirty_chunks:
                 self._refresh_rows(conn)
         return self
@@ -219,7 +245,11 @@ _MATRICES_LOCK = threading.Lock()
 
 
 def for_connection(conn: apsw.Connection) -> VectorMatrix | None:
-    """The up-to-date vector copy of ``conn`` (made on first use)."""
+    """The up-to-date vector copy of ``conn``, or None: then search SQLite.
+
+    The copy is made on first use and loaded on the second search that finds
+    the index unchanged (see :meth:`VectorMatrix.current`).
+    """
     with _MATRICES_LOCK:
         matrix = _MATRICES.get(conn)
         if matrix is None:
