@@ -14,7 +14,10 @@ Keeping the copy true:
   on ``memories`` and ``chunks``; the touched rows are re-read before the
   next search (a cheap, incremental refresh, so add-then-search stays fast);
 - changes made by *another* connection (another process, another Vault)
-  move ``PRAGMA data_version``; then the whole copy is reloaded.
+  move ``PRAGMA data_version``; then the whole copy is reloaded, but only
+  once the index has held still between two searches (until then, and in a
+  one-shot process, search asks sqlite-vec as before: a load costs about
+  100 ms at 10k memories).
 
 Memory cost: 4 bytes x dimension per vector (1.5 KiB for 384 dimensions;
 about 15 MiB at 10k memories, 150 MiB at 100k).
