@@ -16,8 +16,8 @@ Keeping the copy true:
 - changes made by *another* connection (another process, another Vault)
   move ``PRAGMA data_version``; then the whole copy is reloaded, but only
   once the index has held still between two searches (until then, and in a
-  one-shot process, search asks sqlite-vec as before: a load costs about
-  100 ms at 10k memories).
+  one-shot process, search asks sqlite-vec as before: a load took 70-190 ms
+  at 10k memories here).
 
 Memory cost: 4 bytes x dimension per vector (1.5 KiB for 384 dimensions;
 about 15 MiB at 10k memories, 150 MiB at 100k).
@@ -177,8 +177,8 @@ class VectorMatrix:
         """The copy, up to date; None when the caller should use SQLite instead.
 
         None when the index has no vector tables, and when the copy would
-        have to be (re)loaded while that does not pay yet. A full load costs
-        about 100 ms at 10k memories, ten sqlite-vec searches. So it happens
+        have to be (re)loaded while that does not pay yet. A full load took
+        70-190 ms at 10k memories, as much as 10-20 sqlite-vec searches. So it happens
         only once the index has stayed the same between two searches: a
         one-shot process (``memex search``) never pays for it, and neither
         does a search between other processes' busy writes.
