@@ -341,13 +341,14 @@ def main() -> None:
     for size in sizes:
         if size < 1:
             parser.error(f"--sizes: {size} is not a positive number of memories")
-        env = {**os.environ, "MEMEX_CACHE_DIR": tempfile.mkdtemp(prefix="memex-bench-cache-")}
-        env.pop("MEMEX_VAULT", None)
-        child = subprocess.run(
-            [sys.executable, __file__, "--one", str(size), "--searches", str(args.searches), "--adds", str(args.adds),
-             "--long-every", str(args.long_every)],
-            env=env, capture_output=True, text=True, check=False,
-        )
+        with tempfile.TemporaryDirectory(prefix="memex-bench-cache-") as cache:
+            env = {**os.environ, "MEMEX_CACHE_DIR": cache}
+            env.pop("MEMEX_VAULT", None)
+            child = subprocess.run(
+                [sys.executable, __file__, "--one", str(size), "--searches", str(args.searches),
+                 "--adds", str(args.adds), "--long-every", str(args.long_every)],
+                env=env, capture_output=True, text=True, check=False,
+            )
         if child.returncode != 0:
             raise SystemExit(f"benchmark of {size} memories failed:\n{child.stderr}")
         results.append(json.loads(child.stdout.strip().splitlines()[-1]))
