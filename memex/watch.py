@@ -42,6 +42,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
@@ -197,6 +198,14 @@ class Watcher:
             self.vault.indexer  # load the model and open the index before the first event
             self._write_state("running")
             logging.getLogger("watchdog.observers.inotify").addHandler(self._spy)
+            # watchdog's inotify backend warns when a folder is created and
+            # filled faster than it registers the new watch ("Callback with
+            # id ... already exists ... will be Overwritten"). The watch is
+            # replaced correctly; the warning is noise, and under an
+            # error-on-warning policy it would kill the observer thread.
+            warnings.filterwarnings(
+                "ignore", message=r"Callback with id .* already exists", category=RuntimeWarning
+            )
             self._start_observer()
             # After the observer: an edit made during this sync is still an event.
             self.reconcile("start-up")
