@@ -75,10 +75,18 @@ def _entity_rowid(conn: apsw.Connection, name: str) -> int:
 
 
 def write_links(
-    conn: apsw.Connection, memory_rowid: int, entities: list[str], relations: list[Relation]
+    conn: apsw.Connection,
+    memory_rowid: int,
+    entities: list[str],
+    relations: list[Relation],
+    fresh: bool = False,
 ) -> None:
-    """Replace a memory's entity links and relations (inside the caller's transaction)."""
-    unlink_memory(conn, memory_rowid)
+    """Replace a memory's entity links and relations (inside the caller's transaction).
+
+    ``fresh``: the row was just inserted, so there is nothing to unlink.
+    """
+    if not fresh:
+        unlink_memory(conn, memory_rowid)
     names = list(entities)
     for rel in relations:
         names.extend([rel.subject, rel.object])

@@ -105,6 +105,7 @@ class Indexer:
         self.conn = conn
         self.config = config
         self.embedder = embedder
+        self._error_paths: set[str] = set()  # paths with a recorded error, per _apply
         if embedder is not None:
             ensure_vector_tables(conn, embedder.model_id, embedder.dim)
 
@@ -278,6 +279,7 @@ class Indexer:
         progress: Progress | None,
     ) -> None:
         by_id = {row.id: path for path, row in rows.items()}
+        self._error_paths = {str(r[0]) for r in self.conn.execute("SELECT path FROM index_errors")}
         vanished_set = set(vanished)
         vanished_by_hash = {rows[p].file_hash: p for p in vanished}
         claimed: dict[str, str] = {}
@@ -447,7 +449,8 @@ class Indexer:
     ) -> str:
         """Upsert one record; returns the report field it counts toward."""
         conn = self.conn
-        conn.execute("DELETE FROM index_errors WHERE path = ?", (rec.path,))
+        if rec.path in self._error_paths:
+            conn.execute("DELETE FROM index_errors WHERE path = ?", (rec.path,))
         at_path = self._row_at(rec.path)
         by_own_id = conn.execute("SELECT rowid, path FROM memories WHERE id = ?", (rec.id,)).fetchone()
         outcome = "updated"
@@ -491,14 +494,20 @@ class Indexer:
             "id, path, scope, source, session, source_ref, category, confidence, created, "
             "supersedes, superseded_by, status, body, body_hash, file_hash, size, mtime_ns, embed_key"
         )
+        # A fresh row has no old FTS entry, vectors, chunks or links to clear:
+        # skipping those statements is most of a cold reindex's SQLite time.
+        fresh = by_own_id is None
         if by_own_id is not None:
             rowid = int(by_own_id[0])
             sets = ", ".join(f"{c.strip()} = ?" for c in cols.split(","))
             conn.execute(f"UPDATE memories SET {sets} WHERE rowid = ?", (*values, rowid))
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (rowid,))
         else:
-            marks = ", ".join("?" * len(values))
-            conn.execute(f"INSERT INTO memories({cols}) VALUES ({marks})", values)
+            marks = ", ".join("?" * (len(values) + 1))
+            conn.execute(
+                f"INSERT INTO memories({cols}, embedded) VALUES ({marks})",
+                (*values, 1 if vectors is not None else 0),
+            )
             rowid = int(conn.last_insert_rowid())
         conn.execute(
             "INSERT INTO memory_fts(rowid, text) VALUES (?, ?)",
@@ -506,7 +515,8 @@ class Indexer:
         )
         if vectors is not None:
             body_blob, chunk_pairs = vectors
-            purge.delete_vectors(conn, rowid)
+            if not fresh:
+                purge.delete_vectors(conn, rowid)
             conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (?, ?)", (rowid, body_blob))
             for seq, (key, blob) in enumerate(chunk_pairs):
                 conn.execute(
@@ -515,8 +525,9 @@ class Indexer:
                 conn.execute(
                     "INSERT INTO chunk_vec(rowid, embedding) VALUES (?, ?)", (conn.last_insert_rowid(), blob)
                 )
-            conn.execute("UPDATE memories SET embedded = 1 WHERE rowid = ?", (rowid,))
-        graph.write_links(conn, rowid, rec.entities, rec.relations)
+            if not fresh:
+                conn.execute("UPDATE memories SET embedded = 1 WHERE rowid = ?", (rowid,))
+        graph.write_links(conn, rowid, rec.entities, rec.relations, fresh=fresh)
         by_id[rec.id] = rec.path
         return outcome
 
