@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from memex.vault import Vault
+from tests.scriptkit import load_script
 
 pytestmark = pytest.mark.model
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "eval_dedup.py"
 DATA = Path(__file__).resolve().parent / "data"
 # Measured with `scripts/eval_dedup.py` (README, "## Dedup"): precision 1.0 on
 # both sets; recall 0.872 on the 430 tuning pairs and 0.879 on the 165
@@ -22,11 +21,7 @@ RECALL_FLOOR = {"dedup_pairs.jsonl": 0.85, "dedup_pairs_holdout.jsonl": 0.84}
 
 
 def _eval_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("eval_dedup", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("eval_dedup")
 
 
 @pytest.mark.parametrize("name", sorted(RECALL_FLOOR))

@@ -7,31 +7,18 @@ same thing.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from memex.search import DEFAULT_FUSION, Fusion, search
 from memex.vault import Vault
+from tests.scriptkit import load_script
 
 pytestmark = pytest.mark.model
 
-_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "eval_search.py"
-
-
-def _load_eval() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("eval_search", _SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-EVAL = _load_eval()
+EVAL = load_script("eval_search")
 MEMORIES, QUERIES = EVAL.load_set(EVAL.DEFAULT_DATA)
 
 
