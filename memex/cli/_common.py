@@ -54,7 +54,9 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | No
     for row in rows:
         # Text, not str: a "[" in a body or a reason is not rich markup.
         out.add_row(*(Text("" if v is None else str(v)) for v in row))
-    Console(soft_wrap=False).print(out)
+    # Piped output has no terminal width; rich would assume 80 columns and
+    # fold every body into a word per line. Give pipes and logs room.
+    Console(soft_wrap=False, width=None if is_tty() else 120).print(out)
 
 
 def key_values(data: dict[str, Any], title: str | None = None) -> None:
