@@ -9,6 +9,7 @@ The documented defaults live in ``vault-template/.memex/config.toml``.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,22 @@ def _typed(table: dict[str, Any], key: str, kind: type, default: Any, where: str
 def setting(section: dict[str, Any], key: str, default: Any, where: str) -> Any:
     """Read one key of a feature's section, checked against the default's type."""
     return _typed(section, key, type(default), default, where)
+
+
+def fraction(section: dict[str, Any], key: str, default: float, where: str) -> float:
+    """A threshold or share: a number from 0 to 1."""
+    value = float(setting(section, key, float(default), where))
+    if not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{where}: {key} must be from 0 to 1, got {value}")
+    return value
+
+
+def string_list(section: dict[str, Any], key: str, default: Sequence[str], where: str) -> tuple[str, ...]:
+    """A list of strings (source names, categories, glob patterns)."""
+    value = setting(section, key, list(default), where)
+    if not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{where}: {key} must be a list of strings")
+    return tuple(value)
 
 
 def load_config(root: Path) -> Config:

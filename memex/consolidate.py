@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memex import embed
-from memex.config import CONFIG_RELPATH, setting
+from memex.config import CONFIG_RELPATH, fraction, setting, string_list
 from memex.db import has_vector_tables
 from memex.decay import parse_time
 from memex.errors import ConfigError, InvalidArgument, MemoryFileError, MemoryNotFound
@@ -62,24 +62,17 @@ class Settings:
 
 def load_settings(config: Config) -> Settings:
     """``[consolidate]`` of the vault's config, checked."""
-    where = str(CONFIG_RELPATH)
+    where = f"{CONFIG_RELPATH} [consolidate]"
     sec = config.section("consolidate")
-    protected = sec.get("protected_categories", list(DEFAULT_PROTECTED))
-    if not isinstance(protected, list) or not all(isinstance(c, str) for c in protected):
-        raise ConfigError(f"{where}: [consolidate] protected_categories must be a list of strings")
     out = Settings(
-        frozenset(protected),
-        float(setting(sec, "protected_confidence", DEFAULT_PROTECTED_CONFIDENCE, where)),
+        frozenset(string_list(sec, "protected_categories", DEFAULT_PROTECTED, where)),
+        fraction(sec, "protected_confidence", DEFAULT_PROTECTED_CONFIDENCE, where),
         int(setting(sec, "min_candidates", DEFAULT_MIN_CANDIDATES, where)),
-        float(setting(sec, "jaccard_threshold", DEFAULT_JACCARD, where)),
-        float(setting(sec, "cosine_threshold", DEFAULT_COSINE, where)),
+        fraction(sec, "jaccard_threshold", DEFAULT_JACCARD, where),
+        fraction(sec, "cosine_threshold", DEFAULT_COSINE, where),
     )
-    for key in ("protected_confidence", "jaccard_threshold", "cosine_threshold"):
-        value = getattr(out, key)
-        if not 0.0 <= value <= 1.0:
-            raise ConfigError(f"{where}: [consolidate] {key} must be from 0 to 1, got {value}")
     if out.min_candidates < 2:
-        raise ConfigError(f"{where}: [consolidate] min_candidates must be at least 2")
+        raise ConfigError(f"{where}: min_candidates must be at least 2")
     return out
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import apsw
 
-from memex.config import CONFIG_RELPATH, Config, setting
+from memex.config import CONFIG_RELPATH, Config, fraction, setting
 from memex.errors import ConfigError
 
 DEFAULT_RATE = 0.01
@@ -79,9 +79,7 @@ def load_policy(config: Config) -> DecayPolicy:
             raise ConfigError(f"{where}: [decay.categories] {name} must be a number, got {value!r}")
         categories[str(name)] = _check_rate(float(value), f"{where}: [decay.categories] {name}")
     recall = config.section("recall")
-    min_conf = float(setting(recall, "min_confidence", DEFAULT_MIN_CONFIDENCE, where))
-    if not 0.0 <= min_conf <= 1.0:
-        raise ConfigError(f"{where}: [recall] min_confidence must be from 0 to 1, got {min_conf}")
+    min_conf = fraction(recall, "min_confidence", DEFAULT_MIN_CONFIDENCE, f"{where} [recall]")
     return DecayPolicy(rate, categories, min_conf)
 
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memex import embed
-from memex.config import Config, setting
+from memex.config import Config, fraction, setting, string_list
 from memex.db import has_vector_tables
 from memex.errors import ConfigError
 from memex.text import body_hash, content_tokens, fts_query, jaccard
@@ -119,19 +119,13 @@ class Thresholds:
             "jaccard_duplicate", "jaccard_similar", "cosine_duplicate", "cosine_similar",
             "session_cosine_duplicate", "echo_jaccard",
         ):
-            value = setting(section, name, getattr(cls, name), where)
-            if not 0.0 <= value <= 1.0:
-                raise ConfigError(f"{where}: {name} must be from 0 to 1, got {value}")
-            values[name] = value
+            values[name] = fraction(section, name, getattr(cls, name), where)
         window = setting(section, "echo_window_seconds", cls.echo_window_seconds, where)
         if window < 0:
             raise ConfigError(f"{where}: echo_window_seconds must not be negative, got {window}")
         values["echo_window_seconds"] = window
         for name in ("echo_agent_sources", "echo_capture_sources"):
-            listed = setting(section, name, list(getattr(cls, name)), where)
-            if not all(isinstance(s, str) for s in listed):
-                raise ConfigError(f"{where}: {name} must be a list of strings")
-            values[name] = tuple(listed)
+            values[name] = string_list(section, name, getattr(cls, name), where)
         for kind in ("jaccard", "cosine"):
             if values[f"{kind}_similar"] > values[f"{kind}_duplicate"]:
                 raise ConfigError(f"{where}: {kind}_similar must not exceed {kind}_duplicate")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memex.config import CONFIG_RELPATH, setting
+from memex.config import CONFIG_RELPATH, setting, string_list
 from memex.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -48,10 +48,8 @@ def load_settings(vault: Vault) -> ContextSettings:
         section = vault.config.section(table)
         where = f"{CONFIG_RELPATH} [{table}]"
         values.update({key: setting(section, key, getattr(defaults, key), where) for key in keys})
-    patterns = setting(vault.config.section("context"), "bypass_session_patterns", [], f"{CONFIG_RELPATH} [context]")
-    if not all(isinstance(p, str) for p in patterns):
-        raise ConfigError(f"{CONFIG_RELPATH} [context]: bypass_session_patterns must be a list of strings")
-    out = ContextSettings(bypass_session_patterns=tuple(patterns), **values)
+    patterns = string_list(vault.config.section("context"), "bypass_session_patterns", (), f"{CONFIG_RELPATH} [context]")
+    out = ContextSettings(bypass_session_patterns=patterns, **values)
     for key in ("commit_token_threshold", "recall_limit", "recall_max_injected_chars"):
         if getattr(out, key) < 1:
             raise ConfigError(f"{CONFIG_RELPATH}: {key} must be at least 1")
