@@ -106,6 +106,7 @@ class Indexer:
         self.config = config
         self.embedder = embedder
         self._error_paths: set[str] = set()  # paths with a recorded error, per _apply
+        self._clashed: list[str] = []  # paths refused for an id clash, per _apply
         if embedder is not None:
             ensure_vector_tables(conn, embedder.model_id, embedder.dim)
 
@@ -277,9 +278,11 @@ class Indexer:
         report: SyncReport,
         full: bool,
         progress: Progress | None,
+        retry_clashes: bool = True,
     ) -> None:
         by_id = {row.id: path for path, row in rows.items()}
         self._error_paths = {str(r[0]) for r in self.conn.execute("SELECT path FROM index_errors")}
+        self._clashed = []
         vanished_set = set(vanished)
         vanished_by_hash = {rows[p].file_hash: p for p in vanished}
         claimed: dict[str, str] = {}
@@ -320,6 +323,21 @@ class Indexer:
                         self.purge_row(row.rowid)
                         report.removed += 1
                     self.conn.execute("DELETE FROM index_errors WHERE path = ?", (rel,))
+        if retry_clashes and self._clashed:
+            self._retry_clashes(self._clashed, on_disk, report, full)
+
+    def _retry_clashes(
+        self, clashed: list[str], on_disk: dict[str, os.stat_result], report: SyncReport, full: bool
+    ) -> None:
+        """Once more for files refused for an id clash: the file that held the id
+        may itself have been re-read later in this run and given it up (a file
+        renamed onto another's path), and a rebuild would index them."""
+        retry = SyncReport()
+        self._apply(clashed, on_disk, self._rows(), [], retry, full, None, retry_clashes=False)
+        still = {e["path"] for e in retry.errors}
+        report.errors[:] = [e for e in report.errors if e["path"] not in clashed or e["path"] in still]
+        for key in ("added", "updated", "moved", "unchanged", "embedded"):
+            setattr(report, key, getattr(report, key) + getattr(retry, key))
 
     def _parse_batch(
         self,
@@ -344,6 +362,7 @@ class Indexer:
             owner = claimed.get(rec.id) or by_id.get(rec.id)
             if owner is not None and owner != rel and owner not in vanished_set:
                 # No stat: the clash depends on another file, so retry it every sync.
+                self._clashed.append(rel)
                 errors.append((
                     rel,
                     f"id {rec.id} is also claimed by {owner} (a copy? delete its id line to give it its own)",
@@ -434,6 +453,9 @@ class Indexer:
         return out, cache_rows
 
     def _record_error(self, rel: str, reason: str, st: os.stat_result | None) -> None:
+        # A path that fails now may be written later in the same run (an id
+        # clash retried once the other file is gone): its error row must go then.
+        self._error_paths.add(rel)
         self.conn.execute(
             "INSERT OR REPLACE INTO index_errors(path, reason, size, mtime_ns) VALUES (?, ?, ?, ?)",
             (rel, reason, st.st_size if st else None, st.st_mtime_ns if st else None),

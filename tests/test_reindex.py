@@ -261,3 +261,21 @@ def test_model_package_missing_means_lexical_and_says_why(vault_root: Path, monk
         stats = health.stats(v)
         assert stats["lexical_only"] is True and "pip install" in stats["model"]
         assert "pip install" in v.embedder_status()
+
+
+def test_a_file_renamed_onto_a_path_whose_id_moves_away_is_indexed_in_one_sync(vault: Vault) -> None:
+    """b.md (id X) is renamed to a.md while another memory is renamed to b.md:
+    in one sync a.md first seems to clash with X at b.md, but b.md gives X up
+    when it is read. A rebuild indexes both, so one sync must too."""
+    user = vault.root / "memories" / "user"
+    user.mkdir(parents=True, exist_ok=True)
+    (user / "b.md").write_text("---\nid: handwritten-x\n---\nheron notes\n")
+    vault.reindex()
+    other = vault.add("The kestrel roosts on the north tower")
+    (user / "b.md").rename(user / "a.md")
+    (vault.root / other.path).rename(user / "b.md")
+    first = vault.reindex()
+    assert first.errors == []
+    assert vault.reindex().as_dict()["added"] == 0
+    paths = dict(vault.conn.execute("SELECT id, path FROM memories").fetchall())
+    assert paths == {"handwritten-x": "memories/user/a.md", other.id: "memories/user/b.md"}
