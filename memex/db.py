@@ -208,5 +208,25 @@ def ensure_vector_tables(conn: apsw.Connection, model: str, dim: int) -> bool:
     return have_model is not None
 
 
+def ensure_chunk_rule(conn: apsw.Connection, rule: str, shortest: int) -> bool:
+    """Record the rule that cuts chunks; when it changed, mark the memories it
+    may cut differently (bodies longer than ``shortest`` characters) as not
+    embedded, so the next sync re-cuts them (their body vectors come from
+    the cache). Returns True when memories were marked."""
+    if get_meta(conn, "chunk_rule") == rule:
+        return False
+    with write_txn(conn):
+        had = get_meta(conn, "chunk_rule")
+        if had == rule:
+            return False
+        marked = len(conn.execute(
+            "UPDATE memories SET embedded = 0 WHERE embedded = 1 AND (length(body) > ? "
+            "OR rowid IN (SELECT memory_rowid FROM chunks)) RETURNING rowid",
+            (shortest,),
+        ).fetchall())
+        set_meta(conn, "chunk_rule", rule)
+    return marked > 0
+
+
 def has_vector_tables(conn: apsw.Connection) -> bool:
     return get_meta(conn, "vector_model") is not None

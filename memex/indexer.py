@@ -27,9 +27,9 @@ from typing import Any
 import apsw
 import numpy as np
 
-from memex import embed, graph, memory_file, purge, text
+from memex import chunking, embed, graph, memory_file, purge, text
 from memex.config import Config
-from memex.db import ensure_vector_tables, write_txn
+from memex.db import ensure_chunk_rule, ensure_vector_tables, write_txn
 from memex.errors import MemoryFileError
 from memex.records import Record, build_record
 
@@ -107,8 +107,11 @@ class Indexer:
         self.embedder = embedder
         self._error_paths: set[str] = set()  # paths with a recorded error, per _apply
         self._clashed: list[str] = []  # paths refused for an id clash, per _apply
+        self._real_dirs: dict[str, str] = {}  # resolved folders, per _apply (see memory_file.read)
+        self.chunker = chunking.for_config(config)
         if embedder is not None:
             ensure_vector_tables(conn, embedder.model_id, embedder.dim)
+            ensure_chunk_rule(conn, self.chunker.rule, self.chunker.shortest)
 
     # -- the file side -------------------------------------------------------
 
@@ -264,7 +267,7 @@ class Indexer:
     # -- the shared path -----------------------------------------------------
 
     def _read(self, rel: str, st: os.stat_result) -> Record:
-        mf, raw = memory_file.read(self.root / rel, self.config.max_file_bytes, self.root)
+        mf, raw = memory_file.read(self.root / rel, self.config.max_file_bytes, self.root, self._real_dirs)
         # Re-stat after reading: the bytes we hold belong to this size/mtime.
         st2 = os.stat(self.root / rel)
         return build_record(rel, mf, raw, st2, self.config.default_scope)
@@ -283,6 +286,7 @@ class Indexer:
         by_id = {row.id: path for path, row in rows.items()}
         self._error_paths = {str(r[0]) for r in self.conn.execute("SELECT path FROM index_errors")}
         self._clashed = []
+        self._real_dirs = {}
         vanished_set = set(vanished)
         vanished_by_hash = {rows[p].file_hash: p for p in vanished}
         claimed: dict[str, str] = {}
@@ -408,21 +412,23 @@ class Indexer:
         chunks, and what the cache already holds."""
         if self.embedder is None or not records:
             return [], None
+        current: dict[str, tuple[str | None, int]] = {}
+        if not full:  # one query per batch, not one per file
+            ids = [rec.id for rec in records]
+            marks = ",".join("?" * len(ids))
+            for mid, key, embedded in self.conn.execute(
+                f"SELECT id, embed_key, embedded FROM memories WHERE id IN ({marks})", ids
+            ):
+                current[str(mid)] = (key, int(embedded))
         wanted: list[Record] = []
         for rec in records:
-            current = self.conn.execute(
-                "SELECT embed_key, embedded FROM memories WHERE id = ?", (rec.id,)
-            ).fetchone()
-            if full or current is None or not current[1] or current[0] != embed.text_key(rec.embed_text):
+            have = current.get(rec.id)
+            if full or have is None or not have[1] or have[0] != embed.text_key(rec.embed_text):
                 wanted.append(rec)
         texts: list[str] = []
         plan: list[tuple[Record, list[str]]] = []
         for rec in wanted:
-            pieces = (
-                text.chunks(rec.embed_text, self.config.chunk_chars, self.config.chunk_overlap)
-                if len(rec.embed_text) > self.config.chunk_chars
-                else []
-            )
+            pieces = self.chunker(rec.embed_text)
             plan.append((rec, pieces))
             texts.append(rec.embed_text)
             texts.extend(pieces)
@@ -519,8 +525,10 @@ class Indexer:
         # A fresh row has no old FTS entry, vectors, chunks or links to clear:
         # skipping those statements is most of a cold reindex's SQLite time.
         fresh = by_own_id is None
+        before: tuple[str | None, str] | None = None  # the row's embed_key and body before this write
         if by_own_id is not None:
             rowid = int(by_own_id[0])
+            before = conn.execute("SELECT embed_key, body FROM memories WHERE rowid = ?", (rowid,)).fetchone()
             sets = ", ".join(f"{c.strip()} = ?" for c in cols.split(","))
             conn.execute(f"UPDATE memories SET {sets} WHERE rowid = ?", (*values, rowid))
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (rowid,))
@@ -538,6 +546,7 @@ class Indexer:
         if vectors is not None:
             body_blob, chunk_pairs = vectors
             if not fresh:
+                old_keys = self._vector_keys(rowid, before)
                 purge.delete_vectors(conn, rowid)
             conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (?, ?)", (rowid, body_blob))
             for seq, (key, blob) in enumerate(chunk_pairs):
@@ -549,9 +558,23 @@ class Indexer:
                 )
             if not fresh:
                 conn.execute("UPDATE memories SET embedded = 1 WHERE rowid = ?", (rowid,))
+                # Vectors of text this memory no longer has (an edit, chunks cut
+                # by a new rule) leave the cache: a later erasure could not find them.
+                new_keys = {embed.text_key(rec.embed_text), *(k for k, _ in chunk_pairs)}
+                purge.drop_unused_cache(conn, old_keys - new_keys)
         graph.write_links(conn, rowid, rec.entities, rec.relations, fresh=fresh)
         by_id[rec.id] = rec.path
         return outcome
+
+    def _vector_keys(self, rowid: int, before: tuple[str | None, str] | None) -> set[str]:
+        """Cache keys a memory's vectors may be stored under: its chunks', its
+        body's, and those of the body as ``add`` embedded it (see purge)."""
+        keys = {str(r[0]) for r in self.conn.execute("SELECT text_hash FROM chunks WHERE memory_rowid = ?", (rowid,))}
+        if before is not None:
+            keys.update(purge.body_cache_keys(str(before[1])))
+            if before[0]:
+                keys.add(str(before[0]))
+        return keys
 
     def purge_row(self, rowid: int) -> purge.PurgeCounts:
         """Purge one memory row and everything derived from it (caller holds the txn)."""

@@ -99,12 +99,19 @@ def purge_memory(conn: apsw.Connection, memory_rowid: int, cache_keys: list[str]
     conn.execute("DELETE FROM memories WHERE rowid = ?", (memory_rowid,))
     counts.memories = 1
     set_meta(conn, SCRUB_KEY, "1")
-    for key in set(cache_keys):
+    counts.cache_entries = drop_unused_cache(conn, set(cache_keys))
+    return counts
+
+
+def drop_unused_cache(conn: apsw.Connection, keys: set[str]) -> int:
+    """Delete the cached vectors of these text hashes that no memory uses; returns how many."""
+    dropped = 0
+    for key in keys:
         if not _text_still_used(conn, key):
-            counts.cache_entries += len(conn.execute(
+            dropped += len(conn.execute(
                 "DELETE FROM embedding_cache WHERE text_hash = ? RETURNING text_hash", (key,)
             ).fetchall())
-    return counts
+    return dropped
 
 
 def body_cache_keys(body: str) -> list[str]:

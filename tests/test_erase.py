@@ -14,7 +14,7 @@ from memex.cli import _register_commands, main
 from memex.errors import IndexStoreError, InvalidArgument, MemoryNotFound
 from memex.vault import Vault
 
-LONG = " ".join(f"Sentence {i} about the quarterly budget review and its owners." for i in range(30))
+LONG = " ".join(f"Sentence {i} about the quarterly budget review and its owners." for i in range(60))  # three windows of the model
 
 
 def _row_counts(vault: Vault) -> dict[str, int]:

@@ -25,7 +25,7 @@ SECRET_BODY = (
     + "\n\n".join(
         f"Paragraph {i}: the zqorblax migration moves xjuimbrelk records nightly, "
         f"vkwhistmo keeps the audit trail, Yprodigalq signs it."
-        for i in range(8)
+        for i in range(20)
     )
 )
 FILLERS = [
@@ -39,7 +39,7 @@ def _seed(vault: Vault) -> str:
         vault.add(text, entities=["SQLite"])
     result = vault.add(SECRET_BODY, entities=["Zqorblax Labs", "SQLite"])
     assert result.status == "created"
-    assert len(SECRET_BODY) > vault.config.chunk_chars  # so chunks and chunk vectors exist
+    assert len(vault.indexer.chunker(SECRET_BODY)) >= 2  # so chunks and chunk vectors exist
     return result.id
 
 

@@ -12,31 +12,21 @@ one per four other characters.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
 from collections import OrderedDict
-from importlib import resources
 from typing import Any
+
+from memex.chunking import load_tokenizer
 
 # Role, separators and framing a chat API adds around each message.
 MESSAGE_OVERHEAD = 4
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 
 
-@functools.lru_cache(maxsize=1)
 def _tokenizer() -> Any:
-    try:
-        from tokenizers import Tokenizer
-
-        path = resources.files("memex") / "model_files" / "tokenizer.json"
-        tok = Tokenizer.from_str(path.read_text(encoding="utf-8"))
-        tok.no_truncation()
-        tok.no_padding()
-        return tok
-    except Exception:  # any failure means the documented heuristic
-        return None
+    return load_tokenizer("bundled")  # None: the documented heuristic
 
 
 def heuristic_count(text: str) -> int:
