@@ -35,11 +35,14 @@ from memex.errors import ConfigError
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # all-MiniLM-L6-v2 was trained on sequences of at most 256 word pieces (its
 # sentence-transformers max_seq_length); fastembed's tokenizer would pad a
-# batch up to 512, and attention cost grows with the square of that. Longer
-# bodies are covered by chunk vectors anyway (chunk_chars = 800 is ~200 pieces).
+# batch up to 512, and attention cost grows with the square of that. What a
+# longer body holds past the window gets chunk vectors (memex/chunking.py).
 MAX_TOKENS = 256
-BATCH_SIZE = 64
-BATCH_CHARS = 64 * 256  # 64 texts of ~64 word pieces; fewer when they are longer
+# Texts per model call. Smaller batches ran faster on the 2-core machine
+# (2,000 memories + chunks: 64 -> 315-333 texts/s, 32 -> 341-356, 16 -> 348-370,
+# 8 -> 362, 4 -> 336, 1 -> 241), and 16 x 256 word pieces keeps onnxruntime's
+# arena small (64 long bodies at once grew it past 3 GiB).
+BATCH_SIZE = 16
 DEFAULT_MODEL_ID = "all-MiniLM-L6-v2-int8"
 _TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
@@ -70,19 +73,22 @@ class FastEmbedder:
         tokenizer = getattr(getattr(self._model, "model", None), "tokenizer", None)
         if tokenizer is not None:
             tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self._tokenizer = tokenizer
         self.dim = int(self.embed(["dimension probe"]).shape[1])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
-        # A batch is padded to its longest text: embedding in order of length
-        # keeps short memories from paying for a long one in their batch.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        by_length = [texts[i] for i in order]
+        # A batch is padded to its longest text: embedding in order of length,
+        # in batches of about equal length, keeps short memories from paying
+        # for a long one (or a chunk) in their batch.
+        lengths = self._lengths(texts)
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
         parts: list[np.ndarray] = []
         with self._lock:  # onnxruntime sessions are not re-entrant across threads here
-            for batch in _batches(by_length):
-                parts.append(np.asarray(list(self._model.embed(batch, batch_size=len(batch))), dtype=np.float32))
+            for batch in _batches([lengths[i] for i in order]):
+                chosen = [texts[order[i]] for i in batch]
+                parts.append(np.asarray(list(self._model.embed(chosen, batch_size=len(chosen))), dtype=np.float32))
         sorted_vectors = np.concatenate(parts)
         vectors = np.empty_like(sorted_vectors)
         vectors[order] = sorted_vectors
@@ -90,26 +96,37 @@ class FastEmbedder:
         norms[norms == 0] = 1.0
         return np.ascontiguousarray(vectors / norms, dtype=np.float32)
 
+    def _lengths(self, texts: Sequence[str]) -> list[int]:
+        """Word pieces the model will read of each text (truncation included)."""
+        if self._tokenizer is None:
+            return [min(len(t) // 4 + 2, MAX_TOKENS) for t in texts]
+        # The model's tokenizer pads a batch: count the attention mask, not the ids.
+        return [sum(e.attention_mask) for e in self._tokenizer.encode_batch(list(texts))]
 
-def _batches(by_length: list[str]) -> Iterator[list[str]]:
-    """Batches of texts sorted by length, bounded in count and in padded size.
 
-    The padded size (texts x longest text) bounds the model's working memory:
-    64 long bodies at 256 word pieces made onnxruntime's arena grow past 3 GiB.
-    Characters stand in for word pieces (about 4 to 1 in English, 1 to 1 in
-    Chinese), capped where truncation would cut the text anyway.
-    """
-    batch: list[str] = []
-    longest = 0
-    for text in by_length:
-        size = min(len(text), 4 * MAX_TOKENS)
-        if batch and (len(batch) >= BATCH_SIZE or (len(batch) + 1) * max(longest, size) > BATCH_CHARS):
-            yield batch
-            batch, longest = [], 0
-        batch.append(text)
-        longest = max(longest, size)
-    if batch:
-        yield batch
+# Batches are cut where the length jumps by more than a quarter (plus a few
+# pieces): padding then wastes at most about that share of the model's work.
+# Measured on the 2,000-memory benchmark vault: cutting by count and size
+# alone put a few chunks and long bodies into batches of short memories and
+# padded those to several times their length (+22% model time).
+LENGTH_JUMP = 1.25
+LENGTH_SLACK = 8
+
+
+def _batches(lengths: list[int]) -> Iterator[range]:
+    """Index ranges of texts sorted by length: at most BATCH_SIZE each, cut
+    where the length jumps."""
+    start = 0
+    for i, length in enumerate(lengths):
+        count = i - start
+        if count and (
+            count >= BATCH_SIZE
+            or length > lengths[start] * LENGTH_JUMP + LENGTH_SLACK
+        ):
+            yield range(start, i)
+            start = i
+    if start < len(lengths):
+        yield range(start, len(lengths))
 
 
 def _cache_root() -> Path:
