@@ -100,8 +100,21 @@ _OPEN = (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken, yaml.BlockSequ
 _CLOSE = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken)
 
 
+# Every token that opens a level comes from one of these characters ("[",
+# "{", a "- " entry, a "key:" or "? key"): frontmatter with fewer of them
+# than the depth limit cannot nest too deeply.
+_LEVEL_CHARS = "[{-:?"
+
+
 def _check_yaml_safe(fm: str, path: Path) -> None:
     """Refuse anchors/aliases (bombs) and deep nesting before YAML builds anything."""
+    if "&" not in fm and "*" not in fm and sum(fm.count(c) for c in _LEVEL_CHARS) <= MAX_YAML_DEPTH:
+        return  # no anchor, no alias, too few openers: the token scan cannot object
+    _scan_yaml(fm, path)
+
+
+def _scan_yaml(fm: str, path: Path) -> None:
+    """The token scan behind :func:`_check_yaml_safe`."""
     depth = 0
     try:
         for token in yaml.scan(fm, Loader=_FastLoader):
@@ -162,15 +175,25 @@ def parse(text: str, path: Path) -> MemoryFile:
     return MemoryFile({str(k): v for k, v in meta.items()}, text[match.end() :], True)
 
 
-def read(path: Path, max_bytes: int, root: Path | None = None) -> tuple[MemoryFile, bytes]:
+def read(
+    path: Path, max_bytes: int, root: Path | None = None, real_dirs: dict[str, str] | None = None
+) -> tuple[MemoryFile, bytes]:
     """Read and parse one file; returns the parsed file and its raw bytes.
 
     With ``root``, a file that resolves outside it (a link swapped in after
-    it was indexed, say) is refused rather than read.
+    it was indexed, say) is refused rather than read. ``real_dirs`` lets a
+    caller reading many files keep resolved folders (and the root) between
+    calls: resolving every path component of every file was a tenth of a
+    cold reindex's parsing time.
     """
     if root is not None:
-        root_real = os.path.realpath(root)
-        if os.path.commonpath([root_real, os.path.realpath(path)]) != root_real:
+        cache = {} if real_dirs is None else real_dirs
+        root_real = _real_dir(str(root), cache)
+        if os.path.islink(path):
+            real = os.path.realpath(path)
+        else:
+            real = os.path.join(_real_dir(os.path.dirname(path), cache), os.path.basename(path))
+        if os.path.commonpath([root_real, real]) != root_real:
             raise MemoryFileError(path, "symbolic link points outside the vault; not followed")
     try:
         size = path.stat().st_size
@@ -182,6 +205,13 @@ def read(path: Path, max_bytes: int, root: Path | None = None) -> tuple[MemoryFi
     if len(data) > max_bytes:
         raise MemoryFileError(path, f"file is over the {max_bytes}-byte cap")
     return parse(decode(data, path), path), data
+
+
+def _real_dir(folder: str, cache: dict[str, str]) -> str:
+    found = cache.get(folder)
+    if found is None:
+        found = cache[folder] = os.path.realpath(folder)
+    return found
 
 
 def _reload(fm: str) -> Any:

@@ -203,3 +203,28 @@ def test_unreadable_file_names_its_path(tmp_path: Path) -> None:
     with pytest.raises(MemoryFileError) as info:
         memory_file.read(path, 1000)
     assert info.value.path == str(path) and "cannot read" in info.value.reason
+
+
+# Characters that build YAML structure, without "&" and "*" (anchors, aliases).
+_YAML_BITS = st.sampled_from(["[", "]", "{", "}", "- ", ": ", "? ", "\n", "  ", "a", "b: ", "'x'", ",", "#c"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_YAML_BITS, max_size=120).map("".join))
+def test_the_yaml_scan_is_skipped_only_where_it_could_not_object(fm: str) -> None:
+    """The fast path of the safety check: no "&", no "*" and at most 50 level
+    openers. The token scan then finds no anchor and no deep nesting (at most
+    a syntax error, which loading the YAML reports the same way)."""
+    openers = sum(fm.count(c) for c in "[{-:?")
+    if openers > memory_file.MAX_YAML_DEPTH:
+        return
+    try:
+        memory_file._scan_yaml(fm, Path("m.md"))
+    except MemoryFileError as exc:
+        assert exc.reason.startswith("broken YAML"), exc.reason
+
+
+def test_deep_block_nesting_on_one_line_is_still_refused() -> None:
+    fm = "- " * 60 + "x\n"
+    with pytest.raises(MemoryFileError, match="nested deeper"):
+        memory_file.parse(f"---\n{fm}---\nbody\n", Path("m.md"))
