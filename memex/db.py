@@ -102,8 +102,14 @@ def _step1(conn: apsw.Connection) -> None:
     )
 
 
+def _step2(conn: apsw.Connection) -> None:
+    # A row read within RACY_NS of its file's mtime: a same-size write in the
+    # same mtime tick would look unchanged by stat, so the next sync re-hashes it.
+    conn.execute("ALTER TABLE memories ADD COLUMN racy INTEGER NOT NULL DEFAULT 0")
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[apsw.Connection], None]] = [_step1]
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [_step1, _step2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

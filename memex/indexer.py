@@ -6,7 +6,9 @@ go through :meth:`Indexer._apply`, so a file is indexed the same way whoever
 noticed it changed.
 
 A sync compares size and mtime first and reads only files that differ, then
-compares the file hash, so a no-change sync reads no file at all. Files that
+compares the file hash, so a no-change sync reads no file at all (except
+files it last read within two seconds of their mtime, whose same-size
+rewrite in the same timestamp tick stat could not see: see RACY_NS). Files that
 vanished are purged completely (see :mod:`memex.purge`); a file that shows up
 under a new path with the id or the bytes of a vanished one is a move.
 Unreadable files are recorded in ``index_errors`` with their reason and are
@@ -95,6 +97,18 @@ class _Row:
     mtime_ns: int
     file_hash: str
     embedded: int
+    racy: int = 0
+
+    def same_stat(self, st: os.stat_result) -> bool:
+        """Size and mtime say unchanged, and the row was not read racily."""
+        return self.size == st.st_size and self.mtime_ns == st.st_mtime_ns and not self.racy
+
+
+# Timestamps are as coarse as the kernel's tick on Linux and 1-2 s on HFS+
+# and FAT: a file read less than this after its mtime could be rewritten with
+# the same size and mtime. Such a row is re-hashed by the next sync (git calls
+# these entries "racily clean").
+RACY_NS = 2_000_000_000
 
 
 class Indexer:
@@ -167,9 +181,9 @@ class Indexer:
 
     def _rows(self) -> dict[str, _Row]:
         return {
-            path: _Row(rowid, mid, size, mtime, fhash, emb)
-            for path, rowid, mid, size, mtime, fhash, emb in self.conn.execute(
-                "SELECT path, rowid, id, size, mtime_ns, file_hash, embedded FROM memories"
+            path: _Row(rowid, mid, size, mtime, fhash, emb, racy)
+            for path, rowid, mid, size, mtime, fhash, emb, racy in self.conn.execute(
+                "SELECT path, rowid, id, size, mtime_ns, file_hash, embedded, racy FROM memories"
             )
         }
 
@@ -196,8 +210,7 @@ class Indexer:
             if (
                 not full
                 and row is not None
-                and row.size == st.st_size
-                and row.mtime_ns == st.st_mtime_ns
+                and row.same_stat(st)
                 and (row.embedded or not need_vectors)
                 and rel not in known_errors
             ):
@@ -244,9 +257,7 @@ class Indexer:
         candidates = []
         for rel, st in on_disk.items():
             row = rows.get(rel)
-            if not verify and row is not None and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns and (
-                row.embedded or self.embedder is None
-            ):
+            if not verify and row is not None and row.same_stat(st) and (row.embedded or self.embedder is None):
                 report.unchanged += 1
             else:
                 candidates.append(rel)
@@ -260,7 +271,7 @@ class Indexer:
 
     def _row_at(self, rel: str) -> _Row | None:
         r = self.conn.execute(
-            "SELECT rowid, id, size, mtime_ns, file_hash, embedded FROM memories WHERE path = ?", (rel,)
+            "SELECT rowid, id, size, mtime_ns, file_hash, embedded, racy FROM memories WHERE path = ?", (rel,)
         ).fetchone()
         return None if r is None else _Row(*r)
 
@@ -270,7 +281,9 @@ class Indexer:
         mf, raw = memory_file.read(self.root / rel, self.config.max_file_bytes, self.root, self._real_dirs)
         # Re-stat after reading: the bytes we hold belong to this size/mtime.
         st2 = os.stat(self.root / rel)
-        return build_record(rel, mf, raw, st2, self.config.default_scope)
+        rec = build_record(rel, mf, raw, st2, self.config.default_scope)
+        rec.racy = time.time_ns() - st2.st_mtime_ns < RACY_NS
+        return rec
 
     def _apply(
         self,
@@ -509,18 +522,18 @@ class Indexer:
         ):
             # `created` too: a file without one is dated by its mtime, as a rebuild would.
             conn.execute(
-                "UPDATE memories SET size = ?, mtime_ns = ?, created = ? WHERE rowid = ?",
-                (rec.size, rec.mtime_ns, rec.created, at_path.rowid),
+                "UPDATE memories SET size = ?, mtime_ns = ?, created = ?, racy = ? WHERE rowid = ?",
+                (rec.size, rec.mtime_ns, rec.created, int(rec.racy), at_path.rowid),
             )
             return "unchanged"
         values = (
             rec.id, rec.path, rec.scope, rec.source, rec.session, rec.source_ref, rec.category,
             rec.confidence, rec.created, rec.supersedes, rec.superseded_by, rec.status, rec.body,
-            rec.body_hash, rec.file_hash, rec.size, rec.mtime_ns, embed.text_key(rec.embed_text),
+            rec.body_hash, rec.file_hash, rec.size, rec.mtime_ns, embed.text_key(rec.embed_text), int(rec.racy),
         )
         cols = (
             "id, path, scope, source, session, source_ref, category, confidence, created, "
-            "supersedes, superseded_by, status, body, body_hash, file_hash, size, mtime_ns, embed_key"
+            "supersedes, superseded_by, status, body, body_hash, file_hash, size, mtime_ns, embed_key, racy"
         )
         # A fresh row has no old FTS entry, vectors, chunks or links to clear:
         # skipping those statements is most of a cold reindex's SQLite time.

@@ -45,6 +45,7 @@ class Record:
     size: int
     mtime_ns: int
     entities: list[str] = field(default_factory=list)
+    racy: bool = False  # read so soon after its mtime that a same-tick rewrite could hide (see indexer)
     relations: list[graph.Relation] = field(default_factory=list)
 
     @property

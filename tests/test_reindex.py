@@ -4,6 +4,7 @@ embeddings, rebuild equivalence with the real model, and life without a model.""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,12 @@ def _reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 def test_no_change_reindex_reads_no_file(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(5):
         vault.add(f"Memory number {i} about the {['red', 'green', 'blue', 'cyan', 'pink'][i]} team")
+    # Files read within two seconds of their mtime are re-hashed once (see
+    # the same-tick test below); these were written a while ago.
+    old = time.time_ns() - 3_600_000_000_000
+    for path in (vault.root / "memories").rglob("*.md"):
+        os.utime(path, ns=(old, old))
+    assert vault.reindex().unchanged == 5
     reads = _reads(monkeypatch)
     report = vault.reindex()
     assert report.unchanged == 5 and report.added == report.updated == report.embedded == 0
@@ -47,7 +54,7 @@ def test_touched_file_is_read_once_and_not_re_embedded(
     added = vault.add("The nightly backup runs at 02:00 UTC")
     path = vault.root / added.path
     st = path.stat()
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))  # same bytes, new mtime
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 5_000_000_000))  # same bytes, older mtime
     reads = _reads(monkeypatch)
     before = fake_embedder.texts_embedded
     report = vault.reindex()
@@ -279,3 +286,35 @@ def test_a_file_renamed_onto_a_path_whose_id_moves_away_is_indexed_in_one_sync(v
     assert vault.reindex().as_dict()["added"] == 0
     paths = dict(vault.conn.execute("SELECT id, path FROM memories").fetchall())
     assert paths == {"handwritten-x": "memories/user/a.md", other.id: "memories/user/b.md"}
+
+
+def test_a_same_size_rewrite_in_the_same_mtime_tick_is_not_missed(vault: Vault) -> None:
+    """A file indexed just after it was written is re-hashed by the next sync:
+    a rewrite of the same size within the same timestamp tick cannot hide."""
+    added = vault.add("The cache TTL is 300 seconds")
+    path = vault.root / added.path
+    before = path.stat()
+    path.write_text(path.read_text(encoding="utf-8").replace("300", "900"), encoding="utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # same size, same mtime
+    assert path.stat().st_size == before.st_size
+    report = vault.reindex()
+    assert report.updated == 1
+    assert "900" in vault.get(added.id).body and [h.id for h in vault.search("TTL 900")] == [added.id]
+
+
+def test_a_file_read_long_after_its_mtime_is_trusted_by_stat(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    added = vault.add("Logs are kept for 30 days")
+    path = vault.root / added.path
+    old = time.time_ns() - 3_600_000_000_000
+    os.utime(path, ns=(old, old))
+    assert vault.reindex().unchanged == 1  # re-read once: the mtime changed
+    reads: list[str] = []
+    real = memory_file.read
+
+    def counting(*args: object, **kwargs: object) -> object:
+        reads.append(str(args[0]))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(memory_file, "read", counting)
+    assert vault.reindex().unchanged == 1
+    assert reads == []  # an hour-old mtime: stat is enough, no file is read
