@@ -8,9 +8,9 @@ that start where the previous window ends less ``OVERLAP_TOKENS`` pieces,
 cut at word starts so that a piece tokenizes as it did inside the body.
 
 Counting in the model's own word pieces, not in characters, matters twice:
-a 1,000-character English note is about 250 pieces and fits the window
-whole (no chunk needed, where an 800-character rule paid for two full
-windows more), while 400 Chinese characters are 400 pieces and need a chunk
+a 900-character English note is about 220 pieces and fits the window
+whole (no chunk needed, where an 800-character rule paid for two more
+passes of the model), while 400 Chinese characters are 400 pieces and need a chunk
 (where the character rule saw nothing to chunk and the tail went unseen).
 
 The word pieces come from the ``tokenizer.json`` of the configured model:
@@ -25,7 +25,6 @@ into pieces of that size overlapping by ``chunk_overlap`` characters.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -36,8 +35,6 @@ from memex.embed import MAX_TOKENS
 
 WINDOW = MAX_TOKENS - 2  # the model adds [CLS] and [SEP]
 OVERLAP_TOKENS = 32  # a sentence's worth, so no phrase is only ever seen cut in two
-
-Chunker = Callable[[str], list[str]]
 
 
 @functools.lru_cache(maxsize=4)
