@@ -7,7 +7,8 @@ processes adding the same body produce one file):
    ``<relevant-memories>`` blocks stripped; frontmatter never part of it),
    one indexed lookup over the whole scope's active memories;
 2. token Jaccard against the best FTS5 candidates of the scope;
-3. embedding cosine against the nearest vectors (one sqlite-vec KNN), with
+3. embedding cosine against the nearest vectors (one KNN: the in-process
+   copy of :mod:`memex.vecmatrix` once loaded, else sqlite-vec's), with
    the same-session threshold for neighbours written in the same session,
    and the session's own memories checked directly;
 4. value changes (a number, date, version, name, or a negation differs) are
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memex import embed
+from memex import embed, vecmatrix
 from memex.config import Config, fraction, setting, string_list
 from memex.db import has_vector_tables
 from memex.errors import ConfigError
@@ -236,13 +237,20 @@ def _neighbours(vault: Vault, cand: Candidate, limits: Thresholds) -> dict[int, 
     if cand.qvec is None or not has_vector_tables(vault.conn):
         return found
     qvec = cand.qvec
-    sims: dict[int, float] = {
-        int(rowid): 1.0 - float(dist)
-        for rowid, dist in conn.execute(
-            "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ?",
-            (embed.to_blob(qvec), VECTOR_CANDIDATES),
-        )
-    }
+    # A long-lived process (MCP server, watcher, a session's hooks through
+    # one vault) has the in-process copy: exact, and 10x faster than
+    # sqlite-vec's scan at 100k. A one-shot `memex add` uses sqlite-vec.
+    matrix = vecmatrix.for_connection(conn, may_load=False)
+    sims: dict[int, float] = (
+        matrix.nearest_bodies(qvec, VECTOR_CANDIDATES) if matrix is not None else {
+            int(rowid): 1.0 - float(dist)
+            for rowid, dist in conn.execute(
+                "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ?",
+                (embed.to_blob(qvec), VECTOR_CANDIDATES),
+            )
+        }
+    )
+    cosines = matrix.body_cosines if matrix is not None else (lambda q, rows: _cosines(vault, q, rows))
     if cand.session is not None:
         # The session's memories may not be among the global nearest ones.
         session_rows = [
@@ -252,8 +260,8 @@ def _neighbours(vault: Vault, cand: Candidate, limits: Thresholds) -> dict[int, 
                 (cand.session, cand.scope, SESSION_CANDIDATES),
             )
         ]
-        sims.update(_cosines(vault, qvec, [r for r in session_rows if r not in sims]))
-    sims.update(_cosines(vault, qvec, [r for r in found if r not in sims]))
+        sims.update(cosines(qvec, [r for r in session_rows if r not in sims]))
+    sims.update(cosines(qvec, [r for r in found if r not in sims]))
     # Vector-only neighbours below the "similar" band can play no part.
     missing = [r for r, sim in sims.items() if r not in found and sim >= limits.cosine_similar]
     if missing:

@@ -202,3 +202,37 @@ def test_bad_dedup_settings_name_the_key(vault_root: Path, settings: dict[str, o
     with Vault(vault_root, embedder=None) as v, pytest.raises(ConfigError, match=message) as err:
         v.add("anything at all")
     assert "[dedup]" in str(err.value)
+
+
+@pytest.mark.model
+def test_the_in_process_vector_copy_gives_the_same_decisions_as_sqlite_vec(
+    model_vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long-lived process dedups against its loaded vector copy; a one-shot
+    add against sqlite-vec. Both must decide alike on the labelled pairs."""
+    import json
+
+    from memex import dedup, vecmatrix
+
+    vault = model_vault
+    lines = (Path(__file__).parent / "data" / "dedup_pairs.jsonl").read_text(encoding="utf-8").splitlines()
+    pairs = [json.loads(line) for line in lines]
+    pairs = [p for p in pairs if p["lang"] == "en"][:80]
+    for a in dict.fromkeys(p["a"] for p in pairs):
+        vault.add(a)
+    vault.search("warm up")
+    vault.search("the copy loads on the second search of an unchanged index")
+    assert vecmatrix.for_connection(vault.conn, may_load=False) is not None
+    assert vault.embedder is not None
+
+    def decide(body: str) -> tuple[str, str | None, str | None, list[str]]:
+        cand = dedup.Candidate(body, "user", "test", None, qvec=vault.embedder.embed([body])[0])  # type: ignore[union-attr]
+        d = dedup.check(vault, cand)
+        return d.status, d.method, d.existing_id, [f.id for f in d.similar_facts]
+
+    with_copy = [decide(p["b"]) for p in pairs]
+    monkeypatch.setattr(vecmatrix, "for_connection", lambda conn, may_load=True: None)
+    with_sqlite = [decide(p["b"]) for p in pairs]
+    assert with_copy == with_sqlite
+    assert sum(d[1] in ("cosine", "session_cosine") for d in with_copy) >= 5  # the cosine layer decides some
+    assert sum(bool(d[3]) for d in with_copy) >= 10  # and reports similar facts
