@@ -186,3 +186,10 @@ def test_a_fact_past_the_window_is_found_by_meaning(model_vault: Vault) -> None:
     rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (long_note.id,)).fetchone()[0]
     body_vec = embed.from_blob(vault.conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()[0])
     assert hits[0].semantic is not None and hits[0].semantic > float(body_vec @ qvec) + 0.1
+
+
+def test_korean_is_counted_in_pieces_not_characters() -> None:
+    body = "한국어 문장입니다. " * 20  # 200 characters, about 3 pieces each
+    assert len(body) < chunking.WINDOW < len(_pieces(body))
+    pieces = CHUNKER(body)
+    assert pieces and pieces[-1].endswith("문장입니다.")
