@@ -134,9 +134,9 @@ class Memory:
 
 
 class Vault:
-    def __init__(self, root: Path, embedder: embed.Embedder | None | str = "config") -> None:
-        self.root = root
-        self.config: Config = load_config(root)
+    def __init__(self, root: str | os.PathLike[str], embedder: embed.Embedder | None | str = "config") -> None:
+        self.root = Path(root)
+        self.config: Config = load_config(self.root)
         self._conn: apsw.Connection | None = None
         self._embedder_choice = embedder
         self._embedder_loaded = False

@@ -79,3 +79,9 @@ def test_the_api_works_as_documented(vault_root: Path) -> None:
         assert isinstance(hits[0], memex.Hit) and hits[0].id == added.id
         report = vault.reindex(full=False)
         assert isinstance(report, memex.SyncReport) and report.unchanged == 1
+
+
+def test_a_vault_opens_from_a_string_path(vault_root: Path) -> None:
+    with Vault(str(vault_root), embedder=None) as vault:
+        assert vault.root == vault_root
+        assert vault.add("Strings are paths too").status == "created"
