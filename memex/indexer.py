@@ -538,10 +538,11 @@ class Indexer:
         # A fresh row has no old FTS entry, vectors, chunks or links to clear:
         # skipping those statements is most of a cold reindex's SQLite time.
         fresh = by_own_id is None
-        before: tuple[str | None, str] | None = None  # the row's embed_key and body before this write
+        old_keys: set[str] = set()  # where the vectors being replaced are cached
         if by_own_id is not None:
             rowid = int(by_own_id[0])
-            before = conn.execute("SELECT embed_key, body FROM memories WHERE rowid = ?", (rowid,)).fetchone()
+            if vectors is not None:
+                old_keys = purge.vector_cache_keys(conn, rowid)
             sets = ", ".join(f"{c.strip()} = ?" for c in cols.split(","))
             conn.execute(f"UPDATE memories SET {sets} WHERE rowid = ?", (*values, rowid))
             conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (rowid,))
@@ -559,7 +560,6 @@ class Indexer:
         if vectors is not None:
             body_blob, chunk_pairs = vectors
             if not fresh:
-                old_keys = self._vector_keys(rowid, before)
                 purge.delete_vectors(conn, rowid)
             conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (?, ?)", (rowid, body_blob))
             for seq, (key, blob) in enumerate(chunk_pairs):
@@ -579,21 +579,6 @@ class Indexer:
         by_id[rec.id] = rec.path
         return outcome
 
-    def _vector_keys(self, rowid: int, before: tuple[str | None, str] | None) -> set[str]:
-        """Cache keys a memory's vectors may be stored under: its chunks', its
-        body's, and those of the body as ``add`` embedded it (see purge)."""
-        keys = {str(r[0]) for r in self.conn.execute("SELECT text_hash FROM chunks WHERE memory_rowid = ?", (rowid,))}
-        if before is not None:
-            keys.update(purge.body_cache_keys(str(before[1])))
-            if before[0]:
-                keys.add(str(before[0]))
-        return keys
-
     def purge_row(self, rowid: int) -> purge.PurgeCounts:
         """Purge one memory row and everything derived from it (caller holds the txn)."""
-        keys = [r[0] for r in self.conn.execute(
-            "SELECT embed_key FROM memories WHERE rowid = ? AND embed_key IS NOT NULL "
-            "UNION ALL SELECT text_hash FROM chunks WHERE memory_rowid = ?",
-            (rowid, rowid),
-        )]
-        return purge.purge_memory(self.conn, rowid, keys)
+        return purge.purge_memory(self.conn, rowid)

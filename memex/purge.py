@@ -77,18 +77,32 @@ def delete_vectors(conn: apsw.Connection, memory_rowid: int) -> tuple[int, int, 
     return vectors, len(chunk_rowids), chunk_vectors
 
 
-def purge_memory(conn: apsw.Connection, memory_rowid: int, cache_keys: list[str]) -> PurgeCounts:
+def vector_cache_keys(conn: apsw.Connection, memory_rowid: int) -> set[str]:
+    """Text hashes a memory's vectors may be cached under: its body's, its
+    chunks', and those of the body as ``add`` embedded it (body_cache_keys)."""
+    keys: set[str] = set()
+    for embed_key, body in conn.execute("SELECT embed_key, body FROM memories WHERE rowid = ?", (memory_rowid,)):
+        if embed_key:
+            keys.add(str(embed_key))
+        keys.update(body_cache_keys(str(body)))
+    keys.update(
+        str(r[0]) for r in conn.execute("SELECT text_hash FROM chunks WHERE memory_rowid = ?", (memory_rowid,))
+    )
+    return keys
+
+
+def purge_memory(conn: apsw.Connection, memory_rowid: int) -> PurgeCounts:
     """Purge one memory (inside the caller's write transaction).
 
-    ``cache_keys`` are the text hashes of its body and chunks; their cached
-    embeddings go too unless another memory still has the same text.
+    The cached embeddings of its body and chunks go too unless another
+    memory still has the same text.
     """
     counts = PurgeCounts()
-    row = conn.execute("SELECT id, body FROM memories WHERE rowid = ?", (memory_rowid,)).fetchone()
+    row = conn.execute("SELECT id FROM memories WHERE rowid = ?", (memory_rowid,)).fetchone()
     if row is None:
         return counts
     memory_id = row[0]
-    cache_keys = [*cache_keys, *body_cache_keys(str(row[1]))]
+    cache_keys = vector_cache_keys(conn, memory_rowid)
     counts.vectors, counts.chunks, counts.chunk_vectors = delete_vectors(conn, memory_rowid)
     conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (memory_rowid,))
     counts.fts_rows = 1
@@ -99,7 +113,7 @@ def purge_memory(conn: apsw.Connection, memory_rowid: int, cache_keys: list[str]
     conn.execute("DELETE FROM memories WHERE rowid = ?", (memory_rowid,))
     counts.memories = 1
     set_meta(conn, SCRUB_KEY, "1")
-    counts.cache_entries = drop_unused_cache(conn, set(cache_keys))
+    counts.cache_entries = drop_unused_cache(conn, cache_keys)
     return counts
 
 
