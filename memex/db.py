@@ -16,6 +16,7 @@ from typing import Any
 import apsw
 import sqlite_vec
 
+from memex import permissions
 from memex.errors import IndexStoreError, SchemaTooNew
 
 BUSY_TIMEOUT_MS = 30_000
@@ -115,7 +116,9 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 def connect(path: Path) -> apsw.Connection:
     """Open (creating if needed) the index at ``path`` and bring its schema up to date."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # Created 0600 before SQLite opens it: its -wal and -shm files take the
+    # database file's mode, and every body is in them in plain text.
+    permissions.create_private(path)
     try:
         conn = apsw.Connection(str(path))
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
+from memex import permissions
 from memex.errors import InvalidArgument, MemoryFileError
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
@@ -246,7 +247,7 @@ def atomic_write(path: Path, text: str) -> None:
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:  # lone surrogates, e.g. from undecodable bytes
         raise InvalidArgument("text", f"not valid Unicode at character {exc.start}; {path.name} not written") from exc
-    path.parent.mkdir(parents=True, exist_ok=True)
+    permissions.private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=".memex-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -22,7 +22,7 @@ import apsw
 import numpy as np
 import ulid
 
-from memex import decay, dedup, embed, memory_file
+from memex import decay, dedup, embed, memory_file, permissions
 from memex.config import Config, load_config
 from memex.db import connect, write_txn
 from memex.erased_list import is_erased
@@ -68,9 +68,17 @@ def _template_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "vault-template"
 
 
-def _copy_if_absent(src: str, dst: str) -> None:
-    if not os.path.lexists(dst):
-        shutil.copy2(src, dst)
+def _copy_template(src: Path, root: Path) -> None:
+    """The template's files that ``root`` lacks, private. Not shutil.copytree:
+    it copies the package's modes (0644, 0755) onto the vault's folders,
+    even onto a folder that already existed."""
+    for folder, _dirs, files in os.walk(src):
+        target = root / Path(folder).relative_to(src)
+        permissions.private_dir(target)
+        for name in files:
+            dst = target / name
+            if not os.path.lexists(dst):
+                permissions.write_private(dst, (Path(folder) / name).read_text(encoding="utf-8"))
 
 
 def _inside_git_work_tree(folder: Path) -> bool:
@@ -88,16 +96,17 @@ def init_vault(path: str | os.PathLike[str], git: bool = True) -> Path:
         raise InvalidArgument("PATH", f"{root} is already a vault")
     if root.exists() and not root.is_dir():
         raise InvalidArgument("PATH", f"{root} exists and is not a folder")
-    root.mkdir(parents=True, exist_ok=True)
+    permissions.private_dir(root)  # a new vault folder is 0700; an existing one keeps its mode
+    for folder in (root / MEMEX_DIR, root / MEMORIES_DIR):
+        permissions.private_dir(folder)
     # An existing folder (notes you already keep) keeps its own files; its
     # .gitignore only gains the lines that keep the index out of git.
     gitignore = root / ".gitignore"
     own_ignore = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else None
-    shutil.copytree(_template_dir(), root, dirs_exist_ok=True, copy_function=_copy_if_absent)
+    _copy_template(_template_dir(), root)
     template_ignore = (_template_dir() / ".gitignore").read_text(encoding="utf-8")
     if own_ignore is not None and ".memex/*.db" not in own_ignore:
         gitignore.write_text(own_ignore.rstrip("\n") + "\n\n" + template_ignore, encoding="utf-8")
-    (root / MEMORIES_DIR).mkdir(exist_ok=True)
     if git and shutil.which("git") and not _inside_git_work_tree(root):
         subprocess.run(["git", "init", "-q", str(root)], check=False, capture_output=True)
     Vault(root).reindex()

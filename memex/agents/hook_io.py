@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from memex import permissions
 from memex.errors import InvalidArgument, VaultNotFound
 from memex.vault import MEMEX_DIR, Vault, init_vault
 
@@ -123,8 +124,7 @@ def log_line(vault: Vault | None, message: str) -> None:
         return
     path = log_path(vault)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as fh:
+        with permissions.open_append(path) as fh:
             fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {message}\n")
     except OSError:
         pass
@@ -212,9 +212,8 @@ def remember_session(vault: Vault, agent: str, session: str, cwd: str | None) ->
     """Note the session a hook just saw, so MCP tools can default to it."""
     path = _last_session_path(vault)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"agent": agent, "session": session, "cwd": cwd}), encoding="utf-8")
+        permissions.write_private(tmp, json.dumps({"agent": agent, "session": session, "cwd": cwd}))
         tmp.replace(path)
     except OSError:
         pass  # only a convenience for the MCP tools' default session

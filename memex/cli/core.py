@@ -7,11 +7,14 @@ from typing import Any
 
 import click
 
-from memex import health
+from memex import health, permissions
 from memex.cli._common import get_vault, is_tty, json_option, key_values, print_json, short, table
 from memex.errors import InvalidArgument
 from memex.search import Hit
 from memex.vault import init_vault
+
+
+MAX_LISTED = 20  # doctor names this many loose paths; --json has them all
 
 
 def _hits_table(hits: list[Hit], with_score: bool) -> None:
@@ -178,10 +181,15 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     """Report drift between files and index (missing, stale, orphaned rows); --fix repairs."""
     vault = get_vault(ctx)
     found = health.drift(vault).as_dict()
-    data: dict[str, Any] = {"drift": found, "model": vault.embedder_status()}
+    # A vault is private to its user (memex/permissions.py): modes others can use.
+    loose = permissions.loose_modes(vault.root)
+    data: dict[str, Any] = {
+        "drift": found, "model": vault.embedder_status(), "loose_modes": [m.as_dict() for m in loose],
+    }
     if fix:
         data["repair"] = health.repair(vault)
         data["after"] = health.drift(vault).as_dict()
+        data["modes_tightened"] = [m.as_dict() for m in permissions.tighten(vault.root)]
     if as_json:
         print_json(data)
         return
@@ -192,6 +200,12 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
             click.echo(f"{kind}: {path}")
     for err in found["errors"]:
         click.echo(f"error: {err['path']}: {err['reason']}")
+    for item in loose[:MAX_LISTED]:
+        click.echo(f"{'tightened' if fix else 'loose mode'}: {item}")
+    if len(loose) > MAX_LISTED:
+        click.echo(f"... and {len(loose) - MAX_LISTED} more path(s) other users can reach (see --json)")
+    if loose and not fix:
+        click.echo("run `memex doctor --fix` to make them private (folders 0700, files 0600)")
     if fix:
         after = data["after"]
         click.echo("repaired; index is clean" if after["differing"] == 0 else f"{after['differing']} still differ")

@@ -16,6 +16,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from memex import permissions
 from memex.context import archive, extract
 from memex.context.budget import budget_plan
 from memex.context.inject import strip_blocks, strip_message
@@ -172,8 +173,7 @@ def spawn_commit(vault: Vault, session: str, *, source: str | None = None, scope
     else:  # pragma: no cover - Windows
         kwargs["creationflags"] = getattr(subprocess, "DETACHED_PROCESS", 0)
     log_path = vault.memex_dir / "cache" / "context-commit.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:  # the child keeps its own copy of the handle
+    with permissions.open_append(log_path, binary=True) as log:  # the child keeps its own copy of the handle
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, **kwargs
         )
