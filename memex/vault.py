@@ -20,20 +20,16 @@ from typing import Any
 
 import apsw
 import numpy as np
-import ulid
 
 from memex import decay, dedup, embed, memory_file, permissions
 from memex.config import Config, load_config
 from memex.db import connect, write_txn
-from memex.erased_list import is_erased
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
-from memex.locking import file_lock
-from memex.memory_file import MemoryFile
-from memex.names import check_scope, scope_dir_parts, slug
-from memex.records import DEFAULT_CONFIDENCE, check_unicode, now_iso
+from memex.locking import file_lock, locked_txn
+from memex.names import scope_dir_parts, slug
+from memex.records import now_iso
 from memex.search import HIT_COLUMNS, Filters, Hit, hit_from_row, search
-from memex.text import normalize, strip_injected
 
 MEMEX_DIR = ".memex"
 INDEX_NAME = "index.db"
@@ -143,6 +139,11 @@ class Memory:
 
 
 class Vault:
+    # How long an add waits for the write lock: as long as it takes (None),
+    # since the lock is held only for short commits and dies with its holder.
+    # Hooks, which must answer promptly, set a bound (agents/hook_io.py).
+    lock_wait: float | None = None
+
     def __init__(self, root: str | os.PathLike[str], embedder: embed.Embedder | None | str = "config") -> None:
         self.root = Path(root)
         self.config: Config = load_config(self.root)
@@ -200,6 +201,12 @@ class Vault:
 
     def write_lock(self, timeout: float = 30.0) -> Any:
         return file_lock(self.memex_dir / "write.lock", timeout)
+
+    def commit(self, timeout: float | None = None) -> Any:
+        """``write.lock`` plus a write transaction, for a short commit; never
+        holds the lock while SQLite is busy (memex.locking.locked_txn).
+        ``timeout`` None means :attr:`lock_wait`."""
+        return locked_txn(self.conn, self.memex_dir / "write.lock", timeout if timeout is not None else self.lock_wait)
 
     def embed_query(self, text: str) -> np.ndarray | None:
         if self.embedder is None:
@@ -342,60 +349,15 @@ class Vault:
         """Store a memory unless the dedup pipeline finds it is already known.
 
         A body that was erased before is refused (method "erased") unless
-        ``allow_erased`` (issue 5, memex/erased_list.py).
+        ``allow_erased`` (issue 5, memex/erased_list.py). A body the index
+        would never hold (over ``[index] max_file_bytes``, a NUL byte) raises
+        InvalidArgument and nothing is written. See memex/adding.py.
         """
-        check_unicode(
-            text=text, scope=scope, source=source, session=session, source_ref=source_ref,
-            category=category, entities=entities,
-        )
-        body = strip_injected(text).strip()
-        if not normalize(body):
-            raise InvalidArgument("text", "is empty (nothing left after removing injected blocks)")
-        scope = check_scope(scope or self.config.default_scope)
-        if confidence is None:
-            confidence = DEFAULT_CONFIDENCE
-        if not 0.0 <= confidence <= 1.0:
-            raise InvalidArgument("confidence", f"must be from 0 to 1, got {confidence}")
-        cand = dedup.Candidate(
-            body=body, scope=scope, source=source, session=session, supersedes=supersedes
-        )
-        with self.write_lock():
-            if not allow_erased and is_erased(self.memex_dir, body):
-                return dedup.AddResult("refused", "", "", "erased")
-            cand.qvec = self.embed_query(body)
-            decision = dedup.check(self, cand)
-            if decision.status != "created":
-                existing = decision.existing_id or ""
-                if decision.status == "duplicate" and existing:
-                    self.record_access([existing])
-                path = self._row_by_id(existing)[0] if existing else ""
-                return dedup.AddResult(
-                    decision.status, existing, path, decision.method, decision.existing_id,
-                    decision.similarity, decision.similar_facts,
-                )
-            memory_id = str(ulid.ULID())
-            meta: dict[str, Any] = {
-                "id": memory_id,
-                "scope": scope,
-                "source": source,
-                "session": session,
-                "source_ref": source_ref,
-                "category": category,
-                "confidence": confidence,
-                "created": now_iso(),
-                "supersedes": supersedes,
-            }
-            if entities:
-                meta["entities"] = list(entities)
-            meta = {k: v for k, v in meta.items() if v is not None}
-            for key, value in (extra or {}).items():
-                meta.setdefault(key, value)
-            path = self.new_path(scope, body, memory_id)
-            memory_file.atomic_write(path, memory_file.serialize(MemoryFile(meta, body + "\n")))
-            rel = path.relative_to(self.root).as_posix()
-            self.indexer.index_paths([rel])
-        return dedup.AddResult(
-            "created", memory_id, rel, None, None, None, decision.similar_facts
+        from memex.adding import add
+
+        return add(
+            self, text, scope=scope, source=source, session=session, source_ref=source_ref, category=category,
+            confidence=confidence, entities=entities, extra=extra, supersedes=supersedes, allow_erased=allow_erased,
         )
 
     def update_meta(self, memory_id: str, changes: dict[str, Any]) -> Memory:

@@ -32,6 +32,7 @@ DEFAULT_VAULT = Path("~/.memex-vault")
 # platforms without fork, debugging).
 SYNC_ENV = "MEMEX_HOOK_SYNC"
 LOG_NAME = "hooks.log"
+HOOK_LOCK_WAIT = 20.0
 
 Payload = dict[str, Any]
 
@@ -64,6 +65,9 @@ def hook_vault(explicit: str | None, warm: bool = False) -> Vault:
         embedder = warm_server.connect(vault)
         if embedder is not None:
             vault = Vault(vault.root, embedder=embedder)
+    # A hook answers its agent promptly: it waits this long for the write
+    # lock (held only for short commits), then skips and says so (fail open).
+    vault.lock_wait = HOOK_LOCK_WAIT
     return vault
 
 

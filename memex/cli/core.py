@@ -52,7 +52,13 @@ def init_cmd(path: str, no_git: bool) -> None:
 def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> None:
     """Add a memory (TEXT, or - to read standard input)."""
     if text == "-":
-        data = sys.stdin.buffer.read()
+        cap = get_vault(ctx).config.max_file_bytes
+        # One byte over the cap is enough to refuse: a 5 MB paste is never read whole.
+        data = sys.stdin.buffer.read(cap + 1)
+        if len(data) > cap:
+            raise InvalidArgument(
+                "TEXT", f"standard input is over the vault's [index] max_file_bytes ({cap} bytes); nothing was stored"
+            )
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:

@@ -23,7 +23,7 @@ from memex.context.inject import strip_blocks, strip_message
 from memex.context.messages import check_messages
 from memex.context.settings import load_settings
 from memex.context.tokens import count_messages, count_text
-from memex.errors import InvalidArgument, MemexError
+from memex.errors import InvalidArgument, LockTimeout, MemexError
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -236,8 +236,14 @@ def capture_keyword(
         return None
     text = extract.remember_excerpt(text)
     category = next((c for s in extract.sentences(text) if (c := extract.classify(s))), None)
-    added = vault.add(
-        text, scope=scope, source=source, session=session, category=category or "observation",
-        confidence=0.9,
-    )
+    try:
+        added = vault.add(
+            text, scope=scope, source=source, session=session, category=category or "observation",
+            confidence=0.9,
+        )
+    except (InvalidArgument, LockTimeout) as exc:
+        # Too big for the index or binary: a hook skips it, says so, and the
+        # turn goes on (recall and the hand-off note still answer).
+        print(f"memex: not captured: {exc}", file=sys.stderr)
+        return {"status": "skipped", "reason": str(exc)}
     return added.as_dict()
