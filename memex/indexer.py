@@ -33,7 +33,7 @@ from memex import chunking, embed, graph, memory_file, purge, text
 from memex.config import Config
 from memex.db import ensure_chunk_rule, ensure_vector_tables, write_txn
 from memex.errors import MemoryFileError
-from memex.records import Record, build_record
+from memex.records import BAD_NAME, Record, build_record, is_text_name, shown_name
 
 MEMORIES_DIR = "memories"
 BATCH = 256
@@ -145,6 +145,9 @@ class Indexer:
             for d in dirs:
                 if d.startswith("."):
                     continue
+                if not is_text_name(d):  # its files could not be named in the index either
+                    errors.append({"path": shown_name(f"{rel_folder}/{d}"), "reason": f"folder {BAD_NAME}"})
+                    continue
                 full = os.path.join(folder, d)
                 if os.path.islink(full):
                     errors.append({"path": f"{rel_folder}/{d}", "reason": "symbolic link to a folder is not followed"})
@@ -153,6 +156,9 @@ class Indexer:
             dirs[:] = sorted(keep)
             for name in files:
                 if not is_memory_name(name):
+                    continue
+                if not is_text_name(name):
+                    errors.append({"path": shown_name(f"{rel_folder}/{name}"), "reason": f"file {BAD_NAME}"})
                     continue
                 full = os.path.join(folder, name)
                 rel = f"{rel_folder}/{name}"
@@ -243,6 +249,9 @@ class Indexer:
         vanished: list[str] = []
         rows = {}
         for rel in dict.fromkeys(relpaths):
+            if not is_text_name(rel):  # a watcher event for such a file: as a sync reports it
+                report.errors.append({"path": shown_name(rel), "reason": f"file {BAD_NAME}"})
+                continue
             full = self.root / rel
             row = self._row_at(rel)
             if row is not None:

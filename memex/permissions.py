@@ -87,12 +87,17 @@ class LooseMode:
     mode: int
     wanted: int
 
+    @property
+    def shown(self) -> str:
+        """The path for people and JSON: a name that is not UTF-8 gets ``\\xNN`` escapes."""
+        return os.fsencode(self.path).decode("utf-8", "backslashreplace")
+
     def as_dict(self) -> dict[str, str]:
-        return {"path": self.path, "mode": f"{self.mode:04o}", "wanted": f"{self.wanted:04o}"}
+        return {"path": self.shown, "mode": f"{self.mode:04o}", "wanted": f"{self.wanted:04o}"}
 
     def __str__(self) -> str:
         kind = "folder" if self.wanted == DIR_MODE else "file"
-        return f"{self.path}: {kind} mode {self.mode:04o}, other users can reach it (wanted {self.wanted:04o})"
+        return f"{self.shown}: {kind} mode {self.mode:04o}, other users can reach it (wanted {self.wanted:04o})"
 
 
 def loose_modes(root: Path) -> list[LooseMode]:
