@@ -25,6 +25,7 @@ from typing import IO
 
 import apsw
 
+from memex.db import BUSY_TIMEOUT_MS
 from memex.errors import LockTimeout
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
@@ -102,9 +103,7 @@ _SQLITE_WAIT_MS = 50
 
 
 @contextlib.contextmanager
-def locked_txn(
-    conn: apsw.Connection, path: Path, timeout: float | None = None, busy_timeout_ms: int = 30_000
-) -> Iterator[None]:
+def locked_txn(conn: apsw.Connection, path: Path, timeout: float | None = None) -> Iterator[None]:
     """``write.lock`` plus a ``BEGIN IMMEDIATE`` transaction on ``conn``.
 
     When SQLite is busy (a reindex batch is writing), the lock is released
@@ -125,7 +124,7 @@ def locked_txn(
             except apsw.BusyError:
                 began = False
             finally:
-                conn.set_busy_timeout(busy_timeout_ms)
+                conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             if began:
                 try:
                     yield

@@ -19,6 +19,7 @@ import pytest
 
 from memex import embed
 from memex.db import connect
+from memex.errors import LockTimeout
 from memex.locking import try_file_lock
 from memex.vault import Vault
 from memex.watch import Watcher
@@ -132,3 +133,16 @@ def test_the_watcher_embeds_outside_the_lock_and_never_holds_it_waiting_for_sqli
         assert share > 0.5, share
         assert probe.held_during and not any(probe.held_during)
         assert [h.path for h in vault.search("release train", limit=1)] == ["memories/hand-note.md"]
+
+
+def test_a_commit_that_cannot_get_sqlite_in_time_says_so(vault_root: Path, busy_index: apsw.Connection) -> None:
+    with Vault(vault_root, embedder=None) as vault:
+        vault.list()
+        busy_index.execute("BEGIN IMMEDIATE")
+        started = time.monotonic()
+        with pytest.raises(LockTimeout, match="index stayed busy"):
+            with vault.commit(timeout=0.5):
+                pass
+        assert time.monotonic() - started < 5
+        assert not lock_is_held(vault_root / ".memex" / "write.lock")
+        assert vault.conn.get_autocommit()  # no transaction left open
