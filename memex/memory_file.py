@@ -247,7 +247,9 @@ def atomic_write(path: Path, text: str) -> None:
     except UnicodeEncodeError as exc:  # lone surrogates, e.g. from undecodable bytes
         raise InvalidArgument("text", f"not valid Unicode at character {exc.start}; {path.name} not written") from exc
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".memex-", suffix=".tmp", dir=path.parent)
+    # The pid in the name tells a later process whether the writer still
+    # runs: a temp file left by a killed writer is removed (memex/orphans.py).
+    fd, tmp = tempfile.mkstemp(prefix=f".memex-{os.getpid()}-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

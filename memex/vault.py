@@ -25,7 +25,7 @@ import ulid
 from memex import decay, dedup, embed, memory_file
 from memex.config import Config, load_config
 from memex.db import connect, write_txn
-from memex.erased_list import is_erased
+from memex.erased_list import allow, is_erased
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
 from memex.locking import file_lock
@@ -95,8 +95,10 @@ def init_vault(path: str | os.PathLike[str], git: bool = True) -> Path:
     own_ignore = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else None
     shutil.copytree(_template_dir(), root, dirs_exist_ok=True, copy_function=_copy_if_absent)
     template_ignore = (_template_dir() / ".gitignore").read_text(encoding="utf-8")
-    if own_ignore is not None and ".memex/*.db" not in own_ignore:
-        gitignore.write_text(own_ignore.rstrip("\n") + "\n\n" + template_ignore, encoding="utf-8")
+    if own_ignore is not None:
+        lacking = [ln for ln in template_ignore.splitlines() if ln.strip() and ln not in own_ignore.splitlines()]
+        if any(not ln.startswith("#") for ln in lacking):
+            gitignore.write_text(own_ignore.rstrip("\n") + "\n\n" + "\n".join(lacking) + "\n", encoding="utf-8")
     (root / MEMORIES_DIR).mkdir(exist_ok=True)
     if git and shutil.which("git") and not _inside_git_work_tree(root):
         subprocess.run(["git", "init", "-q", str(root)], check=False, capture_output=True)
@@ -382,6 +384,8 @@ class Vault:
             for key, value in (extra or {}).items():
                 meta.setdefault(key, value)
             path = self.new_path(scope, body, memory_id)
+            if allow_erased:  # the deliberate way back; the indexer would refuse it otherwise
+                allow(self.memex_dir, [body])
             memory_file.atomic_write(path, memory_file.serialize(MemoryFile(meta, body + "\n")))
             rel = path.relative_to(self.root).as_posix()
             self.indexer.index_paths([rel])
