@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from memex import erase_git, erased_list, orphans, purge
 from memex.db import write_txn
 from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
+from memex.faults import point
 from memex.erase_select import Selection, by_id, by_subject, claiming_files, expand, same_text
 from memex.indexer import Indexer
 from memex.memory_file import _fsync_dir, read
@@ -264,6 +265,7 @@ def erase(
         if purge_history:
             erase_git.check_clean(vault.root, paths)  # before anything is deleted
         erased_list.remember(vault.memex_dir, bodies)
+        point("erase.listed")
         ids = sorted({*sel.memories, *([memory_id] if memory_id else [])})
         result = EraseResult(erased=ids, derived=list(sel.derived), archives=list(sel.archives))
         result.files_deleted = _delete_files(vault.root, paths)
@@ -275,6 +277,7 @@ def erase(
             "derived": result.derived, "copies": list(sel.copies), "archives": len(sel.archives),
             "files_deleted": result.files_deleted, "temp_files_removed": len(temps),
         })
+        point("erase.deleted")
         _finish(vault, result, sel, reason, paths + temps, bodies, ids, purge_history)
     return result
 
@@ -286,9 +289,13 @@ def _finish(
     """The steps after the files are gone; the audit log ends ``complete`` or ``partial``."""
     done: list[str] = []
     try:
+        purge.mark_scrub(vault.conn)  # a kill before the checkpoint: the next sync scrubs
         result.counts = _purge_index(vault, sel, paths)
         done.append("index")
+        point("erase.purged")
         result.wal_truncated = purge.checkpoint(vault.conn)
+        if result.wal_truncated:
+            purge.scrub_done(vault.conn)
         done.append("wal")
         if purge_history:
             result.git = erase_git.purge(vault.root, paths, bodies, ids)

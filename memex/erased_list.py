@@ -212,6 +212,11 @@ class Guard:
             raise _missing_key(self.memex_dir)
         self._size = size
 
+    @property
+    def size(self) -> int:
+        """The list's size in bytes at the last :meth:`refresh` (it only grows)."""
+        return max(self._size, 0)
+
     def erased(self, body: str) -> bool:
         """Whether ``body`` was erased, as of the last :meth:`refresh`."""
         if not self._erased or self._key is None:

@@ -44,8 +44,9 @@ import numpy as np
 
 from memex import chunking, embed, erased_list, graph, memory_file, orphans, purge, text
 from memex.config import Config
-from memex.db import ensure_chunk_rule, ensure_vector_tables, write_txn
+from memex.db import ensure_chunk_rule, ensure_vector_tables, get_meta, set_meta, write_txn
 from memex.errors import MemoryFileError
+from memex.faults import point
 from memex.records import Record, build_record
 
 MEMORIES_DIR = "memories"
@@ -92,6 +93,7 @@ def _is_regular_file(path: Path) -> bool:
 
 
 ERASED_REASON = "erased content restored in"
+ERASED_SEEN_KEY = "erased_list_size"  # meta: the erased list's size at the last check of every row
 
 
 def erased_reason(rel: str, memory_id: str) -> str:
@@ -254,9 +256,41 @@ class Indexer:
         if stale:  # no write transaction (and no write lock) when nothing changed
             with write_txn(self.conn):
                 self.conn.executemany("DELETE FROM index_errors WHERE path = ?", [(p,) for p in stale])
+        self._drop_erased_rows(report)
         self.orphans_removed = orphans.remove_orphans(self.root)
         report.seconds = time.perf_counter() - started
         return report
+
+    def _drop_erased_rows(self, report: SyncReport) -> None:
+        """Rows whose text went on the erased list after they were indexed.
+
+        An erase killed after listing the text but before deleting the file
+        leaves a file that looks unchanged to a sync; the erasure still holds:
+        the row goes and the file is reported like a restored one. Runs only
+        when the list grew since the last sync (its size is kept in meta).
+        """
+        self.guard.refresh()
+        seen = get_meta(self.conn, ERASED_SEEN_KEY) or "0"
+        if seen == str(self.guard.size):
+            return
+        hits = [
+            (int(rowid), str(mid), str(path))
+            for rowid, mid, path, body in self.conn.execute("SELECT rowid, id, path, body FROM memories")
+            if self.guard.erased(str(body))
+        ]
+        with write_txn(self.conn):
+            for rowid, mid, path in hits:
+                self.purge_row(rowid)
+                report.removed += 1
+                try:
+                    st: os.stat_result | None = os.stat(self.root / path)
+                except OSError:
+                    st = None
+                if st is not None:
+                    reason = erased_reason(path, mid)
+                    self._record_error(path, reason, st)
+                    report.errors.append({"path": path, "reason": reason})
+            set_meta(self.conn, ERASED_SEEN_KEY, str(self.guard.size))
 
     def index_paths(self, relpaths: Iterable[str], verify: bool = False) -> SyncReport:
         """Index (or purge) just these paths, e.g. after a write or a file event.
@@ -465,6 +499,8 @@ class Indexer:
             for rec in records:
                 outcome = self._write(rec, vectors.get(rec.path), by_id, vanished_set, vanished_by_hash)
                 setattr(report, outcome, getattr(report, outcome) + 1)
+            point("index.commit")
+        point("index.committed")
         return item.size
 
     def _recheck(

@@ -23,6 +23,7 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 
 from memex.errors import InvalidArgument, MemoryFileError
+from memex.faults import point
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 _EMPTY_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n---[ \t]*(?:\r?\n|\Z)")
@@ -255,7 +256,9 @@ def atomic_write(path: Path, text: str) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        point("write.temp")
         os.replace(tmp, path)
+        point("write.replaced")
     except BaseException:
         try:
             os.unlink(tmp)
