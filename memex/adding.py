@@ -26,7 +26,7 @@ import ulid
 
 from memex import dedup, embed, memory_file, purge
 from memex.db import write_txn
-from memex.erased_list import is_erased
+from memex.erased_list import allow, is_erased
 from memex.errors import InvalidArgument, MemoryFileError
 from memex.memory_file import MemoryFile
 from memex.names import check_scope
@@ -134,6 +134,8 @@ def add(
         if row is not None:
             return _known(vault, dedup.Decision("duplicate", "exact", row[0], 1.0, decision.similar_facts))
         path = vault.new_path(scope, body, memory_id)
+        if allow_erased:  # the deliberate way back; the indexer would refuse it otherwise
+            allow(vault.memex_dir, [body])
         memory_file.atomic_write(path, content)
         rel = path.relative_to(vault.root).as_posix()
         embed.store_cache(vault.conn, cache_rows)

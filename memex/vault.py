@@ -101,8 +101,11 @@ def init_vault(path: str | os.PathLike[str], git: bool = True) -> Path:
     own_ignore = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else None
     _copy_template(_template_dir(), root)
     template_ignore = (_template_dir() / ".gitignore").read_text(encoding="utf-8")
-    if own_ignore is not None and ".memex/*.db" not in own_ignore:
-        gitignore.write_text(own_ignore.rstrip("\n") + "\n\n" + template_ignore, encoding="utf-8")
+    if own_ignore is not None:
+        lacking = [ln for ln in template_ignore.splitlines() if ln.strip() and ln not in own_ignore.splitlines()]
+        if any(not ln.startswith("#") for ln in lacking):
+            gitignore.write_text(own_ignore.rstrip("\n") + "\n\n" + "\n".join(lacking) + "\n", encoding="utf-8")
+    permissions.private_dir(root / MEMORIES_DIR)
     if git and shutil.which("git") and not _inside_git_work_tree(root):
         subprocess.run(["git", "init", "-q", str(root)], check=False, capture_output=True)
     Vault(root).reindex()

@@ -142,11 +142,21 @@ def list_cmd(ctx: click.Context, /, as_json: bool, **filters: Any) -> None:
 
 @click.command("reindex")
 @click.option("--full", is_flag=True, help="Re-read every file (cached embeddings are reused).")
+@click.option(
+    "--allow-erased", "allow_paths", multiple=True, metavar="PATH",
+    help="Index this file although its text was erased (the deliberate way back; repeatable).",
+)
 @json_option
 @click.pass_context
-def reindex_cmd(ctx: click.Context, full: bool, as_json: bool) -> None:
+def reindex_cmd(ctx: click.Context, full: bool, allow_paths: tuple[str, ...], as_json: bool) -> None:
     """Bring the index in line with the files."""
     vault = get_vault(ctx)
+    if allow_paths:
+        from memex.erase import allow_files
+
+        allowed = allow_files(vault, list(allow_paths))
+        if not as_json:
+            click.echo(f"allowed back: {', '.join(allowed) or 'nothing (no erased text in those files)'}")
     if is_tty() and not as_json:
         from rich.progress import Progress
 
@@ -201,7 +211,7 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
         return
     summary = {k: (len(v) if isinstance(v, list) else v) for k, v in found.items()}
     key_values({**summary, "model": data["model"]}, title="doctor")
-    for kind in ("missing", "stale", "orphaned", "unembedded"):
+    for kind in ("missing", "stale", "orphaned", "unembedded", "temp_files"):
         for path in found[kind]:
             click.echo(f"{kind}: {path}")
     for err in found["errors"]:
