@@ -135,3 +135,42 @@ def test_conflict_rules_are_symmetric(a: str, b: str) -> None:
 def test_a_text_never_conflicts_with_itself(a: str) -> None:
     assert not conflicts(a, a)
     assert not conflicts(a, f"  {a}\n")
+
+
+# Bodies that made the value checks quadratic or worse (issue 12 item 8):
+# a diff over repetitive units, a look-back from every capitalized word, a
+# look-ahead from every relation word. 3 KB of the first took 6 s before.
+_PATHOLOGICAL = {
+    "numbers": ("1 2 3 4 5 ", "2 1 3 4 5 "),
+    "names": ("Alice Bob Carol Dave ", "Bob Alice Carol Dave "),
+    "relations": ("do not ", "not do "),
+    "sentence": ("The deploy retries the upload three times. ", "The deploy retries the upload four times. "),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_PATHOLOGICAL))
+def test_conflict_checks_stay_linear_on_large_repetitive_bodies(kind: str) -> None:
+    """A 400 KB pair (eight times the 54 KB of the report) must finish far
+    inside a generous ceiling; the quadratic versions needed hours. Run in a
+    child process so a regression is killed, not left spinning."""
+    import subprocess
+    import sys
+
+    a, b = _PATHOLOGICAL[kind]
+    code = (
+        "import sys\nfrom memex.values import conflicts, substitutes_one_word\n"
+        f"a = {a!r} * (400_000 // {len(a)}); b = {b!r} * (400_000 // {len(b)})\n"
+        "conflicts(a, b); substitutes_one_word(a, b); print('done')\n"
+    )
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"value checks on 400 KB of {kind} took over 60 s")
+    assert out.stdout.strip() == "done", out.stderr
+
+
+def test_substitutes_one_word_is_an_in_place_swap_and_nothing_else() -> None:
+    assert substitutes_one_word("ship alpha beta gamma", "ship alpha delta gamma")
+    assert not substitutes_one_word("ship alpha beta gamma", "ship alpha gamma beta")  # reordered
+    assert not substitutes_one_word("ship alpha beta gamma", "ship alpha delta gamma omega")  # swap + extra
+    assert not substitutes_one_word("ship alpha", "ship")  # a dropped word is not a swap
