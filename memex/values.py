@@ -266,13 +266,14 @@ def differs_in_relation(a: str, b: str) -> bool:
 _UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[.'][^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)*")
 
 
-def _substitution_units(text: str) -> list[str]:
-    """Content words in order (stemmed), Chinese as single characters."""
+def _substitution_units(text: str, function_words: bool = False) -> list[str]:
+    """Content words in order (stemmed), Chinese as single characters; with
+    ``function_words`` the stopwords stay (they mark roles: from/to, by)."""
     from memex.text import STOPWORDS  # local: text.py must not depend on values.py
 
     out = []
     for unit in _UNIT.findall(unicodedata.normalize("NFKC", text).casefold()):
-        if unit in STOPWORDS or unit in _ZH_STOP_CHARS:
+        if not function_words and (unit in STOPWORDS or unit in _ZH_STOP_CHARS):
             continue
         if len(unit) == 1 and unit.isascii() and not unit.isdigit():
             continue
@@ -312,13 +313,53 @@ def substitutes_one_word(a: str, b: str) -> bool:
     return len(ua) - head - tail == 1
 
 
+# Role swaps are looked for only in a differing stretch this short: longer
+# ones are not one sentence with two words exchanged, and the search over
+# splits is cubic in the stretch.
+MAX_SWAP_SPAN = 40
+
+
+def swaps_roles(a: str, b: str) -> bool:
+    """The same words with two of them (or two runs) exchanged across the
+    sentence: "Alice owns billing and Bob owns auth" / "Bob owns billing and
+    Alice owns auth", "never deploy on Fridays; fine on Mondays" / "never
+    deploy on Mondays; fine on Fridays", "migrate from MySQL to Postgres" /
+    "migrate from Postgres to MySQL".
+
+    Same bag of words (Jaccard 1.0), so no set-based check sees it. Outside
+    their common ends, one text must read X M Y and the other Y M X with a
+    non-empty M between: a paraphrase that moves a clause ("run tests before
+    committing" / "before committing, run tests") swaps adjacent runs (empty
+    M) and is not a role swap. Function words count: they mark the roles
+    ("from X to Y") and keep a passive paraphrase ("the cache is warmed by
+    the loader" / "the loader warms the cache") from being the same bag.
+    """
+    ua, ub = _substitution_units(a, True), _substitution_units(b, True)
+    if len(ua) != len(ub) or ua == ub or sorted(ua) != sorted(ub):
+        return False
+    head, tail = _common_ends(ua, ub)
+    ra, rb = ua[head : len(ua) - tail], ub[head : len(ub) - tail]
+    n = len(ra)
+    if n > MAX_SWAP_SPAN:
+        return False
+    for lx in range(1, n - 1):
+        if ra[:lx] != rb[n - lx :]:
+            continue
+        for ly in range(1, n - lx):
+            if rb[:ly] == ra[n - ly :] and ra[lx : n - ly] == rb[ly : n - lx]:
+                return True
+    return False
+
+
 def conflicts(a: str, b: str) -> bool:
     """The two texts cannot be the same fact: a value, the polarity, an
-    opposite, the sides of a comparison, or one swapped word differs."""
+    opposite, the sides of a comparison, one swapped word or two swapped
+    roles differ."""
     return (
         differs_in_value(a, b)
         or differs_in_polarity(a, b)
         or differs_in_opposites(a, b)
         or differs_in_relation(a, b)
         or substitutes_one_word(a, b)
+        or swaps_roles(a, b)
     )

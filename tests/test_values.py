@@ -14,6 +14,7 @@ from memex.values import (
     differs_in_relation,
     differs_in_value,
     substitutes_one_word,
+    swaps_roles,
     value_tokens,
 )
 
@@ -126,7 +127,10 @@ _TEXT = st.lists(st.sampled_from(_PIECES), max_size=25).map("".join)
 @settings(max_examples=200, deadline=None)
 @given(_TEXT, _TEXT)
 def test_conflict_rules_are_symmetric(a: str, b: str) -> None:
-    for rule in (differs_in_value, differs_in_polarity, differs_in_opposites, differs_in_relation, substitutes_one_word):
+    for rule in (
+        differs_in_value, differs_in_polarity, differs_in_opposites, differs_in_relation, substitutes_one_word,
+        swaps_roles,
+    ):
         assert rule(a, b) == rule(b, a), rule.__name__
 
 
@@ -174,3 +178,24 @@ def test_substitutes_one_word_is_an_in_place_swap_and_nothing_else() -> None:
     assert not substitutes_one_word("ship alpha beta gamma", "ship alpha gamma beta")  # reordered
     assert not substitutes_one_word("ship alpha beta gamma", "ship alpha delta gamma omega")  # swap + extra
     assert not substitutes_one_word("ship alpha", "ship")  # a dropped word is not a swap
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "swapped"),
+    [
+        ("Alice owns billing and Bob owns auth", "Bob owns billing and Alice owns auth", True),
+        ("never deploy on Fridays; fine on Mondays", "never deploy on Mondays; fine on Fridays", True),
+        ("Migrate the orders table from MySQL to Postgres", "Migrate the orders table from Postgres to MySQL", True),
+        ("The web service depends on the auth service", "The auth service depends on the web service", True),
+        ("Postgres is faster than MySQL for our workload", "MySQL is faster than Postgres for our workload", True),
+        # Moving a clause or going passive is not a role swap.
+        ("Run the tests before committing", "Before committing, run the tests", False),
+        ("Python for scripts, Go for services", "Go for services, Python for scripts", False),
+        ("The cache is warmed at startup by the loader", "At startup the loader warms the cache", False),
+        ("In production, use Postgres", "Use Postgres in production", False),
+        ("Alice owns billing and Bob owns auth", "Alice owns billing and Bob owns auth", False),
+    ],
+)
+def test_swapped_roles(a: str, b: str, swapped: bool) -> None:
+    assert swaps_roles(a, b) is swapped
+    assert conflicts(a, b) is swapped
