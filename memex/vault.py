@@ -339,9 +339,14 @@ class Vault:
             text=text, scope=scope, source=source, session=session, source_ref=source_ref,
             category=category, entities=entities,
         )
+        if not normalize(text):
+            raise InvalidArgument("text", "is empty: give the memory's text")
         body = strip_injected(text).strip()
         if not normalize(body):
-            raise InvalidArgument("text", "is empty (nothing left after removing injected blocks)")
+            raise InvalidArgument(
+                "text", "holds only what memex injected (a <relevant-memories> block or an [hm ...] prefix), "
+                "nothing of its own to store"
+            )
         scope = check_scope(scope or self.config.default_scope)
         if confidence is None:
             confidence = DEFAULT_CONFIDENCE

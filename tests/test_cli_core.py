@@ -294,7 +294,7 @@ def test_lexical_only_vault_says_so(cli: click.Group, vault_root: Path) -> None:
     "args, message",
     [
         (["search", ""], "query: must not be empty"),
-        (["add", "   "], "text: is empty"),
+        (["add", "   "], "TEXT: is empty"),
         (["add", "x", "--scope", "../etc"], "scope: '../etc'"),
         (["add", "x", "--confidence", "2"], "Invalid value for '--confidence'"),
         (["show", "NOPE"], "no memory with id 'NOPE'"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -12,6 +13,32 @@ import click
 from memex.vault import Vault, open_vault
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class TextCommand(click.Command):
+    """A command whose argument is free text: text that begins with ``-``
+    (``"-v is verbose"``, ``---``) reads as an unknown option to click, so the
+    error says how to pass it as text instead."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # the parser consumes the list it is given
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            known = {o for p in self.params if isinstance(p, click.Option) for o in (*p.opts, *p.secondary_opts)}
+            known.add("--vault")  # added to every command after this class is built
+            token = next(
+                (a for a in given if a.startswith("-") and a != "-" and a.split("=", 1)[0] not in known), None
+            )
+            # A near miss of a real option (--scpoe) gets click's "did you mean".
+            if token is None or exc.possibilities or "--" in given[: given.index(token)]:
+                raise
+            rest = [a for a in given if a is not token]
+            fixed = shlex.join([*rest, "--", token])
+            hint = f"If {token!r} is the text, put -- before it: {ctx.command_path} {fixed}"
+            if any(p.name == "text" for p in self.params):
+                hint += ", or give - in its place and pipe the text in on standard input"
+            raise click.UsageError(f"{exc.format_message().rstrip('.')}. {hint}.", ctx) from exc
 
 
 def json_option(func: F) -> F:

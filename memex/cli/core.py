@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from memex import health
-from memex.cli._common import get_vault, is_tty, json_option, key_values, print_json, short, table
+from memex.cli._common import TextCommand, get_vault, is_tty, json_option, key_values, print_json, short, table
 from memex.errors import InvalidArgument
 from memex.search import Hit
 from memex.vault import init_vault
@@ -34,7 +34,7 @@ def init_cmd(path: str, no_git: bool) -> None:
     click.echo(f"Use it with: export MEMEX_VAULT={root}")
 
 
-@click.command("add")
+@click.command("add", cls=TextCommand)
 @click.argument("text")
 @click.option("--scope", help="Knowledge scope: user, project:NAME, agent:NAME (default from config).")
 @click.option("--source", default="user", show_default=True, help="Who wrote it (user, keyword, tool, claude-code, ...).")
@@ -47,13 +47,18 @@ def init_cmd(path: str, no_git: bool) -> None:
 @json_option
 @click.pass_context
 def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> None:
-    """Add a memory (TEXT, or - to read standard input)."""
+    """Add a memory (TEXT, or - to read standard input).
+
+    Text that begins with '-' goes after --: memex add -- "-v is verbose".
+    """
     if text == "-":
         data = sys.stdin.buffer.read()
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise InvalidArgument("TEXT", f"standard input is not UTF-8 text (byte {exc.start})") from exc
+    if not text.strip():
+        raise InvalidArgument("TEXT", "is empty: give the memory's text, or - to read it from standard input")
     result = get_vault(ctx).add(text, **opts)
     if as_json:
         print_json(result.as_dict())
@@ -69,7 +74,7 @@ def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> Non
         click.echo(f"  similar {fact.id} ({fact.similarity:.2f}): {short(fact.body, 70)}")
 
 
-@click.command("search")
+@click.command("search", cls=TextCommand)
 @click.argument("query")
 @click.option("--scope", multiple=True, help="Only this scope (repeatable).")
 @click.option("--source", help="Only memories from this source.")
