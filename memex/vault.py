@@ -22,7 +22,7 @@ import apsw
 import numpy as np
 import ulid
 
-from memex import decay, dedup, embed, memory_file
+from memex import decay, dedup, embed, memory_file, scopes
 from memex.config import Config, load_config
 from memex.db import connect, write_txn
 from memex.erased_list import is_erased
@@ -30,7 +30,7 @@ from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
 from memex.locking import file_lock
 from memex.memory_file import MemoryFile
-from memex.names import check_scope, scope_dir_parts, slug
+from memex.names import scope_dir_parts, slug
 from memex.records import DEFAULT_CONFIDENCE, check_unicode, now_iso
 from memex.search import HIT_COLUMNS, Filters, Hit, hit_from_row, search
 from memex.text import normalize, strip_injected
@@ -142,6 +142,7 @@ class Vault:
         self._embedder_loaded = False
         self._embedder: embed.Embedder | None = None
         self._indexer: Indexer | None = None
+        self._scope_rules: scopes.ScopeRules | None = None
 
     # -- plumbing ------------------------------------------------------------
 
@@ -192,6 +193,23 @@ class Vault:
     def write_lock(self, timeout: float = 30.0) -> Any:
         return file_lock(self.memex_dir / "write.lock", timeout)
 
+    @property
+    def scope_rules(self) -> scopes.ScopeRules:
+        """The scopes this vault accepts (built-in kinds plus ``[scopes] extra_kinds``)."""
+        if self._scope_rules is None:
+            self._scope_rules = scopes.rules_for(self.config)
+        return self._scope_rules
+
+    def check_scope(self, scope: str | None) -> str:
+        """A valid scope for a new memory: ``scope``, else the configured default."""
+        if not scope:
+            return self.scope_rules.check(self.config.default_scope, "[vault] default_scope in .memex/config.toml")
+        return self.scope_rules.check(scope)
+
+    def check_scope_filter(self, scope: str | Sequence[str] | None) -> None:
+        """A scope to narrow a search or listing to: valid, or held by some memory."""
+        scopes.check_filter(self.scope_rules, self.conn, [scope] if isinstance(scope, str) else scope)
+
     def embed_query(self, text: str) -> np.ndarray | None:
         if self.embedder is None:
             return None
@@ -228,6 +246,7 @@ class Vault:
         include_superseded: bool = False,
         limit: int | None = None,
     ) -> list[Hit]:
+        self.check_scope_filter(scope)
         filters = Filters(tuple([scope]) if scope else None, source, session, include_superseded)
         where, params = filters.sql()
         sql = f"SELECT {HIT_COLUMNS} FROM memories m WHERE {where} ORDER BY created DESC, id"
@@ -252,8 +271,9 @@ class Vault:
             raise InvalidArgument("query", "must not be empty")
         if limit < 1:
             raise InvalidArgument("limit", "must be at least 1")
-        scopes = (scope,) if isinstance(scope, str) else tuple(scope) if scope else None
-        filters = Filters(scopes, source, session, include_superseded)
+        self.check_scope_filter(scope)
+        wanted = (scope,) if isinstance(scope, str) else tuple(scope) if scope else None
+        filters = Filters(wanted, source, session, include_superseded)
         self.indexer  # make sure vector tables match the loaded model
         # Query vectors come from an in-process LRU, not the index's cache:
         # a search takes no write lock and does not grow the index.
@@ -347,7 +367,7 @@ class Vault:
                 "text", "holds only what memex injected (a <relevant-memories> block or an [hm ...] prefix), "
                 "nothing of its own to store"
             )
-        scope = check_scope(scope or self.config.default_scope)
+        scope = self.check_scope(scope)
         if confidence is None:
             confidence = DEFAULT_CONFIDENCE
         if not 0.0 <= confidence <= 1.0:
@@ -415,12 +435,14 @@ class Vault:
         """Fold a session's similar memories into one representative each."""
         from memex.consolidate import consolidate
 
+        self.check_scope_filter(scope)
         return consolidate(self, session, scope, dry_run)
 
     def consolidate_all(self, scope: str | None = None, dry_run: bool = False) -> Any:
         """Backfill: consolidate every session with active memories."""
         from memex.consolidate import consolidate_all
 
+        self.check_scope_filter(scope)
         return consolidate_all(self, scope, dry_run)
 
     def unsupersede(self, memory_id: str) -> Memory:

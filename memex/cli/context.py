@@ -119,7 +119,10 @@ def compact_cmd(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def commit_cmd(ctx: click.Context, session: str, source: str | None, scope: str | None, as_json: bool) -> None:
     """Extract memories from a session's pending turns (after-turn runs this detached)."""
-    result = engine.commit_session(get_vault(ctx), session, source=source, scope=scope)
+    vault = get_vault(ctx)
+    if scope is not None:
+        vault.check_scope(scope)
+    result = engine.commit_session(vault, session, source=source, scope=scope)
     if as_json:
         print_json(result)
     else:
