@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from memex import health
+from memex import health, scopes
 from memex.cli._common import TextCommand, get_vault, is_tty, json_option, key_values, print_json, short, table
 from memex.errors import InvalidArgument
 from memex.search import Hit
@@ -175,31 +175,73 @@ def stats_cmd(ctx: click.Context, as_json: bool) -> None:
         key_values(data, title="memex stats")
 
 
+# `memex doctor` exit statuses (docs/cli.md): scripts tell drift from a clean vault.
+DOCTOR_CLEAN = 0
+DOCTOR_NOT_CLEAN = 1  # drift, files that cannot be indexed, or memories in unknown scopes
+
+
+def _doctor_problems(drift: dict[str, Any], unknown: list[dict[str, Any]]) -> bool:
+    return not drift["clean"] or bool(unknown)
+
+
 @click.command("doctor")
-@click.option("--fix", is_flag=True, help="Repair what is found.")
+@click.option("--fix", is_flag=True, help="Repair what is found (reindex, drop stray vectors).")
 @json_option
 @click.pass_context
 def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
-    """Report drift between files and index (missing, stale, orphaned rows); --fix repairs."""
+    """Report drift between files and index (missing, stale, orphaned rows); --fix repairs.
+
+    Also lists files that cannot be indexed and memories whose scope is not
+    a valid one (a hand-written file in an unknown folder). Exit status: 0
+    clean (after --fix: everything was fixed), 1 problems remain, 2 usage error.
+    """
     vault = get_vault(ctx)
     found = health.drift(vault).as_dict()
-    data: dict[str, Any] = {"drift": found, "model": vault.embedder_status()}
+    unknown = scopes.unknown_scopes(vault.scope_rules, vault.conn)
+    data: dict[str, Any] = {"drift": found, "unknown_scopes": unknown, "model": vault.embedder_status()}
+    problems = _doctor_problems(found, unknown)
     if fix:
         data["repair"] = health.repair(vault)
         data["after"] = health.drift(vault).as_dict()
+        data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, vault.conn)
+        problems = _doctor_problems(data["after"], data["unknown_scopes_after"])
+    data["clean"] = not problems
+    code = DOCTOR_NOT_CLEAN if problems else DOCTOR_CLEAN
     if as_json:
         print_json(data)
-        return
+        ctx.exit(code)
     summary = {k: (len(v) if isinstance(v, list) else v) for k, v in found.items()}
+    summary["unknown_scopes"] = len(unknown)
     key_values({**summary, "model": data["model"]}, title="doctor")
     for kind in ("missing", "stale", "orphaned", "unembedded"):
         for path in found[kind]:
             click.echo(f"{kind}: {path}")
-    for err in found["errors"]:
+    errors = found["errors"]
+    if fix:
+        # A file reindexing found unreadable shows up only after the repair.
+        errors = errors + [e for e in data["after"]["errors"] if e not in errors]
+    for err in errors:
         click.echo(f"error: {err['path']}: {err['reason']}")
+    for item in data.get("unknown_scopes_after", unknown):
+        guess = f"; did you mean {item['suggestion']!r}?" if item["suggestion"] else ""
+        click.echo(f"unknown scope: {item['path']}: {item['reason']}{guess}")
     if fix:
         after = data["after"]
-        click.echo("repaired; index is clean" if after["differing"] == 0 else f"{after['differing']} still differ")
+        if not problems:
+            click.echo("repaired; index is clean")
+        elif after["differing"]:
+            click.echo(f"repaired what it could; {after['differing']} file(s) still differ")
+        else:
+            click.echo("repaired what it could; the files above need a person")
+    if problems:
+        unknown_left = data.get("unknown_scopes_after", unknown)
+        if unknown_left:
+            click.echo(
+                "move those files under memories/user/, memories/project/NAME/ or memories/agent/NAME/, "
+                "set scope: in their frontmatter, or add the kind to [scopes] extra_kinds"
+            )
+        click.echo(f"not clean (exit status {code})" + ("" if fix else "; `memex doctor --fix` repairs drift"))
+    ctx.exit(code)
 
 
 @click.command("demo")
