@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from memex.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
 from memex.locking import file_lock
 from memex.memory_file import MemoryFile
 from memex.names import scope_dir_parts, slug
-from memex.records import DEFAULT_CONFIDENCE, check_unicode, now_iso
+from memex.records import DEFAULT_CONFIDENCE, check_unicode, now_iso, record_view
 from memex.search import HIT_COLUMNS, Filters, Hit, hit_from_row, search
 from memex.text import normalize, strip_injected
 
@@ -115,18 +115,21 @@ class Memory:
 
     id: str
     path: str
-    meta: dict[str, Any]
-    body: str
+    meta: dict[str, Any]  # the frontmatter as written
+    body: str  # the body as written
     status: str
     access_count: int
     last_access: str | None
+    # The record shape (memex.records.RECORD_FIELDS) from the index, body aside.
+    record: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
+        """The record that `list` and `search` show, then any other
+        frontmatter keys (entities, supersedes, your own), usage, the body."""
+        shape = {**self.record, "id": self.id, "path": self.path, "status": self.status}
         return {
-            **{k: v for k, v in self.meta.items()},
-            "id": self.id,
-            "path": self.path,
-            "status": self.status,
+            **shape,
+            **{k: v for k, v in self.meta.items() if k not in shape},
             "access_count": self.access_count,
             "last_access": self.last_access,
             "body": self.body,
@@ -236,7 +239,15 @@ class Vault:
         """The memory with this id, read from its file."""
         path, status, count, last = self._row_by_id(memory_id)
         mf, _ = memory_file.read(self.root / path, self.config.max_file_bytes, self.root)
-        return Memory(memory_id, path, dict(mf.meta), mf.body, status, int(count or 0), last)
+        row = self.conn.execute(
+            f"SELECT {HIT_COLUMNS.replace('rowid,', 'm.rowid,', 1)} FROM memories m WHERE m.id = ?", (memory_id,)
+        ).fetchone()
+        if row is None:  # erased between the two reads
+            raise MemoryNotFound(memory_id)
+        hit = hit_from_row(row)
+        decay.annotate(self.conn, [hit], decay.load_policy(self.config))
+        record = {k: v for k, v in record_view(hit).items() if k != "body"}
+        return Memory(memory_id, path, dict(mf.meta), mf.body, status, int(count or 0), last, record)
 
     def list(
         self,
@@ -414,11 +425,19 @@ class Vault:
             "created", memory_id, rel, None, None, None, decision.similar_facts
         )
 
+    def _row_created(self, memory_id: str) -> str:
+        row = self.conn.execute("SELECT created FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return str(row[0]) if row is not None else now_iso()
+
     def update_meta(self, memory_id: str, changes: dict[str, Any]) -> Memory:
         """Set (or, with None, remove) frontmatter keys of one memory, atomically."""
         path, *_ = self._row_by_id(memory_id)
         full = self.root / path
         mf, _ = memory_file.read(full, self.config.max_file_bytes, self.root)
+        if "created" not in mf.meta:
+            # A hand-written file is dated by its mtime, which this rewrite
+            # changes: keep the date memex showed for it.
+            mf.meta["created"] = self._row_created(memory_id)
         for key, value in changes.items():
             if value is None:
                 mf.meta.pop(key, None)

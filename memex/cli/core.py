@@ -10,6 +10,7 @@ import click
 from memex import health, scopes
 from memex.cli._common import TextCommand, get_vault, is_tty, json_option, key_values, print_json, short, table
 from memex.errors import InvalidArgument
+from memex.records import SCORE_FIELDS, record_view
 from memex.search import Hit
 from memex.vault import init_vault
 
@@ -93,7 +94,7 @@ def search_cmd(
         include_superseded=include_superseded,
     )
     if as_json:
-        print_json([h.as_dict() for h in hits])
+        print_json([record_view(h, SCORE_FIELDS) for h in hits])
     elif not hits:
         click.echo("no matches")
     else:
@@ -106,9 +107,7 @@ def search_cmd(
 @click.pass_context
 def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
     """Show one memory: its frontmatter fields and body."""
-    vault = get_vault(ctx)
-    data = vault.get(memory_id).as_dict()
-    data["effective_confidence"] = vault.effective_confidence(memory_id)  # decay, issue 7
+    data = get_vault(ctx).get(memory_id).as_dict()  # the record shape, then the rest of the file
     if as_json:
         print_json(data)
         return
@@ -129,7 +128,7 @@ def list_cmd(ctx: click.Context, /, as_json: bool, **filters: Any) -> None:
     """List memories, newest first."""
     hits = get_vault(ctx).list(**filters)
     if as_json:
-        print_json([h.as_dict() for h in hits])
+        print_json([record_view(h) for h in hits])  # no search-only fields (score, semantic)
     elif not hits:
         click.echo("no memories")
     else:
