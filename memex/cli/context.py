@@ -150,7 +150,7 @@ def keyword_cmd(ctx: click.Context, as_json: bool) -> None:
 
 @context_group.command("search")
 @click.option("--session", required=True, help="Session whose archive to search.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="At most this many hits.")
 @click.argument("query")
 @json_option
 @click.pass_context

@@ -8,7 +8,18 @@ from typing import Any
 import click
 
 from memex import health, scopes
-from memex.cli._common import TextCommand, get_vault, is_tty, json_option, key_values, print_json, short, table
+from memex.cli._common import (
+    TextCommand,
+    get_vault,
+    human_bytes,
+    is_tty,
+    json_option,
+    key_values,
+    print_json,
+    progress_lines,
+    short,
+    table,
+)
 from memex.errors import InvalidArgument
 from memex.records import SCORE_FIELDS, record_view
 from memex.search import Hit
@@ -80,7 +91,7 @@ def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> Non
 @click.option("--scope", multiple=True, help="Only this scope (repeatable).")
 @click.option("--source", help="Only memories from this source.")
 @click.option("--session", help="Only memories from this session.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="At most this many hits.")
 @click.option("--include-superseded", is_flag=True, help="Also show superseded memories.")
 @json_option
 @click.pass_context
@@ -120,8 +131,9 @@ def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
 @click.option("--scope", help="Only this scope.")
 @click.option("--session", help="Only this session.")
 @click.option("--source", help="Only this source.")
-@click.option("--include-superseded", is_flag=True)
-@click.option("--limit", type=click.IntRange(1), default=None)
+@click.option("--include-superseded", is_flag=True,
+              help="Also list superseded memories (kept on disk, hidden from search).")
+@click.option("--limit", type=click.IntRange(1), default=None, show_default="all", help="At most this many memories.")
 @json_option
 @click.pass_context
 def list_cmd(ctx: click.Context, /, as_json: bool, **filters: Any) -> None:
@@ -149,7 +161,9 @@ def reindex_cmd(ctx: click.Context, full: bool, as_json: bool) -> None:
             task = bar.add_task("indexing", total=None)
             report = vault.reindex(full=full, progress=lambda done, total: bar.update(task, completed=done, total=total))
     else:
-        report = vault.reindex(full=full)
+        # No terminal (a log, CI, a pipe): a plain line now and then, so a
+        # long reindex is visibly alive, and stdout stays the result alone.
+        report = vault.reindex(full=full, progress=progress_lines("reindex"))
     data = report.as_dict()
     if as_json:
         print_json(data)
@@ -169,9 +183,10 @@ def stats_cmd(ctx: click.Context, as_json: bool) -> None:
     """What the vault and its index hold."""
     data = health.stats(get_vault(ctx))
     if as_json:
-        print_json(data)
+        print_json(data)  # sizes in bytes, for programs
     else:
-        key_values(data, title="memex stats")
+        key_values({("index size" if k == "index_bytes" else k): (human_bytes(v) if k == "index_bytes" else v)
+                    for k, v in data.items()}, title="memex stats")
 
 
 # `memex doctor` exit statuses (docs/cli.md): scripts tell drift from a clean vault.
