@@ -29,7 +29,6 @@ from memex.db import write_txn
 from memex.erased_list import allow, is_erased
 from memex.errors import InvalidArgument, MemoryFileError
 from memex.memory_file import MemoryFile
-from memex.names import check_scope
 from memex.records import DEFAULT_CONFIDENCE, build_record, check_unicode, now_iso
 from memex.text import body_hash, normalize, strip_injected
 
@@ -90,11 +89,16 @@ def add(
         category=category, entities=entities,
     )
     max_bytes = vault.config.max_file_bytes
+    if not normalize(text):
+        raise InvalidArgument("text", "is empty: give the memory's text")
     body = strip_injected(text).strip()
     check_storable(body, max_bytes)  # before any other work: a 5 MB body must not reach the model
     if not normalize(body):
-        raise InvalidArgument("text", "is empty (nothing left after removing injected blocks)")
-    scope = check_scope(scope or vault.config.default_scope)
+        raise InvalidArgument(
+            "text", "holds only what memex injected (a <relevant-memories> block or an [hm ...] prefix), "
+            "nothing of its own to store"
+        )
+    scope = vault.check_scope(scope)
     if confidence is None:
         confidence = DEFAULT_CONFIDENCE
     if not 0.0 <= confidence <= 1.0:

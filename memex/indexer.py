@@ -390,12 +390,12 @@ class Indexer:
                 plan, lookup = self._vector_plan(records, full)
                 future = pool.submit(self._embed_missing, lookup) if pool is not None and lookup else None
                 if pending is not None:
-                    done += self._finish_batch(pending, rows, report, by_id, vanished_set, vanished_by_hash)
+                    done += self._finish_batch(pending, rows, report, by_id, vanished_set, vanished_by_hash, full)
                     if progress is not None:
                         progress(done, total)
                 pending = _Batch(len(batch), records, errors, plan, lookup, future)
             if pending is not None:
-                done += self._finish_batch(pending, rows, report, by_id, vanished_set, vanished_by_hash)
+                done += self._finish_batch(pending, rows, report, by_id, vanished_set, vanished_by_hash, full)
                 if progress is not None:
                     progress(done, total)
         finally:
@@ -488,6 +488,7 @@ class Indexer:
         by_id: dict[str, str],
         vanished_set: set[str],
         vanished_by_hash: dict[str, str],
+        full: bool = False,
     ) -> int:
         """Wait for a batch's vectors, then write it in one transaction; returns its size."""
         vectors, cache_rows = self._vector_finish(item)
@@ -506,7 +507,7 @@ class Indexer:
                     self.purge_row(stale_row.rowid)
                     report.removed += 1
             for rec in records:
-                outcome = self._write(rec, vectors.get(rec.path), by_id, vanished_set, vanished_by_hash)
+                outcome = self._write(rec, vectors.get(rec.path), by_id, vanished_set, vanished_by_hash, full)
                 setattr(report, outcome, getattr(report, outcome) + 1)
             point("index.commit")
         point("index.committed")
@@ -613,6 +614,7 @@ class Indexer:
         by_id: dict[str, str],
         vanished: set[str],
         vanished_by_hash: dict[str, str],
+        full: bool = False,
     ) -> str:
         """Upsert one record; returns the report field it counts toward."""
         conn = self.conn
@@ -703,6 +705,10 @@ class Indexer:
                 purge.drop_unused_cache(conn, old_keys - new_keys)
         graph.write_links(conn, rowid, rec.entities, rec.relations, fresh=fresh)
         by_id[rec.id] = rec.path
+        if full and outcome == "updated" and at_path is not None and at_path.file_hash == rec.file_hash:
+            # `reindex --full` rewrites every row; a file whose bytes are what
+            # the row was built from did not change (issue 14: not "updated 24").
+            return "unchanged"
         return outcome
 
     def purge_row(self, rowid: int) -> purge.PurgeCounts:

@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,14 +21,14 @@ from typing import Any
 import apsw
 import numpy as np
 
-from memex import decay, dedup, embed, memory_file, permissions
+from memex import decay, dedup, embed, memory_file, permissions, scopes
 from memex.config import Config, load_config
 from memex.db import connect, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
 from memex.locking import file_lock, locked_txn
 from memex.names import scope_dir_parts, slug
-from memex.records import now_iso
+from memex.records import now_iso, record_view
 from memex.search import HIT_COLUMNS, Filters, Hit, hit_from_row, search
 
 MEMEX_DIR = ".memex"
@@ -123,18 +123,21 @@ class Memory:
 
     id: str
     path: str
-    meta: dict[str, Any]
-    body: str
+    meta: dict[str, Any]  # the frontmatter as written
+    body: str  # the body as written
     status: str
     access_count: int
     last_access: str | None
+    # The record shape (memex.records.RECORD_FIELDS) from the index, body aside.
+    record: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
+        """The record that `list` and `search` show, then any other
+        frontmatter keys (entities, supersedes, your own), usage, the body."""
+        shape = {**self.record, "id": self.id, "path": self.path, "status": self.status}
         return {
-            **{k: v for k, v in self.meta.items()},
-            "id": self.id,
-            "path": self.path,
-            "status": self.status,
+            **shape,
+            **{k: v for k, v in self.meta.items() if k not in shape},
             "access_count": self.access_count,
             "last_access": self.last_access,
             "body": self.body,
@@ -155,6 +158,7 @@ class Vault:
         self._embedder_loaded = False
         self._embedder: embed.Embedder | None = None
         self._indexer: Indexer | None = None
+        self._scope_rules: scopes.ScopeRules | None = None
 
     # -- plumbing ------------------------------------------------------------
 
@@ -211,6 +215,23 @@ class Vault:
         ``timeout`` None means :attr:`lock_wait`."""
         return locked_txn(self.conn, self.memex_dir / "write.lock", timeout if timeout is not None else self.lock_wait)
 
+    @property
+    def scope_rules(self) -> scopes.ScopeRules:
+        """The scopes this vault accepts (built-in kinds plus ``[scopes] extra_kinds``)."""
+        if self._scope_rules is None:
+            self._scope_rules = scopes.rules_for(self.config)
+        return self._scope_rules
+
+    def check_scope(self, scope: str | None) -> str:
+        """A valid scope for a new memory: ``scope``, else the configured default."""
+        if not scope:
+            return self.scope_rules.check(self.config.default_scope, "[vault] default_scope in .memex/config.toml")
+        return self.scope_rules.check(scope)
+
+    def check_scope_filter(self, scope: str | Sequence[str] | None) -> None:
+        """A scope to narrow a search or listing to: valid, or held by some memory."""
+        scopes.check_filter(self.scope_rules, self.conn, [scope] if isinstance(scope, str) else scope)
+
     def embed_query(self, text: str) -> np.ndarray | None:
         if self.embedder is None:
             return None
@@ -237,7 +258,15 @@ class Vault:
         """The memory with this id, read from its file."""
         path, status, count, last = self._row_by_id(memory_id)
         mf, _ = memory_file.read(self.root / path, self.config.max_file_bytes, self.root)
-        return Memory(memory_id, path, dict(mf.meta), mf.body, status, int(count or 0), last)
+        row = self.conn.execute(
+            f"SELECT {HIT_COLUMNS.replace('rowid,', 'm.rowid,', 1)} FROM memories m WHERE m.id = ?", (memory_id,)
+        ).fetchone()
+        if row is None:  # erased between the two reads
+            raise MemoryNotFound(memory_id)
+        hit = hit_from_row(row)
+        decay.annotate(self.conn, [hit], decay.load_policy(self.config))
+        record = {k: v for k, v in record_view(hit).items() if k != "body"}
+        return Memory(memory_id, path, dict(mf.meta), mf.body, status, int(count or 0), last, record)
 
     def list(
         self,
@@ -247,6 +276,7 @@ class Vault:
         include_superseded: bool = False,
         limit: int | None = None,
     ) -> list[Hit]:
+        self.check_scope_filter(scope)
         filters = Filters(tuple([scope]) if scope else None, source, session, include_superseded)
         where, params = filters.sql()
         sql = f"SELECT {HIT_COLUMNS} FROM memories m WHERE {where} ORDER BY created DESC, id"
@@ -271,8 +301,9 @@ class Vault:
             raise InvalidArgument("query", "must not be empty")
         if limit < 1:
             raise InvalidArgument("limit", "must be at least 1")
-        scopes = (scope,) if isinstance(scope, str) else tuple(scope) if scope else None
-        filters = Filters(scopes, source, session, include_superseded)
+        self.check_scope_filter(scope)
+        wanted = (scope,) if isinstance(scope, str) else tuple(scope) if scope else None
+        filters = Filters(wanted, source, session, include_superseded)
         self.indexer  # make sure vector tables match the loaded model
         # Query vectors come from an in-process LRU, not the index's cache:
         # a search takes no write lock and does not grow the index.
@@ -363,11 +394,19 @@ class Vault:
             confidence=confidence, entities=entities, extra=extra, supersedes=supersedes, allow_erased=allow_erased,
         )
 
+    def _row_created(self, memory_id: str) -> str:
+        row = self.conn.execute("SELECT created FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return str(row[0]) if row is not None else now_iso()
+
     def update_meta(self, memory_id: str, changes: dict[str, Any]) -> Memory:
         """Set (or, with None, remove) frontmatter keys of one memory, atomically."""
         path, *_ = self._row_by_id(memory_id)
         full = self.root / path
         mf, _ = memory_file.read(full, self.config.max_file_bytes, self.root)
+        if "created" not in mf.meta:
+            # A hand-written file is dated by its mtime, which this rewrite
+            # changes: keep the date memex showed for it.
+            mf.meta["created"] = self._row_created(memory_id)
         for key, value in changes.items():
             if value is None:
                 mf.meta.pop(key, None)
@@ -384,12 +423,14 @@ class Vault:
         """Fold a session's similar memories into one representative each."""
         from memex.consolidate import consolidate
 
+        self.check_scope_filter(scope)
         return consolidate(self, session, scope, dry_run)
 
     def consolidate_all(self, scope: str | None = None, dry_run: bool = False) -> Any:
         """Backfill: consolidate every session with active memories."""
         from memex.consolidate import consolidate_all
 
+        self.check_scope_filter(scope)
         return consolidate_all(self, scope, dry_run)
 
     def unsupersede(self, memory_id: str) -> Memory:

@@ -52,6 +52,10 @@ def after_turn(
         raise InvalidArgument("pre_prompt_count", f"must be from 0 to {len(messages)}, got {pre_prompt_count!r}")
     if commit not in COMMIT_MODES:
         raise InvalidArgument("commit", f"must be one of {COMMIT_MODES}, got {commit!r}")
+    if scope is not None and not isinstance(scope, str):
+        raise InvalidArgument("scope", f"must be a string, got {scope!r}")
+    if scope:  # now, not in the detached commit that would store the turn's memories
+        scope = vault.check_scope(scope)
     settings = load_settings(vault)
     result: dict[str, Any] = {
         "archived": 0, "archive_id": None, "pending_tokens": 0, "committed": False, "memories": [],
