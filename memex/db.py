@@ -246,6 +246,15 @@ def ensure_vector_tables(conn: apsw.Connection, model: str, dim: int) -> bool:
     return have_model is not None
 
 
+def ensure_model_profile(conn: apsw.Connection, profile: str) -> None:
+    """Record the model profile (thresholds, :mod:`memex.profiles`) in force
+    for the index's vectors; written only when it changed."""
+    if get_meta(conn, "model_profile") == profile:
+        return
+    with write_txn(conn):
+        set_meta(conn, "model_profile", profile)
+
+
 def ensure_chunk_rule(conn: apsw.Connection, rule: str, shortest: int) -> bool:
     """Record the rule that cuts chunks; when it changed, mark the memories it
     may cut differently (bodies longer than ``shortest`` characters) as not

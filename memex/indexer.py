@@ -29,9 +29,9 @@ from typing import Any
 import apsw
 import numpy as np
 
-from memex import chunking, embed, graph, memory_file, purge, text
+from memex import chunking, embed, graph, memory_file, profiles, purge, text
 from memex.config import Config
-from memex.db import ensure_chunk_rule, ensure_vector_tables, write_txn
+from memex.db import ensure_chunk_rule, ensure_model_profile, ensure_vector_tables, write_txn
 from memex.errors import MemoryFileError
 from memex.records import Record, build_record
 
@@ -125,6 +125,7 @@ class Indexer:
         self.chunker = chunking.for_config(config)
         if embedder is not None:
             ensure_vector_tables(conn, embedder.model_id, embedder.dim)
+            ensure_model_profile(conn, profiles.for_model(embedder.model_id).as_meta())
             ensure_chunk_rule(conn, self.chunker.rule, self.chunker.shortest)
 
     # -- the file side -------------------------------------------------------
