@@ -42,9 +42,9 @@ from typing import Any
 import apsw
 import numpy as np
 
-from memex import chunking, embed, erased_list, graph, memory_file, orphans, purge, text
+from memex import chunking, embed, erased_list, graph, memory_file, orphans, profiles, purge, text
 from memex.config import Config
-from memex.db import ensure_chunk_rule, ensure_vector_tables, get_meta, set_meta, write_txn
+from memex.db import ensure_chunk_rule, ensure_model_profile, ensure_vector_tables, get_meta, set_meta, write_txn
 from memex.errors import MemoryFileError
 from memex.faults import point
 from memex.records import BAD_NAME, Record, build_record, is_text_name, shown_name
@@ -154,6 +154,7 @@ class Indexer:
         self.orphans_removed: list[str] = []  # temp files the last sync removed
         if embedder is not None:
             ensure_vector_tables(conn, embedder.model_id, embedder.dim)
+            ensure_model_profile(conn, profiles.for_model(embedder.model_id).as_meta())
             ensure_chunk_rule(conn, self.chunker.rule, self.chunker.shortest)
 
     # -- the file side -------------------------------------------------------
