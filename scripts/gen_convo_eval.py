@@ -114,15 +114,23 @@ class Gen:
             tpl = self.rng.choice(spec["change"])
             old = slot["values"][n - 1]
         name = slot["ent"]["name"] if slot["kind"] == "sys" else slot["ent"]
+        said = None
+        if slot["kind"] == "sys" and self.rng.random() < 0.5:
+            # Half the statements also say what the system is; only those
+            # can fairly be asked about by that description.
+            said = self.rng.choice(slot["ent"]["aliases"])
+            name = f"{name} ({said})" if slot["lang"] == "en" else f"{name}（{said}）"
+        slot.setdefault("said", {})[n] = said
         text = tpl.format(S=name, v=v, old=old)
         return text[0].upper() + text[1:] if slot["lang"] == "en" and not text[0].isupper() else text
 
     def _filler(self, lang: str, speakers: list[str]) -> str:
         systems = V.SYSTEMS_EN if lang == "en" else V.SYSTEMS_ZH
         attrs = V.ATTRS_EN if lang == "en" else V.ATTRS_ZH
-        if self.rng.random() < 0.3:
+        if self.rng.random() < 0.15:
             s, s2 = self.rng.sample(systems, 2)
-            a = attrs[self.rng.choice(list(attrs))]
+            # Not "owner": its values are people, and "a blog post about Lena" is no system talk.
+            a = attrs[self.rng.choice([k for k in attrs if k != "owner"])]
             tpl = self.rng.choice(V.DISTRACT_EN if lang == "en" else V.DISTRACT_ZH)
             return tpl.format(S=s["name"], S2=s2["name"], A=self.rng.choice(s["aliases"]),
                               w=self.rng.choice(a["values"]), word=a["word"])
@@ -147,8 +155,10 @@ class Gen:
                     if slot["kind"] == "person":
                         who = slot["ent"]
                     else:
-                        who = self.rng.choice(talkers + ([agent] if self.rng.random() < 0.2 else []))
-                    if slot["kind"] == "sys" and self.rng.random() < 0.3:
+                        # Nobody announces their own new duty in the third person.
+                        pool = [p for p in talkers if p not in slot["values"]] or talkers
+                        who = self.rng.choice(pool + ([agent] if self.rng.random() < 0.2 else []))
+                    if slot["kind"] == "sys" and self.rng.random() < 0.2:
                         # Asked first, answered by someone else: the question turn is not evidence.
                         asker = self.rng.choice([p for p in speakers if p != who])
                         q = slot["spec"]["ask"][0].format(S=slot["ent"]["name"], A="")
@@ -178,13 +188,20 @@ class Gen:
             out["now"] = now.isoformat()
         return out
 
-    def _ask(self, slot: dict[str, Any], key: str = "ask") -> tuple[str, bool]:
+    def _name_for(self, slot: dict[str, Any], n: int) -> tuple[str, bool]:
+        """The system's name, or the description the evidence turn gave it (70% of those)."""
+        said = slot.get("said", {}).get(n)
+        if said and self.rng.random() < 0.7:
+            return said, True
+        return slot["ent"]["name"], False
+
+    def _ask(self, slot: dict[str, Any], key: str = "ask", n: int = -1) -> tuple[str, bool]:
         i = self.rng.randrange(len(slot["spec"][key]))
         tpl = slot["spec"][key][i]
         if slot["kind"] == "sys":
-            alias = self.rng.choice(slot["ent"]["aliases"])
+            alias, described = self._name_for(slot, n % len(slot["turns"]))
             text = tpl.format(S=slot["ent"]["name"], A=alias)
-            return text[0].upper() + text[1:] if slot["lang"] == "en" else text, "{A}" in tpl or i > 0
+            return text[0].upper() + text[1:] if slot["lang"] == "en" else text, described or i > 0
         return tpl.format(P=slot["ent"]), i > 0
 
     def make_questions(self) -> list[dict[str, Any]]:
@@ -194,7 +211,7 @@ class Gen:
             if len(slot["turns"]) > 1:
                 qs.append(self._q(slot["lang"], "changed", text, [slot["turns"][-1]]))
                 if slot["kind"] == "sys" and self.rng.random() < 0.35:
-                    qs.append(self._q(slot["lang"], "original", self._ask(slot, "ask_old")[0], [slot["turns"][0]]))
+                    qs.append(self._q(slot["lang"], "original", self._ask(slot, "ask_old", 0)[0], [slot["turns"][0]]))
             else:
                 qs.append(self._q(slot["lang"], "paraphrase" if para else "direct", text, [slot["turns"][0]]))
         qs += self._multihop("en") + self._multihop("zh")
@@ -251,7 +268,7 @@ class Gen:
                 continue
             n = self.rng.randrange(len(slot["turns"]))
             day = self.sessions[slot["sessions"][n]]["date"]
-            alias = self.rng.choice([slot["ent"]["name"], *slot["ent"]["aliases"]])
+            alias = self._name_for(slot, n)[0]
             word = slot["spec"]["word"]
             gap = self.rng.choice([1, 7, 8, 14, 3])
             now = day + dt.timedelta(days=gap)
