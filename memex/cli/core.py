@@ -54,7 +54,7 @@ def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> Non
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise InvalidArgument("TEXT", f"standard input is not UTF-8 text (byte {exc.start})") from exc
-    result = get_vault(ctx).add(text, **opts)
+    result = get_vault(ctx, warm=True).add(text, **opts)
     if as_json:
         print_json(result.as_dict())
         return
@@ -83,7 +83,7 @@ def search_cmd(
     limit: int, include_superseded: bool, as_json: bool,
 ) -> None:
     """Search memories (hybrid BM25 + vectors), best first."""
-    hits = get_vault(ctx).search(
+    hits = get_vault(ctx, warm=True).search(
         query, limit=limit, scope=scope or None, source=source, session=session,
         include_superseded=include_superseded,
     )
