@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 # Midpoint between the lowest relevant (0.47) and the highest unrelated (0.32)
 # score measured with the real model by scripts/context_threshold.py
-# (tests/test_context_recall_quality.py, README "Context engine").
+# (tests/test_context_recall_quality.py, docs/context-engine.md).
 DEFAULT_SCORE_THRESHOLD = 0.40
 
 
