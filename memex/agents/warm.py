@@ -28,13 +28,15 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memex import embed
 from memex.config import setting as config_setting
-from memex.vault import Vault
+
+if TYPE_CHECKING:  # imported where used: the CLI's model preload reads socket_path early
+    from memex.vault import Vault
 
 CONNECT_TIMEOUT = 0.05  # a missing or stuck server must cost the hook nothing noticeable
 REPLY_TIMEOUT = 5.0
@@ -135,6 +137,8 @@ def start(vault: Vault) -> bool:
 
 def serve(root: Path) -> None:
     """Run the server until it has been idle for ``warm_seconds``."""
+    from memex.vault import Vault
+
     with Vault(root) as vault:
         idle = idle_seconds(vault)
         model = embed.load_embedder(vault.config.embedding_model)

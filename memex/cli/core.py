@@ -80,7 +80,7 @@ def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> Non
             raise InvalidArgument("TEXT", f"standard input is not UTF-8 text (byte {exc.start})") from exc
     if not text.strip():
         raise InvalidArgument("TEXT", "is empty: give the memory's text, or - to read it from standard input")
-    result = get_vault(ctx).add(text, **opts)
+    result = get_vault(ctx, warm=True).add(text, **opts)
     if as_json:
         print_json(result.as_dict())
         return
@@ -109,7 +109,7 @@ def search_cmd(
     limit: int, include_superseded: bool, as_json: bool,
 ) -> None:
     """Search memories (hybrid BM25 + vectors), best first."""
-    hits = get_vault(ctx).search(
+    hits = get_vault(ctx, warm=True).search(
         query, limit=limit, scope=scope or None, source=source, session=session,
         include_superseded=include_superseded,
     )

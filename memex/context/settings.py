@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 # score. Midpoint between the lowest relevant (0.399) and the highest unrelated
 # or wrong (0.224) score with the issue-11 fusion, measured with the real model
 # by scripts/context_threshold.py (tests/test_context_recall_quality.py,
-# docs/search.md).
+# docs/search.md, docs/context-engine.md).
 DEFAULT_SCORE_THRESHOLD = 0.31
 
 
