@@ -54,7 +54,8 @@ def test_cli_reindex_and_doctor_fix_name_the_file_without_a_traceback(odd_vault:
     cli = app()
     for args in (["reindex", "--json"], ["doctor", "--fix", "--json"]):
         result = CliRunner().invoke(cli, ["--vault", str(odd_vault), *args])
-        assert result.exit_code == 0, result.output
+        # doctor exits 1 while files need a person (docs/cli.md); reindex reports and succeeds.
+        assert result.exit_code == (1 if args[0] == "doctor" else 0), result.output
         assert "Traceback" not in result.output
         data = json.loads(result.output)
         errors = data["errors"] if "errors" in data else data["drift"]["errors"]
