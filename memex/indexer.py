@@ -255,7 +255,8 @@ class Indexer:
         stale = [p for p in known_errors if p not in on_disk]
         if stale:  # no write transaction (and no write lock) when nothing changed
             with write_txn(self.conn):
-                self.conn.executemany("DELETE FROM index_errors WHERE path = ?", [(p,) for p in stale])
+                for rel in stale:
+                    self._drop_error(rel)
         self._drop_erased_rows(report)
         self.orphans_removed = orphans.remove_orphans(self.root)
         report.seconds = time.perf_counter() - started
@@ -315,7 +316,7 @@ class Indexer:
                 vanished.append(rel)
             else:
                 with write_txn(self.conn):
-                    self.conn.execute("DELETE FROM index_errors WHERE path = ?", (rel,))
+                    self._drop_error(rel)
         candidates = []
         for rel, st in on_disk.items():
             row = rows.get(rel)
@@ -402,7 +403,7 @@ class Indexer:
                     if row is not None and not _is_regular_file(self.root / rel):
                         self.purge_row(row.rowid)
                         report.removed += 1
-                    self.conn.execute("DELETE FROM index_errors WHERE path = ?", (rel,))
+                    self._drop_error(rel)
         if retry_clashes and self._clashed:
             self._retry_clashes(self._clashed, on_disk, report, full)
 
@@ -588,6 +589,14 @@ class Indexer:
             i += 1 + len(pieces)
         return out, cache_rows
 
+    def _drop_error(self, rel: str) -> None:
+        """Forget a path's error (caller holds the txn). The error of a restored
+        erased file names it, and its name is made from the erased text's first
+        words: the index is scrubbed of it as of a purged row."""
+        gone = self.conn.execute("DELETE FROM index_errors WHERE path = ? RETURNING reason", (rel,)).fetchall()
+        if any(str(r[0]).startswith(ERASED_REASON) for r in gone):
+            set_meta(self.conn, purge.SCRUB_KEY, "1")
+
     def _record_error(self, rel: str, reason: str, st: os.stat_result | None) -> None:
         # A path that fails now may be written later in the same run (an id
         # clash retried once the other file is gone): its error row must go then.
@@ -608,7 +617,7 @@ class Indexer:
         """Upsert one record; returns the report field it counts toward."""
         conn = self.conn
         if rec.path in self._error_paths:
-            conn.execute("DELETE FROM index_errors WHERE path = ?", (rec.path,))
+            self._drop_error(rec.path)
         at_path = self._row_at(rec.path)
         by_own_id = conn.execute("SELECT rowid, path FROM memories WHERE id = ?", (rec.id,)).fetchone()
         outcome = "updated"
