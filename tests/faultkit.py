@@ -43,10 +43,11 @@ def leaked_bytes(
     return found
 
 
-def report(kind: str, cases: int, faults: int, leaked: int, steps: int = 0) -> None:
+def report(kind: str, cases: int, faults: int, leaked: int, steps: int = 0, erasures: int = 0) -> None:
     target = os.environ.get("MEMEX_FAULT_REPORT")
     if not target:
         return
-    line = {"suite": kind, "cases": cases, "faults": faults, "bytes_leaked": leaked, "steps": steps}
+    line = {"suite": kind, "cases": cases, "faults": faults, "bytes_leaked": leaked, "steps": steps,
+            "erasures": erasures}
     with open(target, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(line) + "\n")
