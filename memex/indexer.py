@@ -152,6 +152,7 @@ class Indexer:
         self.chunker = chunking.for_config(config)
         self.guard = erased_list.Guard(root / MEMEX_DIR)
         self.orphans_removed: list[str] = []  # temp files the last sync removed
+        self._temp_names: list[str] = []  # temp-file names the last walk passed
         if embedder is not None:
             ensure_vector_tables(conn, embedder.model_id, embedder.dim)
             ensure_model_profile(conn, profiles.for_model(embedder.model_id).as_meta())
@@ -163,6 +164,7 @@ class Indexer:
         """Every memory file under ``memories/`` with its stat, plus link errors."""
         found: dict[str, os.stat_result] = {}
         errors: list[dict[str, str]] = []
+        self._temp_names = []
         base = self.root / MEMORIES_DIR
         root_real = os.path.realpath(self.root)
         base_real = os.path.realpath(base)
@@ -186,6 +188,8 @@ class Indexer:
             dirs[:] = sorted(keep)
             for name in files:
                 if not is_memory_name(name):
+                    if name.startswith(orphans.PREFIX) and name.endswith(orphans.SUFFIX):
+                        self._temp_names.append(f"{rel_folder}/{name}")
                     continue
                 if not is_text_name(name):
                     errors.append({"path": shown_name(f"{rel_folder}/{name}"), "reason": f"file {BAD_NAME}"})
@@ -262,9 +266,13 @@ class Indexer:
         stale = [p for p in known_errors if p not in on_disk]
         if stale:  # no write transaction (and no write lock) when nothing changed
             with write_txn(self.conn):
-                self.conn.executemany("DELETE FROM index_errors WHERE path = ?", [(p,) for p in stale])
+                for rel in stale:
+                    self._drop_error(rel)
         self._drop_erased_rows(report)
-        self.orphans_removed = orphans.remove_orphans(self.root)
+        # Temp files in memories/ were seen by the walk above; sessions/ is walked for them.
+        found = orphans.orphans_among(self.root, self._temp_names)
+        found += orphans.find_orphans(self.root, tuple(f for f in orphans.FOLDERS if f != MEMORIES_DIR))
+        self.orphans_removed = orphans.remove_orphans(self.root, found)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -325,7 +333,7 @@ class Indexer:
                 vanished.append(rel)
             else:
                 with write_txn(self.conn):
-                    self.conn.execute("DELETE FROM index_errors WHERE path = ?", (rel,))
+                    self._drop_error(rel)
         candidates = []
         for rel, st in on_disk.items():
             row = rows.get(rel)
@@ -412,7 +420,7 @@ class Indexer:
                     if row is not None and not _is_regular_file(self.root / rel):
                         self.purge_row(row.rowid)
                         report.removed += 1
-                    self.conn.execute("DELETE FROM index_errors WHERE path = ?", (rel,))
+                    self._drop_error(rel)
         if retry_clashes and self._clashed:
             self._retry_clashes(self._clashed, on_disk, report, full)
 
@@ -599,6 +607,14 @@ class Indexer:
             i += 1 + len(pieces)
         return out, cache_rows
 
+    def _drop_error(self, rel: str) -> None:
+        """Forget a path's error (caller holds the txn). The error of a restored
+        erased file names it, and its name is made from the erased text's first
+        words: the index is scrubbed of it as of a purged row."""
+        gone = self.conn.execute("DELETE FROM index_errors WHERE path = ? RETURNING reason", (rel,)).fetchall()
+        if any(str(r[0]).startswith(ERASED_REASON) for r in gone):
+            set_meta(self.conn, purge.SCRUB_KEY, "1")
+
     def _record_error(self, rel: str, reason: str, st: os.stat_result | None) -> None:
         # A path that fails now may be written later in the same run (an id
         # clash retried once the other file is gone): its error row must go then.
@@ -620,7 +636,7 @@ class Indexer:
         """Upsert one record; returns the report field it counts toward."""
         conn = self.conn
         if rec.path in self._error_paths:
-            conn.execute("DELETE FROM index_errors WHERE path = ?", (rec.path,))
+            self._drop_error(rec.path)
         at_path = self._row_at(rec.path)
         by_own_id = conn.execute("SELECT rowid, path FROM memories WHERE id = ?", (rec.id,)).fetchone()
         outcome = "updated"

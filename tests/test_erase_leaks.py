@@ -28,6 +28,7 @@ from memex.vault import Vault, init_vault
 from tests.erasekit import files_with_text, settle
 from tests.fakes import HashEmbedder
 from tests.hook_helpers import lexical_only
+from tests.watchkit import TIMEOUT, running_watcher, wait_for
 
 WORDS = ["Zqorblax", "Xjuimbrelk"]
 SECRET = "Zqorblax keeps the Xjuimbrelk storage unit key under the mat"
@@ -129,6 +130,21 @@ def test_a_copy_seen_by_the_watcher_is_not_a_move(vault: Vault) -> None:
     os.unlink(vault.root / copy)
     moved = vault.indexer.index_paths([original, "memories/moved.md", copy], verify=True)
     assert moved.moved == 1 and vault.get(secret.id).path == "memories/moved.md"
+
+
+def test_a_live_watcher_takes_cp_for_a_copy(vault: Vault) -> None:
+    secret = vault.add(SECRET)
+    original = vault.get(secret.id).path
+    copy = original.replace(".md", ".sync-conflict-1.md")
+    with running_watcher(vault.root) as watcher:
+        shutil.copy2(vault.root / original, vault.root / copy)
+        wait_for(lambda: watcher.totals["errors"] >= 1, what="the copy reported as a clash")
+        assert watcher.wait_idle(TIMEOUT)
+        assert watcher.totals["moved"] == 0
+    assert vault.get(secret.id).path == original
+    assert health.drift(vault).missing == []
+    vault.erase(secret.id, reason="both")
+    assert not (vault.root / copy).exists() and leaked(vault) == {}
 
 
 # -- item 2: erase during a running reindex -----------------------------------
