@@ -201,6 +201,13 @@ FUSIONS: tuple[Fusion, ...] = (
              collapse_duplicates=True) for w in (0.5, 0.6, 0.7, 0.8) for c in (0.3, 0.5)),
     *(Fusion("blend", w, "max", cjk_semantic_weight=c, short_penalty=0.6, question_penalty=0.4,
              collapse_duplicates=True) for w in (0.5, 0.7) for c in (0.3, 0.5)),
+    *(Fusion("blend", w, "z", "z", cjk_semantic_weight=c) for w in (0.5, 0.6, 0.7) for c in (0.3, 0.5)),
+    *(Fusion("blend", w, "z", "z", cjk_semantic_weight=c, short_penalty=0.6, question_penalty=0.4,
+             collapse_duplicates=True) for w in (0.5, 0.6, 0.7) for c in (0.3, 0.5)),
+    *(Fusion("blend", w, "sat", "calibrated", cjk_semantic_weight=c, short_penalty=0.6, question_penalty=0.4,
+             collapse_duplicates=True) for w in (0.5, 0.6, 0.7) for c in (0.3, 0.5)),
+    *(Fusion("blend", 0.7, "sat", cjk_semantic_weight=0.3, short_penalty=p, question_penalty=0.4, short_tokens=3,
+             collapse_duplicates=True) for p in (0.6, 0.8)),
     *(Fusion("blend", 0.6, "max", "calibrated", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.2),),
 )
 
@@ -219,12 +226,24 @@ def _normalized_lexical(lexical: dict[int, float], how: str) -> dict[int, float]
     if how == "sat":
         mid = float(np.median(values)) or best
         return {r: s / (s + mid) for r, s in lexical.items()}
+    if how == "z":
+        return _z(lexical)
     return {r: s / best for r, s in lexical.items()}
+
+
+def _z(signal: dict[int, float]) -> dict[int, float]:
+    """Standard scores over the candidates, squashed to 0..1 (a logistic of z)."""
+    values = np.fromiter(signal.values(), dtype=np.float64)
+    sd = float(values.std()) or 1.0
+    mu = float(values.mean())
+    return {r: float(1.0 / (1.0 + np.exp(-(s - mu) / sd))) for r, s in signal.items()}
 
 
 def _normalized_semantic(semantic: dict[int, float], how: str, calibration: Calibration, cjk: bool) -> dict[int, float]:
     if how == "calibrated":
         return {r: calibration.calibrate(c, cjk) for r, c in semantic.items()}
+    if how == "z" and semantic:
+        return _z(semantic)
     if how == "minmax" and semantic:
         low, high = min(semantic.values()), max(semantic.values())
         span = high - low

@@ -287,7 +287,7 @@ def main() -> None:
             return float(np.mean([per[name]["dev"][k] for per in results.values() for k in ("recall@5", "mrr")]))
         names = sorted(names, key=objective, reverse=True)
         print("rules by mean of dev recall@5 and MRR over both sets (best first):")
-        for name in names[:15]:
+        for name in names:
             print(f"  {objective(name):.4f}  {name}")
         names = names[:15]
     print(f"model {embedder.model_id}; chosen rule {DEFAULT_FUSION.name}")
