@@ -40,6 +40,7 @@ optimum.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -47,7 +48,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from memex import embed, vecmatrix
+from memex import embed, vecmatrix, when
 from memex.db import has_vector_tables
 from memex.fusion import (  # noqa: F401  (re-exported: the rule lives in memex.fusion)
     DEFAULT_FUSION,
@@ -344,19 +345,22 @@ def search(
     qvec: np.ndarray | None = None,
     fusion: Fusion = DEFAULT_FUSION,
     floor: bool = True,
+    now: dt.datetime | None = None,
 ) -> list[Hit]:
     """Best ``limit`` memories for ``query`` (hybrid when a model is loaded).
 
     ``floor``: leave out hits below the relevance floor
     (:func:`memex.fusion.relevant`), so an unrelated query finds nothing.
+    ``now``: what "last week" in the query is relative to (default: the clock).
     """
     found = candidates(conn, embedder, query, max(CANDIDATES, limit * 4), filters, qvec)
     lexical, semantic = found.lexical, found.semantic
     calibration = calibration_for(found.model_id)
     pool = list(set(lexical) | set(semantic))
-    created = _column(conn, "created", pool) if fusion.recency else None
+    span = when.window(query, now or dt.datetime.now(dt.timezone.utc)) if fusion.time_boost else None
+    created = _column(conn, "created", pool) if fusion.recency or span else None
     bodies = _column(conn, "body", pool) if fusion.needs_bodies else None
-    scores = fuse(lexical, semantic, fusion, found.use_vectors, query, calibration, created, bodies)
+    scores = fuse(lexical, semantic, fusion, found.use_vectors, query, calibration, created, bodies, span)
     if not scores:
         return []
     # Ties break on the memory id, so a rebuilt index (new rowids) ranks alike.
