@@ -1,41 +1,16 @@
-"""Hybrid ranking: BM25 over the FTS5 table and cosine over the embeddings.
+"""Hybrid search: candidates from BM25 (FTS5) and cosine (embeddings), one ranking.
 
 The vectors live in sqlite-vec tables; search reads them from an in-process
 copy (:mod:`memex.vecmatrix`), which is exact and much faster.
 
 Candidates come from both sides (and from chunk vectors of long bodies,
-which speak for their memory). Every candidate then gets both signals: its
-cosine to the query, and its BM25 saturated as ``s / (s + median s)`` over
-this query's lexical candidates. The final score is a weighted sum of the two
-(:data:`DEFAULT_FUSION`): 0.7 cosine + 0.3 BM25, or 0.5 + 0.5 for a query in
-Chinese, Japanese or Korean, where the English model says little.
-
-How it was chosen: ``scripts/eval_search.py`` loads the labelled set in
-``tests/data/search_eval.jsonl`` (200 agent memories, 100 conversational
-queries, 15 of them in Chinese) into a vault with the real model and scores
-every fusion in :data:`FUSIONS` on the same candidates. Measured
-(``.venv/bin/python scripts/eval_search.py``), MRR / recall@1 / recall@5:
-
-=============================  =====  ========  ========
-fusion                          MRR   recall@1  recall@5
-=============================  =====  ========  ========
-BM25 only                      0.854   0.718     0.920
-vector only                    0.899   0.793     0.920
-naive RRF, k=60                0.915   0.783     0.960
-blend, BM25/max, w=0.6         0.942   0.833     0.960
-blend, BM25/max, w=0.8         0.966   0.863     0.970
-blend, BM25 sat., w=0.7        0.956   0.853     0.955
-**blend, sat., w=0.7, CJK 0.5**  **0.971**  **0.873**  0.965
-=============================  =====  ========  ========
-
-So naive RRF beats either signal alone here, but blends with BM25 divided
-by the best BM25 or saturated beat it at every weight from 0.5 to 0.9 (min-max
-normalized BM25 does worse): RRF keeps only ranks and throws away how *much*
-better one candidate is than the next. Vector-only is weak on Chinese (MRR 0.54; the
-model is English), BM25-only on paraphrases; the chosen blend is best on
-both (Chinese MRR 1.0, English 0.966). The top blends differ by one or two
-queries out of 100, so the weights are a reasonable region, not a sharp
-optimum.
+which speak for their memory); every candidate then gets both signals
+(:func:`candidates`). :mod:`memex.fusion` turns them into one score
+(:data:`memex.fusion.DEFAULT_FUSION`) and holds the relevance floor that
+lets an unrelated query find nothing; :mod:`memex.when` reads "last week"
+in a query. A superseded memory (shown only when asked) never outranks its
+replacement. How the rule was chosen, on two labelled sets with a dev/test
+split, and every figure: docs/search.md (``scripts/eval_search.py``).
 """
 
 from __future__ import annotations
