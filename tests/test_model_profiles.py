@@ -125,3 +125,16 @@ def test_erasing_after_a_model_switch_purges_the_vectors_of_both_models(vault_ro
         assert v.conn.execute(
             "SELECT count(*) FROM embedding_cache WHERE text_hash = ?", (kept_key,)).fetchone()[0] == 2
         assert [h.id for h in v.search("standups monday")][:1] == [kept.id]
+
+
+def test_recall_threshold_follows_the_configured_model_without_loading_it(vault_root: Path) -> None:
+    from memex.context import load_settings as context_settings
+
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        assert context_settings(v).recall_score_threshold == profiles.MINILM.recall_score_threshold
+    _set_config(vault_root, '[embedding]\nmodel = "multilingual"')
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        assert context_settings(v).recall_score_threshold == profiles.MULTILINGUAL.recall_score_threshold
+    _set_config(vault_root, '[embedding]\nmodel = "multilingual"\n[recall]\nrecall_score_threshold = 0.5')
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        assert context_settings(v).recall_score_threshold == 0.5

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memex import profiles
 from memex.config import CONFIG_RELPATH, setting, string_list
 from memex.errors import ConfigError
 
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
 
 # Midpoint between the lowest relevant (0.47) and the highest unrelated (0.32)
 # score measured with the real model by scripts/context_threshold.py
-# (tests/test_context_recall_quality.py, README "Context engine").
+# (tests/test_context_recall_quality.py, README "Context engine"). For the
+# MiniLM model; another model's is in its profile (memex/profiles.py).
 DEFAULT_SCORE_THRESHOLD = 0.40
 
 
@@ -41,8 +43,10 @@ _RECALL_KEYS = ("recall_limit", "recall_score_threshold", "recall_max_injected_c
 
 
 def load_settings(vault: Vault) -> ContextSettings:
-    """Read ``[context]`` and ``[recall]`` from the vault config."""
-    defaults = ContextSettings()
+    """Read ``[context]`` and ``[recall]`` from the vault config; the score
+    threshold's default is the configured model's (:mod:`memex.profiles`)."""
+    model = profiles.for_setting(vault.config.embedding_model)
+    defaults = ContextSettings(recall_score_threshold=model.recall_score_threshold)
     values: dict[str, Any] = {}
     for table, keys in (("context", _CONTEXT_KEYS), ("recall", _RECALL_KEYS)):
         section = vault.config.section(table)
