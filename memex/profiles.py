@@ -48,6 +48,11 @@ class ModelProfile:
     # the multilingual model packs Chinese sentences of one topic closer
     # together than English ones.
     cjk_cosine_duplicate: float
+    # Context engine auto-recall: the least search score a memory needs to be
+    # injected ([recall] recall_score_threshold). A fused score (cosine and
+    # BM25, memex/search.py), so it follows the model's cosine scale; to be
+    # measured again whenever the fusion changes (scripts/context_threshold.py).
+    recall_score_threshold: float
 
     def as_meta(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -61,6 +66,7 @@ MINILM = ModelProfile(
     consolidate_cosine=0.75,
     cjk_cosine=False,
     cjk_cosine_duplicate=1.0,
+    recall_score_threshold=0.31,
 )
 
 MULTILINGUAL = ModelProfile(
@@ -71,6 +77,7 @@ MULTILINGUAL = ModelProfile(
     consolidate_cosine=0.93,
     cjk_cosine=True,
     cjk_cosine_duplicate=0.96,
+    recall_score_threshold=0.64,
 )
 
 PROFILES: dict[str, ModelProfile] = {p.model_id: p for p in (MINILM, MULTILINGUAL)}
@@ -93,4 +100,13 @@ def for_model(model_id: str | None) -> ModelProfile:
         consolidate_cosine=MINILM.consolidate_cosine,
         cjk_cosine=False,
         cjk_cosine_duplicate=1.0,
+        recall_score_threshold=MINILM.recall_score_threshold,
     )
+
+
+def for_setting(setting: str) -> ModelProfile:
+    """The profile an ``[embedding] model`` setting will use, without loading
+    the model (the context engine's hooks read settings on every prompt)."""
+    if setting == "multilingual":
+        return MULTILINGUAL
+    return MINILM
