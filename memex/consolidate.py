@@ -129,6 +129,8 @@ class PairExplanation:
     # None when merged; else "below threshold", "complete link" or a guard
     # name of memex.values.GUARDS ("value", "polarity", ...).
     reason: str | None
+    a_body: str = ""
+    b_body: str = ""
 
 
 @dataclass
@@ -277,7 +279,7 @@ def _cluster_group(
             )
             explain.append(PairExplanation(
                 items[i].id, items[j].id, round(float(prob[i, j]), 4), round(float(cos[i, j]), 4),
-                round(float(jac[i, j]), 4), merged, reason,
+                round(float(jac[i, j]), 4), merged, reason, preview(items[i].body, 80), preview(items[j].body, 80),
             ))
     return out
 
@@ -390,7 +392,7 @@ class AllReport:
             "merged_groups": sum(r.merged_groups for r in self.sessions),
             "superseded_count": superseded,
             "compression_ratio": round(candidates / remaining, 4) if remaining else 1.0,
-            "sessions": [r.as_dict() for r in self.sessions if r.merged_groups],
+            "sessions": [r.as_dict() for r in self.sessions if r.merged_groups or r.pairs],
         }
 
 

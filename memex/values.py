@@ -472,6 +472,19 @@ GUARDS: tuple[tuple[str, Callable[[str, str], bool]], ...] = (
 )
 
 
+# What each refusal means, in words (shown by `consolidate --explain`).
+GUARD_MEANING = {
+    "value": "a number, date, version or a name in the same role differs",
+    "polarity": "one negates what the other states",
+    "opposite": "one has a word, the other its opposite",
+    "relation": "the sides of a comparison differ",
+    "swapped_word": "the same sentence with one word swapped",
+    "swapped_roles": "the same words with two roles exchanged",
+    "below threshold": "the score is under merge_threshold",
+    "complete link": "similar, but not to every member of the other's cluster",
+}
+
+
 def conflict_reason(a: str, b: str) -> str | None:
     """The name of the first guard that keeps the texts apart, or None."""
     return next((name for name, guard in GUARDS if guard(a, b)), None)

@@ -381,3 +381,23 @@ def test_retired_threshold_keys_are_refused_with_the_replacement(model_vault: Va
     model_vault.config = load_config(model_vault.root)
     with pytest.raises(ConfigError, match="merge_threshold"):
         model_vault.consolidate("s1")
+
+
+def test_cli_explain_shows_each_pair_with_its_reason(model_vault: Vault) -> None:
+    write(model_vault, "cups", "grip_force=12.5N works for cups", confidence=0.9)
+    write(model_vault, "grasp", "force 12.5N best for cup grasping")
+    write(model_vault, "cups15", "grip_force=15N works for cups")
+    model_vault.reindex()
+    model_vault.close()
+    _register_commands()
+    runner = CliRunner()
+    base = ["--vault", str(model_vault.root), "consolidate"]
+    out = runner.invoke(main, [*base, "--session", "s1", "--dry-run", "--explain"], terminal_width=200)
+    assert out.exit_code == 0, out.output
+    assert "merged" in out.output and "kept apart: value" in out.output
+    data = json.loads(runner.invoke(main, [*base, "--session", "s1", "--dry-run", "--explain", "--json"]).output)
+    reasons = {frozenset((p["a"], p["b"])): p["reason"] for p in data["pairs"]}
+    assert reasons[frozenset(("cups", "cups15"))] == "value" and reasons[frozenset(("cups", "grasp"))] is None
+    out = runner.invoke(main, [*base, "--all", "--dry-run", "--explain"], terminal_width=200)
+    assert out.exit_code == 0, out.output  # the --all table had no avg_similarity (KeyError)
+    assert "kept apart: value" in out.output
