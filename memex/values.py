@@ -102,6 +102,14 @@ _NOT_QUANTITIES = frozenset({"one", "once"})
 _PLAIN_NUMBER = re.compile(r"v?(\d+(?:\.\d+)*)(?:[a-z%°µ]+)?")
 
 
+def _possessive(word: str) -> str:
+    return word[:-2] if word.endswith(("'s", "’s")) else word
+
+
+def _singular_day(word: str) -> str:
+    return word[:-1] if word.endswith("s") and word[:-1] in _MONTHS_DAYS else word
+
+
 def _canonical_number(token: str) -> str:
     """12.5N -> 12.5, 85% -> 85, v2 -> 2, 2.0 -> 2: the number without its
     unit or a trailing .0, so "85%" / "85 percent" and "numpy 2" / "numpy
@@ -118,7 +126,8 @@ def _canonical_number(token: str) -> str:
 def _numbers(text: str) -> set[str]:
     """Numbers, dates, versions and quantities, canonical (see above)."""
     numbers = {_canonical_number(m.group(0).lower().replace(",", ".")) for m in _VALUE.finditer(text)}
-    words = {w.lower() for w in _WORD.findall(text)}
+    # "Fridays" is Friday; "GitHub's" is GitHub.
+    words = {_singular_day(_possessive(w.lower())) for w in _WORD.findall(text)}
     numbers |= {_WORD_DIGITS.get(w, w) for w in words & (_NUMBER_WORDS | _MONTHS_DAYS) if w not in _NOT_QUANTITIES}
     cjk = _CJK_NUMBER.findall(_CJK_NON_NUMBERS.sub(" ", text))
     return numbers | set(cjk)
@@ -130,9 +139,15 @@ def _numbers(text: str) -> set[str]:
 _COMPOUND = re.compile(r"(?<![\w.-])[a-z0-9]+(?:-[a-z0-9]+)+(?![\w-])")
 
 
+_NUMERIC = re.compile(r"[\d.,:/-]+")
+
+
 def _identifiers(text: str) -> set[str]:
+    """Host names, paths, flags, names with a digit; not numbers (4.2s,
+    2026-11-30), which :func:`_numbers` already compares in canonical form."""
     found = {m.group(0).lower().rstrip(".:") for m in _IDENTIFIER.finditer(text)}
-    return found | set(_COMPOUND.findall(text))
+    found |= set(_COMPOUND.findall(text))
+    return {t for t in found if not (_PLAIN_NUMBER.fullmatch(t) or _NUMERIC.fullmatch(t))}
 
 
 def _values(text: str) -> set[str]:
@@ -140,8 +155,9 @@ def _values(text: str) -> set[str]:
 
 
 def _stem(word: str) -> str:
-    """A crude English stem, enough to match "owns"/"owned", "uploads"/"upload"."""
-    word = word.lower()
+    """A crude English stem, enough to match "owns"/"owned", "uploads"/"upload",
+    "GitHub's"/"GitHub"."""
+    word = _possessive(word.lower())
     for suffix in ("ing", "ers", "er", "ed", "es", "s", "ly"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
@@ -159,8 +175,8 @@ def _name_sets(text: str) -> tuple[set[str], set[str]]:
         word = m.group(0)
         if not word[0].isupper() or len(word) == 1:
             continue
-        lower = word.lower()
-        if lower in _NUMBER_WORDS or lower in _MONTHS_DAYS:
+        lower = _possessive(word.lower())
+        if lower in _NUMBER_WORDS or _singular_day(lower) in _MONTHS_DAYS:
             continue  # already counted as a value
         # Only the few characters before the word decide; a bounded look-back
         # keeps this linear in the text (slicing the whole prefix for every
@@ -180,7 +196,8 @@ def _names(text: str) -> set[str]:
 
 
 def value_tokens(text: str) -> set[str]:
-    """The numbers, dates, versions, quantities and names a text mentions."""
+    """The numbers, dates, versions, quantities and names a text mentions
+    (numbers in the canonical form they are compared in: v2.1 -> 2.1)."""
     text = unicodedata.normalize("NFKC", text)
     return _values(text) | _names(text)
 
@@ -315,12 +332,18 @@ _ANTONYMS_ZH = (
     ("同步", "异步"), ("公开", "私有"), ("本地", "远程"), ("成功", "失败"), ("横向", "纵向"),
     ("升序", "降序"), ("白天", "晚上"), ("启用", "禁用"), ("允许", "拒绝"),
 )
-_RELATIONS = frozenset("over instead than not versus vs rather unlike except but".split())
+_RELATIONS = frozenset(
+    "over instead than not versus vs rather unlike except but replaced replaces replace before after".split()
+)
 # Words that all name the rejected alternative: "Redis over RabbitMQ",
 # "Redis instead of RabbitMQ", "Redis rather than RabbitMQ", "Redis, not
-# RabbitMQ" compare as one relation.
+# RabbitMQ", "Redis replaced RabbitMQ" compare as one relation.
 _ALTERNATIVE = {"over": "over", "instead": "over", "rather": "over", "versus": "over", "vs": "over",
-                "unlike": "over"}
+                "unlike": "over", "replaced": "over", "replaces": "over", "replace": "over"}
+# Order in time: what follows is a phrase ("after touching pyproject.toml" /
+# "after editing pyproject.toml"), so two words are kept and an overlap is
+# the same order.
+_TEMPORAL = frozenset({"before", "after"})
 _ASCII_WORD = re.compile(r"[a-z0-9](?:[a-z0-9_+#-]|\.(?=[a-z0-9]))*")
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Chinese characters too common to tell two facts apart.
@@ -345,31 +368,64 @@ def differs_in_opposites(a: str, b: str) -> bool:
 
 
 def _neighbours_of_relations(words: list[str]) -> dict[str, set[str]]:
-    """For each comparison word, the first content word that follows it."""
+    """For each comparison word, the first content word that follows it (the
+    next two for before/after)."""
     from memex.text import STOPWORDS  # local: text.py must not depend on values.py
 
     out: dict[str, set[str]] = {}
-    # Walk backwards carrying the next content word, so the text is read
+    # Walk backwards carrying the next content words, so the text is read
     # once (looking ahead from every relation word was quadratic).
-    after = ""
+    after: list[str] = []
     for word in reversed(words):
         if word in _RELATIONS:
-            out.setdefault(_ALTERNATIVE.get(word, word), set()).add(_stem(after))
+            keep = after[:2] if word in _TEMPORAL else after[:1] or [""]
+            out.setdefault(_ALTERNATIVE.get(word, word), set()).update(_stem(w) for w in keep)
         elif word not in STOPWORDS:
-            after = word
+            after = [word, *after[:1]]
     return out
+
+
+def _relation_words(text: str) -> list[str]:
+    return _ASCII_WORD.findall(_CONTRAST_NOT.sub(" instead ", unicodedata.normalize("NFKC", text)).lower())
 
 
 def differs_in_relation(a: str, b: str) -> bool:
     """The same comparison with its sides changed ("pytest over unittest" /
-    "unittest over pytest", "main, not develop" / "develop, not main").
+    "unittest over pytest", "main, not develop" / "develop, not main",
+    "linters before the tests" / "tests before the docs"), or what one text
+    rejects stated plainly by the other ("tabs over spaces" / "spaces for
+    indentation").
 
-    Only relation words present in both texts are compared, so a paraphrase
-    that drops the comparison word is not flagged.
+    Relation words present in both texts are compared, so a paraphrase that
+    drops the comparison word is not flagged on that account.
     """
-    ra = _neighbours_of_relations(_ASCII_WORD.findall(_CONTRAST_NOT.sub(" instead ", unicodedata.normalize("NFKC", a)).lower()))
-    rb = _neighbours_of_relations(_ASCII_WORD.findall(_CONTRAST_NOT.sub(" instead ", unicodedata.normalize("NFKC", b)).lower()))
-    return any(ra[w] != rb[w] for w in ra.keys() & rb.keys())
+    wa, wb = _relation_words(a), _relation_words(b)
+    ra, rb = _neighbours_of_relations(wa), _neighbours_of_relations(wb)
+    for w in ra.keys() & rb.keys():
+        if (ra[w].isdisjoint(rb[w]) if w in _TEMPORAL else ra[w] != rb[w]):
+            return True
+    for words, other, other_rel in ((wa, wb, rb), (wb, wa, ra)):
+        if "over" in other_rel:
+            continue  # both compare: the loop above decided
+        # Everything the other text puts after a relation word is not
+        # stated plainly there ("better than requests").
+        placed = set().union(*other_rel.values()) if other_rel else set()
+        plain = {_stem(x) for x in other} - placed
+        if _rejected(words) & plain:
+            return True
+    return False
+
+
+_PREFERENCE = re.compile(r"^(?:prefer|pick|chose|choose|favou?r|like)")
+
+
+def _rejected(words: list[str]) -> set[str]:
+    """What the text names as the rejected alternative. "over" counts only
+    beside a word of preference ("prefers tabs over spaces"): alone it is
+    as often a place ("runs on FTS5 over text")."""
+    if not any(_PREFERENCE.match(w) for w in words):
+        words = [w for w in words if w not in ("over", "replaced", "replaces", "replace")]
+    return _neighbours_of_relations(words).get("over", set())
 
 
 _UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[.'][^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)*")

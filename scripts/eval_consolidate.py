@@ -21,8 +21,11 @@ What it does, with the real model:
    old OR of two thresholds, the calibrated score; all with the guards;
 3. per guard: among pairs the score would merge, how many it refused and
    how many of those refusals were right (not the same fact);
-4. runs the real consolidation (memex.consolidate, configured profile) on
-   each split as one session and scores its complete-link clusters.
+4. runs the real consolidation (memex.consolidate, dry run) on each split
+   as one session and scores its complete-link clusters: at the configured
+   profile, over a sweep of merge thresholds on dev, and on test at the
+   configured threshold and the one with the most dev cluster recall at
+   precision >= --min-precision.
 
     .venv/bin/python scripts/eval_consolidate.py [--min-precision 0.97] [--boot 1000]
 
@@ -117,33 +120,47 @@ def write_session(root: Path, texts: list[str], session: str) -> None:
         )
 
 
-def cluster_eval(rows: list[dict[str, Any]], embedder: Any, scorer_for: Any) -> dict[str, Any]:
-    """Consolidate the rows as one session in a real vault; score the clusters."""
+def cluster_eval(rows: list[dict[str, Any]], embedder: Any, scorer_for: Any,
+                 thresholds: list[float | None]) -> dict[str, Any]:
+    """Consolidate the rows as one session in a real vault (dry run), once per
+    merge threshold (None: the configured profile's); score the clusters."""
+    from memex.config import load_config
     from memex.vault import Vault, init_vault
 
+    fact = [r["fact"] for r in rows]
+    scorer = scorer_for(rows)
+    out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = init_vault(Path(tmp) / "v", git=False)
         write_session(root, [r["text"] for r in rows], "eval")
+        config = root / ".memex" / "config.toml"
+        template = config.read_text(encoding="utf-8")
         with Vault(root, embedder=embedder) as vault:
             vault.reindex()
-            report = vault.consolidate("eval", dry_run=True)
-    cluster_of = {f"m{k:03d}": f"m{k:03d}" for k in range(len(rows))}
-    for g in report.groups:
-        for member in [g.representative, *g.superseded]:
-            cluster_of[member] = g.representative
-    ids = sorted(cluster_of)
-    pred = np.array([cluster_of[a] == cluster_of[b] for a, b in combinations(ids, 2)])
-    fact = [r["fact"] for r in rows]
-    return {
-        "memories": len(rows),
-        "facts": len(set(fact)),
-        "visible_after": len(set(cluster_of.values())),
-        "merged_groups": report.merged_groups,
-        "pairs": scorer_for(rows)(pred),
-        "wrongly_merged_groups": sum(
-            1 for g in report.groups if len({fact[int(m[1:])] for m in [g.representative, *g.superseded]}) > 1
-        ),
-    }
+            for t in thresholds:
+                extra = "" if t is None else f"merge_threshold = {t}\n"
+                config.write_text(template.replace("[consolidate]\n", "[consolidate]\n" + extra, 1), encoding="utf-8")
+                vault.config = load_config(root)
+                report = vault.consolidate("eval", dry_run=True)
+                cluster_of = {f"m{k:03d}": f"m{k:03d}" for k in range(len(rows))}
+                for g in report.groups:
+                    for member in [g.representative, *g.superseded]:
+                        cluster_of[member] = g.representative
+                ids = sorted(cluster_of)
+                pred = np.array([cluster_of[a] == cluster_of[b] for a, b in combinations(ids, 2)])
+                out["configured" if t is None else str(t)] = {
+                    "merge_threshold": report.merge_threshold,
+                    "memories": len(rows),
+                    "facts": len(set(fact)),
+                    "visible_after": len(set(cluster_of.values())),
+                    "merged_groups": report.merged_groups,
+                    "pairs": scorer(pred),
+                    "wrongly_merged_groups": sum(
+                        1 for g in report.groups
+                        if len({fact[int(m[1:])] for m in [g.representative, *g.superseded]}) > 1
+                    ),
+                }
+    return out
 
 
 def main() -> None:
@@ -244,6 +261,21 @@ def main() -> None:
             "wrong": int((~d["allowed"] & would_merge & d["gold"]).sum()),
         }
 
+    # Complete link adds precision of its own, so the threshold for the real
+    # consolidation is swept on dev clusters too (most recall at precision
+    # >= the floor); test is scored at the configured and at that threshold.
+    sweep = [round(float(t), 2) for t in np.arange(0.30, 0.951, 0.05)]
+    dev_rows = [r for r in rows if r["split"] == "dev"]
+    dev_clusters = cluster_eval(dev_rows, embedder, scorer_for, [None, *sweep])
+    ok = [(v["pairs"]["recall"], float(k)) for k, v in dev_clusters.items()
+          if k != "configured" and v["pairs"]["precision"] >= args.min_precision]
+    cluster_threshold = max(ok)[1] if ok else None
+    test_rows = [r for r in rows if r["split"] == "test"]
+    clusters = {
+        "dev": dev_clusters,
+        "dev_chosen_threshold": cluster_threshold,
+        "test": cluster_eval(test_rows, embedder, scorer_for, [None, cluster_threshold]),
+    }
     result = {
         "data": str(args.data),
         "model": embedder.model_id,
@@ -259,7 +291,7 @@ def main() -> None:
         "single_measure_thresholds_on_dev": {"cosine": t_cos, "jaccard": t_jac},
         "layers": layers,
         "guards": guards,
-        "clusters": {s: cluster_eval([r for r in rows if r["split"] == s], embedder, scorer_for) for s in ("dev", "test")},
+        "clusters": clusters,
         "profiles_known": sorted(PROFILES),
     }
     print(json.dumps(result, indent=2))
