@@ -20,7 +20,7 @@ What it does, with the real model:
    --boot times) per layer on both splits: Jaccard alone, cosine alone, the
    old OR of two thresholds, the calibrated score; all with the guards;
 3. per guard: among pairs the score would merge, how many it refused and
-   how many of those refusals were right (not the same fact);
+   how many of those refusals were right (not the same fact), with CIs;
 4. runs the real consolidation (memex.consolidate, dry run) on each split
    as one session and scores its complete-link clusters: at the configured
    profile, over a sweep of merge thresholds on dev, and on test at the
@@ -94,6 +94,19 @@ class Scorer:
         ci = lambda xs: [round(float(np.percentile(xs, 2.5)), 3), round(float(np.percentile(xs, 97.5)), 3)]  # noqa: E731
         return {"precision": round(p, 4), "precision_ci95": ci(bp), "recall": round(r, 4), "recall_ci95": ci(br),
                 "tp": int(tp), "fp": int(fp), "fn": int(fn)}
+
+
+def guard_precision(scorer: Scorer, right: np.ndarray, wrong: np.ndarray) -> dict[str, Any]:
+    """Share of a guard's refusals that were right (the pair was not one
+    fact), with the same topic bootstrap."""
+    r = np.bincount(scorer.topic, weights=right.astype(float), minlength=scorer.n_topics)
+    w = np.bincount(scorer.topic, weights=wrong.astype(float), minlength=scorer.n_topics)
+    total = r.sum() + w.sum()
+    if not total:
+        return {"precision": None, "precision_ci95": None}
+    boot = [float(b @ r) / float(b @ (r + w)) for b in scorer.weights if float(b @ (r + w))]
+    return {"precision": round(float(r.sum() / total), 4),
+            "precision_ci95": [round(float(np.percentile(boot, 2.5)), 3), round(float(np.percentile(boot, 97.5)), 3)]}
 
 
 def best_threshold(values: np.ndarray, gold: np.ndarray, allowed: np.ndarray, floor: float,
@@ -252,13 +265,13 @@ def main() -> None:
             right, wrong = int((hit & ~d["gold"]).sum()), int((hit & d["gold"]).sum())
             guards[split][name] = {
                 "refused": int(hit.sum()), "right": right, "wrong": wrong,
-                "precision": round(right / (right + wrong), 4) if right + wrong else None,
+                **guard_precision(d["scorer"], hit & ~d["gold"], hit & d["gold"]),
                 "refused_anywhere": int(mask.sum()), "same_fact_refused_anywhere": int((mask & d["gold"]).sum()),
             }
+        hit = ~d["allowed"] & would_merge
         guards[split]["any guard"] = {
-            "refused": int((~d["allowed"] & would_merge).sum()),
-            "right": int((~d["allowed"] & would_merge & ~d["gold"]).sum()),
-            "wrong": int((~d["allowed"] & would_merge & d["gold"]).sum()),
+            "refused": int(hit.sum()), "right": int((hit & ~d["gold"]).sum()), "wrong": int((hit & d["gold"]).sum()),
+            **guard_precision(d["scorer"], hit & ~d["gold"], hit & d["gold"]),
         }
 
     # Complete link adds precision of its own, so the threshold for the real
