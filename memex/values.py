@@ -232,9 +232,12 @@ def differs_in_value(a: str, b: str) -> bool:
     if not (lost_a and lost_b):
         return False
     around_a, around_b = _neighbours(na, lost_a), _neighbours(nb, lost_b)
-    return any(
-        not around_a[x] or not around_b[y] or around_a[x] & around_b[y] for x in lost_a for y in lost_b
-    )
+    # A name with no neighbour at all cannot be placed: count it as changed.
+    if not all(around_a.values()) or not all(around_b.values()):
+        return True
+    # Some pair of names shares a neighbour iff the unions meet (and this
+    # stays linear however many names the texts hold).
+    return not set().union(*around_a.values()).isdisjoint(set().union(*around_b.values()))
 
 
 def _neighbours(text: str, names: set[str]) -> dict[str, set[str]]:

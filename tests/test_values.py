@@ -150,6 +150,10 @@ _PATHOLOGICAL = {
     "relations": ("do not ", "not do "),
     "sentence": ("The deploy retries the upload three times. ", "The deploy retries the upload four times. "),
 }
+# Thousands of different names on each side (each name's neighbours are
+# compared with the other side's): Qaa Qab ... against Zaa Zab ...
+_NAMES_A = " ".join(f"Q{x}{y}{z} owns it." for x in "abcdefghij" for y in "abcdefghij" for z in "abcdefghij")
+_PATHOLOGICAL["distinct_names"] = (_NAMES_A + " ", _NAMES_A.replace("Q", "Z") + " ")
 
 
 @pytest.mark.parametrize("kind", sorted(_PATHOLOGICAL))
