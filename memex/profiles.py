@@ -38,8 +38,7 @@ class ModelProfile:
     cosine_similar: float
     # The same within one session.
     session_cosine_duplicate: float
-    # Consolidation: two memories of a session are similar from here up.
-    consolidate_cosine: float
+    # Consolidation's merge score is fitted per model in memex/pairscore.py.
     # Whether cosine may decide for Chinese/Japanese/Korean text. The
     # English-only MiniLM maps most CJK characters to [UNK]: two unrelated
     # Chinese sentences can score 1.0 there.
@@ -63,7 +62,6 @@ MINILM = ModelProfile(
     cosine_duplicate=0.85,
     cosine_similar=0.40,
     session_cosine_duplicate=0.85,
-    consolidate_cosine=0.75,
     cjk_cosine=False,
     cjk_cosine_duplicate=1.0,
     recall_score_threshold=0.31,
@@ -74,7 +72,6 @@ MULTILINGUAL = ModelProfile(
     cosine_duplicate=0.95,
     cosine_similar=0.88,
     session_cosine_duplicate=0.95,
-    consolidate_cosine=0.93,
     cjk_cosine=True,
     cjk_cosine_duplicate=0.96,
     recall_score_threshold=0.64,
@@ -97,7 +94,6 @@ def for_model(model_id: str | None) -> ModelProfile:
         cosine_duplicate=MINILM.cosine_duplicate,
         cosine_similar=MINILM.cosine_similar,
         session_cosine_duplicate=MINILM.session_cosine_duplicate,
-        consolidate_cosine=MINILM.consolidate_cosine,
         cjk_cosine=False,
         cjk_cosine_duplicate=1.0,
         recall_score_threshold=MINILM.recall_score_threshold,

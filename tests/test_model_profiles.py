@@ -12,7 +12,6 @@ import pytest
 
 from memex import embed, profiles
 from memex.config import load_config
-from memex.consolidate import load_settings
 from memex.db import get_meta
 from memex.dedup import Thresholds, swaps_cjk_span
 from memex.errors import ConfigError
@@ -32,8 +31,6 @@ def test_cosine_defaults_come_from_the_loaded_models_profile(vault_root: Path) -
     assert (e5.cosine_duplicate, e5.cosine_similar, e5.cjk_cosine) == (
         profiles.MULTILINGUAL.cosine_duplicate, profiles.MULTILINGUAL.cosine_similar, True)
     assert e5.cosine_duplicate != minilm.cosine_duplicate
-    assert load_settings(config, profiles.MULTILINGUAL).cosine_threshold == profiles.MULTILINGUAL.consolidate_cosine
-    assert load_settings(config, profiles.MINILM).cosine_threshold == profiles.MINILM.consolidate_cosine
 
 
 def test_a_threshold_set_in_the_config_wins_over_the_profile(vault_root: Path) -> None:
