@@ -9,7 +9,11 @@ derived SQLite index (FTS5, sqlite-vec, entity graph) makes them searchable.
     >>> vault.search("indentation")                          # doctest: +SKIP
 """
 
-from memex.dedup import AddResult, SimilarFact
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from memex.errors import (
     ConfigError,
     IndexStoreError,
@@ -21,9 +25,31 @@ from memex.errors import (
     SchemaTooNew,
     VaultNotFound,
 )
-from memex.indexer import SyncReport
-from memex.search import Hit
-from memex.vault import Memory, Vault, find_vault_root, init_vault, open_vault
+
+if TYPE_CHECKING:
+    from memex.dedup import AddResult, SimilarFact
+    from memex.indexer import SyncReport
+    from memex.search import Hit
+    from memex.vault import Memory, Vault, find_vault_root, init_vault, open_vault
+
+# Imported on first use (PEP 562): `memex --version`, `memex --help` and the
+# hooks that never touch the index do not pay for numpy, SQLite and the rest
+# (start-up, issue 14).
+_LAZY = {
+    "AddResult": "memex.dedup", "SimilarFact": "memex.dedup", "SyncReport": "memex.indexer",
+    "Hit": "memex.search", "Memory": "memex.vault", "Vault": "memex.vault",
+    "find_vault_root": "memex.vault", "init_vault": "memex.vault", "open_vault": "memex.vault",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memex' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AddResult",

@@ -109,6 +109,24 @@ def check_unicode(**values: str | Sequence[str] | None) -> None:
                 raise InvalidArgument(name, f"not valid Unicode text (character {exc.start})") from exc
 
 
+def is_text_name(name: str) -> bool:
+    """False for a file or folder name that is not valid UTF-8: Python gives
+    its undecodable bytes as lone surrogates, which the index cannot store."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_name(name: str) -> str:
+    """A name as a person can read it, undecodable bytes as ``\\xNN`` escapes."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+BAD_NAME = "name is not valid UTF-8; not indexed (rename it to index it)"
+
+
 def path_id(relpath: str) -> str:
     """The id of a hand-written file without one: stable while it is not renamed."""
     return "p" + hashlib.sha256(relpath.encode("utf-8")).hexdigest()[:25]

@@ -356,6 +356,9 @@ def main() -> None:
         parser.error(f"--long-every: {args.long_every} must be 0 or more")
     LONG_EVERY = args.long_every
     FASTEMBED_DEFAULTS = args.fastembed_defaults
+    if FASTEMBED_DEFAULTS:
+        # The reference calls fastembed's own embed(): load the model through fastembed.
+        os.environ["MEMEX_EMBED_BACKEND"] = "fastembed"
     if args.one is not None:
         print(json.dumps(run_one(args.one, args.searches, args.adds)))
         return

@@ -3,7 +3,7 @@
 Prints JSON: for each case the best score, and for the configured
 ``recall_score_threshold`` how many relevant prompts recall their memory
 and how many unrelated prompts recall anything. Used to choose the default
-documented in vault-template/.memex/config.toml (README, "Context engine").
+documented in vault-template/.memex/config.toml (docs/context-engine.md).
 
     .venv/bin/python scripts/context_threshold.py [--threshold 0.40]
 """

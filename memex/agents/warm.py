@@ -28,13 +28,15 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memex import embed
 from memex.config import setting as config_setting
-from memex.vault import Vault
+
+if TYPE_CHECKING:  # imported where used: the CLI's model preload reads socket_path early
+    from memex.vault import Vault
 
 CONNECT_TIMEOUT = 0.05  # a missing or stuck server must cost the hook nothing noticeable
 REPLY_TIMEOUT = 5.0
@@ -93,7 +95,14 @@ class WarmEmbedder:
         self.dim = dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        answer = _ask(self.path, {"texts": list(texts)}, REPLY_TIMEOUT)
+        return self._vectors(texts, query=False)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """Search questions: the model's query side (see :func:`memex.embed.embed_queries`)."""
+        return self._vectors(texts, query=True)
+
+    def _vectors(self, texts: Sequence[str], query: bool) -> np.ndarray:
+        answer = _ask(self.path, {"texts": list(texts), "query": query}, REPLY_TIMEOUT)
         return np.asarray(answer["vectors"], dtype=np.float32).reshape(len(texts), self.dim)
 
 
@@ -128,6 +137,8 @@ def start(vault: Vault) -> bool:
 
 def serve(root: Path) -> None:
     """Run the server until it has been idle for ``warm_seconds``."""
+    from memex.vault import Vault
+
     with Vault(root) as vault:
         idle = idle_seconds(vault)
         model = embed.load_embedder(vault.config.embedding_model)
@@ -179,8 +190,10 @@ def _answer(conn: socket.socket, model: embed.Embedder, info: dict[str, Any]) ->
             if not chunk:
                 return
             data += chunk
-        texts = json.loads(data).get("texts") or []
-        vectors = model.embed([str(t) for t in texts]).tolist() if texts else []
+        request = json.loads(data)
+        texts = [str(t) for t in request.get("texts") or []]
+        query = bool(request.get("query"))
+        vectors = (embed.embed_queries(model, texts) if query else model.embed(texts)).tolist() if texts else []
         conn.sendall(json.dumps({**info, "vectors": vectors}).encode("utf-8") + b"\n")
     except (OSError, ValueError):
         return  # a client that went away or sent garbage gets nothing; the server goes on

@@ -1,8 +1,12 @@
 """The ``memex`` command: a thin click shell over :mod:`memex`.
 
 Each module in this package defines ``register(main)`` and adds its commands;
-the group finds them when the program starts, so a feature adds a command
-by adding a module. Commands parse arguments, call the library, and print
+the group finds them, so a feature adds a command by adding a module. Only
+the module of the command being run is imported (:data:`COMMAND_MODULES`;
+start-up, issue 14): ``memex --version`` and ``memex search`` do not import
+the watcher, the context engine or the agent adapters. A command missing
+from that map is still found (an unknown name imports every module), only
+not as fast; tests/test_cli_startup.py keeps the map complete. Commands parse arguments, call the library, and print
 (a table for people, ``--json`` for programs). Any :class:`MemexError` becomes
 a one-line ``click.ClickException`` here, never a traceback.
 """
@@ -18,11 +22,67 @@ from typing import Any
 
 import click
 
+from memex.cli import _preload
 from memex.errors import MemexError
 
 
+# Command name -> the module of this package that registers it.
+COMMAND_MODULES = {
+    **dict.fromkeys(("init", "add", "search", "show", "list", "reindex", "stats", "doctor", "demo"), "core"),
+    **dict.fromkeys(("consolidate", "unsupersede", "fading"), "consolidate"),
+    **dict.fromkeys(("supersede", "handoff", "dedup"), "dedup"),
+    **dict.fromkeys(("entities", "graph"), "graph"),
+    **dict.fromkeys(("watch", "status"), "watch"),
+    **dict.fromkeys(("hook", "mcp", "install", "uninstall"), "agents"),
+    "context": "context",
+    "erase": "erase",
+    "import": "importer",
+}
+_registered: set[str] = set()
+
+
+def _register(name: str) -> None:
+    if name in _registered:
+        return
+    _registered.add(name)
+    module = importlib.import_module(f"{__name__}.{name}")
+    register = getattr(module, "register", None)
+    if register is not None:
+        register(main)
+        for command in main.commands.values():
+            _add_vault_option(command)
+
+
+def _register_commands() -> None:
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if not info.name.startswith("_"):
+            _register(info.name)
+
+
 class MemexGroup(click.Group):
-    """Turns library errors into one-line CLI errors."""
+    """Loads a command's module on demand; turns library errors into one-line CLI errors."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            module = COMMAND_MODULES.get(cmd_name)
+            if module is not None:
+                _register(module)
+            if cmd_name not in self.commands:
+                _register_commands()
+        return self.commands.get(cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        # Before get_command imports the command's module (and with it most
+        # of memex): the model loads meanwhile (memex/cli/_preload.py).
+        if args and args[0] in _preload.COMMANDS and not {"--help", "-h"} & set(args):
+            _preload.start(ctx.params.get("vault_path"))
+        return super().resolve_command(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        _register_commands()
+        return sorted(self.commands)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -76,18 +136,6 @@ def _add_vault_option(command: click.Command) -> None:
     ))
 
 
-def _register_commands() -> None:
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(main)
-    for command in main.commands.values():
-        _add_vault_option(command)
-
-
 def app() -> click.Group:
     """The ``memex`` group with every command registered (for tests and embedding)."""
     _register_commands()
@@ -101,7 +149,7 @@ def _fail(message: str, code: int) -> None:
 
 def run(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: every error is one line on stderr, never a traceback."""
-    group = app()
+    group = main  # commands load on demand (MemexGroup.get_command)
     args = list(sys.argv[1:] if argv is None else argv)
     for arg in args:
         try:

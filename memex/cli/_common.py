@@ -47,12 +47,24 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
 
 
-def get_vault(ctx: click.Context) -> Vault:
-    """Open the vault named by --vault / $MEMEX_VAULT / the current folder."""
+def get_vault(ctx: click.Context, warm: bool = False) -> Vault:
+    """Open the vault named by --vault / $MEMEX_VAULT / the current folder.
+
+    With ``warm``, the vault embeds through the warm model server that an
+    agent session's hooks keep for it (memex/agents/warm.py) when one is
+    running, so a one-shot command does not load the model (issue 14).
+    """
     obj = ctx.find_root().obj or {}
     if "vault" not in obj:
-        obj["vault"] = open_vault(obj.get("vault_path"))
-        ctx.find_root().call_on_close(obj["vault"].close)
+        opened = open_vault(obj.get("vault_path"))
+        if warm:
+            from memex.agents import warm as warm_server
+
+            embedder = warm_server.connect(opened)
+            if embedder is not None:
+                opened = Vault(opened.root, embedder=embedder)
+        obj["vault"] = opened
+        ctx.find_root().call_on_close(opened.close)
     vault: Vault = obj["vault"]
     return vault
 

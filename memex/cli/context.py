@@ -1,7 +1,7 @@
 """``memex context ...``: the context engine for agent runtimes (JSON in, JSON out).
 
-Each command reads one JSON object on standard input (see README, "Context
-engine"); ``--json`` prints the library's answer whole, otherwise a short
+Each command reads one JSON object on standard input (see
+docs/context-engine.md); ``--json`` prints the library's answer whole, otherwise a short
 summary table. Session ids pass through :func:`memex.context.session_id`,
 so a runtime may send its raw ``session_id`` and/or a ``session_key``.
 """

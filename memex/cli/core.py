@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from memex import health, scopes
+from memex import health, permissions, scopes
 from memex.cli._common import (
     TextCommand,
     get_vault,
@@ -24,6 +24,9 @@ from memex.errors import InvalidArgument
 from memex.records import SCORE_FIELDS, record_view
 from memex.search import Hit
 from memex.vault import init_vault
+
+
+MAX_LISTED = 20  # doctor names this many loose paths; --json has them all
 
 
 def _hits_table(hits: list[Hit], with_score: bool) -> None:
@@ -64,14 +67,20 @@ def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> Non
     Text that begins with '-' goes after --: memex add -- "-v is verbose".
     """
     if text == "-":
-        data = sys.stdin.buffer.read()
+        cap = get_vault(ctx).config.max_file_bytes
+        # One byte over the cap is enough to refuse: a 5 MB paste is never read whole.
+        data = sys.stdin.buffer.read(cap + 1)
+        if len(data) > cap:
+            raise InvalidArgument(
+                "TEXT", f"standard input is over the vault's [index] max_file_bytes ({cap} bytes); nothing was stored"
+            )
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise InvalidArgument("TEXT", f"standard input is not UTF-8 text (byte {exc.start})") from exc
     if not text.strip():
         raise InvalidArgument("TEXT", "is empty: give the memory's text, or - to read it from standard input")
-    result = get_vault(ctx).add(text, **opts)
+    result = get_vault(ctx, warm=True).add(text, **opts)
     if as_json:
         print_json(result.as_dict())
         return
@@ -100,7 +109,7 @@ def search_cmd(
     limit: int, include_superseded: bool, as_json: bool,
 ) -> None:
     """Search memories (hybrid BM25 + vectors), best first."""
-    hits = get_vault(ctx).search(
+    hits = get_vault(ctx, warm=True).search(
         query, limit=limit, scope=scope or None, source=source, session=session,
         include_superseded=include_superseded,
     )
@@ -149,11 +158,21 @@ def list_cmd(ctx: click.Context, /, as_json: bool, **filters: Any) -> None:
 
 @click.command("reindex")
 @click.option("--full", is_flag=True, help="Re-read every file (cached embeddings are reused).")
+@click.option(
+    "--allow-erased", "allow_paths", multiple=True, metavar="PATH",
+    help="Index this file although its text was erased (the deliberate way back; repeatable).",
+)
 @json_option
 @click.pass_context
-def reindex_cmd(ctx: click.Context, full: bool, as_json: bool) -> None:
+def reindex_cmd(ctx: click.Context, full: bool, allow_paths: tuple[str, ...], as_json: bool) -> None:
     """Bring the index in line with the files."""
     vault = get_vault(ctx)
+    if allow_paths:
+        from memex.erase import allow_files
+
+        allowed = allow_files(vault, list(allow_paths))
+        if not as_json:
+            click.echo(f"allowed back: {', '.join(allowed) or 'nothing (no erased text in those files)'}")
     if is_tty() and not as_json:
         from rich.progress import Progress
 
@@ -212,13 +231,21 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     vault = get_vault(ctx)
     found = health.drift(vault).as_dict()
     unknown = scopes.unknown_scopes(vault.scope_rules, vault.conn)
-    data: dict[str, Any] = {"drift": found, "unknown_scopes": unknown, "model": vault.embedder_status()}
-    problems = _doctor_problems(found, unknown)
+    # A vault is private to its user (memex/permissions.py): modes others can use.
+    loose = permissions.loose_modes(vault.root)
+    data: dict[str, Any] = {
+        "drift": found, "unknown_scopes": unknown, "model": vault.embedder_status(),
+        "loose_modes": [m.as_dict() for m in loose],
+    }
+    problems = _doctor_problems(found, unknown) or bool(loose)
     if fix:
         data["repair"] = health.repair(vault)
         data["after"] = health.drift(vault).as_dict()
         data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, vault.conn)
-        problems = _doctor_problems(data["after"], data["unknown_scopes_after"])
+        data["modes_tightened"] = [m.as_dict() for m in permissions.tighten(vault.root)]
+        problems = _doctor_problems(data["after"], data["unknown_scopes_after"]) or bool(
+            permissions.loose_modes(vault.root)
+        )
     data["clean"] = not problems
     code = DOCTOR_NOT_CLEAN if problems else DOCTOR_CLEAN
     if as_json:
@@ -228,7 +255,7 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     summary["clean"] = not _doctor_problems(found, unknown)  # drift's "clean" knows nothing of scopes
     summary["unknown_scopes"] = len(unknown)
     key_values({**summary, "model": data["model"]}, title="doctor")
-    for kind in ("missing", "stale", "orphaned", "unembedded"):
+    for kind in ("missing", "stale", "orphaned", "unembedded", "temp_files"):
         for path in found[kind]:
             click.echo(f"{kind}: {path}")
     errors = found["errors"]
@@ -237,6 +264,12 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
         errors = errors + [e for e in data["after"]["errors"] if e not in errors]
     for err in errors:
         click.echo(f"error: {err['path']}: {err['reason']}")
+    for item in loose[:MAX_LISTED]:
+        click.echo(f"{'tightened' if fix else 'loose mode'}: {item}")
+    if len(loose) > MAX_LISTED:
+        click.echo(f"... and {len(loose) - MAX_LISTED} more path(s) other users can reach (see --json)")
+    if loose and not fix:
+        click.echo("run `memex doctor --fix` to make them private (folders 0700, files 0600)")
     for item in data.get("unknown_scopes_after", unknown):
         guess = f"; did you mean {item['suggestion']!r}?" if item["suggestion"] else ""
         click.echo(f"unknown scope: {item['path']}: {item['reason']}{guess}")

@@ -16,13 +16,14 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from memex import permissions
 from memex.context import archive, extract
 from memex.context.budget import budget_plan
 from memex.context.inject import strip_blocks, strip_message
 from memex.context.messages import check_messages
 from memex.context.settings import load_settings
 from memex.context.tokens import count_messages, count_text
-from memex.errors import InvalidArgument, MemexError
+from memex.errors import InvalidArgument, LockTimeout, MemexError
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -176,8 +177,7 @@ def spawn_commit(vault: Vault, session: str, *, source: str | None = None, scope
     else:  # pragma: no cover - Windows
         kwargs["creationflags"] = getattr(subprocess, "DETACHED_PROCESS", 0)
     log_path = vault.memex_dir / "cache" / "context-commit.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:  # the child keeps its own copy of the handle
+    with permissions.open_append(log_path, binary=True) as log:  # the child keeps its own copy of the handle
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, **kwargs
         )
@@ -240,8 +240,14 @@ def capture_keyword(
         return None
     text = extract.remember_excerpt(text)
     category = next((c for s in extract.sentences(text) if (c := extract.classify(s))), None)
-    added = vault.add(
-        text, scope=scope, source=source, session=session, category=category or "observation",
-        confidence=0.9,
-    )
+    try:
+        added = vault.add(
+            text, scope=scope, source=source, session=session, category=category or "observation",
+            confidence=0.9,
+        )
+    except (InvalidArgument, LockTimeout) as exc:
+        # Too big for the index or binary: a hook skips it, says so, and the
+        # turn goes on (recall and the hand-off note still answer).
+        print(f"memex: not captured: {exc}", file=sys.stderr)
+        return {"status": "skipped", "reason": str(exc)}
     return added.as_dict()

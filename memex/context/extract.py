@@ -7,8 +7,8 @@ assistant restating a rule would otherwise store it a second time and an
 assistant's guesses are not the user's facts.
 
 A user can plug in a model instead: ``[context] extract_command`` is run
-with a JSON request on stdin and must print a JSON answer (see README,
-"Context engine"). If it fails, the rules are used and the failure is
+with a JSON request on stdin and must print a JSON answer (see
+docs/context-engine.md). If it fails, the rules are used and the failure is
 reported in the commit result.
 """
 

@@ -1,0 +1,62 @@
+"""``memex import``: memories kept elsewhere (CLAUDE.md, chat exports, notes) into the vault."""
+
+from __future__ import annotations
+
+import click
+
+from memex.cli._common import get_vault, json_option, key_values, print_json, short, table
+
+FORMAT_CHOICES = ("auto", "claude-md", "chatgpt", "claude-ai", "obsidian", "basic-memory", "mem0")
+
+
+@click.command("import")
+@click.argument("path", type=click.Path(exists=True))
+@click.option(
+    "--format", "fmt", type=click.Choice(FORMAT_CHOICES), default="auto", show_default=True,
+    help="What PATH holds (auto: detected from the path and its contents).",
+)
+@click.option("--scope", help="Scope of the imported memories (default from config).")
+@click.option("--dry-run", is_flag=True, help="Show what would be imported; write nothing.")
+@json_option
+@click.pass_context
+def import_cmd(ctx: click.Context, path: str, fmt: str, scope: str | None, dry_run: bool, as_json: bool) -> None:
+    """Import memories from PATH: CLAUDE.md / AGENTS.md and Claude Code memory files,
+    a ChatGPT or Claude.ai export, an Obsidian or basic-memory folder, a mem0 JSON list.
+
+    Each memory goes through the same path as `memex add` (dedup, erased-text
+    guard) with source import:FORMAT and source_ref PATH#anchor, so
+    `memex erase --source-ref PATH --reason ...` undoes an import.
+    """
+    from memex.importers import Ticker, import_path
+
+    vault = get_vault(ctx)
+    ticker = Ticker(lambda line: click.echo(line, err=True))
+    report = import_path(vault, path, fmt=fmt, scope=scope, dry_run=dry_run, progress=ticker)
+    data = report.as_dict()
+    if as_json:
+        print_json(data)
+        return
+    items = data.pop("items")
+    skipped = data.pop("skipped_files")
+    if dry_run:
+        for key in ("created", "duplicate", "refused", "failed"):
+            data.pop(key)
+    key_values(data, title="import (dry run: nothing written)" if dry_run else "import")
+    if dry_run and items:
+        table(("anchor", "category", "text"), ((_anchor(i["source_ref"]), i["category"], short(i["text"], 60)) for i in items))
+    for entry in skipped:
+        click.echo(f"skipped: {entry['path']}: {entry['reason']}")
+    for item in items:
+        if item.get("status") == "failed":
+            click.echo(f"failed: {_anchor(item['source_ref'])}: {item['reason']}")
+    if not items:
+        click.echo("nothing to import found in " + report.path)
+
+
+def _anchor(source_ref: str) -> str:
+    """The part of a source_ref after the import's path (the path is in the summary)."""
+    return source_ref.partition("#")[2] or source_ref
+
+
+def register(main: click.Group) -> None:
+    main.add_command(import_cmd)

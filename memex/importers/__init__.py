@@ -1,0 +1,287 @@
+"""``memex import``: bring in the memories a newcomer already keeps elsewhere.
+
+Every memory goes through :meth:`memex.vault.Vault.add`, the one write path:
+dedup (an import run twice adds nothing the second time), the erased-text
+guard, write-through indexing. Provenance is kept so that an import can be
+erased as a subject later:
+
+- ``source`` is ``import:<format>`` (``import:chatgpt``, ``import:claude-md``, ...);
+- ``source_ref`` is ``<absolute path>#<anchor>``: for a single file the
+  anchor names the place in it (``3`` for its third rule, ``<conversation
+  id>#<message id>`` in an export); for a folder it begins with the file's
+  path inside the folder (``notes/deploys.md#note``). ``memex erase
+  --source-ref <path>`` therefore erases a whole import, and ``--source-ref
+  '<folder>#notes/deploys.md'`` one file of it.
+
+Formats (``--format``, else detected from the path): see :data:`FORMATS` and
+docs/import.md. The parsing lives in memex/importers/markdown.py and
+memex/importers/chats.py; this module finds the files and adds.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memex.errors import InvalidArgument, MemexError
+from memex.importers import chats, markdown
+from memex.importers.markdown import Block
+
+if TYPE_CHECKING:
+    from memex.vault import Vault
+
+FORMATS = {
+    "claude-md": "CLAUDE.md / AGENTS.md files and Claude Code's memory files (rules, auto memory)",
+    "chatgpt": "a ChatGPT data export (conversations.json, or the export's .zip)",
+    "claude-ai": "a Claude.ai data export (conversations.json, or the export's .zip)",
+    "obsidian": "an Obsidian vault or any folder of Markdown notes",
+    "basic-memory": "a basic-memory project folder (observations become memories)",
+    "mem0": "a mem0-style JSON list of {\"memory\": ...} objects (or {\"results\": [...]})",
+}
+INSTRUCTION_NAMES = frozenset({"CLAUDE.md", "CLAUDE.local.md", "AGENTS.md"})
+# Folders never walked: version control, dependencies, caches, editors' state.
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".obsidian", ".trash"})
+MAX_NOTE_BYTES = 4 * 1024 * 1024  # a Markdown "note" larger than this is not a note
+
+
+@dataclass
+class Candidate:
+    """One memory an import would add."""
+
+    text: str
+    source_ref: str
+    category: str | None = None
+    entities: list[str] = field(default_factory=list)
+    confidence: float | None = None
+    section: str | None = None
+
+
+@dataclass
+class ImportReport:
+    path: str
+    format: str
+    source: str
+    scope: str
+    dry_run: bool
+    found: int = 0
+    created: int = 0
+    duplicate: int = 0
+    refused: int = 0
+    failed: int = 0
+    items: list[dict[str, Any]] = field(default_factory=list)
+    skipped_files: list[dict[str, str]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Progress = Callable[[int, int, "ImportReport"], None]
+
+
+def detect_format(path: Path) -> str:
+    """The format of ``path``, or an error that names the choices."""
+    if path.is_dir():
+        if (path / ".obsidian").is_dir():
+            return "obsidian"
+        if path.name == ".claude" or (path / ".claude").is_dir() or any(
+            (path / name).is_file() for name in INSTRUCTION_NAMES
+        ) or (path / "MEMORY.md").is_file():
+            return "claude-md"
+        for note in _markdown_files(path, limit=50):
+            if markdown.is_basic_memory_note(_read_text(note)):
+                return "basic-memory"
+        return "obsidian"
+    suffix = path.suffix.lower()
+    if suffix in (".md", ".markdown"):
+        return "claude-md"
+    if suffix in (".json", ".zip"):
+        found = chats.detect(_load_json(path))
+        if found:
+            return found
+        raise InvalidArgument(
+            str(path), "is JSON but not an export memex knows; pass --format (chatgpt, claude-ai, mem0)"
+        )
+    raise InvalidArgument(str(path), f"cannot tell its format; pass --format ({', '.join(FORMATS)})")
+
+
+def candidates(path: Path, fmt: str) -> tuple[list[Candidate], list[dict[str, str]]]:
+    """What ``path`` holds as memories, and the files that could not be read."""
+    if fmt not in FORMATS:
+        raise InvalidArgument("--format", f"{fmt!r} is not one of {', '.join(FORMATS)}")
+    ref_root = str(path.resolve())
+    skipped: list[dict[str, str]] = []
+    found: list[Candidate] = []
+    if fmt in ("chatgpt", "claude-ai", "mem0"):
+        if path.is_dir():
+            raise InvalidArgument(str(path), f"is a folder; {fmt} imports read one JSON file (or the export's .zip)")
+        data = _load_json(path)
+        reader = {"chatgpt": chats.chatgpt_blocks, "claude-ai": chats.claude_ai_blocks, "mem0": chats.mem0_blocks}[fmt]
+        found = [_candidate(block, ref_root, None) for block in reader(data, str(path))]
+        return found, skipped
+    files = [path] if path.is_file() else list(_files_for(path, fmt))
+    for file in files:
+        rel = None if file == path else file.relative_to(path).as_posix()
+        try:
+            text = _read_text(file)
+        except InvalidArgument as exc:
+            skipped.append({"path": str(file), "reason": exc.reason})
+            continue
+        found.extend(_candidate(block, ref_root, rel) for block in _blocks(text, file, fmt))
+    return found, skipped
+
+
+def _blocks(text: str, file: Path, fmt: str) -> Iterator[Block]:
+    if fmt == "claude-md":
+        for block in markdown.instruction_blocks(text):
+            if block.category is None:
+                block.category = _rule_category(block.text)
+            yield block
+    elif fmt == "basic-memory" and markdown.is_basic_memory_note(text):
+        yield from markdown.basic_memory_blocks(text, file.stem)
+    else:
+        yield from markdown.note_blocks(text, file.stem)
+
+
+def _rule_category(text: str) -> str:
+    """A rule's category by the context engine's rules (preference, decision,
+    constraint), else ``instruction``: it was written for an agent to follow."""
+    from memex.context.extract import classify
+
+    return classify(" ".join(text.split())) or "instruction"
+
+
+def _candidate(block: Block, ref_root: str, rel: str | None) -> Candidate:
+    anchor = f"{rel}#{block.anchor}" if rel else block.anchor
+    return Candidate(
+        block.text.strip(), f"{ref_root}#{anchor}", block.category, list(dict.fromkeys(block.entities)),
+        block.confidence, block.section,
+    )
+
+
+def _files_for(root: Path, fmt: str) -> Iterator[Path]:
+    if fmt != "claude-md":
+        yield from _markdown_files(root)
+        return
+    for file in _markdown_files(root, hidden_ok=(".claude",)):
+        parts = file.relative_to(root).parts
+        if file.name in INSTRUCTION_NAMES or file.name == "MEMORY.md":
+            yield file
+        elif len(parts) >= 2 and parts[-2] in ("rules", "memory"):
+            yield file  # .claude/rules/*.md; Claude Code's auto memory projects/<p>/memory/*.md
+        elif root.name == "memory" and len(parts) == 1:
+            yield file
+
+
+def _markdown_files(root: Path, limit: int | None = None, hidden_ok: tuple[str, ...] = ()) -> Iterator[Path]:
+    count = 0
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(
+            d for d in dirs if d not in SKIP_DIRS and (not d.startswith(".") or d in hidden_ok)
+        )
+        for name in sorted(names):
+            if name.lower().endswith((".md", ".markdown")) and not name.startswith("."):
+                yield Path(folder) / name
+                count += 1
+                if limit is not None and count >= limit:
+                    return
+
+
+def _read_text(path: Path) -> str:
+    try:
+        if path.stat().st_size > MAX_NOTE_BYTES:
+            raise InvalidArgument(str(path), f"is larger than {MAX_NOTE_BYTES // (1024 * 1024)} MiB; not imported")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidArgument(str(path), exc.strerror or str(exc)) from exc
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgument(str(path), f"is not UTF-8 text (byte {exc.start})") from exc
+
+
+def _load_json(path: Path) -> Any:
+    if path.suffix.lower() != ".zip":
+        try:
+            return chats.load_json(path.read_bytes(), str(path))
+        except OSError as exc:
+            raise InvalidArgument(str(path), exc.strerror or str(exc)) from exc
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "conversations.json"]
+            if not names:
+                raise InvalidArgument(str(path), "holds no conversations.json (is it a ChatGPT or Claude.ai export?)")
+            return chats.load_json(archive.read(min(names, key=len)), f"{path}:{min(names, key=len)}")
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise InvalidArgument(str(path), f"cannot be read as a .zip ({exc})") from exc
+
+
+def import_path(
+    vault: Vault,
+    path: str | os.PathLike[str],
+    fmt: str = "auto",
+    scope: str | None = None,
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Import the memories ``path`` holds into ``vault`` (nothing is written with ``dry_run``)."""
+    from memex.names import check_scope
+
+    where = Path(path).expanduser()
+    if not where.exists():
+        raise InvalidArgument("PATH", f"{where} does not exist")
+    chosen = detect_format(where) if fmt == "auto" else fmt
+    found, skipped = candidates(where, chosen)
+    scope = check_scope(scope or vault.config.default_scope)
+    report = ImportReport(
+        str(where.resolve()), chosen, f"import:{chosen}", scope, dry_run, len(found), skipped_files=skipped
+    )
+    for n, cand in enumerate(found, 1):
+        item: dict[str, Any] = {
+            "text": cand.text, "source_ref": cand.source_ref, "category": cand.category,
+            "section": cand.section, "entities": cand.entities,
+        }
+        if not dry_run:
+            item.update(_add(vault, cand, report))
+        report.items.append(item)
+        if progress is not None:
+            progress(n, len(found), report)
+    return report
+
+
+def _add(vault: Vault, cand: Candidate, report: ImportReport) -> dict[str, Any]:
+    extra = {"section": cand.section} if cand.section else None
+    try:
+        result = vault.add(
+            cand.text, scope=report.scope, source=report.source, source_ref=cand.source_ref,
+            category=cand.category, confidence=cand.confidence, entities=cand.entities or None, extra=extra,
+        )
+    except MemexError as exc:
+        report.failed += 1
+        return {"status": "failed", "reason": str(exc)}
+    status = result.status if result.status in ("created", "duplicate", "refused") else "failed"
+    setattr(report, status, getattr(report, status) + 1)
+    return {"status": result.status, "id": result.id or result.existing_id, "method": result.method}
+
+
+class Ticker:
+    """Calls ``emit`` at most every ``every`` seconds (and for the last item)."""
+
+    def __init__(self, emit: Callable[[str], None], every: float = 2.0) -> None:
+        self.emit = emit
+        self.every = every
+        self._last = time.monotonic()
+
+    def __call__(self, done: int, total: int, report: ImportReport) -> None:
+        now = time.monotonic()
+        if done == total or now - self._last >= self.every:
+            self._last = now
+            verb = "read" if report.dry_run else "imported"
+            self.emit(
+                f"import: {verb} {done}/{total} ({report.created} created, {report.duplicate} duplicate, "
+                f"{report.refused} refused, {report.failed} failed)"
+            )

@@ -1,0 +1,116 @@
+"""Start-up of the CLI (issue 14 item 7): a command imports only its module,
+and --version / --help import nothing heavy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from memex import cli
+from memex.agents import warm
+from memex.vault import Vault
+from tests.fakes import HashEmbedder
+from tests.hook_helpers import set_config
+
+
+def _run(args: list[str]) -> tuple[str, set[str]]:
+    """Run the CLI in a new process: what it printed, and the modules it imported."""
+    code = (
+        "import sys\n"
+        "from memex.cli import run\n"
+        f"try:\n    run({args!r})\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write('\\nMODULES ' + ' '.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    return done.stdout, set(done.stderr.rpartition("MODULES ")[2].split())
+
+
+def _modules_after(args: list[str]) -> set[str]:
+    return _run(args)[1]
+
+
+def test_every_command_is_in_the_lazy_map() -> None:
+    """A command missing from COMMAND_MODULES would still run, only slower:
+    keep the map complete and pointing at the module that registers it."""
+    group = cli.app()
+    for name in group.commands:
+        module = cli.COMMAND_MODULES.get(name)
+        assert module is not None, f"{name} is not in memex.cli.COMMAND_MODULES"
+        assert group.commands[name].callback is not None
+        registering = sys.modules[f"memex.cli.{module}"]
+        assert any(v is group.commands[name] for v in vars(registering).values()), (name, module)
+    assert set(cli.COMMAND_MODULES) == set(group.commands)
+
+
+def test_version_imports_nothing_heavy() -> None:
+    modules = _modules_after(["--version"])
+    assert "memex.cli" in modules
+    for heavy in ("numpy", "apsw", "memex.vault", "memex.cli.core", "memex.watch", "fastembed", "onnxruntime"):
+        assert heavy not in modules, heavy
+
+
+def test_a_command_imports_only_its_own_module(tmp_path: pytest.TempPathFactory) -> None:
+    modules = _modules_after(["--vault", str(tmp_path), "list"])  # not a vault: an error, after loading
+    assert "memex.cli.core" in modules
+    for other in ("memex.cli.watch", "memex.cli.context", "memex.cli.agents", "memex.watch", "fastembed"):
+        assert other not in modules, other
+
+
+def test_help_still_lists_every_command() -> None:
+    out = CliRunner().invoke(cli.main, ["--help"]).output
+    for name in cli.COMMAND_MODULES:
+        if name in cli.app().commands:
+            assert f"  {name}" in out, name
+
+
+def test_an_unknown_command_is_still_an_error_with_a_hint() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", "from memex.cli import run; run(['serach', 'x'])"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2
+    assert "No such command 'serach'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert isinstance(cli.main, click.Group)
+
+
+def test_search_and_add_embed_through_a_running_warm_server(
+    vault_root: Path, fake_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-shot command uses the model server an agent session keeps
+    (memex/agents/warm.py) and loads no model of its own."""
+    monkeypatch.delenv("MEMEX_WARM", raising=False)
+    asked: list[str] = []
+
+    class Counting(HashEmbedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            asked.extend(texts)
+            return super().embed(texts)
+
+    served = Counting()
+    monkeypatch.setattr(warm.embed, "load_embedder", lambda setting: served)
+    set_config(vault_root, "agents", "warm_seconds = 3")
+    with Vault(vault_root, embedder=fake_embedder) as vault:
+        vault.add("Blue-green deploys happen on Fridays", scope="user")
+    server = threading.Thread(target=warm.serve, args=(vault_root,), daemon=True)
+    server.start()
+    deadline = time.monotonic() + 30
+    with Vault(vault_root) as vault:
+        while warm.connect(vault) is None:
+            assert time.monotonic() < deadline, "the warm server never answered"
+            time.sleep(0.05)
+    out, modules = _run(["--vault", str(vault_root), "search", "when do we deploy", "--json"])
+    assert "Blue-green deploys happen on Fridays" in out
+    assert "when do we deploy" in asked
+    assert "onnxruntime" not in modules and "fastembed" not in modules
+    out, modules = _run(["--vault", str(vault_root), "add", "Staging runs on port 5433", "--json"])
+    assert '"created"' in out and "Staging runs on port 5433" in asked
+    assert "onnxruntime" not in modules
+    server.join(30)

@@ -1,0 +1,69 @@
+"""The bundled model without fastembed (issue 14 item 7): same vectors, and
+fastembed is not imported on that path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from memex import embed, embed_onnx
+
+TEXTS = [
+    "Use ruff for linting.",
+    "数据同步每周一需要清理旧数据。",
+    " ".join(f"Sentence {i} about the billing retry loop and its backoff." for i in range(60)),
+    "Émile prefers café-style standups; naïve timestamps are banned.",
+    "x",
+    "Deploys happen on Tuesdays.",
+    "한국어 문장도 임베딩됩니다",
+    "Emoji 🚀 and <tags> and `code` and [links](http://example.com).",
+]
+
+
+@pytest.mark.model
+def test_direct_onnx_vectors_equal_fastembeds() -> None:
+    model_dir = embed._bundled_model_dir()
+    assert model_dir is not None
+    direct = embed.FastEmbedder(model_dir, "direct", direct=True)
+    through_fastembed = embed.FastEmbedder(model_dir, "fastembed")
+    a, b = direct.embed(TEXTS), through_fastembed.embed(TEXTS)
+    assert a.shape == b.shape == (len(TEXTS), 384)
+    assert a.dtype == b.dtype == np.float32
+    assert float(np.abs(a - b).max()) <= 1e-5
+    # Truncation at the model's window is the same on both paths.
+    assert direct._lengths(TEXTS) == through_fastembed._lengths(TEXTS)
+    assert max(direct._lengths(TEXTS)) == embed.MAX_TOKENS
+
+
+def _imported_after(code: str, env_backend: str | None = None) -> set[str]:
+    env_line = "" if env_backend is None else f"import os; os.environ['{embed_onnx.ENV_BACKEND}'] = '{env_backend}'; "
+    out = subprocess.run(
+        [sys.executable, "-c", f"{env_line}{code}; import sys; print(' '.join(sorted(sys.modules)))"],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    return set(out.split())
+
+
+@pytest.mark.model
+def test_loading_the_bundled_model_does_not_import_fastembed() -> None:
+    modules = _imported_after("from memex import embed; assert embed.load_embedder('auto') is not None")
+    assert "onnxruntime" in modules
+    assert "fastembed" not in modules
+
+
+@pytest.mark.model
+def test_the_environment_can_send_the_bundled_model_through_fastembed() -> None:
+    modules = _imported_after(
+        "from memex import embed; assert embed.load_embedder('auto') is not None", env_backend="fastembed"
+    )
+    assert "fastembed" in modules
+
+
+def test_backend_choice_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(embed_onnx.ENV_BACKEND, raising=False)
+    assert embed_onnx.wanted()
+    monkeypatch.setenv(embed_onnx.ENV_BACKEND, "FastEmbed ")
+    assert not embed_onnx.wanted()
