@@ -252,6 +252,7 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
         print_json(data)
         ctx.exit(code)
     summary = {k: (len(v) if isinstance(v, list) else v) for k, v in found.items()}
+    summary["clean"] = not _doctor_problems(found, unknown)  # drift's "clean" knows nothing of scopes
     summary["unknown_scopes"] = len(unknown)
     key_values({**summary, "model": data["model"]}, title="doctor")
     for kind in ("missing", "stale", "orphaned", "unembedded", "temp_files"):
@@ -287,7 +288,8 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
                 "move those files under memories/user/, memories/project/NAME/ or memories/agent/NAME/, "
                 "set scope: in their frontmatter, or add the kind to [scopes] extra_kinds"
             )
-        click.echo(f"not clean (exit status {code})" + ("" if fix else "; `memex doctor --fix` repairs drift"))
+        fixable = found["differing"] or found["unembedded"] or found["orphan_vectors"]
+        click.echo(f"not clean (exit status {code})" + ("; `memex doctor --fix` repairs the drift" if fixable and not fix else ""))
     ctx.exit(code)
 
 
