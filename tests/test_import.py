@@ -191,6 +191,14 @@ def test_a_bad_scope_is_refused_before_anything_is_written(vault: Vault) -> None
     assert vault.list() == []
 
 
+def test_the_vault_itself_is_not_imported_into_itself(vault: Vault) -> None:
+    vault.add("Deploys happen on Tuesdays", scope="user")
+    for path in (vault.root, vault.root / "memories"):
+        with pytest.raises(InvalidArgument, match="inside the vault"):
+            import_path(vault, path)
+    assert len(vault.list()) == 1
+
+
 def test_unreadable_files_in_a_folder_are_reported_and_skipped(vault: Vault, tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     notes.mkdir()

@@ -234,6 +234,9 @@ def import_path(
     where = Path(path).expanduser()
     if not where.exists():
         raise InvalidArgument("PATH", f"{where} does not exist")
+    inside = where.resolve()
+    if inside == vault.root.resolve() or vault.root.resolve() in inside.parents:
+        raise InvalidArgument("PATH", f"{where} is inside the vault: its Markdown files are memories already")
     chosen = detect_format(where) if fmt == "auto" else fmt
     found, skipped = candidates(where, chosen)
     scope = check_scope(scope or vault.config.default_scope)
