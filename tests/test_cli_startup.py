@@ -149,3 +149,28 @@ def test_a_running_watcher_serves_its_model_to_one_shot_commands(
         watcher.communicate(timeout=60)
     path = warm.socket_path(vault_root)
     assert path is not None and not path.exists()
+
+
+def test_the_model_head_start_never_speaks_for_the_command(vault_root: Path, tmp_path: Path) -> None:
+    """The preload thread (memex/cli/_preload.py) swallows its failures: a broken
+    config or a stale warm-server socket gives the command's own one-line error
+    or answer, never a thread's traceback."""
+    config = vault_root / ".memex" / "config.toml"
+    good = config.read_text(encoding="utf-8")
+    config.write_text(good + "\n[embedding\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", "from memex.cli import run; run()", "--vault", str(vault_root), "search", "x"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1 and done.stderr.startswith("Error: ") and "config.toml" in done.stderr
+    assert "Traceback" not in done.stderr and "Exception in thread" not in done.stderr
+    config.write_text(good.replace('# model = "auto"', 'model = "none"'), encoding="utf-8")
+    path = warm.socket_path(vault_root)
+    assert path is not None
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    path.write_text("left behind by a killed server")
+    try:
+        out, _ = _run(["--vault", str(vault_root), "search", "x", "--json"])
+    finally:
+        path.unlink()
+    assert out.strip() == "[]"
