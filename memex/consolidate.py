@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memex import embed
+from memex import embed, profiles
 from memex.config import CONFIG_RELPATH, fraction, setting, string_list
 from memex.db import has_vector_tables
 from memex.decay import parse_time
@@ -41,6 +41,7 @@ from memex.values import conflicts
 
 if TYPE_CHECKING:
     from memex.config import Config
+    from memex.profiles import ModelProfile
     from memex.vault import Memory, Vault
 
 DEFAULT_PROTECTED = ("constraint", "postmortem", "gotcha")
@@ -60,16 +61,18 @@ class Settings:
     cosine_threshold: float = DEFAULT_COSINE
 
 
-def load_settings(config: Config) -> Settings:
-    """``[consolidate]`` of the vault's config, checked."""
+def load_settings(config: Config, profile: ModelProfile | None = None) -> Settings:
+    """``[consolidate]`` of the vault's config, checked; the cosine default is
+    the loaded model's (:mod:`memex.profiles`)."""
     where = f"{CONFIG_RELPATH} [consolidate]"
     sec = config.section("consolidate")
+    cosine = (profile or profiles.for_model(None)).consolidate_cosine
     out = Settings(
         frozenset(string_list(sec, "protected_categories", DEFAULT_PROTECTED, where)),
         fraction(sec, "protected_confidence", DEFAULT_PROTECTED_CONFIDENCE, where),
         int(setting(sec, "min_candidates", DEFAULT_MIN_CANDIDATES, where)),
         fraction(sec, "jaccard_threshold", DEFAULT_JACCARD, where),
-        fraction(sec, "cosine_threshold", DEFAULT_COSINE, where),
+        fraction(sec, "cosine_threshold", cosine, where),
     )
     if out.min_candidates < 2:
         raise ConfigError(f"{where}: min_candidates must be at least 2")
@@ -280,7 +283,8 @@ def plan(vault: Vault, session: str, scope: str | None = None, dry_run: bool = T
     """What consolidating ``session`` would do (nothing is written)."""
     if not session or not session.strip():
         raise InvalidArgument("session", "must not be empty")
-    settings = load_settings(vault.config)
+    embedder = vault.embedder
+    settings = load_settings(vault.config, profiles.for_model(embedder.model_id if embedder else None))
     items = _candidates(vault, session, scope)
     report = Report(session, scope, dry_run, "lexical" if vault.embedder is None else "hybrid")
     by_scope: dict[str, list[Item]] = {}

@@ -16,9 +16,15 @@ from typing import Any
 import apsw
 import sqlite_vec
 
+from memex import permissions
 from memex.errors import IndexStoreError, SchemaTooNew
 
 BUSY_TIMEOUT_MS = 30_000
+# Page size of a new index. A cached vector row is ~1.65 KB (384 float32 plus
+# its key): a 4 KiB page holds two of them and leaves ~0.8 KB empty, an 8 KiB
+# page holds five and leaves ~0.1 KB. Only a new, empty file takes it (an
+# existing index keeps its size; WAL mode cannot change it).
+NEW_INDEX_PAGE_SIZE = 8192
 
 
 def _step1(conn: apsw.Connection) -> None:
@@ -108,20 +114,49 @@ def _step2(conn: apsw.Connection) -> None:
     conn.execute("ALTER TABLE memories ADD COLUMN racy INTEGER NOT NULL DEFAULT 0")
 
 
+def _step3(conn: apsw.Connection) -> None:
+    # The embedding cache as a rowid table. Step 1 made it WITHOUT ROWID: its
+    # rows live in an index b-tree, whose cells may hold only about a quarter
+    # of a page, so on 4 KiB pages every 1.6 KB vector spilled onto an
+    # overflow page of its own, ~60% of it empty (5,882 short memories: cache
+    # 27.6 of 42.1 MB; scripts/bench_index_size.py). A rowid table keeps a row
+    # of up to a page inline, and the key moves to a unique index, which also
+    # serves the purge's lookup by text hash alone (hence text_hash first).
+    conn.execute(
+        """
+        CREATE TABLE embedding_cache_rows (
+            rowid INTEGER PRIMARY KEY,
+            model TEXT NOT NULL,
+            text_hash TEXT NOT NULL,
+            vector BLOB NOT NULL
+        );
+        INSERT INTO embedding_cache_rows(model, text_hash, vector)
+            SELECT model, text_hash, vector FROM embedding_cache ORDER BY model, text_hash;
+        DROP TABLE embedding_cache;
+        ALTER TABLE embedding_cache_rows RENAME TO embedding_cache;
+        CREATE UNIQUE INDEX embedding_cache_key ON embedding_cache(text_hash, model);
+        """
+    )
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[apsw.Connection], None]] = [_step1, _step2]
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [_step1, _step2, _step3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def connect(path: Path) -> apsw.Connection:
     """Open (creating if needed) the index at ``path`` and bring its schema up to date."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # Created 0600 before SQLite opens it: its -wal and -shm files take the
+    # database file's mode, and every body is in them in plain text.
+    permissions.create_private(path)
     try:
         conn = apsw.Connection(str(path))
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())
         conn.enable_load_extension(False)
+        if int(scalar(conn, "PRAGMA page_count") or 0) == 0:
+            conn.execute(f"PRAGMA page_size={NEW_INDEX_PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA secure_delete=ON")
@@ -212,6 +247,15 @@ def ensure_vector_tables(conn: apsw.Connection, model: str, dim: int) -> bool:
         set_meta(conn, "vector_model", model)
         set_meta(conn, "vector_dim", str(dim))
     return have_model is not None
+
+
+def ensure_model_profile(conn: apsw.Connection, profile: str) -> None:
+    """Record the model profile (thresholds, :mod:`memex.profiles`) in force
+    for the index's vectors; written only when it changed."""
+    if get_meta(conn, "model_profile") == profile:
+        return
+    with write_txn(conn):
+        set_meta(conn, "model_profile", profile)
 
 
 def ensure_chunk_rule(conn: apsw.Connection, rule: str, shortest: int) -> bool:

@@ -25,15 +25,18 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from dataclasses import asdict, dataclass, field
+from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memex import embed, vecmatrix
+from memex import embed, profiles, vecmatrix
 from memex.config import Config, fraction, setting, string_list
 from memex.db import has_vector_tables
 from memex.errors import ConfigError
+from memex.profiles import ModelProfile
 from memex.text import body_hash, content_tokens, fts_query, jaccard
 from memex.values import conflicts, differs_in_number
 
@@ -110,17 +113,30 @@ class Thresholds:
     echo_jaccard: float = 0.28
     echo_agent_sources: tuple[str, ...] = ("tool", "agent")
     echo_capture_sources: tuple[str, ...] = ("keyword", "user")
+    # Whether cosine may decide for CJK text, and from which cosine (the
+    # model profile says).
+    cjk_cosine: bool = False
+    cjk_cosine_duplicate: float = 1.0
 
     @classmethod
-    def from_config(cls, config: Config) -> Thresholds:
+    def from_config(cls, config: Config, profile: ModelProfile | None = None) -> Thresholds:
+        """The vault's ``[dedup]`` over the defaults; the cosine defaults are
+        those of the loaded model's profile (:mod:`memex.profiles`)."""
         section = config.section("dedup")
         where = "[dedup] in .memex/config.toml"
-        values: dict[str, Any] = {}
+        model = profile if profile is not None else profiles.for_model(None)
+        defaults: dict[str, Any] = {
+            "cosine_duplicate": model.cosine_duplicate,
+            "cosine_similar": model.cosine_similar,
+            "session_cosine_duplicate": model.session_cosine_duplicate,
+            "cjk_cosine_duplicate": model.cjk_cosine_duplicate,
+        }
+        values: dict[str, Any] = {"cjk_cosine": model.cjk_cosine}
         for name in (
             "jaccard_duplicate", "jaccard_similar", "cosine_duplicate", "cosine_similar",
-            "session_cosine_duplicate", "echo_jaccard",
+            "session_cosine_duplicate", "cjk_cosine_duplicate", "echo_jaccard",
         ):
-            values[name] = fraction(section, name, getattr(cls, name), where)
+            values[name] = fraction(section, name, defaults.get(name, getattr(cls, name)), where)
         window = setting(section, "echo_window_seconds", cls.echo_window_seconds, where)
         if window < 0:
             raise ConfigError(f"{where}: echo_window_seconds must not be negative, got {window}")
@@ -145,7 +161,8 @@ class _Neighbour:
 
 def check(vault: Vault, cand: Candidate) -> Decision:
     """Decide whether ``cand`` is new (run inside the vault's write lock)."""
-    limits = Thresholds.from_config(vault.config)
+    embedder = vault.embedder if cand.qvec is not None else None
+    limits = Thresholds.from_config(vault.config, profiles.for_model(embedder.model_id if embedder else None))
     conn = vault.conn
     # Active memories only: a body equal to a *superseded* one is a value
     # coming back ("X = 1", superseded by "X = 2", then "X = 1" again), and
@@ -174,7 +191,8 @@ def check(vault: Vault, cand: Candidate) -> Decision:
 _CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 # The bundled all-MiniLM-L6-v2 is an English model: most Chinese characters
 # become [UNK], so two unrelated Chinese sentences can score a cosine of
-# 1.0. Cosine only decides a duplicate when both texts are mostly not CJK.
+# 1.0. Unless the model's profile trusts it with CJK (multilingual-e5),
+# cosine only decides a duplicate when both texts are mostly not CJK.
 MAX_CJK_SHARE = 0.2
 
 
@@ -183,9 +201,35 @@ def cosine_trusted(text: str) -> bool:
     return not visible or len(_CJK_CHAR.findall(text)) / len(visible) < MAX_CJK_SHARE
 
 
+_SWAP_UNIT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_]+")
+MAX_SWAPPED_CJK = 4  # characters: a name, a place, a product ("法兰克福", "飞书")
+MIN_KEPT_CJK = 4  # units the two sentences share around the swap
+
+
+def swaps_cjk_span(a: str, b: str) -> bool:
+    """One sentence with one short CJK span replaced in place and the rest
+    kept: how a changed name or place looks in Chinese, where words are not
+    separated (:func:`memex.values.substitutes_one_word` sees one swapped
+    word; here a name is several characters)."""
+    ua = _SWAP_UNIT.findall(unicodedata.normalize("NFKC", a).casefold())
+    ub = _SWAP_UNIT.findall(unicodedata.normalize("NFKC", b).casefold())
+    ops = [op for op in SequenceMatcher(None, ua, ub, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace":
+        return False
+    _, i1, i2, j1, j2 = ops[0]
+    swapped = ua[i1:i2] + ub[j1:j2]
+    kept = len(ua) - (i2 - i1)
+    return (
+        max(i2 - i1, j2 - j1) <= MAX_SWAPPED_CJK
+        and all(_CJK_CHAR.fullmatch(u) for u in swapped)
+        and kept >= MIN_KEPT_CJK
+    )
+
+
 def _judge(cand: Candidate, neighbours: list[_Neighbour], limits: Thresholds) -> Decision:
     """Layers 2 to 4 over the gathered neighbours."""
-    trust_cosine = cosine_trusted(cand.body)
+    cand_latin = cosine_trusted(cand.body)
+    trust_cosine = limits.cjk_cosine or cand_latin
     similar: dict[str, SimilarFact] = {}
     best_jaccard: tuple[float, str] | None = None
     best_cosine: tuple[float, str, str] | None = None
@@ -203,9 +247,18 @@ def _judge(cand: Candidate, neighbours: list[_Neighbour], limits: Thresholds) ->
         similar[n.id] = SimilarFact(n.id, round(sim, 4), n.body.strip())
         if jac > limits.jaccard_duplicate and (best_jaccard is None or jac > best_jaccard[0]):
             best_jaccard = (jac, n.id)
-        if cos is not None and trust_cosine and cosine_trusted(n.body):
+        n_latin = cosine_trusted(n.body)
+        if cos is not None and trust_cosine and (limits.cjk_cosine or n_latin):
+            if not (cand_latin and n_latin) and swaps_cjk_span(n.body, cand.body):
+                # One name swapped for another in the same Chinese sentence:
+                # a changed value that the multilingual model scores as high
+                # as a paraphrase ("部署在东京" / "部署在新加坡": 0.96).
+                similar[n.id].suggestion = "supersede"
+                continue
             same_session = cand.session is not None and n.session == cand.session
             bar = limits.session_cosine_duplicate if same_session else limits.cosine_duplicate
+            if not (cand_latin and n_latin):
+                bar = limits.cjk_cosine_duplicate
             if cos >= bar and (best_cosine is None or cos > best_cosine[0]):
                 best_cosine = (cos, n.id, "session_cosine" if same_session else "cosine")
     facts = sorted(similar.values(), key=lambda f: (-f.similarity, f.id))

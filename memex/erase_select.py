@@ -18,6 +18,14 @@ until nothing more is reached:
 Erasing by id reaches the memory and the archives that quote it, but not
 memories derived from it: erasing an outdated version must not take the
 current one with it.
+
+Either way it also reaches every copy of an erased memory (issue 12 item 1):
+each file on disk that claims an erased id (``cp``, a sync tool's
+``note.sync-conflict-1.md``, a restored file the index refused), indexed or
+not, and each memory whose text is the same as an erased one up to what the
+erased list folds (case, whitespace, punctuation at the ends): the list would
+refuse those texts at their next read anyway, and until then search would
+still find them.
 """
 
 from __future__ import annotations
@@ -29,8 +37,11 @@ from pathlib import Path
 
 import apsw
 
-from memex.errors import InvalidArgument, MemoryNotFound
+from memex import memory_file
+from memex.erased_list import canonical
+from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.names import safe_name
+from memex.records import path_id
 from memex.text import tokens
 
 SESSIONS_DIR = "sessions"
@@ -58,6 +69,8 @@ class Selection:
     memories: dict[str, Target] = field(default_factory=dict)  # id -> target
     derived: list[str] = field(default_factory=list)  # ids reached by derivation
     archives: list[str] = field(default_factory=list)  # vault-relative paths
+    copies: list[str] = field(default_factory=list)  # ids reached as copies (same text)
+    files: dict[str, str] = field(default_factory=dict)  # path -> body of files claiming an erased id
 
 
 def _targets(conn: apsw.Connection, where: str, params: tuple[object, ...]) -> list[Target]:
@@ -216,3 +229,54 @@ def _from_archives(conn: apsw.Connection, sel: Selection) -> list[Target]:
         ))
     return out
 
+
+
+def _claims(rel: str, data: bytes, memory_id: str) -> tuple[bool, str]:
+    """Whether the file's own id is ``memory_id``, and its body (raw text if unparsable)."""
+    try:
+        mf = memory_file.parse(memory_file.decode(data, Path(rel)), Path(rel))
+    except MemoryFileError:
+        text = data.decode("utf-8", errors="replace")
+        pattern = rf"(?m)^id:[ \t]*['\"]?{re.escape(memory_id)}['\"]?[ \t]*$"
+        return re.search(pattern, text) is not None, text
+    own = mf.meta.get("id")
+    own_id = str(own) if own not in (None, "") else path_id(rel)
+    return own_id == memory_id, mf.body
+
+
+def claiming_files(root: Path, paths: list[str], ids: list[str]) -> dict[str, tuple[str, str]]:
+    """Files among ``paths`` whose own id is one of ``ids``: path -> (id, body).
+
+    Reads every file's bytes (an erase may afford it; a ULID in the bytes is
+    the cheap filter) and parses only those that hold an id, or whose name
+    gives them one (hand-written files without an id line).
+    """
+    wanted = {i: i.encode("utf-8") for i in ids}
+    found: dict[str, tuple[str, str]] = {}
+    for rel in paths:
+        derived = path_id(rel)
+        try:
+            data = (root / rel).read_bytes()
+        except OSError:
+            continue
+        for memory_id, raw_id in wanted.items():
+            if raw_id in data or derived == memory_id:
+                claims, body = _claims(rel, data, memory_id)
+                if claims:
+                    found[rel] = (memory_id, body)
+                    break
+    return found
+
+
+def same_text(conn: apsw.Connection, bodies: list[str], exclude: set[str]) -> list[Target]:
+    """Indexed memories (not in ``exclude``) whose text is an erased one, as the erased list compares."""
+    forms = {canonical(b) for b in bodies}
+    forms.discard("")
+    if not forms:
+        return []
+    out: list[Target] = []
+    for row in conn.execute(f"SELECT {_COLUMNS} FROM memories"):
+        target = Target(*row)
+        if target.id not in exclude and canonical(target.body) in forms:
+            out.append(target)
+    return out

@@ -11,7 +11,22 @@ Both live in files under ``.memex/`` so that they survive deleting
 
 - ``erase.key``: 32 random bytes, hex, created on first use, mode 0600,
   git-ignored (committing it next to the list would make the list guessable).
-- ``erased.txt``: one hex digest per line, appended, never rewritten.
+- ``erased.txt``: one hex digest per line, appended, never rewritten. A
+  line ``allow <digest>`` records a deliberate way back (``memex add
+  --allow-erased``, ``memex reindex --allow-erased PATH``); a later erasure
+  of the same text appends the digest again. The last line about a digest
+  decides.
+
+What counts as the same text: the body as dedup normalizes it (provenance
+prefix and injected blocks removed, Unicode NFC, whitespace runs collapsed,
+case folded), then with punctuation and symbols at either end trimmed, so
+"My PIN is 4711." and "my pin is 4711" are one text (issue 14 item 8). Lists
+written before that trimming existed hold the untrimmed form; both forms are
+checked.
+
+The list holds at index time too (:class:`Guard`): a file whose body was
+erased (restored from git or a backup, a sync tool's copy) is not indexed,
+and doctor names it.
 """
 
 from __future__ import annotations
@@ -20,14 +35,16 @@ import hashlib
 import hmac
 import os
 import secrets
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
 from memex.errors import IndexStoreError
-from memex.text import body_hash
+from memex.text import body_hash, normalize, strip_injected
 
 KEY_NAME = "erase.key"
 LIST_NAME = "erased.txt"
+ALLOW = "allow"
 
 
 def _key(memex_dir: Path, create: bool) -> bytes | None:
@@ -58,48 +75,150 @@ def _key(memex_dir: Path, create: bool) -> bytes | None:
     return key
 
 
+def _trim_ends(text: str) -> str:
+    """Drop punctuation, symbols and spaces at both ends (inner ones stay)."""
+    start, end = 0, len(text)
+    while start < end and _edge(text[start]):
+        start += 1
+    while end > start and _edge(text[end - 1]):
+        end -= 1
+    return text[start:end]
+
+
+def _edge(ch: str) -> bool:
+    return ch.isspace() or unicodedata.category(ch)[0] in "PS"
+
+
+def canonical(body: str) -> str:
+    """The text an erasure is keyed on (see the module doc)."""
+    folded = normalize(strip_injected(body)).casefold()
+    # A body of punctuation only keeps its punctuation, or it would match every such body.
+    return _trim_ends(folded) or folded
+
+
 def keyed_hash(key: bytes, body: str) -> str:
-    """HMAC of the body as dedup normalizes it (case, whitespace, provenance prefix)."""
+    """HMAC of the body's canonical form (case, whitespace, end punctuation folded)."""
+    digest = hashlib.sha256(("v2\0" + canonical(body)).encode("utf-8")).hexdigest()
+    return hmac.new(key, digest.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def legacy_hash(key: bytes, body: str) -> str:
+    """The form lists written before end punctuation was folded hold."""
     return hmac.new(key, body_hash(body).encode("ascii"), hashlib.sha256).hexdigest()
 
 
-def remember(memex_dir: Path, bodies: Iterable[str]) -> int:
-    """Append the keyed hashes of ``bodies`` not yet listed; returns how many were new."""
-    key = _key(memex_dir, create=True)
-    assert key is not None
-    known = _listed(memex_dir)
-    fresh = list(dict.fromkeys(h for h in (keyed_hash(key, b) for b in bodies) if h not in known))
-    if not fresh:
-        return 0
-    path = memex_dir / LIST_NAME
-    with open(path, "a", encoding="ascii") as handle:
-        handle.write("".join(h + "\n" for h in fresh))
+def _append(memex_dir: Path, lines: list[str]) -> None:
+    with open(memex_dir / LIST_NAME, "a", encoding="ascii") as handle:
+        handle.write("".join(line + "\n" for line in lines))
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def remember(memex_dir: Path, bodies: Iterable[str]) -> int:
+    """List ``bodies`` as erased (again, if they were allowed back); returns how many were new."""
+    key = _key(memex_dir, create=True)
+    assert key is not None
+    state = _state(memex_dir)
+    fresh = list(dict.fromkeys(h for h in (keyed_hash(key, b) for b in bodies) if state.get(h) is not True))
+    if fresh:
+        _append(memex_dir, fresh)
     return len(fresh)
 
 
-def _listed(memex_dir: Path) -> set[str]:
+def allow(memex_dir: Path, bodies: Iterable[str]) -> int:
+    """The deliberate way back: these erased bodies may be stored and indexed again.
+
+    Returns how many were erased (and are now allowed).
+    """
+    key = _key(memex_dir, create=False)
+    if key is None:
+        return 0
+    state = _state(memex_dir)
+    lines: list[str] = []
+    for body in bodies:
+        for h in (keyed_hash(key, body), legacy_hash(key, body)):
+            if state.get(h) is True:
+                lines.append(f"{ALLOW} {h}")
+                state[h] = False
+    if lines:
+        _append(memex_dir, list(dict.fromkeys(lines)))
+    return len(lines)
+
+
+def _state(memex_dir: Path) -> dict[str, bool]:
+    """digest -> erased now (True) or allowed back (False); the last line decides."""
     path = memex_dir / LIST_NAME
     try:
-        lines = path.read_text(encoding="ascii").split()
+        text = path.read_text(encoding="ascii")
     except FileNotFoundError:
-        return set()
+        return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise IndexStoreError(f"{path}: cannot read the erased list: {exc}") from exc
-    return set(lines)
+    state: dict[str, bool] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 1:
+            state[parts[0]] = True
+        elif len(parts) == 2 and parts[0] == ALLOW:
+            state[parts[1]] = False
+    return state
+
+
+def _missing_key(memex_dir: Path) -> IndexStoreError:
+    # A list without its key cannot be checked; say so rather than
+    # silently letting erased text back in.
+    return IndexStoreError(
+        f"{memex_dir / KEY_NAME}: missing, so {memex_dir / LIST_NAME} cannot be checked; "
+        "restore the key, or delete the list to forget what was erased"
+    )
 
 
 def is_erased(memex_dir: Path, body: str) -> bool:
-    """Whether a body with the same dedup hash was erased from this vault."""
+    """Whether a body with the same canonical text was erased from this vault (and not allowed back)."""
     if not (memex_dir / LIST_NAME).exists():
         return False
     key = _key(memex_dir, create=False)
     if key is None:
-        # A list without its key cannot be checked; say so rather than
-        # silently letting erased text back in.
-        raise IndexStoreError(
-            f"{memex_dir / KEY_NAME}: missing, so {memex_dir / LIST_NAME} cannot be checked; "
-            "restore the key, or delete the list to forget what was erased"
-        )
-    return keyed_hash(key, body) in _listed(memex_dir)
+        raise _missing_key(memex_dir)
+    state = _state(memex_dir)
+    return state.get(keyed_hash(key, body)) is True or state.get(legacy_hash(key, body)) is True
+
+
+class Guard:
+    """The erased list as the indexer checks it, re-read only when it grew.
+
+    The list is append-only, so its size tells whether it changed; the
+    indexer asks again inside each write transaction, so an erasure that
+    lands while a reindex is embedding is seen before the reindex commits.
+    """
+
+    def __init__(self, memex_dir: Path) -> None:
+        self.memex_dir = memex_dir
+        self._size = -1
+        self._key: bytes | None = None
+        self._erased: set[str] = set()
+
+    def refresh(self) -> None:
+        try:
+            size = os.stat(self.memex_dir / LIST_NAME).st_size
+        except FileNotFoundError:
+            size = 0
+        if size == self._size:
+            return
+        state = _state(self.memex_dir) if size else {}
+        self._erased = {h for h, erased in state.items() if erased}
+        self._key = _key(self.memex_dir, create=False) if self._erased else None
+        if self._erased and self._key is None:
+            raise _missing_key(self.memex_dir)
+        self._size = size
+
+    @property
+    def size(self) -> int:
+        """The list's size in bytes at the last :meth:`refresh` (it only grows)."""
+        return max(self._size, 0)
+
+    def erased(self, body: str) -> bool:
+        """Whether ``body`` was erased, as of the last :meth:`refresh`."""
+        if not self._erased or self._key is None:
+            return False
+        return keyed_hash(self._key, body) in self._erased or legacy_hash(self._key, body) in self._erased

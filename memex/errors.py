@@ -9,6 +9,7 @@ caller (the CLI, a hook, the MCP server) can catch one class at its edge::
     ├── MemoryFileError      one memory file cannot be read or parsed (carries .path)
     ├── MemoryNotFound       no memory with that id
     ├── InvalidArgument      a bad value passed to the API (carries .argument)
+    │   └── ScopeError       not a valid scope (carries .scope and .suggestion)
     ├── IndexStoreError          the derived index cannot be opened or written
     │   └── SchemaTooNew     index.db was written by a newer memex
     ├── LockTimeout          another process held the vault's write lock too long
@@ -59,6 +60,16 @@ class InvalidArgument(MemexError):
         super().__init__(f"{argument}: {reason}")
         self.argument = argument
         self.reason = reason
+
+
+class ScopeError(InvalidArgument):
+    """Not a valid scope (see memex/scopes.py); ``suggestion`` is a near miss's
+    likely meaning, or None."""
+
+    def __init__(self, argument: str, scope: str, reason: str, suggestion: str | None = None) -> None:
+        super().__init__(argument, reason)
+        self.scope = scope
+        self.suggestion = suggestion
 
 
 class IndexStoreError(MemexError):

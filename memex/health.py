@@ -10,7 +10,9 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memex import orphans
 from memex.db import SCHEMA_VERSION, has_vector_tables, scalar, write_txn
+from memex.indexer import ERASED_REASON
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -24,6 +26,13 @@ class Drift:
     unembedded: list[str] = field(default_factory=list)  # row without its vector
     orphan_vectors: int = 0  # vector rows of no memory
     errors: list[dict[str, str]] = field(default_factory=list)
+    # Temp files of a killed write (they hold a memory's whole text): --fix removes them.
+    temp_files: list[str] = field(default_factory=list)
+
+    @property
+    def erased_restored(self) -> list[str]:
+        """Files whose body was erased (restored from git or a backup): not indexed."""
+        return [e["path"] for e in self.errors if e["reason"].startswith(ERASED_REASON)]
 
     @property
     def differing(self) -> int:
@@ -32,7 +41,7 @@ class Drift:
 
     @property
     def clean(self) -> bool:
-        return not (self.differing or self.unembedded or self.orphan_vectors or self.errors)
+        return not (self.differing or self.unembedded or self.orphan_vectors or self.errors or self.temp_files)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +53,8 @@ class Drift:
             "unembedded": self.unembedded,
             "orphan_vectors": self.orphan_vectors,
             "errors": self.errors,
+            "temp_files": self.temp_files,
+            "erased_restored": self.erased_restored,
         }
 
 
@@ -74,6 +85,7 @@ def drift(vault: Vault) -> Drift:
         elif want_vectors and not row[2]:
             report.unembedded.append(rel)
     report.orphaned = sorted(p for p in rows if p not in on_disk)
+    report.temp_files = orphans.find_orphans(vault.root)
     if has_vector_tables(conn):
         report.orphan_vectors = int(
             scalar(conn, "SELECT count(*) FROM memory_vec WHERE rowid NOT IN (SELECT rowid FROM memories)")
@@ -86,7 +98,7 @@ def drift(vault: Vault) -> Drift:
 
 
 def repair(vault: Vault) -> dict[str, Any]:
-    """Fix what :func:`drift` found: a sync, then stray vector rows."""
+    """Fix what :func:`drift` found: a sync (which removes orphaned temp files), then stray vector rows."""
     sync = vault.reindex()
     removed_vectors = 0
     if has_vector_tables(vault.conn):
@@ -97,7 +109,10 @@ def repair(vault: Vault) -> dict[str, Any]:
                 )]
                 vault.conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r,) for r in stray])
                 removed_vectors += len(stray)
-    return {"sync": sync.as_dict(), "orphan_vectors_removed": removed_vectors}
+    return {
+        "sync": sync.as_dict(), "orphan_vectors_removed": removed_vectors,
+        "temp_files_removed": list(vault.indexer.orphans_removed),
+    }
 
 
 def stats(vault: Vault) -> dict[str, Any]:

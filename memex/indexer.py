@@ -13,6 +13,19 @@ vanished are purged completely (see :mod:`memex.purge`); a file that shows up
 under a new path with the id or the bytes of a vanished one is a move.
 Unreadable files are recorded in ``index_errors`` with their reason and are
 not read again until their size or mtime changes.
+
+Two kinds of file are never indexed (issue 12):
+
+* a file whose body is on the erased list (:class:`memex.erased_list.Guard`):
+  restored from git or a backup, or a sync tool's copy. It is recorded as an
+  error naming the way out, and the list is asked again inside the write
+  transaction, so an erasure that lands while a reindex embeds is honoured;
+* a second file claiming an id another file on disk holds (``cp``, a sync
+  conflict copy): an id clash, also when only the copy's path is indexed
+  (the watcher), so a copy is never taken for a move.
+
+A sync also removes the temp files that a write killed half way left behind
+(:mod:`memex.orphans`).
 """
 
 from __future__ import annotations
@@ -29,13 +42,15 @@ from typing import Any
 import apsw
 import numpy as np
 
-from memex import chunking, embed, graph, memory_file, purge, text
+from memex import chunking, embed, erased_list, graph, memory_file, orphans, profiles, purge, text
 from memex.config import Config
-from memex.db import ensure_chunk_rule, ensure_vector_tables, write_txn
+from memex.db import ensure_chunk_rule, ensure_model_profile, ensure_vector_tables, get_meta, set_meta, write_txn
 from memex.errors import MemoryFileError
-from memex.records import Record, build_record
+from memex.faults import point
+from memex.records import BAD_NAME, Record, build_record, is_text_name, shown_name
 
 MEMORIES_DIR = "memories"
+MEMEX_DIR = ".memex"
 BATCH = 256
 Progress = Callable[[int, int], None]
 
@@ -75,6 +90,18 @@ def is_memory_name(name: str) -> bool:
 
 def _is_regular_file(path: Path) -> bool:
     return not os.path.islink(path) and os.path.isfile(path)
+
+
+ERASED_REASON = "erased content restored in"
+ERASED_SEEN_KEY = "erased_list_size"  # meta: the erased list's size at the last check of every row
+
+
+def erased_reason(rel: str, memory_id: str) -> str:
+    """The index error of a file whose body is on the erased list (doctor shows it)."""
+    return (
+        f"{ERASED_REASON} {rel}: not indexed; delete it with `memex erase {memory_id} --reason ...`, "
+        f"or bring it back deliberately with `memex reindex --allow-erased {rel}`"
+    )
 
 
 @dataclass
@@ -123,8 +150,11 @@ class Indexer:
         self._clashed: list[str] = []  # paths refused for an id clash, per _apply
         self._real_dirs: dict[str, str] = {}  # resolved folders, per _apply (see memory_file.read)
         self.chunker = chunking.for_config(config)
+        self.guard = erased_list.Guard(root / MEMEX_DIR)
+        self.orphans_removed: list[str] = []  # temp files the last sync removed
         if embedder is not None:
             ensure_vector_tables(conn, embedder.model_id, embedder.dim)
+            ensure_model_profile(conn, profiles.for_model(embedder.model_id).as_meta())
             ensure_chunk_rule(conn, self.chunker.rule, self.chunker.shortest)
 
     # -- the file side -------------------------------------------------------
@@ -145,6 +175,9 @@ class Indexer:
             for d in dirs:
                 if d.startswith("."):
                     continue
+                if not is_text_name(d):  # its files could not be named in the index either
+                    errors.append({"path": shown_name(f"{rel_folder}/{d}"), "reason": f"folder {BAD_NAME}"})
+                    continue
                 full = os.path.join(folder, d)
                 if os.path.islink(full):
                     errors.append({"path": f"{rel_folder}/{d}", "reason": "symbolic link to a folder is not followed"})
@@ -153,6 +186,9 @@ class Indexer:
             dirs[:] = sorted(keep)
             for name in files:
                 if not is_memory_name(name):
+                    continue
+                if not is_text_name(name):
+                    errors.append({"path": shown_name(f"{rel_folder}/{name}"), "reason": f"file {BAD_NAME}"})
                     continue
                 full = os.path.join(folder, name)
                 rel = f"{rel_folder}/{name}"
@@ -227,8 +263,41 @@ class Indexer:
         if stale:  # no write transaction (and no write lock) when nothing changed
             with write_txn(self.conn):
                 self.conn.executemany("DELETE FROM index_errors WHERE path = ?", [(p,) for p in stale])
+        self._drop_erased_rows(report)
+        self.orphans_removed = orphans.remove_orphans(self.root)
         report.seconds = time.perf_counter() - started
         return report
+
+    def _drop_erased_rows(self, report: SyncReport) -> None:
+        """Rows whose text went on the erased list after they were indexed.
+
+        An erase killed after listing the text but before deleting the file
+        leaves a file that looks unchanged to a sync; the erasure still holds:
+        the row goes and the file is reported like a restored one. Runs only
+        when the list grew since the last sync (its size is kept in meta).
+        """
+        self.guard.refresh()
+        seen = get_meta(self.conn, ERASED_SEEN_KEY) or "0"
+        if seen == str(self.guard.size):
+            return
+        hits = [
+            (int(rowid), str(mid), str(path))
+            for rowid, mid, path, body in self.conn.execute("SELECT rowid, id, path, body FROM memories")
+            if self.guard.erased(str(body))
+        ]
+        with write_txn(self.conn):
+            for rowid, mid, path in hits:
+                self.purge_row(rowid)
+                report.removed += 1
+                try:
+                    st: os.stat_result | None = os.stat(self.root / path)
+                except OSError:
+                    st = None
+                if st is not None:
+                    reason = erased_reason(path, mid)
+                    self._record_error(path, reason, st)
+                    report.errors.append({"path": path, "reason": reason})
+            set_meta(self.conn, ERASED_SEEN_KEY, str(self.guard.size))
 
     def index_paths(self, relpaths: Iterable[str], verify: bool = False) -> SyncReport:
         """Index (or purge) just these paths, e.g. after a write or a file event.
@@ -243,6 +312,9 @@ class Indexer:
         vanished: list[str] = []
         rows = {}
         for rel in dict.fromkeys(relpaths):
+            if not is_text_name(rel):  # a watcher event for such a file: as a sync reports it
+                report.errors.append({"path": shown_name(rel), "reason": f"file {BAD_NAME}"})
+                continue
             full = self.root / rel
             row = self._row_at(rel)
             if row is not None:
@@ -298,6 +370,7 @@ class Indexer:
     ) -> None:
         by_id = {row.id: path for path, row in rows.items()}
         self._error_paths = {str(r[0]) for r in self.conn.execute("SELECT path FROM index_errors")}
+        self.guard.refresh()
         self._clashed = []
         self._real_dirs = {}
         vanished_set = set(vanished)
@@ -318,12 +391,12 @@ class Indexer:
                 plan, lookup = self._vector_plan(records, full)
                 future = pool.submit(self._embed_missing, lookup) if pool is not None and lookup else None
                 if pending is not None:
-                    done += self._finish_batch(pending, rows, report, by_id, vanished_set, vanished_by_hash)
+                    done += self._finish_batch(pending, rows, report, by_id, vanished_set, vanished_by_hash, full)
                     if progress is not None:
                         progress(done, total)
                 pending = _Batch(len(batch), records, errors, plan, lookup, future)
             if pending is not None:
-                done += self._finish_batch(pending, rows, report, by_id, vanished_set, vanished_by_hash)
+                done += self._finish_batch(pending, rows, report, by_id, vanished_set, vanished_by_hash, full)
                 if progress is not None:
                     progress(done, total)
         finally:
@@ -376,7 +449,10 @@ class Indexer:
             except OSError as exc:
                 errors.append((rel, f"cannot read: {exc}", on_disk.get(rel)))
                 continue
-            owner = claimed.get(rec.id) or by_id.get(rec.id)
+            if self.guard.erased(rec.body):
+                errors.append((rel, erased_reason(rel, rec.id), on_disk.get(rel)))
+                continue
+            owner = claimed.get(rec.id) or by_id.get(rec.id) or self._owner_on_disk(rec.id, rel, vanished_set)
             if owner is not None and owner != rel and owner not in vanished_set:
                 # No stat: the clash depends on another file, so retry it every sync.
                 self._clashed.append(rel)
@@ -390,6 +466,21 @@ class Indexer:
             records.append(rec)
         return records, errors
 
+    def _owner_on_disk(self, memory_id: str, rel: str, vanished_set: set[str]) -> str | None:
+        """The indexed path holding ``memory_id`` when its file is still there.
+
+        ``index_paths`` sees only the touched paths' rows: without this, a
+        copy (``cp a.md b.md``) would take the id over from a file that
+        still holds it, as if it were a move.
+        """
+        row = self.conn.execute("SELECT path FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        if row is None:
+            return None
+        path = str(row[0])
+        if path == rel or path in vanished_set or not _is_regular_file(self.root / path):
+            return None
+        return path
+
     def _finish_batch(
         self,
         item: _Batch,
@@ -398,25 +489,62 @@ class Indexer:
         by_id: dict[str, str],
         vanished_set: set[str],
         vanished_by_hash: dict[str, str],
+        full: bool = False,
     ) -> int:
         """Wait for a batch's vectors, then write it in one transaction; returns its size."""
         vectors, cache_rows = self._vector_finish(item)
         report.embedded += len(cache_rows)  # texts the model had to embed
         with write_txn(self.conn):
+            records, late_errors, cache_rows = self._recheck(item, cache_rows)
             embed.store_cache(self.conn, cache_rows)
-            for rel, reason, st in item.errors:
+            late_paths = {rel for rel, _, _ in late_errors}
+            for rel, reason, st in [*item.errors, *late_errors]:
                 self._record_error(rel, reason, st)
                 report.errors.append({"path": rel, "reason": reason})
-                stale_row = self._row_at(rel) if rel in rows else None
+                stale_row = self._row_at(rel) if rel in rows or rel in late_paths else None
                 if stale_row is not None:
                     # The file no longer reads as a memory: keeping its old row
                     # would make search disagree with a rebuilt index.
                     self.purge_row(stale_row.rowid)
                     report.removed += 1
-            for rec in item.records:
-                outcome = self._write(rec, vectors.get(rec.path), by_id, vanished_set, vanished_by_hash)
+            for rec in records:
+                outcome = self._write(rec, vectors.get(rec.path), by_id, vanished_set, vanished_by_hash, full)
                 setattr(report, outcome, getattr(report, outcome) + 1)
+            point("index.commit")
+        point("index.committed")
         return item.size
+
+    def _recheck(
+        self, item: _Batch, cache_rows: list[embed.CacheRow]
+    ) -> tuple[list[Record], list[tuple[str, str, os.stat_result | None]], list[embed.CacheRow]]:
+        """Inside the write transaction: what was read may not be written now.
+
+        An erasure (which lists the body before it deletes the file) may have
+        run since the batch was read: its text is refused, and a file deleted
+        since is left to the purge of vanished files. Returns the records to
+        write, the refusals, and the cache rows of text still wanted.
+        """
+        self.guard.refresh()
+        keep: list[Record] = []
+        late: list[tuple[str, str, os.stat_result | None]] = []
+        dropped: set[str] = set()
+        for rec in item.records:
+            if not os.path.lexists(self.root / rec.path):
+                dropped.add(rec.path)  # even its error row would keep its name (the body's first words)
+            elif self.guard.erased(rec.body):
+                late.append((rec.path, erased_reason(rec.path, rec.id), None))
+                dropped.add(rec.path)
+            else:
+                keep.append(rec)
+        if not dropped:
+            return keep, late, cache_rows
+        wanted: set[str] = set()
+        unwanted: set[str] = set()
+        for rec, pieces in item.plan:
+            keys = {embed.text_key(rec.embed_text), *(embed.text_key(p) for p in pieces)}
+            (unwanted if rec.path in dropped else wanted).update(keys)
+        gone = unwanted - wanted
+        return keep, late, [row for row in cache_rows if row[1] not in gone]
 
     def _vector_plan(
         self, records: list[Record], full: bool
@@ -487,6 +615,7 @@ class Indexer:
         by_id: dict[str, str],
         vanished: set[str],
         vanished_by_hash: dict[str, str],
+        full: bool = False,
     ) -> str:
         """Upsert one record; returns the report field it counts toward."""
         conn = self.conn
@@ -577,6 +706,10 @@ class Indexer:
                 purge.drop_unused_cache(conn, old_keys - new_keys)
         graph.write_links(conn, rowid, rec.entities, rec.relations, fresh=fresh)
         by_id[rec.id] = rec.path
+        if full and outcome == "updated" and at_path is not None and at_path.file_hash == rec.file_hash:
+            # `reindex --full` rewrites every row; a file whose bytes are what
+            # the row was built from did not change (issue 14: not "updated 24").
+            return "unchanged"
         return outcome
 
     def purge_row(self, rowid: int) -> purge.PurgeCounts:

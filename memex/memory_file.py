@@ -22,7 +22,9 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
+from memex import permissions
 from memex.errors import InvalidArgument, MemoryFileError
+from memex.faults import point
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 _EMPTY_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n---[ \t]*(?:\r?\n|\Z)")
@@ -246,14 +248,18 @@ def atomic_write(path: Path, text: str) -> None:
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:  # lone surrogates, e.g. from undecodable bytes
         raise InvalidArgument("text", f"not valid Unicode at character {exc.start}; {path.name} not written") from exc
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".memex-", suffix=".tmp", dir=path.parent)
+    permissions.private_dir(path.parent)
+    # The pid in the name tells a later process whether the writer still
+    # runs: a temp file left by a killed writer is removed (memex/orphans.py).
+    fd, tmp = tempfile.mkstemp(prefix=f".memex-{os.getpid()}-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        point("write.temp")
         os.replace(tmp, path)
+        point("write.replaced")
     except BaseException:
         try:
             os.unlink(tmp)

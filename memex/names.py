@@ -14,6 +14,7 @@ import re
 import unicodedata
 
 from memex.errors import InvalidArgument
+from memex.scopes import BARE_KINDS
 
 _ILLEGAL = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f]')
 _DASHES = re.compile(r"-{2,}")
@@ -82,10 +83,15 @@ def scope_dir_parts(scope: str) -> list[str]:
 
 
 def scope_from_dir_parts(parts: list[str], default: str) -> str:
-    """The scope a hand-written file gets from its folder (inverse of the above)."""
+    """The scope a hand-written file gets from its folder (inverse of the above).
+
+    Folders below a scope's own are the person's filing: ``user/recipes/``
+    is ``user`` (a kind without names), ``project/memex/notes/`` is
+    ``project:memex``.
+    """
     if not parts:
         return default
-    if len(parts) == 1:
+    if len(parts) == 1 or parts[0] in BARE_KINDS:
         return parts[0]
     return f"{parts[0]}:{parts[1]}"
 

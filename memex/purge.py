@@ -12,12 +12,20 @@ merged, and the WAL keeps old page images until a checkpoint. So every purge
 marks the index ``scrub_pending``, and :func:`scrub` rewrites the FTS segments
 ('optimize') and truncates the WAL. Erasure scrubs at once; a sync that
 removed rows (reindex, doctor --fix) scrubs through :func:`scrub_if_pending`.
+
+A scrub is two steps (the FTS rewrite commits, then the checkpoint), and a
+process killed between them would leave old page images in the WAL with the
+flag already cleared. So a marker file beside the index (``index.db-scrub``)
+is created before the first step and removed only once the WAL is truncated;
+while it exists, the next sync scrubs again.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 import apsw
 
@@ -175,18 +183,46 @@ def checkpoint(conn: apsw.Connection, attempts: int = 20, pause: float = 0.1) ->
     return False
 
 
+def _marker(conn: apsw.Connection) -> Path | None:
+    name = conn.filename
+    return Path(name + "-scrub") if name else None
+
+
+def mark_scrub(conn: apsw.Connection) -> None:
+    """Note, durably and outside the database, that a scrub has begun (see module doc)."""
+    marker = _marker(conn)
+    if marker is None:
+        return
+    fd = os.open(marker, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def scrub_done(conn: apsw.Connection) -> None:
+    marker = _marker(conn)
+    if marker is not None:
+        marker.unlink(missing_ok=True)
+
+
 def scrub(conn: apsw.Connection) -> bool:
     """Make purged rows unrecoverable from index.db and its -wal (see module doc).
 
     Returns whether the WAL checkpoint completed.
     """
+    mark_scrub(conn)
     with write_txn(conn):
         optimize_fts(conn)
-    return checkpoint(conn)
+    done = checkpoint(conn)
+    if done:
+        scrub_done(conn)
+    return done
 
 
 def scrub_if_pending(conn: apsw.Connection) -> bool | None:
     """Scrub when a purge happened since the last scrub; None when none was needed."""
-    if get_meta(conn, SCRUB_KEY) is None:
+    marker = _marker(conn)
+    if get_meta(conn, SCRUB_KEY) is None and not (marker is not None and marker.exists()):
         return None
     return scrub(conn)

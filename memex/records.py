@@ -22,6 +22,17 @@ from memex.names import check_scope, scope_from_dir_parts
 from memex.text import body_hash, normalize, strip_injected
 
 DEFAULT_CONFIDENCE = 0.8
+# The one shape of a memory wherever memex prints one: `show`, `list` and
+# `search` (issue 14). These are the index's values, so a hand-written file
+# shows the scope, source and date memex derived for it, not a blank.
+RECORD_FIELDS = (
+    "id", "path", "scope", "source", "session", "source_ref", "category", "confidence", "created",
+    "status", "superseded_by", "effective_confidence", "body",
+)
+# What a search hit adds to the record: its rank and the two signals behind it.
+SCORE_FIELDS = ("score", "lexical", "semantic")
+# The source of a hand-written memory (a file with neither `id` nor `source`).
+HAND_WRITTEN_SOURCE = "file"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
@@ -53,6 +64,12 @@ class Record:
         return "superseded" if self.superseded_by else "active"
 
 
+def record_view(item: Any, extra: Sequence[str] = ()) -> dict[str, Any]:
+    """A search hit (or anything with the same attributes) as the record
+    shape, plus the ``extra`` attributes asked for (``SCORE_FIELDS`` in search)."""
+    return {key: getattr(item, key) for key in (*RECORD_FIELDS, *extra)}
+
+
 def check_unicode(**values: str | Sequence[str] | None) -> None:
     """Refuse arguments that cannot be written as UTF-8 (lone surrogates, as
     Python makes from undecodable bytes), naming the argument."""
@@ -62,6 +79,24 @@ def check_unicode(**values: str | Sequence[str] | None) -> None:
                 item.encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise InvalidArgument(name, f"not valid Unicode text (character {exc.start})") from exc
+
+
+def is_text_name(name: str) -> bool:
+    """False for a file or folder name that is not valid UTF-8: Python gives
+    its undecodable bytes as lone surrogates, which the index cannot store."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_name(name: str) -> str:
+    """A name as a person can read it, undecodable bytes as ``\\xNN`` escapes."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+BAD_NAME = "name is not valid UTF-8; not indexed (rename it to index it)"
 
 
 def path_id(relpath: str) -> str:
@@ -114,7 +149,10 @@ def build_record(
         path=relpath,
         id=memory_id,
         scope=scope,
-        source=_opt_str(meta, "source", relpath) or ("file" if not mf.has_frontmatter else None),
+        # No id and no source: nothing memex wrote, so a person did. (Not "no
+        # frontmatter": a hand-written file keeps this source after memex
+        # adds superseded_by to it, or after its author adds tags.)
+        source=_opt_str(meta, "source", relpath) or (HAND_WRITTEN_SOURCE if "id" not in meta else None),
         session=_opt_str(meta, "session", relpath),
         source_ref=_opt_str(meta, "source_ref", relpath),
         category=_opt_str(meta, "category", relpath),

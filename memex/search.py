@@ -40,7 +40,6 @@ optimum.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -50,65 +49,19 @@ import numpy as np
 
 from memex import embed, vecmatrix
 from memex.db import has_vector_tables
-from memex.text import fts_query
+from memex.fusion import (  # noqa: F401  (re-exported: the rule lives in memex.fusion)
+    DEFAULT_FUSION,
+    FUSIONS,
+    Calibration,
+    Fusion,
+    calibration_for,
+    fuse,
+    has_cjk,
+    relevant,
+)
+from memex.text import fts_query, normalize
 
 CANDIDATES = 100
-# Ideographs, kana and hangul: the scripts memex tokenizes as bigrams.
-_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
-
-
-def has_cjk(text: str) -> bool:
-    return _CJK_CHAR.search(text) is not None
-
-
-@dataclass(frozen=True)
-class Fusion:
-    """How the two signals become one score.
-
-    ``method``: ``blend`` (weighted sum of cosine and normalized BM25),
-    ``rrf`` (reciprocal-rank fusion, ``1/(rrf_k + rank)`` summed), or
-    ``lexical`` / ``semantic`` (one signal alone, for comparison).
-    ``lexical_norm`` for a blend: ``max`` divides BM25 by the query's best
-    BM25; ``minmax`` also maps the worst candidate to 0; ``sat`` is
-    ``s / (s + median)``, which does not let one outlier flatten the rest.
-    """
-
-    method: str = "blend"
-    semantic_weight: float = 0.6
-    lexical_norm: str = "max"
-    rrf_k: int = 60
-    # The bundled model was trained on English: for a query in Chinese (or
-    # another CJK script) its cosine says little, so the blend may lean on
-    # BM25 over character bigrams instead. None: same weight for all queries.
-    cjk_semantic_weight: float | None = None
-
-    def weight_for(self, query: str) -> float:
-        if self.cjk_semantic_weight is not None and has_cjk(query):
-            return self.cjk_semantic_weight
-        return self.semantic_weight
-
-    @property
-    def name(self) -> str:
-        if self.method == "blend":
-            cjk = "" if self.cjk_semantic_weight is None else f"_cjk{self.cjk_semantic_weight:g}"
-            return f"blend_{self.lexical_norm}_w{self.semantic_weight:g}{cjk}"
-        if self.method == "rrf":
-            return f"rrf_k{self.rrf_k}"
-        return self.method
-
-
-# What scripts/eval_search.py compares.
-FUSIONS: tuple[Fusion, ...] = (
-    Fusion("lexical"),
-    Fusion("semantic"),
-    Fusion("rrf", rrf_k=60),
-    Fusion("rrf", rrf_k=10),
-    *(Fusion("blend", w, norm) for norm in ("max", "minmax", "sat") for w in (0.3, 0.5, 0.6, 0.7, 0.8, 0.9)),
-    *(Fusion("blend", w, "max", cjk_semantic_weight=c) for w in (0.7, 0.8) for c in (0.3, 0.5)),
-    *(Fusion("blend", w, "sat", cjk_semantic_weight=c) for w in (0.6, 0.7) for c in (0.3, 0.5)),
-)
-# The measured winner (see the module docstring).
-DEFAULT_FUSION = Fusion("blend", 0.7, "sat", cjk_semantic_weight=0.5)
 
 
 @dataclass
@@ -311,50 +264,75 @@ def _fill_semantic(
     return out
 
 
-def _normalized_lexical(lexical: dict[int, float], how: str) -> dict[int, float]:
-    if not lexical:
+@dataclass
+class Candidates:
+    """Both signals for one query: BM25 and cosine per candidate rowid."""
+
+    lexical: dict[int, float]
+    semantic: dict[int, float]
+    use_vectors: bool
+    model_id: str | None = None
+
+
+def candidates(
+    conn: apsw.Connection,
+    embedder: embed.Embedder | None,
+    query: str,
+    k: int = CANDIDATES,
+    filters: Filters = Filters(),
+    qvec: np.ndarray | None = None,
+) -> Candidates:
+    """Candidates from both sides, each with both signals (the cosine filled in)."""
+    lexical = _lexical(conn, query, filters, k)
+    semantic: dict[int, float] = {}
+    use_vectors = embedder is not None and has_vector_tables(conn)
+    if not use_vectors:
+        return Candidates(lexical, semantic, False)
+    assert embedder is not None
+    if qvec is None:
+        qvec = embedder.embed([query])[0]
+    # One look at the in-process copy per search (None: use sqlite-vec).
+    matrix = vecmatrix.for_connection(conn)
+    semantic = _semantic(conn, matrix, qvec, filters, k)
+    missing = [r for r in lexical if r not in semantic]
+    semantic.update(_fill_semantic(conn, matrix, qvec, missing))
+    return Candidates(lexical, semantic, True, embedder.model_id)
+
+
+def _column(conn: apsw.Connection, column: str, rowids: Sequence[int]) -> dict[int, str]:
+    """One text column of these memories (what recency and the answer priors read)."""
+    if not rowids:
         return {}
-    values = list(lexical.values())
-    best = max(values)
-    if best <= 0:
-        return {r: 0.0 for r in lexical}
-    if how == "minmax":
-        low = min(values)
-        span = best - low
-        return {r: (s - low) / span if span > 0 else 1.0 for r, s in lexical.items()}
-    if how == "sat":
-        mid = float(np.median(values)) or best
-        return {r: s / (s + mid) for r, s in lexical.items()}
-    return {r: s / best for r, s in lexical.items()}
+    sql = f"SELECT rowid, {column} FROM memories WHERE rowid IN ({_marks(len(rowids))})"
+    return {int(r): str(c) for r, c in conn.execute(sql, list(rowids))}
 
 
-def _ranks(signal: dict[int, float]) -> dict[int, int]:
-    return {r: i + 1 for i, r in enumerate(sorted(signal, key=lambda r: -signal[r]))}
-
-
-def fuse(
-    lexical: dict[int, float],
-    semantic: dict[int, float],
-    fusion: Fusion,
-    use_vectors: bool,
-    query: str = "",
-) -> dict[int, float]:
-    """One score per candidate rowid (higher is better)."""
-    lex = _normalized_lexical(lexical, fusion.lexical_norm if fusion.method == "blend" else "max")
-    if not use_vectors or fusion.method == "lexical":
-        return lex
-    if fusion.method == "semantic":
-        return dict(semantic)
-    if fusion.method == "rrf":
-        scores: dict[int, float] = {}
-        for signal in (lexical, semantic):
-            for rowid, rank in _ranks(signal).items():
-                scores[rowid] = scores.get(rowid, 0.0) + 1.0 / (fusion.rrf_k + rank)
-        return scores
-    w = fusion.weight_for(query)
-    return {
-        r: w * semantic.get(r, 0.0) + (1.0 - w) * lex.get(r, 0.0) for r in set(lex) | set(semantic)
+def _below_replacements(conn: apsw.Connection, rows: dict[int, Any], scores: dict[int, float]) -> None:
+    """A superseded memory never outranks its replacement: cap its score just below it."""
+    replaced = {r: row[12] for r, row in rows.items() if row[12]}
+    if not replaced:
+        return
+    targets = sorted(set(replaced.values()))
+    by_id = {
+        str(i): int(r)
+        for r, i in conn.execute(f"SELECT rowid, id FROM memories WHERE id IN ({_marks(len(targets))})", targets)
     }
+    for rowid, newer in replaced.items():
+        other = by_id.get(newer)
+        if other is not None and other in scores and scores[rowid] >= scores[other]:
+            scores[rowid] = scores[other] - 1e-6
+
+
+def unique_bodies(ranked: list[int], bodies: dict[int, str]) -> list[int]:
+    """``ranked`` without memories whose text repeats a better-ranked one's."""
+    seen: set[str] = set()
+    out = []
+    for r in ranked:
+        key = normalize(bodies.get(r, ""))
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
 
 
 def search(
@@ -365,28 +343,28 @@ def search(
     filters: Filters = Filters(),
     qvec: np.ndarray | None = None,
     fusion: Fusion = DEFAULT_FUSION,
+    floor: bool = True,
 ) -> list[Hit]:
-    """Best ``limit`` memories for ``query`` (hybrid when a model is loaded)."""
-    k = max(CANDIDATES, limit * 4)
-    lexical = _lexical(conn, query, filters, k)
-    semantic: dict[int, float] = {}
-    use_vectors = embedder is not None and has_vector_tables(conn)
-    if use_vectors:
-        assert embedder is not None
-        if qvec is None:
-            qvec = embedder.embed([query])[0]
-        # One look at the in-process copy per search (None: use sqlite-vec).
-        matrix = vecmatrix.for_connection(conn)
-        semantic = _semantic(conn, matrix, qvec, filters, k)
-        missing = [r for r in lexical if r not in semantic]
-        semantic.update(_fill_semantic(conn, matrix, qvec, missing))
-    scores = fuse(lexical, semantic, fusion, use_vectors, query)
+    """Best ``limit`` memories for ``query`` (hybrid when a model is loaded).
+
+    ``floor``: leave out hits below the relevance floor
+    (:func:`memex.fusion.relevant`), so an unrelated query finds nothing.
+    """
+    found = candidates(conn, embedder, query, max(CANDIDATES, limit * 4), filters, qvec)
+    lexical, semantic = found.lexical, found.semantic
+    calibration = calibration_for(found.model_id)
+    pool = list(set(lexical) | set(semantic))
+    created = _column(conn, "created", pool) if fusion.recency else None
+    bodies = _column(conn, "body", pool) if fusion.needs_bodies else None
+    scores = fuse(lexical, semantic, fusion, found.use_vectors, query, calibration, created, bodies)
     if not scores:
         return []
     # Ties break on the memory id, so a rebuilt index (new rowids) ranks alike.
-    # Only the best few need their ids and rows; cut on score first.
+    # Only the best few need their ids and rows; cut on score first (the
+    # floor may drop some, so keep a margin).
     order = sorted(scores, key=lambda r: -round(scores[r], 9))
-    cutoff = round(scores[order[min(limit, len(order)) - 1]], 9)
+    want = limit * 3 if floor else limit
+    cutoff = round(scores[order[min(want, len(order)) - 1]], 9)
     short = [r for r in order if round(scores[r], 9) >= cutoff]
     rows = {
         int(r[0]): r
@@ -394,13 +372,17 @@ def search(
             f"SELECT {HIT_COLUMNS} FROM memories WHERE rowid IN ({_marks(len(short))})", short
         )
     }
-    ranked = sorted(
-        (r for r in short if r in rows), key=lambda r: (-round(scores[r], 9), rows[r][1])
-    )[:limit]
+    if filters.include_superseded:
+        _below_replacements(conn, rows, scores)
+    ranked = sorted((r for r in short if r in rows), key=lambda r: (-round(scores[r], 9), rows[r][1]))
+    if floor:
+        ranked = [r for r in ranked if relevant(query, rows[r][2], semantic.get(r), calibration)]
+    if fusion.collapse_duplicates:
+        ranked = unique_bodies(ranked, {r: rows[r][2] for r in ranked})
     best_lex = max(lexical.values(), default=0.0)
     hits = []
-    for rowid in ranked:
-        hit = hit_from_row(rows[rowid], round(scores[rowid], 6))
+    for rowid in ranked[:limit]:
+        hit = hit_from_row(rows[rowid], round(max(0.0, scores[rowid]), 6))
         hit.lexical = round(lexical.get(rowid, 0.0) / best_lex, 6) if best_lex > 0 else 0.0
         hit.semantic = round(semantic[rowid], 6) if rowid in semantic else None
         hits.append(hit)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from memex.dedup import AddResult
 from memex.errors import InvalidArgument
+from memex.faults import point
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -66,5 +67,6 @@ def supersede(
     if result.status == "refused" or not result.id:
         # e.g. the text was erased before: nothing was stored, so nothing replaces old_id.
         raise InvalidArgument("TEXT", f"was refused ({result.method}); {old_id} is unchanged")
+    point("supersede.added")
     vault.update_meta(old_id, {"superseded_by": result.id})
     return SupersedeResult(old_id, result)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from difflib import SequenceMatcher
 
 # Numbers with optional decimals, units glued on (12.5N, 15ms, 3x), versions
 # (v1.2.3, 3.11), dates (2026-11-30, 30/11/2026) and times (10:30).
@@ -33,6 +32,7 @@ _IDENTIFIER = re.compile(
 # Latin-script words only: a CJK run glued to a name ("使用Python") must not hide it.
 _WORD = re.compile(r"[A-Za-z\u00c0-\u024f0-9]+(?:[-'][A-Za-z\u00c0-\u024f0-9]+)*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*|^\s*[-*>#]+\s*)$")
+_LOOK_BACK = 64
 _CJK_NUMBER = re.compile(r"[零一二三四五六七八九十百千万亿两]+")
 # Chinese words that contain a numeral character but carry no quantity.
 _CJK_NON_NUMBERS = re.compile(
@@ -119,7 +119,10 @@ def _name_sets(text: str) -> tuple[set[str], set[str]]:
         lower = word.lower()
         if lower in _NUMBER_WORDS or lower in _MONTHS_DAYS:
             continue  # already counted as a value
-        if _SENTENCE_START.search(text[: m.start()]):
+        # Only the few characters before the word decide; a bounded look-back
+        # keeps this linear in the text (slicing the whole prefix for every
+        # capitalized word was quadratic: 10 s for 54 KB of names).
+        if _SENTENCE_START.search(text, max(0, m.start() - _LOOK_BACK), m.start()):
             if lower in _COMMON_STARTERS or _stem(lower) in _COMMON_STARTERS or lower.endswith(("ly", "ing")):
                 continue
             opening.add(lower)
@@ -237,10 +240,14 @@ def _neighbours_of_relations(words: list[str]) -> dict[str, set[str]]:
     from memex.text import STOPWORDS  # local: text.py must not depend on values.py
 
     out: dict[str, set[str]] = {}
-    for i, word in enumerate(words):
+    # Walk backwards carrying the next content word, so the text is read
+    # once (looking ahead from every relation word was quadratic).
+    after = ""
+    for word in reversed(words):
         if word in _RELATIONS:
-            after = next((w for w in words[i + 1 :] if w not in STOPWORDS), "")
             out.setdefault(word, set()).add(_stem(after))
+        if word not in STOPWORDS:
+            after = word
     return out
 
 
@@ -259,18 +266,31 @@ def differs_in_relation(a: str, b: str) -> bool:
 _UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[.'][^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)*")
 
 
-def _substitution_units(text: str) -> list[str]:
-    """Content words in order (stemmed), Chinese as single characters."""
+def _substitution_units(text: str, function_words: bool = False) -> list[str]:
+    """Content words in order (stemmed), Chinese as single characters; with
+    ``function_words`` the stopwords stay (they mark roles: from/to, by)."""
     from memex.text import STOPWORDS  # local: text.py must not depend on values.py
 
     out = []
     for unit in _UNIT.findall(unicodedata.normalize("NFKC", text).casefold()):
-        if unit in STOPWORDS or unit in _ZH_STOP_CHARS:
+        if not function_words and (unit in STOPWORDS or unit in _ZH_STOP_CHARS):
             continue
         if len(unit) == 1 and unit.isascii() and not unit.isdigit():
             continue
         out.append(_stem(unit))
     return out
+
+
+def _common_ends(ua: list[str], ub: list[str]) -> tuple[int, int]:
+    """Lengths of the common prefix and of the common suffix after it."""
+    short = min(len(ua), len(ub))
+    head = 0
+    while head < short and ua[head] == ub[head]:
+        head += 1
+    tail = 0
+    while tail < short - head and ua[-1 - tail] == ub[-1 - tail]:
+        tail += 1
+    return head, tail
 
 
 def substitutes_one_word(a: str, b: str) -> bool:
@@ -280,22 +300,66 @@ def substitutes_one_word(a: str, b: str) -> bool:
     Near-copies never swap a word, and a paraphrase reorders or rewords
     more than one; a single in-place swap is how a changed value that is
     not a number (a library, a colour, a city) usually looks.
+
+    Linear: one word swapped in place means the two unit lists agree
+    outside one position, so stripping their common prefix and suffix
+    must leave exactly one unit on each side (a general diff was
+    quadratic and worse on repetitive bodies: minutes for 54 KB).
     """
     ua, ub = _substitution_units(a), _substitution_units(b)
-    ops = [op for op in SequenceMatcher(None, ua, ub, autojunk=False).get_opcodes() if op[0] != "equal"]
-    if len(ops) != 1:
+    if len(ua) != len(ub) or len(ua) < 2:
         return False
-    tag, i1, i2, j1, j2 = ops[0]
-    return tag == "replace" and i2 - i1 == 1 and j2 - j1 == 1 and len(ua) > 1
+    head, tail = _common_ends(ua, ub)
+    return len(ua) - head - tail == 1
+
+
+# Role swaps are looked for only in a differing stretch this short: longer
+# ones are not one sentence with two words exchanged, and the search over
+# splits is cubic in the stretch.
+MAX_SWAP_SPAN = 40
+
+
+def swaps_roles(a: str, b: str) -> bool:
+    """The same words with two of them (or two runs) exchanged across the
+    sentence: "Alice owns billing and Bob owns auth" / "Bob owns billing and
+    Alice owns auth", "never deploy on Fridays; fine on Mondays" / "never
+    deploy on Mondays; fine on Fridays", "migrate from MySQL to Postgres" /
+    "migrate from Postgres to MySQL".
+
+    Same bag of words (Jaccard 1.0), so no set-based check sees it. Outside
+    their common ends, one text must read X M Y and the other Y M X with a
+    non-empty M between: a paraphrase that moves a clause ("run tests before
+    committing" / "before committing, run tests") swaps adjacent runs (empty
+    M) and is not a role swap. Function words count: they mark the roles
+    ("from X to Y") and keep a passive paraphrase ("the cache is warmed by
+    the loader" / "the loader warms the cache") from being the same bag.
+    """
+    ua, ub = _substitution_units(a, True), _substitution_units(b, True)
+    if len(ua) != len(ub) or ua == ub or sorted(ua) != sorted(ub):
+        return False
+    head, tail = _common_ends(ua, ub)
+    ra, rb = ua[head : len(ua) - tail], ub[head : len(ub) - tail]
+    n = len(ra)
+    if n > MAX_SWAP_SPAN:
+        return False
+    for lx in range(1, n - 1):
+        if ra[:lx] != rb[n - lx :]:
+            continue
+        for ly in range(1, n - lx):
+            if rb[:ly] == ra[n - ly :] and ra[lx : n - ly] == rb[ly : n - lx]:
+                return True
+    return False
 
 
 def conflicts(a: str, b: str) -> bool:
     """The two texts cannot be the same fact: a value, the polarity, an
-    opposite, the sides of a comparison, or one swapped word differs."""
+    opposite, the sides of a comparison, one swapped word or two swapped
+    roles differ."""
     return (
         differs_in_value(a, b)
         or differs_in_polarity(a, b)
         or differs_in_opposites(a, b)
         or differs_in_relation(a, b)
         or substitutes_one_word(a, b)
+        or swaps_roles(a, b)
     )

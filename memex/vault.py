@@ -13,27 +13,23 @@ import os
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import apsw
 import numpy as np
-import ulid
 
-from memex import decay, dedup, embed, memory_file
+from memex import decay, dedup, embed, memory_file, permissions, scopes
 from memex.config import Config, load_config
 from memex.db import connect, write_txn
-from memex.erased_list import is_erased
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
-from memex.locking import file_lock
-from memex.memory_file import MemoryFile
-from memex.names import check_scope, scope_dir_parts, slug
-from memex.records import DEFAULT_CONFIDENCE, check_unicode, now_iso
+from memex.locking import file_lock, locked_txn
+from memex.names import scope_dir_parts, slug
+from memex.records import now_iso, record_view
 from memex.search import HIT_COLUMNS, Filters, Hit, hit_from_row, search
-from memex.text import normalize, strip_injected
 
 MEMEX_DIR = ".memex"
 INDEX_NAME = "index.db"
@@ -68,9 +64,17 @@ def _template_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "vault-template"
 
 
-def _copy_if_absent(src: str, dst: str) -> None:
-    if not os.path.lexists(dst):
-        shutil.copy2(src, dst)
+def _copy_template(src: Path, root: Path) -> None:
+    """The template's files that ``root`` lacks, private. Not shutil.copytree:
+    it copies the package's modes (0644, 0755) onto the vault's folders,
+    even onto a folder that already existed."""
+    for folder, _dirs, files in os.walk(src):
+        target = root / Path(folder).relative_to(src)
+        permissions.private_dir(target)
+        for name in files:
+            dst = target / name
+            if not os.path.lexists(dst):
+                permissions.write_private(dst, (Path(folder) / name).read_text(encoding="utf-8"))
 
 
 def _inside_git_work_tree(folder: Path) -> bool:
@@ -88,16 +92,20 @@ def init_vault(path: str | os.PathLike[str], git: bool = True) -> Path:
         raise InvalidArgument("PATH", f"{root} is already a vault")
     if root.exists() and not root.is_dir():
         raise InvalidArgument("PATH", f"{root} exists and is not a folder")
-    root.mkdir(parents=True, exist_ok=True)
+    permissions.private_dir(root)  # a new vault folder is 0700; an existing one keeps its mode
+    for folder in (root / MEMEX_DIR, root / MEMORIES_DIR):
+        permissions.private_dir(folder)
     # An existing folder (notes you already keep) keeps its own files; its
     # .gitignore only gains the lines that keep the index out of git.
     gitignore = root / ".gitignore"
     own_ignore = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else None
-    shutil.copytree(_template_dir(), root, dirs_exist_ok=True, copy_function=_copy_if_absent)
+    _copy_template(_template_dir(), root)
     template_ignore = (_template_dir() / ".gitignore").read_text(encoding="utf-8")
-    if own_ignore is not None and ".memex/*.db" not in own_ignore:
-        gitignore.write_text(own_ignore.rstrip("\n") + "\n\n" + template_ignore, encoding="utf-8")
-    (root / MEMORIES_DIR).mkdir(exist_ok=True)
+    if own_ignore is not None:
+        lacking = [ln for ln in template_ignore.splitlines() if ln.strip() and ln not in own_ignore.splitlines()]
+        if any(not ln.startswith("#") for ln in lacking):
+            gitignore.write_text(own_ignore.rstrip("\n") + "\n\n" + "\n".join(lacking) + "\n", encoding="utf-8")
+    permissions.private_dir(root / MEMORIES_DIR)
     if git and shutil.which("git") and not _inside_git_work_tree(root):
         subprocess.run(["git", "init", "-q", str(root)], check=False, capture_output=True)
     Vault(root).reindex()
@@ -115,18 +123,21 @@ class Memory:
 
     id: str
     path: str
-    meta: dict[str, Any]
-    body: str
+    meta: dict[str, Any]  # the frontmatter as written
+    body: str  # the body as written
     status: str
     access_count: int
     last_access: str | None
+    # The record shape (memex.records.RECORD_FIELDS) from the index, body aside.
+    record: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
+        """The record that `list` and `search` show, then any other
+        frontmatter keys (entities, supersedes, your own), usage, the body."""
+        shape = {**self.record, "id": self.id, "path": self.path, "status": self.status}
         return {
-            **{k: v for k, v in self.meta.items()},
-            "id": self.id,
-            "path": self.path,
-            "status": self.status,
+            **shape,
+            **{k: v for k, v in self.meta.items() if k not in shape},
             "access_count": self.access_count,
             "last_access": self.last_access,
             "body": self.body,
@@ -134,6 +145,11 @@ class Memory:
 
 
 class Vault:
+    # How long an add waits for the write lock: as long as it takes (None),
+    # since the lock is held only for short commits and dies with its holder.
+    # Hooks, which must answer promptly, set a bound (agents/hook_io.py).
+    lock_wait: float | None = None
+
     def __init__(self, root: str | os.PathLike[str], embedder: embed.Embedder | None | str = "config") -> None:
         self.root = Path(root)
         self.config: Config = load_config(self.root)
@@ -142,6 +158,7 @@ class Vault:
         self._embedder_loaded = False
         self._embedder: embed.Embedder | None = None
         self._indexer: Indexer | None = None
+        self._scope_rules: scopes.ScopeRules | None = None
 
     # -- plumbing ------------------------------------------------------------
 
@@ -192,6 +209,29 @@ class Vault:
     def write_lock(self, timeout: float = 30.0) -> Any:
         return file_lock(self.memex_dir / "write.lock", timeout)
 
+    def commit(self, timeout: float | None = None) -> Any:
+        """``write.lock`` plus a write transaction, for a short commit; never
+        holds the lock while SQLite is busy (memex.locking.locked_txn).
+        ``timeout`` None means :attr:`lock_wait`."""
+        return locked_txn(self.conn, self.memex_dir / "write.lock", timeout if timeout is not None else self.lock_wait)
+
+    @property
+    def scope_rules(self) -> scopes.ScopeRules:
+        """The scopes this vault accepts (built-in kinds plus ``[scopes] extra_kinds``)."""
+        if self._scope_rules is None:
+            self._scope_rules = scopes.rules_for(self.config)
+        return self._scope_rules
+
+    def check_scope(self, scope: str | None) -> str:
+        """A valid scope for a new memory: ``scope``, else the configured default."""
+        if not scope:
+            return self.scope_rules.check(self.config.default_scope, "[vault] default_scope in .memex/config.toml")
+        return self.scope_rules.check(scope)
+
+    def check_scope_filter(self, scope: str | Sequence[str] | None) -> None:
+        """A scope to narrow a search or listing to: valid, or held by some memory."""
+        scopes.check_filter(self.scope_rules, self.conn, [scope] if isinstance(scope, str) else scope)
+
     def embed_query(self, text: str) -> np.ndarray | None:
         if self.embedder is None:
             return None
@@ -218,7 +258,15 @@ class Vault:
         """The memory with this id, read from its file."""
         path, status, count, last = self._row_by_id(memory_id)
         mf, _ = memory_file.read(self.root / path, self.config.max_file_bytes, self.root)
-        return Memory(memory_id, path, dict(mf.meta), mf.body, status, int(count or 0), last)
+        row = self.conn.execute(
+            f"SELECT {HIT_COLUMNS.replace('rowid,', 'm.rowid,', 1)} FROM memories m WHERE m.id = ?", (memory_id,)
+        ).fetchone()
+        if row is None:  # erased between the two reads
+            raise MemoryNotFound(memory_id)
+        hit = hit_from_row(row)
+        decay.annotate(self.conn, [hit], decay.load_policy(self.config))
+        record = {k: v for k, v in record_view(hit).items() if k != "body"}
+        return Memory(memory_id, path, dict(mf.meta), mf.body, status, int(count or 0), last, record)
 
     def list(
         self,
@@ -228,6 +276,7 @@ class Vault:
         include_superseded: bool = False,
         limit: int | None = None,
     ) -> list[Hit]:
+        self.check_scope_filter(scope)
         filters = Filters(tuple([scope]) if scope else None, source, session, include_superseded)
         where, params = filters.sql()
         sql = f"SELECT {HIT_COLUMNS} FROM memories m WHERE {where} ORDER BY created DESC, id"
@@ -252,8 +301,9 @@ class Vault:
             raise InvalidArgument("query", "must not be empty")
         if limit < 1:
             raise InvalidArgument("limit", "must be at least 1")
-        scopes = (scope,) if isinstance(scope, str) else tuple(scope) if scope else None
-        filters = Filters(scopes, source, session, include_superseded)
+        self.check_scope_filter(scope)
+        wanted = (scope,) if isinstance(scope, str) else tuple(scope) if scope else None
+        filters = Filters(wanted, source, session, include_superseded)
         self.indexer  # make sure vector tables match the loaded model
         # Query vectors come from an in-process LRU, not the index's cache:
         # a search takes no write lock and does not grow the index.
@@ -333,67 +383,30 @@ class Vault:
         """Store a memory unless the dedup pipeline finds it is already known.
 
         A body that was erased before is refused (method "erased") unless
-        ``allow_erased`` (issue 5, memex/erased_list.py).
+        ``allow_erased`` (issue 5, memex/erased_list.py). A body the index
+        would never hold (over ``[index] max_file_bytes``, a NUL byte) raises
+        InvalidArgument and nothing is written. See memex/adding.py.
         """
-        check_unicode(
-            text=text, scope=scope, source=source, session=session, source_ref=source_ref,
-            category=category, entities=entities,
+        from memex.adding import add
+
+        return add(
+            self, text, scope=scope, source=source, session=session, source_ref=source_ref, category=category,
+            confidence=confidence, entities=entities, extra=extra, supersedes=supersedes, allow_erased=allow_erased,
         )
-        body = strip_injected(text).strip()
-        if not normalize(body):
-            raise InvalidArgument("text", "is empty (nothing left after removing injected blocks)")
-        scope = check_scope(scope or self.config.default_scope)
-        if confidence is None:
-            confidence = DEFAULT_CONFIDENCE
-        if not 0.0 <= confidence <= 1.0:
-            raise InvalidArgument("confidence", f"must be from 0 to 1, got {confidence}")
-        cand = dedup.Candidate(
-            body=body, scope=scope, source=source, session=session, supersedes=supersedes
-        )
-        with self.write_lock():
-            if not allow_erased and is_erased(self.memex_dir, body):
-                return dedup.AddResult("refused", "", "", "erased")
-            cand.qvec = self.embed_query(body)
-            decision = dedup.check(self, cand)
-            if decision.status != "created":
-                existing = decision.existing_id or ""
-                if decision.status == "duplicate" and existing:
-                    self.record_access([existing])
-                path = self._row_by_id(existing)[0] if existing else ""
-                return dedup.AddResult(
-                    decision.status, existing, path, decision.method, decision.existing_id,
-                    decision.similarity, decision.similar_facts,
-                )
-            memory_id = str(ulid.ULID())
-            meta: dict[str, Any] = {
-                "id": memory_id,
-                "scope": scope,
-                "source": source,
-                "session": session,
-                "source_ref": source_ref,
-                "category": category,
-                "confidence": confidence,
-                "created": now_iso(),
-                "supersedes": supersedes,
-            }
-            if entities:
-                meta["entities"] = list(entities)
-            meta = {k: v for k, v in meta.items() if v is not None}
-            for key, value in (extra or {}).items():
-                meta.setdefault(key, value)
-            path = self.new_path(scope, body, memory_id)
-            memory_file.atomic_write(path, memory_file.serialize(MemoryFile(meta, body + "\n")))
-            rel = path.relative_to(self.root).as_posix()
-            self.indexer.index_paths([rel])
-        return dedup.AddResult(
-            "created", memory_id, rel, None, None, None, decision.similar_facts
-        )
+
+    def _row_created(self, memory_id: str) -> str:
+        row = self.conn.execute("SELECT created FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return str(row[0]) if row is not None else now_iso()
 
     def update_meta(self, memory_id: str, changes: dict[str, Any]) -> Memory:
         """Set (or, with None, remove) frontmatter keys of one memory, atomically."""
         path, *_ = self._row_by_id(memory_id)
         full = self.root / path
         mf, _ = memory_file.read(full, self.config.max_file_bytes, self.root)
+        if "created" not in mf.meta:
+            # A hand-written file is dated by its mtime, which this rewrite
+            # changes: keep the date memex showed for it.
+            mf.meta["created"] = self._row_created(memory_id)
         for key, value in changes.items():
             if value is None:
                 mf.meta.pop(key, None)
@@ -410,12 +423,14 @@ class Vault:
         """Fold a session's similar memories into one representative each."""
         from memex.consolidate import consolidate
 
+        self.check_scope_filter(scope)
         return consolidate(self, session, scope, dry_run)
 
     def consolidate_all(self, scope: str | None = None, dry_run: bool = False) -> Any:
         """Backfill: consolidate every session with active memories."""
         from memex.consolidate import consolidate_all
 
+        self.check_scope_filter(scope)
         return consolidate_all(self, scope, dry_run)
 
     def unsupersede(self, memory_id: str) -> Memory:

@@ -63,11 +63,12 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from memex import watch_state
+from memex import embed, watch_state
+from memex.adding import vectors_for_files
 from memex.errors import LockTimeout, WatcherRunning
 from memex.indexer import MEMORIES_DIR, SyncReport, is_memory_name
 from memex.locking import try_file_lock
-from memex.purge import scrub_if_pending
+from memex.purge import drop_unused_cache, scrub_if_pending
 from memex.watch_state import WatchSettings as WatchSettings  # re-exported: the public API
 from memex.watch_state import settings_for as settings_for
 
@@ -75,6 +76,8 @@ if TYPE_CHECKING:
     from memex.vault import Vault
 
 log = logging.getLogger("memex.watch")
+# How long one batch waits for write.lock and SQLite before it is requeued.
+LOCK_WAIT = 30.0
 
 _EVENTS = (
     FileCreatedEvent, FileModifiedEvent, FileDeletedEvent, FileMovedEvent, FileClosedEvent,
@@ -414,8 +417,7 @@ class Watcher:
         total = SyncReport()
         for chunk in self._chunks(paths):
             try:
-                with self.vault.write_lock():
-                    self._count(self.vault.indexer.index_paths(chunk, verify=True), total)
+                self._count(self._commit_paths(chunk), total)
             except LockTimeout as exc:
                 log.warning("%s; will retry %d paths", exc, len(chunk))
                 with self._cond:
@@ -434,6 +436,19 @@ class Watcher:
         log.log(level, "indexed %d path(s) in %.0f ms: %s", len(paths), (time.perf_counter() - started) * 1000,
                 ", ".join(f"{getattr(total, k)} {k}" for k in _OUTCOMES if getattr(total, k)) or "nothing")
 
+    def _commit_paths(self, paths: list[str]) -> SyncReport:
+        """Index these paths. The model runs first, with no lock held; then
+        write.lock and SQLite are taken together for the short commit
+        (issue 12, item 6: waiting for SQLite with write.lock held made
+        every ``memex add`` wait too, until it timed out)."""
+        rows = vectors_for_files(self.vault, paths)
+        with self.vault.commit(timeout=LOCK_WAIT):
+            embed.store_cache(self.vault.conn, rows)
+            report: SyncReport = self.vault.indexer.index_paths(paths, verify=True)
+            # Vectors of files gone or refused since they were read go again.
+            drop_unused_cache(self.vault.conn, {r[1] for r in rows})
+        return report
+
     def _scrub(self) -> None:
         """A deleted file's text must not linger in FTS segments or the WAL
         until the next reconcile: scrub now, as erase and reindex do."""
@@ -445,8 +460,7 @@ class Watcher:
 
     def _index_one(self, rel: str, total: SyncReport) -> None:
         try:
-            with self.vault.write_lock():
-                self._count(self.vault.indexer.index_paths([rel], verify=True), total)
+            self._count(self._commit_paths([rel]), total)
         except Exception as exc:
             self.totals["failures"] += 1
             self.last_error = {"path": rel, "error": f"{type(exc).__name__}: {exc}", "at": watch_state.iso(time.time())}

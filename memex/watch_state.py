@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from memex import permissions
 from memex.config import setting
 from memex.errors import ConfigError
 from memex.locking import try_file_lock
@@ -84,7 +85,7 @@ def write_state(memex_dir: Path, data: dict[str, Any]) -> None:
     a power cut only makes the watcher look stopped, which it then is.
     """
     tmp = memex_dir / (STATE_NAME + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+    permissions.write_private(tmp, json.dumps(data, indent=2, sort_keys=True))
     os.replace(tmp, state_path(memex_dir))
 
 

@@ -30,7 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from memex.consolidate import Settings, keep_apart, pair_matrices
+from memex import profiles
+from memex.config import Config
+from memex.consolidate import Settings, keep_apart, load_settings, pair_matrices
 from memex.embed import load_embedder
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "consolidate_facts.jsonl"
@@ -110,9 +112,10 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--min-precision", type=float, default=0.97)
     ap.add_argument("--jaccard", type=float, default=None, help="Jaccard threshold (default: the configured one)")
+    ap.add_argument("--model", default="auto", help='[embedding] model setting: "auto" or "multilingual"')
     args = ap.parse_args()
     rows = load(args.data)
-    embedder = load_embedder("auto")
+    embedder = load_embedder(args.model)
     if embedder is None:
         sys.exit("the embedding model did not load; this evaluation needs it")
     texts = [r["text"] for r in rows]
@@ -128,13 +131,13 @@ def main() -> None:
         for s in ("dev", "test")
     }
     pc, pj = cos[ii, jj], jac[ii, jj]
-    base = Settings()
+    base = load_settings(Config(), profiles.for_model(embedder.model_id))
     tj = base.jaccard_threshold if args.jaccard is None else args.jaccard
     dev = in_split["dev"]
     # Each threshold is judged inside the full rule: the other measure at its
     # threshold, and the value/polarity check, as consolidation applies them.
     sweep = []
-    for t in np.round(np.arange(0.50, 0.951, 0.025), 3):
+    for t in np.round(np.arange(0.50, 0.976, 0.025), 3):
         pred = ((pj >= tj) | (pc >= t)) & ~value_diff
         sweep.append({"cosine": float(t), "cosine_alone": prf((pc >= t)[dev], gold[dev]), **prf(pred[dev], gold[dev])})
     jac_sweep = []
@@ -144,7 +147,7 @@ def main() -> None:
     # Both thresholds together: best dev F1 among precision >= the floor;
     # ties go to the higher (safer) thresholds.
     grid = []
-    for tc in np.round(np.arange(0.50, 0.951, 0.025), 3):
+    for tc in np.round(np.arange(0.50, 0.976, 0.025), 3):
         for tjj in (0.3, 0.4, 0.5, 0.6, 0.7):
             pred = ((pj >= tjj) | (pc >= tc)) & ~value_diff
             grid.append({"cosine": float(tc), "jaccard": tjj, **prf(pred[dev], gold[dev])})

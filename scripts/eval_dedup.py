@@ -8,6 +8,7 @@ then ``a`` is removed again. "Duplicate" means b would not be stored.
 
     .venv/bin/python scripts/eval_dedup.py            # real model
     .venv/bin/python scripts/eval_dedup.py --no-model # layers 1-2 only
+    .venv/bin/python scripts/eval_dedup.py --model multilingual --data tests/data/dedup_pairs_zh.jsonl
 """
 
 from __future__ import annotations
@@ -132,16 +133,19 @@ def evaluate(vault: Any, pairs: list[dict[str, Any]]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-model", action="store_true", help="lexical layers only")
+    parser.add_argument("--model", default="auto",
+                        help='[embedding] model setting: "auto" (MiniLM, default) or "multilingual"')
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--show-missed", action="store_true", help="list missed duplicates too")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from memex.embed import load_embedder
+    from memex.embed import load_embedder, why_no_embedder
     from memex.vault import Vault, init_vault
 
-    embedder = None if args.no_model else load_embedder("auto")
+    embedder = None if args.no_model else load_embedder(args.model)
     if not args.no_model and embedder is None:
-        raise SystemExit("the embedding model did not load; use --no-model for the lexical layers")
+        raise SystemExit(f"the embedding model did not load ({why_no_embedder(args.model)}); "
+                         "use --no-model for the lexical layers")
     pairs = load_pairs(args.data)
     with tempfile.TemporaryDirectory() as tmp:
         root = init_vault(Path(tmp) / "vault", git=False)

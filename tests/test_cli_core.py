@@ -261,8 +261,9 @@ def test_doctor_reports_and_fixes_drift(cli: click.Group, vault_root: Path, fill
     tabs.unlink()  # orphaned row
     wal.write_text(wal.read_text() + "Checkpoints run every 1000 pages.\n")  # stale row
     (vault_root / "memories" / "user" / "hand.md").write_text("Hand-written: lunch is at noon.\n")  # missing row
-    data = ok_json(cli, vault_root, "doctor")
-    drift = data["drift"]
+    found = invoke(cli, vault_root, "doctor", "--json")
+    assert found.exit_code == 1  # not clean: scripts can tell (issue 14, item 3)
+    drift = json.loads(found.stdout)["drift"]
     assert drift["orphaned"] == [tabs.relative_to(vault_root).as_posix()]
     assert drift["stale"] == [wal.relative_to(vault_root).as_posix()]
     assert drift["missing"] == ["memories/user/hand.md"]
@@ -294,7 +295,7 @@ def test_lexical_only_vault_says_so(cli: click.Group, vault_root: Path) -> None:
     "args, message",
     [
         (["search", ""], "query: must not be empty"),
-        (["add", "   "], "text: is empty"),
+        (["add", "   "], "TEXT: is empty"),
         (["add", "x", "--scope", "../etc"], "scope: '../etc'"),
         (["add", "x", "--confidence", "2"], "Invalid value for '--confidence'"),
         (["show", "NOPE"], "no memory with id 'NOPE'"),

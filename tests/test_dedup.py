@@ -133,6 +133,34 @@ def test_a_negated_statement_is_not_a_duplicate(vault: Vault) -> None:
     assert flipped.similar_facts[0].suggestion == "supersede"
 
 
+# Issue 12 item 10: the same words with two roles exchanged (Jaccard 1.0)
+# were swallowed as duplicates. Five kinds: owners, days, from/to,
+# dependency direction, values per environment.
+ROLE_SWAPS = [
+    ("Alice owns billing and Bob owns auth", "Bob owns billing and Alice owns auth"),
+    ("never deploy on Fridays; fine on Mondays", "never deploy on Mondays; fine on Fridays"),
+    ("Migrate the orders table from MySQL to Postgres", "Migrate the orders table from Postgres to MySQL"),
+    ("The web service depends on the auth service", "The auth service depends on the web service"),
+    ("Staging listens on port 8080 and production on port 9090",
+     "Staging listens on port 9090 and production on port 8080"),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), ROLE_SWAPS)
+def test_swapped_roles_are_a_new_fact_with_a_supersede_suggestion(vault: Vault, first: str, second: str) -> None:
+    old = vault.add(first)
+    new = vault.add(second)
+    assert new.status == "created" and new.id != old.id
+    assert [(f.id, f.suggestion) for f in new.similar_facts] == [(old.id, "supersede")]
+    assert len(memory_files(vault)) == 2
+
+
+def test_a_reordered_paraphrase_with_the_same_words_is_still_a_duplicate(vault: Vault) -> None:
+    old = vault.add("Run the unit tests before committing")
+    again = vault.add("Before committing, run the unit tests")
+    assert (again.status, again.existing_id) == ("duplicate", old.id)
+
+
 # -- layer 3: cosine and same-session cosine -----------------------------------------------
 
 

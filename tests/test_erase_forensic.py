@@ -112,12 +112,13 @@ def test_fts_delete_alone_keeps_terms_until_segments_are_rewritten(vault: Vault)
 
 
 def test_cached_embedding_shared_with_another_memory_is_kept(vault: Vault) -> None:
-    """A cache entry goes with its last user: the same text in another scope keeps it."""
+    """A cache entry goes with its last user: the same text in another scope keeps it
+    when one file is deleted by hand (erasing takes every copy of the text: test_erase_copies)."""
     first = vault.add("Deploy keys rotate every ninety days", scope="user")
     second = vault.add("Deploy keys rotate every ninety days", scope="project:ops")
     assert first.status == second.status == "created"
     cached = vault.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
-    result = vault.erase(first.id, reason="test")
-    assert result.counts.cache_entries == 0
+    (vault.root / vault.get(first.id).path).unlink()
+    assert vault.reindex().removed == 1
     assert vault.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == cached
     assert [h.id for h in vault.search("deploy keys rotate")] == [second.id]

@@ -38,7 +38,11 @@ def _error_text(result: Any) -> str:
 
 async def _round_trip(vault_root: Path, docs: Path, home: Path) -> dict[str, Any]:
     env = {"HOME": str(home), "MEMEX_CACHE_DIR": os.environ["MEMEX_CACHE_DIR"]}
-    params = StdioServerParameters(command=MEMEX, args=["--vault", str(vault_root), "mcp"], env=env)
+    # Started in the project folder, as agents start MCP servers: resources
+    # come from there (memex/agents/resources.py, allowed roots).
+    params = StdioServerParameters(
+        command=MEMEX, args=["--vault", str(vault_root), "mcp"], env=env, cwd=str(docs.parent)
+    )
     seen: dict[str, Any] = {}
     async with Client(params, read_timeout_seconds=120) as client:
         tools = (await client.list_tools()).tools

@@ -64,9 +64,19 @@ def test_superseded_hidden_unless_asked(vault: Vault, filled: dict[str, str]) ->
     vault.update_meta(filled["user"], {"superseded_by": filled["memex"]})
     assert filled["user"] not in _ids(vault.search("deploy tuesdays standup"))
     shown = vault.search("deploy tuesdays standup", include_superseded=True)
-    assert shown[0].id == filled["user"]
-    assert shown[0].status == "superseded"
-    assert shown[0].superseded_by == filled["memex"]
+    old = next(h for h in shown if h.id == filled["user"])
+    assert old.status == "superseded"
+    assert old.superseded_by == filled["memex"]
+
+
+def test_a_superseded_memory_never_outranks_its_replacement(vault: Vault, filled: dict[str, str]) -> None:
+    """The old memory matches the query best, yet its replacement comes first (issue 11)."""
+    vault.update_meta(filled["user"], {"superseded_by": filled["memex"]})
+    ids = [h.id for h in vault.search("deploy tuesdays standup", include_superseded=True)]
+    assert filled["user"] in ids and filled["memex"] in ids
+    assert ids.index(filled["memex"]) < ids.index(filled["user"])
+    hits = {h.id: h for h in vault.search("deploy tuesdays standup", include_superseded=True)}
+    assert hits[filled["memex"]].score > hits[filled["user"]].score
 
 
 def test_limit(vault: Vault, filled: dict[str, str]) -> None:

@@ -14,6 +14,7 @@ from memex.values import (
     differs_in_relation,
     differs_in_value,
     substitutes_one_word,
+    swaps_roles,
     value_tokens,
 )
 
@@ -126,7 +127,10 @@ _TEXT = st.lists(st.sampled_from(_PIECES), max_size=25).map("".join)
 @settings(max_examples=200, deadline=None)
 @given(_TEXT, _TEXT)
 def test_conflict_rules_are_symmetric(a: str, b: str) -> None:
-    for rule in (differs_in_value, differs_in_polarity, differs_in_opposites, differs_in_relation, substitutes_one_word):
+    for rule in (
+        differs_in_value, differs_in_polarity, differs_in_opposites, differs_in_relation, substitutes_one_word,
+        swaps_roles,
+    ):
         assert rule(a, b) == rule(b, a), rule.__name__
 
 
@@ -135,3 +139,63 @@ def test_conflict_rules_are_symmetric(a: str, b: str) -> None:
 def test_a_text_never_conflicts_with_itself(a: str) -> None:
     assert not conflicts(a, a)
     assert not conflicts(a, f"  {a}\n")
+
+
+# Bodies that made the value checks quadratic or worse (issue 12 item 8):
+# a diff over repetitive units, a look-back from every capitalized word, a
+# look-ahead from every relation word. 3 KB of the first took 6 s before.
+_PATHOLOGICAL = {
+    "numbers": ("1 2 3 4 5 ", "2 1 3 4 5 "),
+    "names": ("Alice Bob Carol Dave ", "Bob Alice Carol Dave "),
+    "relations": ("do not ", "not do "),
+    "sentence": ("The deploy retries the upload three times. ", "The deploy retries the upload four times. "),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_PATHOLOGICAL))
+def test_conflict_checks_stay_linear_on_large_repetitive_bodies(kind: str) -> None:
+    """A 400 KB pair (eight times the 54 KB of the report) must finish far
+    inside a generous ceiling; the quadratic versions needed hours. Run in a
+    child process so a regression is killed, not left spinning."""
+    import subprocess
+    import sys
+
+    a, b = _PATHOLOGICAL[kind]
+    code = (
+        "import sys\nfrom memex.values import conflicts, substitutes_one_word\n"
+        f"a = {a!r} * (400_000 // {len(a)}); b = {b!r} * (400_000 // {len(b)})\n"
+        "conflicts(a, b); substitutes_one_word(a, b); print('done')\n"
+    )
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"value checks on 400 KB of {kind} took over 60 s")
+    assert out.stdout.strip() == "done", out.stderr
+
+
+def test_substitutes_one_word_is_an_in_place_swap_and_nothing_else() -> None:
+    assert substitutes_one_word("ship alpha beta gamma", "ship alpha delta gamma")
+    assert not substitutes_one_word("ship alpha beta gamma", "ship alpha gamma beta")  # reordered
+    assert not substitutes_one_word("ship alpha beta gamma", "ship alpha delta gamma omega")  # swap + extra
+    assert not substitutes_one_word("ship alpha", "ship")  # a dropped word is not a swap
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "swapped"),
+    [
+        ("Alice owns billing and Bob owns auth", "Bob owns billing and Alice owns auth", True),
+        ("never deploy on Fridays; fine on Mondays", "never deploy on Mondays; fine on Fridays", True),
+        ("Migrate the orders table from MySQL to Postgres", "Migrate the orders table from Postgres to MySQL", True),
+        ("The web service depends on the auth service", "The auth service depends on the web service", True),
+        ("Postgres is faster than MySQL for our workload", "MySQL is faster than Postgres for our workload", True),
+        # Moving a clause or going passive is not a role swap.
+        ("Run the tests before committing", "Before committing, run the tests", False),
+        ("Python for scripts, Go for services", "Go for services, Python for scripts", False),
+        ("The cache is warmed at startup by the loader", "At startup the loader warms the cache", False),
+        ("In production, use Postgres", "Use Postgres in production", False),
+        ("Alice owns billing and Bob owns auth", "Alice owns billing and Bob owns auth", False),
+    ],
+)
+def test_swapped_roles(a: str, b: str, swapped: bool) -> None:
+    assert swaps_roles(a, b) is swapped
+    assert conflicts(a, b) is swapped

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from memex import permissions
 from memex.errors import InvalidArgument, VaultNotFound
 from memex.vault import MEMEX_DIR, Vault, init_vault
 
@@ -31,6 +32,7 @@ DEFAULT_VAULT = Path("~/.memex-vault")
 # platforms without fork, debugging).
 SYNC_ENV = "MEMEX_HOOK_SYNC"
 LOG_NAME = "hooks.log"
+HOOK_LOCK_WAIT = 20.0
 
 Payload = dict[str, Any]
 
@@ -63,6 +65,9 @@ def hook_vault(explicit: str | None, warm: bool = False) -> Vault:
         embedder = warm_server.connect(vault)
         if embedder is not None:
             vault = Vault(vault.root, embedder=embedder)
+    # A hook answers its agent promptly: it waits this long for the write
+    # lock (held only for short commits), then skips and says so (fail open).
+    vault.lock_wait = HOOK_LOCK_WAIT
     return vault
 
 
@@ -123,8 +128,7 @@ def log_line(vault: Vault | None, message: str) -> None:
         return
     path = log_path(vault)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as fh:
+        with permissions.open_append(path) as fh:
             fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {message}\n")
     except OSError:
         pass
@@ -212,9 +216,8 @@ def remember_session(vault: Vault, agent: str, session: str, cwd: str | None) ->
     """Note the session a hook just saw, so MCP tools can default to it."""
     path = _last_session_path(vault)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"agent": agent, "session": session, "cwd": cwd}), encoding="utf-8")
+        permissions.write_private(tmp, json.dumps({"agent": agent, "session": session, "cwd": cwd}))
         tmp.replace(path)
     except OSError:
         pass  # only a convenience for the MCP tools' default session

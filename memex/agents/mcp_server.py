@@ -95,7 +95,9 @@ ARCHIVE_EXPAND_DOC = "The original messages of one archived turn, by the archive
 RESOURCE_DOC = """Import a Markdown file, or every Markdown file under a folder, as resource
 memories (one per section) in the "resources" scope, searchable with the
 rest. Use it when the user points you at documentation worth remembering.
-Re-importing an unchanged file stores nothing twice."""
+Re-importing an unchanged file stores nothing twice. The path must lie in the
+project folder, the vault, or a folder the user listed in [resources] roots
+of the vault config; links pointing elsewhere are refused."""
 
 
 class Tools:

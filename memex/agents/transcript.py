@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memex import permissions
 from memex.errors import InvalidArgument
 from memex.locking import file_lock
 from memex.names import safe_name
@@ -139,9 +140,8 @@ def read_new(vault: Vault, agent: str, session: str, transcript: str, fmt: str) 
 
 def mark_read(vault: Vault, agent: str, session: str, offset: int) -> None:
     state = _state_path(vault, agent, session)
-    state.parent.mkdir(parents=True, exist_ok=True)
     tmp = state.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"offset": offset}), encoding="utf-8")
+    permissions.write_private(tmp, json.dumps({"offset": offset}))
     tmp.replace(state)
 
 

@@ -97,7 +97,14 @@ class WarmEmbedder:
         self.dim = dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        answer = _ask(self.path, {"texts": list(texts)}, REPLY_TIMEOUT)
+        return self._vectors(texts, query=False)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """Search questions: the model's query side (see :func:`memex.embed.embed_queries`)."""
+        return self._vectors(texts, query=True)
+
+    def _vectors(self, texts: Sequence[str], query: bool) -> np.ndarray:
+        answer = _ask(self.path, {"texts": list(texts), "query": query}, REPLY_TIMEOUT)
         return np.asarray(answer["vectors"], dtype=np.float32).reshape(len(texts), self.dim)
 
 
@@ -199,8 +206,10 @@ def _answer(conn: socket.socket, model: embed.Embedder, info: dict[str, Any]) ->
             if not chunk:
                 return
             data += chunk
-        texts = json.loads(data).get("texts") or []
-        vectors = model.embed([str(t) for t in texts]).tolist() if texts else []
+        request = json.loads(data)
+        texts = [str(t) for t in request.get("texts") or []]
+        query = bool(request.get("query"))
+        vectors = (embed.embed_queries(model, texts) if query else model.embed(texts)).tolist() if texts else []
         conn.sendall(json.dumps({**info, "vectors": vectors}).encode("utf-8") + b"\n")
     except (OSError, ValueError):
         return  # a client that went away or sent garbage gets nothing; the server goes on

@@ -49,6 +49,8 @@ def _register(name: str) -> None:
     register = getattr(module, "register", None)
     if register is not None:
         register(main)
+        for command in main.commands.values():
+            _add_vault_option(command)
 
 
 def _register_commands() -> None:
@@ -94,18 +96,44 @@ class MemexGroup(click.Group):
             raise click.ClickException(f"{where}{exc.strerror or exc}") from exc
 
 
+VAULT_HELP = "Vault folder (default: $MEMEX_VAULT, else the nearest folder up with .memex/)."
+
+
 @click.group(cls=MemexGroup)
-@click.option(
-    "--vault",
-    "vault_path",
-    type=click.Path(file_okay=False),
-    help="Vault folder (default: $MEMEX_VAULT, else the nearest folder up with .memex/).",
-)
+@click.option("--vault", "vault_path", type=click.Path(file_okay=False), help=VAULT_HELP)
 @click.version_option(package_name="memex")
 @click.pass_context
 def main(ctx: click.Context, vault_path: str | None) -> None:
     """memex: local-first memory for AI coding agents, kept as Markdown files."""
     ctx.obj = {"vault_path": vault_path}
+
+
+def _vault_after_command(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """``memex search foo --vault X`` means what ``memex --vault X search foo`` does."""
+    if value is None:
+        return
+    obj = ctx.find_root().obj
+    if obj is None:  # a command run on its own, outside the memex group
+        obj = ctx.find_root().obj = {}
+    before = obj.get("vault_path")
+    if before is not None and before != value:
+        raise click.BadParameter(f"given twice with different folders ({before} and {value})", ctx, param)
+    obj["vault_path"] = value
+
+
+def _add_vault_option(command: click.Command) -> None:
+    """Every command takes --vault after its name too (issue 14): people type
+    the option where they remember it, not where the group wants it."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _add_vault_option(sub)
+        return
+    if any(p.name == "vault_path" for p in command.params):
+        return
+    command.params.append(click.Option(
+        ["--vault", "vault_path"], type=click.Path(file_okay=False), expose_value=False,
+        callback=_vault_after_command, help="Vault folder (as before the command name).",
+    ))
 
 
 def app() -> click.Group:

@@ -3,15 +3,44 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import click
 
+from memex.indexer import Progress
 from memex.vault import Vault, open_vault
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class TextCommand(click.Command):
+    """A command whose argument is free text: text that begins with ``-``
+    (``"-v is verbose"``, ``---``) reads as an unknown option to click, so the
+    error says how to pass it as text instead."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # the parser consumes the list it is given
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            known = {o for p in self.params if isinstance(p, click.Option) for o in (*p.opts, *p.secondary_opts)}
+            known.add("--vault")  # added to every command after this class is built
+            token = next(
+                (a for a in given if a.startswith("-") and a != "-" and a.split("=", 1)[0] not in known), None
+            )
+            # A near miss of a real option (--scpoe) gets click's "did you mean".
+            if token is None or exc.possibilities or "--" in given[: given.index(token)]:
+                raise
+            rest = [a for a in given if a is not token]
+            fixed = shlex.join([*rest, "--", token])
+            hint = f"If {token!r} is the text, put -- before it: {ctx.command_path} {fixed}"
+            if any(p.name == "text" for p in self.params):
+                hint += ", or give - in its place and pipe the text in on standard input"
+            raise click.UsageError(f"{exc.format_message().rstrip('.')}. {hint}.", ctx) from exc
 
 
 def json_option(func: F) -> F:
@@ -59,16 +88,34 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | No
     from rich.table import Table
     from rich.text import Text
 
-    out = Table(title=title, show_lines=False)
-    for col in columns:
-        wraps = col in WRAPPING
-        out.add_column(col, overflow="fold", no_wrap=not wraps, min_width=min(len(col), 8) if wraps else None)
-    for row in rows:
-        # Text, not str: a "[" in a body or a reason is not rich markup.
-        out.add_row(*(Text("" if v is None else str(v)) for v in row))
     # Piped output has no terminal width; rich would assume 80 columns and
     # fold every body into a word per line. Give pipes and logs room.
-    Console(soft_wrap=False, width=None if is_tty() else 120).print(out)
+    console = Console(soft_wrap=False, width=None if is_tty() else 120)
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    least = [_narrowest(col, [row[i] for row in cells]) for i, col in enumerate(columns)]
+    out = Table(title=title, show_lines=False)
+    for i, col in enumerate(columns):
+        # Rich wraps a cell at spaces but folds a path (one long word) mid-name.
+        # A wrapping column that holds a path and fits whole beside the others
+        # at their narrowest does not wrap at all: the others wrap instead.
+        values = [row[i] for row in cells]
+        room = console.width - (3 * len(columns) + 1) - sum(least) + least[i]
+        has_path = any("/" in w or "\\" in w for v in values for w in v.split())
+        keep_whole = has_path and max((len(v) for v in values), default=0) <= room
+        wraps = col in WRAPPING and not keep_whole
+        out.add_column(col, overflow="fold", no_wrap=not wraps, min_width=min(len(col), 8) if wraps else None)
+    for row in cells:
+        # Text, not str: a "[" in a body or a reason is not rich markup.
+        out.add_row(*(Text(v) for v in row))
+    console.print(out)
+
+
+def _narrowest(column: str, values: list[str]) -> int:
+    """About the narrowest rich makes a column: its longest word, at most 12
+    (a longer one folds) unless it is a column that never wraps."""
+    if column not in WRAPPING:
+        return max([len(column), *(len(v) for v in values)])
+    return max(min(len(column), 8), min(12, max((len(w) for v in values for w in v.split()), default=0)))
 
 
 def key_values(data: dict[str, Any], title: str | None = None) -> None:
@@ -82,6 +129,36 @@ def _flat(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(f"({_flat(v)})" if isinstance(v, (list, tuple)) else _flat(v) for v in value)
     return "" if value is None else str(value)
+
+
+def human_bytes(size: int) -> str:
+    """``1835008`` -> ``1.8 MB`` (decimal units, as file managers show them)."""
+    value = float(size)
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{int(value)} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
+# Seconds between progress lines when stderr is not a terminal (a log, CI).
+PROGRESS_EVERY = 5.0
+
+
+def progress_lines(what: str) -> Progress:
+    """A progress callback that writes ``what: 512/2000 files`` to stderr at
+    most every PROGRESS_EVERY seconds (nothing for a run shorter than that)."""
+    started = last = time.monotonic()
+
+    def report(done: int, total: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if done < total and now - last >= PROGRESS_EVERY:
+            rate = done / (now - started) if now > started else 0.0
+            click.echo(f"{what}: {done}/{total} files ({rate:.0f}/s)", err=True)
+            last = now
+
+    return report
 
 
 def short(text: str, limit: int = 80) -> str:

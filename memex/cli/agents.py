@@ -66,10 +66,21 @@ def _scope_options(func: Any) -> Any:
 
 
 def _report(data: dict[str, Any], as_json: bool, title: str) -> None:
+    """What an install or uninstall did, starting with a one-word status:
+    a repeat says "unchanged", not "replaced 5" (issue 14)."""
+    if not data.get("changed"):
+        status = "unchanged"
+    elif "removed" in data:
+        status = "removed"
+    else:
+        status = "updated" if data.get("replaced") else "installed"
+    data = {"status": status, **data}
     if as_json:
         print_json(data)
-    else:
-        key_values(data, title=title)
+        return
+    if status == "unchanged":
+        data.pop("replaced", None)  # entries swapped for identical ones: nothing a person needs
+    key_values(data, title=title)
 
 
 def _hooks(agent: str, where: str, ctx: click.Context, install: bool, as_json: bool) -> None:
@@ -126,7 +137,7 @@ def _agent_commands(install: bool) -> list[click.Command]:
 
     @click.command("mcp", help=f"{verb} the memex MCP server in an agent's MCP configuration.")
     @click.option("--agent", type=click.Choice(("claude-code", "codex")), default="claude-code",
-                  show_default=True)
+                  show_default=True, help="Whose MCP configuration to change.")
     @_scope_options
     @json_option
     @click.pass_context

@@ -10,7 +10,9 @@ from memex import decay
 from memex.cli._common import get_vault, json_option, key_values, print_json, short, table
 from memex.errors import InvalidArgument
 
-_SUMMARY = ("candidates", "merged_groups", "superseded_count", "compression_ratio", "avg_similarity")
+# The summary fields both reports carry (only one session's report has an
+# avg_similarity: an average over sessions of averages would mislead).
+_SUMMARY = ("candidates", "merged_groups", "superseded_count", "compression_ratio")
 
 
 def _groups_table(groups: list[dict[str, Any]]) -> None:
@@ -54,7 +56,7 @@ def consolidate_cmd(
         if as_json:
             print_json(data)
             return
-        key_values({k: data[k] for k in ("session", *_SUMMARY, "method", "dry_run")}, title="consolidate")
+        key_values({k: data[k] for k in ("session", *_SUMMARY, "avg_similarity", "method", "dry_run")}, title="consolidate")
         groups = data["groups"]
         for skip in data["skipped"]:
             click.echo(f"skipped {skip['scope']}: {skip['reason']} ({skip['candidates']})")
@@ -90,6 +92,7 @@ def fading_cmd(ctx: click.Context, scope: str | None, within_days: float, as_jso
     [decay] rates in .memex/config.toml to keep it longer.
     """
     vault = get_vault(ctx)
+    vault.check_scope_filter(scope)
     policy = decay.load_policy(vault.config)
     rows = [f for f in decay.schedule(vault.conn, policy, scope) if f.days_left is not None and f.days_left <= within_days]
     if as_json:

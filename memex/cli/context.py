@@ -119,7 +119,10 @@ def compact_cmd(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def commit_cmd(ctx: click.Context, session: str, source: str | None, scope: str | None, as_json: bool) -> None:
     """Extract memories from a session's pending turns (after-turn runs this detached)."""
-    result = engine.commit_session(get_vault(ctx), session, source=source, scope=scope)
+    vault = get_vault(ctx)
+    if scope is not None:
+        vault.check_scope(scope)
+    result = engine.commit_session(vault, session, source=source, scope=scope)
     if as_json:
         print_json(result)
     else:
@@ -147,7 +150,7 @@ def keyword_cmd(ctx: click.Context, as_json: bool) -> None:
 
 @context_group.command("search")
 @click.option("--session", required=True, help="Session whose archive to search.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="At most this many hits.")
 @click.argument("query")
 @json_option
 @click.pass_context

@@ -7,11 +7,26 @@ from typing import Any
 
 import click
 
-from memex import health
-from memex.cli._common import get_vault, is_tty, json_option, key_values, print_json, short, table
+from memex import health, permissions, scopes
+from memex.cli._common import (
+    TextCommand,
+    get_vault,
+    human_bytes,
+    is_tty,
+    json_option,
+    key_values,
+    print_json,
+    progress_lines,
+    short,
+    table,
+)
 from memex.errors import InvalidArgument
+from memex.records import SCORE_FIELDS, record_view
 from memex.search import Hit
 from memex.vault import init_vault
+
+
+MAX_LISTED = 20  # doctor names this many loose paths; --json has them all
 
 
 def _hits_table(hits: list[Hit], with_score: bool) -> None:
@@ -34,7 +49,7 @@ def init_cmd(path: str, no_git: bool) -> None:
     click.echo(f"Use it with: export MEMEX_VAULT={root}")
 
 
-@click.command("add")
+@click.command("add", cls=TextCommand)
 @click.argument("text")
 @click.option("--scope", help="Knowledge scope: user, project:NAME, agent:NAME (default from config).")
 @click.option("--source", default="user", show_default=True, help="Who wrote it (user, keyword, tool, claude-code, ...).")
@@ -47,13 +62,24 @@ def init_cmd(path: str, no_git: bool) -> None:
 @json_option
 @click.pass_context
 def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> None:
-    """Add a memory (TEXT, or - to read standard input)."""
+    """Add a memory (TEXT, or - to read standard input).
+
+    Text that begins with '-' goes after --: memex add -- "-v is verbose".
+    """
     if text == "-":
-        data = sys.stdin.buffer.read()
+        cap = get_vault(ctx).config.max_file_bytes
+        # One byte over the cap is enough to refuse: a 5 MB paste is never read whole.
+        data = sys.stdin.buffer.read(cap + 1)
+        if len(data) > cap:
+            raise InvalidArgument(
+                "TEXT", f"standard input is over the vault's [index] max_file_bytes ({cap} bytes); nothing was stored"
+            )
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise InvalidArgument("TEXT", f"standard input is not UTF-8 text (byte {exc.start})") from exc
+    if not text.strip():
+        raise InvalidArgument("TEXT", "is empty: give the memory's text, or - to read it from standard input")
     result = get_vault(ctx, warm=True).add(text, **opts)
     if as_json:
         print_json(result.as_dict())
@@ -69,12 +95,12 @@ def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> Non
         click.echo(f"  similar {fact.id} ({fact.similarity:.2f}): {short(fact.body, 70)}")
 
 
-@click.command("search")
+@click.command("search", cls=TextCommand)
 @click.argument("query")
 @click.option("--scope", multiple=True, help="Only this scope (repeatable).")
 @click.option("--source", help="Only memories from this source.")
 @click.option("--session", help="Only memories from this session.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="At most this many hits.")
 @click.option("--include-superseded", is_flag=True, help="Also show superseded memories.")
 @json_option
 @click.pass_context
@@ -88,7 +114,7 @@ def search_cmd(
         include_superseded=include_superseded,
     )
     if as_json:
-        print_json([h.as_dict() for h in hits])
+        print_json([record_view(h, SCORE_FIELDS) for h in hits])
     elif not hits:
         click.echo("no matches")
     else:
@@ -101,9 +127,7 @@ def search_cmd(
 @click.pass_context
 def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
     """Show one memory: its frontmatter fields and body."""
-    vault = get_vault(ctx)
-    data = vault.get(memory_id).as_dict()
-    data["effective_confidence"] = vault.effective_confidence(memory_id)  # decay, issue 7
+    data = get_vault(ctx).get(memory_id).as_dict()  # the record shape, then the rest of the file
     if as_json:
         print_json(data)
         return
@@ -116,15 +140,16 @@ def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
 @click.option("--scope", help="Only this scope.")
 @click.option("--session", help="Only this session.")
 @click.option("--source", help="Only this source.")
-@click.option("--include-superseded", is_flag=True)
-@click.option("--limit", type=click.IntRange(1), default=None)
+@click.option("--include-superseded", is_flag=True,
+              help="Also list superseded memories (kept on disk, hidden from search).")
+@click.option("--limit", type=click.IntRange(1), default=None, show_default="all", help="At most this many memories.")
 @json_option
 @click.pass_context
 def list_cmd(ctx: click.Context, /, as_json: bool, **filters: Any) -> None:
     """List memories, newest first."""
     hits = get_vault(ctx).list(**filters)
     if as_json:
-        print_json([h.as_dict() for h in hits])
+        print_json([record_view(h) for h in hits])  # no search-only fields (score, semantic)
     elif not hits:
         click.echo("no memories")
     else:
@@ -133,11 +158,21 @@ def list_cmd(ctx: click.Context, /, as_json: bool, **filters: Any) -> None:
 
 @click.command("reindex")
 @click.option("--full", is_flag=True, help="Re-read every file (cached embeddings are reused).")
+@click.option(
+    "--allow-erased", "allow_paths", multiple=True, metavar="PATH",
+    help="Index this file although its text was erased (the deliberate way back; repeatable).",
+)
 @json_option
 @click.pass_context
-def reindex_cmd(ctx: click.Context, full: bool, as_json: bool) -> None:
+def reindex_cmd(ctx: click.Context, full: bool, allow_paths: tuple[str, ...], as_json: bool) -> None:
     """Bring the index in line with the files."""
     vault = get_vault(ctx)
+    if allow_paths:
+        from memex.erase import allow_files
+
+        allowed = allow_files(vault, list(allow_paths))
+        if not as_json:
+            click.echo(f"allowed back: {', '.join(allowed) or 'nothing (no erased text in those files)'}")
     if is_tty() and not as_json:
         from rich.progress import Progress
 
@@ -145,7 +180,9 @@ def reindex_cmd(ctx: click.Context, full: bool, as_json: bool) -> None:
             task = bar.add_task("indexing", total=None)
             report = vault.reindex(full=full, progress=lambda done, total: bar.update(task, completed=done, total=total))
     else:
-        report = vault.reindex(full=full)
+        # No terminal (a log, CI, a pipe): a plain line now and then, so a
+        # long reindex is visibly alive, and stdout stays the result alone.
+        report = vault.reindex(full=full, progress=progress_lines("reindex"))
     data = report.as_dict()
     if as_json:
         print_json(data)
@@ -165,36 +202,93 @@ def stats_cmd(ctx: click.Context, as_json: bool) -> None:
     """What the vault and its index hold."""
     data = health.stats(get_vault(ctx))
     if as_json:
-        print_json(data)
+        print_json(data)  # sizes in bytes, for programs
     else:
-        key_values(data, title="memex stats")
+        key_values({("index size" if k == "index_bytes" else k): (human_bytes(v) if k == "index_bytes" else v)
+                    for k, v in data.items()}, title="memex stats")
+
+
+# `memex doctor` exit statuses (docs/cli.md): scripts tell drift from a clean vault.
+DOCTOR_CLEAN = 0
+DOCTOR_NOT_CLEAN = 1  # drift, files that cannot be indexed, or memories in unknown scopes
+
+
+def _doctor_problems(drift: dict[str, Any], unknown: list[dict[str, Any]]) -> bool:
+    return not drift["clean"] or bool(unknown)
 
 
 @click.command("doctor")
-@click.option("--fix", is_flag=True, help="Repair what is found.")
+@click.option("--fix", is_flag=True, help="Repair what is found (reindex, drop stray vectors).")
 @json_option
 @click.pass_context
 def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
-    """Report drift between files and index (missing, stale, orphaned rows); --fix repairs."""
+    """Report drift between files and index (missing, stale, orphaned rows); --fix repairs.
+
+    Also lists files that cannot be indexed and memories whose scope is not
+    a valid one (a hand-written file in an unknown folder). Exit status: 0
+    clean (after --fix: everything was fixed), 1 problems remain, 2 usage error.
+    """
     vault = get_vault(ctx)
     found = health.drift(vault).as_dict()
-    data: dict[str, Any] = {"drift": found, "model": vault.embedder_status()}
+    unknown = scopes.unknown_scopes(vault.scope_rules, vault.conn)
+    # A vault is private to its user (memex/permissions.py): modes others can use.
+    loose = permissions.loose_modes(vault.root)
+    data: dict[str, Any] = {
+        "drift": found, "unknown_scopes": unknown, "model": vault.embedder_status(),
+        "loose_modes": [m.as_dict() for m in loose],
+    }
+    problems = _doctor_problems(found, unknown) or bool(loose)
     if fix:
         data["repair"] = health.repair(vault)
         data["after"] = health.drift(vault).as_dict()
+        data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, vault.conn)
+        data["modes_tightened"] = [m.as_dict() for m in permissions.tighten(vault.root)]
+        problems = _doctor_problems(data["after"], data["unknown_scopes_after"]) or bool(
+            permissions.loose_modes(vault.root)
+        )
+    data["clean"] = not problems
+    code = DOCTOR_NOT_CLEAN if problems else DOCTOR_CLEAN
     if as_json:
         print_json(data)
-        return
+        ctx.exit(code)
     summary = {k: (len(v) if isinstance(v, list) else v) for k, v in found.items()}
+    summary["unknown_scopes"] = len(unknown)
     key_values({**summary, "model": data["model"]}, title="doctor")
-    for kind in ("missing", "stale", "orphaned", "unembedded"):
+    for kind in ("missing", "stale", "orphaned", "unembedded", "temp_files"):
         for path in found[kind]:
             click.echo(f"{kind}: {path}")
-    for err in found["errors"]:
+    errors = found["errors"]
+    if fix:
+        # A file reindexing found unreadable shows up only after the repair.
+        errors = errors + [e for e in data["after"]["errors"] if e not in errors]
+    for err in errors:
         click.echo(f"error: {err['path']}: {err['reason']}")
+    for item in loose[:MAX_LISTED]:
+        click.echo(f"{'tightened' if fix else 'loose mode'}: {item}")
+    if len(loose) > MAX_LISTED:
+        click.echo(f"... and {len(loose) - MAX_LISTED} more path(s) other users can reach (see --json)")
+    if loose and not fix:
+        click.echo("run `memex doctor --fix` to make them private (folders 0700, files 0600)")
+    for item in data.get("unknown_scopes_after", unknown):
+        guess = f"; did you mean {item['suggestion']!r}?" if item["suggestion"] else ""
+        click.echo(f"unknown scope: {item['path']}: {item['reason']}{guess}")
     if fix:
         after = data["after"]
-        click.echo("repaired; index is clean" if after["differing"] == 0 else f"{after['differing']} still differ")
+        if not problems:
+            click.echo("repaired; index is clean")
+        elif after["differing"]:
+            click.echo(f"repaired what it could; {after['differing']} file(s) still differ")
+        else:
+            click.echo("repaired what it could; the files above need a person")
+    if problems:
+        unknown_left = data.get("unknown_scopes_after", unknown)
+        if unknown_left:
+            click.echo(
+                "move those files under memories/user/, memories/project/NAME/ or memories/agent/NAME/, "
+                "set scope: in their frontmatter, or add the kind to [scopes] extra_kinds"
+            )
+        click.echo(f"not clean (exit status {code})" + ("" if fix else "; `memex doctor --fix` repairs drift"))
+    ctx.exit(code)
 
 
 @click.command("demo")

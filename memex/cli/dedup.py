@@ -7,13 +7,13 @@ from typing import Any
 
 import click
 
-from memex.cli._common import get_vault, json_option, key_values, print_json, short, table
+from memex.cli._common import TextCommand, get_vault, json_option, key_values, print_json, short, table
 from memex.dedup_cleanup import CleanupReport, dedup_existing
 from memex.handoff import handoff
 from memex.supersede import supersede
 
 
-@click.command("supersede")
+@click.command("supersede", cls=TextCommand)
 @click.argument("old_id")
 @click.argument("text")
 @click.option("--source", default="user", show_default=True, help="Who wrote the new text.")

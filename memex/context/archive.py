@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memex import permissions
 from memex.context.tokens import content_text
 from memex.errors import InvalidArgument
 from memex.locking import file_lock
@@ -93,7 +94,7 @@ def append_turn(
 ) -> dict[str, Any]:
     """Append one turn (caller holds the session lock and saves ``state``)."""
     folder = session_dir(vault, state.session)
-    folder.mkdir(parents=True, exist_ok=True)
+    permissions.private_dir(folder)
     state.turns += 1
     record = {
         "id": f"{folder.name}#{state.turns}",
@@ -105,7 +106,7 @@ def append_turn(
         "messages": messages,
     }
     line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
-    with open(folder / TURNS, "a", encoding="utf-8") as handle:
+    with permissions.open_append(folder / TURNS) as handle:
         handle.write(line)
         handle.flush()
         os.fsync(handle.fileno())

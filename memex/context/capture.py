@@ -16,13 +16,14 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from memex import permissions
 from memex.context import archive, extract
 from memex.context.budget import budget_plan
 from memex.context.inject import strip_blocks, strip_message
 from memex.context.messages import check_messages
 from memex.context.settings import load_settings
 from memex.context.tokens import count_messages, count_text
-from memex.errors import InvalidArgument, MemexError
+from memex.errors import InvalidArgument, LockTimeout, MemexError
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -51,6 +52,10 @@ def after_turn(
         raise InvalidArgument("pre_prompt_count", f"must be from 0 to {len(messages)}, got {pre_prompt_count!r}")
     if commit not in COMMIT_MODES:
         raise InvalidArgument("commit", f"must be one of {COMMIT_MODES}, got {commit!r}")
+    if scope is not None and not isinstance(scope, str):
+        raise InvalidArgument("scope", f"must be a string, got {scope!r}")
+    if scope:  # now, not in the detached commit that would store the turn's memories
+        scope = vault.check_scope(scope)
     settings = load_settings(vault)
     result: dict[str, Any] = {
         "archived": 0, "archive_id": None, "pending_tokens": 0, "committed": False, "memories": [],
@@ -172,8 +177,7 @@ def spawn_commit(vault: Vault, session: str, *, source: str | None = None, scope
     else:  # pragma: no cover - Windows
         kwargs["creationflags"] = getattr(subprocess, "DETACHED_PROCESS", 0)
     log_path = vault.memex_dir / "cache" / "context-commit.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:  # the child keeps its own copy of the handle
+    with permissions.open_append(log_path, binary=True) as log:  # the child keeps its own copy of the handle
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, **kwargs
         )
@@ -236,8 +240,14 @@ def capture_keyword(
         return None
     text = extract.remember_excerpt(text)
     category = next((c for s in extract.sentences(text) if (c := extract.classify(s))), None)
-    added = vault.add(
-        text, scope=scope, source=source, session=session, category=category or "observation",
-        confidence=0.9,
-    )
+    try:
+        added = vault.add(
+            text, scope=scope, source=source, session=session, category=category or "observation",
+            confidence=0.9,
+        )
+    except (InvalidArgument, LockTimeout) as exc:
+        # Too big for the index or binary: a hook skips it, says so, and the
+        # turn goes on (recall and the hand-off note still answer).
+        print(f"memex: not captured: {exc}", file=sys.stderr)
+        return {"status": "skipped", "reason": str(exc)}
     return added.as_dict()

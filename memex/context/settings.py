@@ -15,10 +15,13 @@ from memex.errors import ConfigError
 if TYPE_CHECKING:
     from memex.vault import Vault
 
-# Midpoint between the lowest relevant (0.47) and the highest unrelated (0.32)
-# score measured with the real model by scripts/context_threshold.py
-# (tests/test_context_recall_quality.py, docs/context-engine.md).
-DEFAULT_SCORE_THRESHOLD = 0.40
+# Recall goes through Vault.search, so the relevance floor (memex.fusion.relevant)
+# already drops unrelated memories; this threshold is a second cut on the fused
+# score. Midpoint between the lowest relevant (0.399) and the highest unrelated
+# or wrong (0.224) score with the issue-11 fusion, measured with the real model
+# by scripts/context_threshold.py (tests/test_context_recall_quality.py,
+# docs/search.md, docs/context-engine.md).
+DEFAULT_SCORE_THRESHOLD = 0.31
 
 
 @dataclass(frozen=True)

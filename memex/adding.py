@@ -1,0 +1,199 @@
+"""``Vault.add``: check, compute outside the write lock, commit under it.
+
+Everything slow happens before ``write.lock`` is taken: loading the model,
+embedding the body and its chunks, and the dedup pipeline. The lock then
+covers only a short commit: the erased-list and exact-duplicate checks again
+(another process may have stored the same body meanwhile: two processes
+adding one body still produce one file), the file write and its index rows
+(issue 12, item 6). Eight concurrent adds beside a watcher and a reindex
+loop used to queue behind each other's model loading and time out after
+30 s; now an add waits for the lock as long as it takes (``Vault.lock_wait``;
+a flock dies with its holder), and the lock is never held while waiting for
+SQLite (:func:`memex.locking.locked_txn`).
+
+A body the index would refuse is refused here, before anything is written:
+over ``[index] max_file_bytes`` or holding a NUL byte (item 9). Answering
+``created`` for a file that is never indexed would lose the memory silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import ulid
+
+from memex import dedup, embed, memory_file, purge
+from memex.db import write_txn
+from memex.erased_list import allow, is_erased
+from memex.errors import InvalidArgument, MemoryFileError
+from memex.memory_file import MemoryFile
+from memex.records import DEFAULT_CONFIDENCE, build_record, check_unicode, now_iso
+from memex.text import body_hash, normalize, strip_injected
+
+if TYPE_CHECKING:
+    from memex.vault import Vault
+
+
+def check_storable(text: str, max_bytes: int, what: str = "text") -> None:
+    """Refuse text the index could never hold, naming why (cheap: no model)."""
+    if "\x00" in text:
+        raise InvalidArgument(
+            what, f"holds a NUL byte (character {text.index(chr(0))}): binary data is not a memory; nothing was stored"
+        )
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise InvalidArgument(
+            what,
+            f"is {size} bytes, over the vault's [index] max_file_bytes ({max_bytes}) in .memex/config.toml; "
+            "a file that big is never indexed, so nothing was stored",
+        )
+
+
+def _vectors(vault: Vault, body: str, content: str) -> tuple[Any, list[embed.CacheRow]]:
+    """The dedup query vector of ``body`` and the cache rows the index will
+    need for this file (body and chunk vectors), computed without any lock."""
+    embedder = vault.embedder
+    if embedder is None:
+        return None, []
+    indexer = vault.indexer  # vector tables must match this model first
+    mf = memory_file.parse(content, Path("new memory"))
+    embed_text = normalize(strip_injected(mf.body))
+    pieces = indexer.chunker(embed_text)
+    texts = [body, embed_text, *pieces]
+    blobs, rows = embed.cached_vectors(vault.conn, embedder, texts)
+    # Only what the new memory's rows use goes into the cache; the query
+    # vector of the raw body is kept out (one derived copy fewer to erase).
+    keep = {embed.text_key(t) for t in texts[1:]}
+    return embed.from_blob(blobs[0]), [r for r in rows if r[1] in keep]
+
+
+def add(
+    vault: Vault,
+    text: str,
+    scope: str | None = None,
+    source: str | None = "user",
+    session: str | None = None,
+    source_ref: str | None = None,
+    category: str | None = None,
+    confidence: float | None = None,
+    entities: Sequence[str] | None = None,
+    extra: dict[str, Any] | None = None,
+    supersedes: str | None = None,
+    allow_erased: bool = False,
+) -> dedup.AddResult:
+    """See :meth:`memex.vault.Vault.add`."""
+    check_unicode(
+        text=text, scope=scope, source=source, session=session, source_ref=source_ref,
+        category=category, entities=entities,
+    )
+    max_bytes = vault.config.max_file_bytes
+    if not normalize(text):
+        raise InvalidArgument("text", "is empty: give the memory's text")
+    body = strip_injected(text).strip()
+    check_storable(body, max_bytes)  # before any other work: a 5 MB body must not reach the model
+    if not normalize(body):
+        raise InvalidArgument(
+            "text", "holds only what memex injected (a <relevant-memories> block or an [hm ...] prefix), "
+            "nothing of its own to store"
+        )
+    scope = vault.check_scope(scope)
+    if confidence is None:
+        confidence = DEFAULT_CONFIDENCE
+    if not 0.0 <= confidence <= 1.0:
+        raise InvalidArgument("confidence", f"must be from 0 to 1, got {confidence}")
+    if not allow_erased and is_erased(vault.memex_dir, body):
+        return dedup.AddResult("refused", "", "", "erased")
+
+    memory_id = str(ulid.ULID())
+    meta: dict[str, Any] = {
+        "id": memory_id, "scope": scope, "source": source, "session": session, "source_ref": source_ref,
+        "category": category, "confidence": confidence, "created": now_iso(), "supersedes": supersedes,
+    }
+    if entities:
+        meta["entities"] = list(entities)
+    meta = {k: v for k, v in meta.items() if v is not None}
+    for key, value in (extra or {}).items():
+        meta.setdefault(key, value)
+    content = memory_file.serialize(MemoryFile(meta, body + "\n"))
+    _check_file(content, max_bytes)
+
+    qvec, cache_rows = _vectors(vault, body, content)
+    cand = dedup.Candidate(body=body, scope=scope, source=source, session=session, supersedes=supersedes, qvec=qvec)
+    decision = dedup.check(vault, cand)
+    if decision.status != "created":
+        return _known(vault, decision)
+
+    with vault.commit():
+        # Again under the lock: an erase or an add of the same body by another
+        # process may have committed since the checks above.
+        if not allow_erased and is_erased(vault.memex_dir, body):
+            return dedup.AddResult("refused", "", "", "erased")
+        row = vault.conn.execute(
+            "SELECT id FROM memories WHERE scope = ? AND body_hash = ? AND status = 'active' "
+            "AND id IS NOT ? LIMIT 1",
+            (scope, body_hash(body), supersedes),
+        ).fetchone()
+        if row is not None:
+            return _known(vault, dedup.Decision("duplicate", "exact", row[0], 1.0, decision.similar_facts))
+        path = vault.new_path(scope, body, memory_id)
+        if allow_erased:  # the deliberate way back; the indexer would refuse it otherwise
+            allow(vault.memex_dir, [body])
+        memory_file.atomic_write(path, content)
+        rel = path.relative_to(vault.root).as_posix()
+        embed.store_cache(vault.conn, cache_rows)
+        vault.indexer.index_paths([rel])
+        # Vectors stored for a file the indexer then refused go again.
+        purge.drop_unused_cache(vault.conn, {r[1] for r in cache_rows})
+    return dedup.AddResult("created", memory_id, rel, None, None, None, decision.similar_facts)
+
+
+def _check_file(content: str, max_bytes: int) -> None:
+    """The file as written must read back as a memory (the indexer's own checks)."""
+    data = content.encode("utf-8")
+    if len(data) > max_bytes:
+        raise InvalidArgument(
+            "text",
+            f"makes a {len(data)}-byte file with its frontmatter, over the vault's [index] max_file_bytes "
+            f"({max_bytes}); nothing was stored",
+        )
+    try:
+        memory_file.parse(memory_file.decode(data, Path("new memory")), Path("new memory"))
+    except MemoryFileError as exc:
+        raise InvalidArgument("text", f"would not read back as a memory file ({exc.reason}); nothing was stored") from exc
+
+
+def _known(vault: Vault, decision: dedup.Decision) -> dedup.AddResult:
+    """The answer for a body the pipeline found already stored (or refused)."""
+    existing = decision.existing_id or ""
+    if decision.status == "duplicate" and existing:
+        vault.record_access([existing])
+    path = vault._row_by_id(existing)[0] if existing else ""
+    return dedup.AddResult(
+        decision.status, existing, path, decision.method, decision.existing_id,
+        decision.similarity, decision.similar_facts,
+    )
+
+
+def vectors_for_files(vault: Vault, relpaths: Sequence[str]) -> list[embed.CacheRow]:
+    """Embed, without any lock, what indexing these files will need and the
+    cache lacks; the caller stores the rows in its commit (the watcher). A
+    file that cannot be read is skipped: the indexer reports it then."""
+    embedder = vault.embedder
+    if embedder is None:
+        return []
+    indexer = vault.indexer
+    texts: list[str] = []
+    for rel in relpaths:
+        full = vault.root / rel
+        try:
+            mf, raw = memory_file.read(full, vault.config.max_file_bytes, vault.root)
+            rec = build_record(rel, mf, raw, full.stat(), vault.config.default_scope)
+        except (MemoryFileError, OSError, ValueError):
+            continue
+        texts.append(rec.embed_text)
+        texts.extend(indexer.chunker(rec.embed_text))
+    if not texts:
+        return []
+    return embed.cached_vectors(vault.conn, embedder, texts)[1]

@@ -1,0 +1,96 @@
+"""`memex doctor` exit statuses: 0 clean, 1 problems remain, 2 usage error
+(issue 14, item 3), and the memories in unknown scopes it reports (item 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner, Result
+
+from memex import embed
+from memex.cli import app, run
+from tests.fakes import HashEmbedder
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch) -> click.Group:
+    monkeypatch.setattr(embed, "load_embedder", lambda setting: HashEmbedder())
+    return app()
+
+
+def doctor(cli: click.Group, root: Path, *args: str) -> tuple[Result, Any]:
+    human = CliRunner().invoke(cli, ["--vault", str(root), "doctor", *args])
+    as_json = CliRunner().invoke(cli, ["--vault", str(root), "doctor", *args, "--json"])
+    assert human.exception is None or isinstance(human.exception, SystemExit), human.output
+    assert as_json.exit_code == human.exit_code, (human.output, as_json.output)
+    return human, json.loads(as_json.stdout)
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / "memories" / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_clean_vault_exits_0(cli: click.Group, vault_root: Path) -> None:
+    human, data = doctor(cli, vault_root)
+    assert human.exit_code == 0 and data["clean"] is True
+    assert "not clean" not in human.output
+
+
+def test_drift_exits_1_and_fix_exits_0(cli: click.Group, vault_root: Path) -> None:
+    write(vault_root, "user/lunch.md", "Lunch is at noon.\n")  # a file the index has not seen
+    human, data = doctor(cli, vault_root)
+    assert human.exit_code == 1
+    assert data["drift"]["missing"] == ["memories/user/lunch.md"] and data["clean"] is False
+    assert "not clean (exit status 1)" in human.output and "doctor --fix" in human.output
+    fixed = CliRunner().invoke(cli, ["--vault", str(vault_root), "doctor", "--fix"])
+    assert fixed.exit_code == 0, fixed.output
+    assert doctor(cli, vault_root)[0].exit_code == 0
+
+
+def test_what_fix_cannot_repair_still_exits_1(cli: click.Group, vault_root: Path) -> None:
+    write(vault_root, "user/bad.md", "---\nconfidence: 2\n---\nToo sure of itself.\n")
+    human, data = doctor(cli, vault_root, "--fix")
+    assert human.exit_code == 1
+    assert data["after"]["errors"][0]["path"] == "memories/user/bad.md"
+    assert "error: memories/user/bad.md: confidence must be from 0 to 1" in human.output
+
+
+def test_unknown_scope_folders_are_reported_not_rescoped(cli: click.Group, vault_root: Path) -> None:
+    write(vault_root, "usr/typo.md", "Written by hand into a mistyped folder.\n")
+    write(vault_root, "user/recipes/soup.md", "Filed below the user folder: fine.\n")
+    assert CliRunner().invoke(cli, ["--vault", str(vault_root), "reindex"]).exit_code == 0
+    human, data = doctor(cli, vault_root)
+    assert human.exit_code == 1
+    assert data["drift"]["clean"] is True  # the index matches the files ...
+    assert data["unknown_scopes"] == [{  # ... but one memory is in no real scope
+        "path": "memories/usr/typo.md", "scope": "usr", "reason": "'usr' is not a scope", "suggestion": "user",
+    }]
+    assert "unknown scope: memories/usr/typo.md: 'usr' is not a scope; did you mean 'user'?" in human.output
+    # --fix does not move a person's file: it still exits 1 and says what to do.
+    fixed, after = doctor(cli, vault_root, "--fix")
+    assert fixed.exit_code == 1 and after["unknown_scopes_after"][0]["path"] == "memories/usr/typo.md"
+    assert "extra_kinds" in fixed.output
+    assert (vault_root / "memories" / "usr" / "typo.md").is_file()
+    # Configuring nothing but moving the file makes the vault clean.
+    (vault_root / "memories" / "usr" / "typo.md").rename(vault_root / "memories" / "user" / "typo.md")
+    assert doctor(cli, vault_root, "--fix")[0].exit_code == 0
+
+
+def test_exit_statuses_through_the_console_script(vault_root: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(embed, "load_embedder", lambda setting: HashEmbedder())
+    for args, code in (([], 0), (["--bogus"], 2)):
+        with pytest.raises(SystemExit) as caught:
+            run(["--vault", str(vault_root), "doctor", *args])
+        assert caught.value.code == code
+    write(vault_root, "user/new.md", "Not indexed yet.\n")
+    with pytest.raises(SystemExit) as caught:
+        run(["--vault", str(vault_root), "doctor", "--json"])
+    assert caught.value.code == 1
+    assert '"clean": false' in capsys.readouterr().out

