@@ -10,8 +10,9 @@ mask and L2 normalization. This module does exactly what fastembed's
 ``PooledNormalizedEmbedding`` does for that model, with the same tokenizer
 settings (right truncation at :data:`memex.embed.MAX_TOKENS`, padding to the
 longest text of a batch, the special tokens of ``special_tokens_map.json``)
-and the same session options, so the vectors agree with fastembed's to
-float32 rounding (tests/test_embed_onnx.py holds them to 1e-5).
+and, once a process embeds more than a few texts, the same session options
+(see :class:`OnnxModel`), so the vectors agree with fastembed's to float32
+rounding (tests/test_embed_onnx.py holds them to 1e-5).
 
 fastembed stays the loader for every other model folder (``[embedding]
 model = "/path"``): it knows many architectures and pooling schemes that
@@ -77,23 +78,50 @@ def _special_tokens(tokens_map: dict[str, Any]) -> list[Any]:
     return found
 
 
+# Texts embedded on the quick session before the optimized one is built.
+QUICK_TEXTS = 64
+
+
 class OnnxModel:
-    """One ONNX session and its tokenizer: texts in, normalized mean-pooled vectors out."""
+    """One ONNX session and its tokenizer: texts in, normalized mean-pooled vectors out.
+
+    onnxruntime's graph optimizations (constant folding of the int8 weights'
+    dequantization, operator fusion) take about 130 ms of CPU to build, two
+    thirds of the session's cost, and pay off only over many texts: a one-shot
+    ``memex search`` embeds one. So the first :data:`QUICK_TEXTS` texts run on
+    an unoptimized session (about 70 ms to build) and a process that embeds
+    more (reindex, the watcher, the warm server) then builds the optimized
+    one. The two agree to float32 rounding after pooling and normalization
+    (max difference 1.7e-7 from fastembed over 60 queries and memories, 0.0 for
+    the optimized session; tests/test_embed_onnx.py holds both
+    to fastembed's vectors within 1e-5).
+    """
 
     def __init__(self, model_dir: Path, max_tokens: int, threads: int) -> None:
-        import onnxruntime as ort
-
         self.tokenizer = load_tokenizer(model_dir, max_tokens)
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = threads
-        self.session = ort.InferenceSession(
-            str(model_dir / "model.onnx"), providers=["CPUExecutionProvider"], sess_options=options
-        )
+        self._path = model_dir / "model.onnx"
+        self._threads = threads
+        self._embedded = 0
+        self.optimized = False
+        self.session = self._session(optimized=False)
         self._inputs = {node.name for node in self.session.get_inputs()}
 
+    def _session(self, optimized: bool) -> Any:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.graph_optimization_level = (
+            ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimized else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        )
+        options.intra_op_num_threads = self._threads
+        options.inter_op_num_threads = self._threads
+        return ort.InferenceSession(str(self._path), providers=["CPUExecutionProvider"], sess_options=options)
+
     def embed(self, texts: list[str]) -> np.ndarray:
+        self._embedded += len(texts)
+        if not self.optimized and self._embedded > QUICK_TEXTS:
+            self.session = self._session(optimized=True)
+            self.optimized = True
         encoded = self.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)

@@ -114,3 +114,63 @@ def test_search_and_add_embed_through_a_running_warm_server(
     assert '"created"' in out and "Staging runs on port 5433" in asked
     assert "onnxruntime" not in modules
     server.join(30)
+
+
+@pytest.mark.model
+def test_a_running_watcher_serves_its_model_to_one_shot_commands(
+    vault_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`memex watch` holds the model anyway; a `memex search` meanwhile embeds
+    through it and loads no model, and the watcher removes its socket on exit."""
+    import signal
+
+    monkeypatch.delenv("MEMEX_WARM", raising=False)
+    with Vault(vault_root) as vault:
+        vault.add("Blue-green deploys happen on Fridays", scope="user")
+    watcher = subprocess.Popen(
+        [sys.executable, "-c", "from memex.cli import run; run()", "--vault", str(vault_root), "watch"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        with Vault(vault_root) as vault:
+            while warm.connect(vault) is None:
+                assert watcher.poll() is None, watcher.communicate()[1]
+                assert time.monotonic() < deadline, "the watcher never served its model"
+                time.sleep(0.1)
+        out, modules = _run(["--vault", str(vault_root), "search", "when do we deploy", "--json"])
+        assert "Blue-green deploys happen on Fridays" in out
+        assert "onnxruntime" not in modules
+        watcher.send_signal(signal.SIGTERM)
+        assert watcher.wait(60) == 0
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+        watcher.communicate(timeout=60)
+    path = warm.socket_path(vault_root)
+    assert path is not None and not path.exists()
+
+
+def test_the_model_head_start_never_speaks_for_the_command(vault_root: Path, tmp_path: Path) -> None:
+    """The preload thread (memex/cli/_preload.py) swallows its failures: a broken
+    config or a stale warm-server socket gives the command's own one-line error
+    or answer, never a thread's traceback."""
+    config = vault_root / ".memex" / "config.toml"
+    good = config.read_text(encoding="utf-8")
+    config.write_text(good + "\n[embedding\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", "from memex.cli import run; run()", "--vault", str(vault_root), "search", "x"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1 and done.stderr.startswith("Error: ") and "config.toml" in done.stderr
+    assert "Traceback" not in done.stderr and "Exception in thread" not in done.stderr
+    config.write_text(good.replace('# model = "auto"', 'model = "none"'), encoding="utf-8")
+    path = warm.socket_path(vault_root)
+    assert path is not None
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    path.write_text("left behind by a killed server")
+    try:
+        out, _ = _run(["--vault", str(vault_root), "search", "x", "--json"])
+    finally:
+        path.unlink()
+    assert out.strip() == "[]"

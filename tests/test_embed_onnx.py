@@ -33,6 +33,15 @@ def test_direct_onnx_vectors_equal_fastembeds() -> None:
     assert a.shape == b.shape == (len(TEXTS), 384)
     assert a.dtype == b.dtype == np.float32
     assert float(np.abs(a - b).max()) <= 1e-5
+    # Past the first texts the process builds the optimized session
+    # (memex/embed_onnx.py): its vectors agree as well.
+    model = direct._run.__self__  # type: ignore[attr-defined]
+    assert isinstance(model, embed_onnx.OnnxModel) and not model.optimized
+    many = [f"{t} (variant {i})" for i in range(embed_onnx.QUICK_TEXTS // len(TEXTS) + 1) for t in TEXTS]
+    c, d = direct.embed(many), through_fastembed.embed(many)
+    assert model.optimized
+    assert float(np.abs(c - d).max()) <= 1e-5
+    assert float(np.abs(direct.embed(TEXTS) - a).max()) <= 1e-5
     # Truncation at the model's window is the same on both paths.
     assert direct._lengths(TEXTS) == through_fastembed._lengths(TEXTS)
     assert max(direct._lengths(TEXTS)) == embed.MAX_TOKENS

@@ -17,6 +17,7 @@ from memex.cli import app
 from memex.errors import InvalidArgument
 from memex.importers import candidates, detect_format, import_path
 from memex.vault import Vault
+from tests.fakes import HashEmbedder
 from tests.hook_helpers import set_config
 
 DATA = Path(__file__).parent / "data" / "import"
@@ -185,10 +186,51 @@ def test_chat_import_uses_scope_and_rule_confidence(vault: Vault) -> None:
     assert memory.meta["category"] == "decision" and memory.meta["confidence"] == 0.7
 
 
+def test_texts_are_embedded_in_batches_and_nothing_refused_reaches_the_cache(
+    vault: Vault, fake_embedder: HashEmbedder, tmp_path: Path
+) -> None:
+    """The import embeds ahead in batches (memex.importers.Prefetched), in
+    memory only: an erased text it meets is refused and leaves no vector in
+    the index's embedding cache, as with `memex add`."""
+    from memex import embed
+
+    vault.add("Deploys happen on Tuesdays", scope="user")
+    erased_id = vault.list()[0].id
+    vault.erase(erased_id, "wrong")
+    calls: list[int] = []
+    real = fake_embedder.embed
+
+    def counting(texts):  # type: ignore[no-untyped-def]
+        calls.append(len(texts))
+        return real(texts)
+
+    fake_embedder.embed = counting  # type: ignore[method-assign]
+    items = [{"id": f"m{i}", "memory": f"Service {i} owns queue number {i * 7} in region {i % 3}"} for i in range(20)]
+    items.append({"id": "again", "memory": "Deploys happen on Tuesdays"})
+    source = tmp_path / "mem0.json"
+    source.write_text(json.dumps(items), encoding="utf-8")
+    report = import_path(vault, source, scope="user")
+    assert (report.created, report.refused) == (20, 1)
+    assert len(calls) < 10, calls  # not once per memory
+    keys = {embed.text_key("Deploys happen on Tuesdays")}
+    cached = {row[0] for row in vault.conn.execute("SELECT text_hash FROM embedding_cache")}
+    assert not keys & cached
+    hit = vault.search("which service owns queue number 35", limit=1)[0]
+    assert hit.body.startswith("Service 5 owns queue number 35")
+
+
 def test_a_bad_scope_is_refused_before_anything_is_written(vault: Vault) -> None:
     with pytest.raises(InvalidArgument):
         import_path(vault, DATA / "mem0.json", scope="Project:")
     assert vault.list() == []
+
+
+def test_the_vault_itself_is_not_imported_into_itself(vault: Vault) -> None:
+    vault.add("Deploys happen on Tuesdays", scope="user")
+    for path in (vault.root, vault.root / "memories"):
+        with pytest.raises(InvalidArgument, match="inside the vault"):
+            import_path(vault, path)
+    assert len(vault.list()) == 1
 
 
 def test_unreadable_files_in_a_folder_are_reported_and_skipped(vault: Vault, tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # imported where used: the CLI's model preload reads socket_p
 CONNECT_TIMEOUT = 0.05  # a missing or stuck server must cost the hook nothing noticeable
 REPLY_TIMEOUT = 5.0
 DEFAULT_IDLE = 1200
+STOP_POLL = 0.5  # seconds between looks at a stop event
 
 
 def idle_seconds(vault: Vault) -> int:
@@ -143,8 +145,19 @@ def serve(root: Path) -> None:
         idle = idle_seconds(vault)
         model = embed.load_embedder(vault.config.embedding_model)
         setting = vault.config.embedding_model
+    if model is not None and idle > 0:
+        serve_model(root, model, setting, idle=idle)
+
+
+def serve_model(
+    root: Path, model: embed.Embedder, setting: str, idle: float | None = None,
+    stop: threading.Event | None = None,
+) -> None:
+    """Answer embedding requests for ``root`` with ``model``: until idle for
+    ``idle`` seconds, or (``memex watch``, which holds the model anyway) until
+    ``stop`` is set. Returns at once when another server answers for the vault."""
     path = socket_path(root)
-    if model is None or path is None or idle <= 0:
+    if path is None:
         return
     path.parent.mkdir(mode=0o700, exist_ok=True)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
@@ -159,13 +172,16 @@ def serve(root: Path) -> None:
         try:
             os.chmod(path, 0o600)
             server.listen(8)
-            server.settimeout(idle)
+            # With a stop event, wake up now and then to look at it.
+            server.settimeout(STOP_POLL if stop is not None else idle)
             info = {"model_id": model.model_id, "dim": model.dim, "setting": setting}
-            while True:
+            while stop is None or not stop.is_set():
                 try:
                     conn, _ = server.accept()
                 except TimeoutError:
-                    return
+                    if stop is None:
+                        return
+                    continue
                 with conn:
                     _answer(conn, model, info)
         finally:

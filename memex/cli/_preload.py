@@ -27,7 +27,10 @@ COMMANDS = frozenset({"search", "add"})
 def start(vault_path: str | None) -> threading.Thread | None:
     if os.environ.get("MEMEX_PRELOAD") == "0":
         return None
-    root = _guess_root(vault_path)
+    try:
+        root = _guess_root(vault_path)
+    except OSError:  # e.g. the current folder was deleted; the command will say so
+        return None
     if root is None:
         return None
     thread = threading.Thread(target=_load, args=(root,), name="memex-model-preload")
@@ -59,10 +62,25 @@ def _load(root: Path) -> None:
         from memex.agents import warm
 
         sock = warm.socket_path(root)
-        if sock is not None and sock.exists():
+        if sock is not None and _answers(sock):
             return
         from memex import embed
 
         embed.load_embedder(setting)
     except Exception:  # a head start only; the command reports real problems
         return
+
+
+def _answers(sock: Path) -> bool:
+    """Whether a server listens there (a killed one leaves its socket file behind)."""
+    import socket
+
+    if not sock.exists():
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.05)
+        try:
+            probe.connect(str(sock))
+        except OSError:
+            return False
+    return True

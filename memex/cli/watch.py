@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from typing import Any
 
 import click
 
 from memex import watch_state
 from memex.cli._common import get_vault, json_option, key_values, print_json
+from memex.vault import Vault
 from memex.watch import Watcher, settings_for
 
 _SHOWN_PATHS = 10
@@ -36,7 +38,32 @@ def watch_cmd(ctx: click.Context, debounce_ms: int | None, reconcile_seconds: fl
     logger.setLevel(level)
     vault = get_vault(ctx)
     watcher = Watcher(vault, settings_for(vault, debounce_ms=debounce_ms, reconcile_seconds=reconcile_seconds))
-    watcher.run()
+    stop, server = _serve_model(vault)
+    try:
+        watcher.run()
+    finally:
+        stop.set()
+        if server is not None:
+            server.join(5)  # it removes its socket on the way out
+
+
+def _serve_model(vault: Vault) -> tuple[threading.Event, threading.Thread | None]:
+    """The watcher holds the vault's model anyway: it serves it to one-shot
+    commands (`memex search`, `memex add`) as an agent session's warm server
+    does (memex/agents/warm.py), so they need not load it (start-up, issue 14).
+    Off with [agents] warm_seconds = 0 or MEMEX_WARM=0, like that server."""
+    from memex.agents import warm
+
+    stop = threading.Event()
+    model = vault.embedder
+    if model is None or warm.idle_seconds(vault) <= 0:
+        return stop, None
+    server = threading.Thread(
+        target=warm.serve_model, args=(vault.root.resolve(), model, vault.config.embedding_model),
+        kwargs={"stop": stop}, name="memex-warm-model", daemon=True,
+    )
+    server.start()
+    return stop, server
 
 
 def _watcher_line(info: dict[str, Any]) -> str:

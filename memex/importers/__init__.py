@@ -234,23 +234,80 @@ def import_path(
     where = Path(path).expanduser()
     if not where.exists():
         raise InvalidArgument("PATH", f"{where} does not exist")
+    inside = where.resolve()
+    if inside == vault.root.resolve() or vault.root.resolve() in inside.parents:
+        raise InvalidArgument("PATH", f"{where} is inside the vault: its Markdown files are memories already")
     chosen = detect_format(where) if fmt == "auto" else fmt
     found, skipped = candidates(where, chosen)
     scope = check_scope(scope or vault.config.default_scope)
     report = ImportReport(
         str(where.resolve()), chosen, f"import:{chosen}", scope, dry_run, len(found), skipped_files=skipped
     )
-    for n, cand in enumerate(found, 1):
-        item: dict[str, Any] = {
-            "text": cand.text, "source_ref": cand.source_ref, "category": cand.category,
-            "section": cand.section, "entities": cand.entities,
-        }
-        if not dry_run:
-            item.update(_add(vault, cand, report))
-        report.items.append(item)
-        if progress is not None:
-            progress(n, len(found), report)
+    adder = vault
+    ahead = None
+    if not dry_run and vault.embedder is not None:
+        from memex.vault import Vault as _Vault
+
+        ahead = Prefetched(vault.embedder)
+        adder = _Vault(vault.root, embedder=ahead)
+    try:
+        for n, cand in enumerate(found, 1):
+            if ahead is not None and (n - 1) % EMBED_AHEAD == 0:
+                ahead.prefetch(found[n - 1 : n - 1 + EMBED_AHEAD])
+            item: dict[str, Any] = {
+                "text": cand.text, "source_ref": cand.source_ref, "category": cand.category,
+                "section": cand.section, "entities": cand.entities,
+            }
+            if not dry_run:
+                item.update(_add(adder, cand, report))
+            report.items.append(item)
+            if progress is not None:
+                progress(n, len(found), report)
+    finally:
+        if adder is not vault:
+            adder.close()
     return report
+
+
+# Candidates whose texts are embedded together before they are added one by one.
+EMBED_AHEAD = 64
+
+
+class Prefetched:
+    """The vault's model, fed in batches: before a run of adds, the texts those
+    adds will embed (the body, and the normalized body the index stores) are
+    embedded together, and each add then takes its vectors from here.
+
+    Only in memory: nothing reaches the index's embedding cache that
+    :meth:`Vault.add` would not put there itself, so a refused (erased) or
+    duplicate text leaves no vector behind (memex/adding.py keeps the cache to
+    what stored memories use). A text not prefetched goes to the model.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.model_id: str = model.model_id
+        self.dim: int = model.dim
+        self._ready: dict[str, Any] = {}
+
+    def prefetch(self, cands: list[Candidate]) -> None:
+        from memex.text import normalize, strip_injected
+
+        texts: list[str] = []
+        for cand in cands:
+            body = strip_injected(cand.text).strip()
+            texts += [body, normalize(body)]
+        wanted = [t for t in dict.fromkeys(texts) if t]
+        self._ready = dict(zip(wanted, self.model.embed(wanted))) if wanted else {}
+
+    def embed(self, texts: Any) -> Any:
+        import numpy as np
+
+        missing = [t for t in dict.fromkeys(texts) if t not in self._ready]
+        fresh = dict(zip(missing, self.model.embed(missing))) if missing else {}
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._ready[t] if t in self._ready else fresh[t] for t in texts]).astype(np.float32)
 
 
 def _add(vault: Vault, cand: Candidate, report: ImportReport) -> dict[str, Any]:
