@@ -45,7 +45,6 @@ from memex.values import conflict_reason
 
 if TYPE_CHECKING:
     from memex.config import Config
-    from memex.profiles import ModelProfile
     from memex.vault import Memory, Vault
 
 DEFAULT_PROTECTED = ("constraint", "postmortem", "gotcha")
