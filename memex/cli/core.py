@@ -237,15 +237,15 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
         "drift": found, "unknown_scopes": unknown, "model": vault.embedder_status(),
         "loose_modes": [m.as_dict() for m in loose],
     }
-    problems = _doctor_problems(found, unknown) or bool(loose)
+    # Loose modes are reported (and --fix tightens them) but are not drift:
+    # a file made in an editor under umask 022 is 0644 and still a good memory.
+    problems = _doctor_problems(found, unknown)
     if fix:
         data["repair"] = health.repair(vault)
         data["after"] = health.drift(vault).as_dict()
         data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, vault.conn)
         data["modes_tightened"] = [m.as_dict() for m in permissions.tighten(vault.root)]
-        problems = _doctor_problems(data["after"], data["unknown_scopes_after"]) or bool(
-            permissions.loose_modes(vault.root)
-        )
+        problems = _doctor_problems(data["after"], data["unknown_scopes_after"])
     data["clean"] = not problems
     code = DOCTOR_NOT_CLEAN if problems else DOCTOR_CLEAN
     if as_json:
