@@ -43,7 +43,7 @@ from memex import erase_git, erased_list, orphans, purge
 from memex.db import write_txn
 from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.faults import point
-from memex.erase_select import Selection, by_id, by_subject, claiming_files, expand, same_text
+from memex.erase_select import Selection, by_id, by_subject, claiming_files, expand, files_to_read, same_text
 from memex.indexer import Indexer
 from memex.memory_file import _fsync_dir, read
 
@@ -139,10 +139,14 @@ def _select(
 
 def _add_copies(vault: Vault, sel: Selection, ids: list[str]) -> None:
     """Every copy of what is erased (issue 12 item 1; see memex.erase_select)."""
-    on_disk, _ = vault.indexer.walk()
+    # An Indexer without a model: walking and purging must not load it.
+    walker = Indexer(vault.root, vault.conn, vault.config, None)
+    on_disk, _ = walker.walk()
+    sel.temp_names = walker.temp_names
     indexed = {t.path for t in sel.memories.values()}
     wanted = list(dict.fromkeys([*ids, *sel.memories]))
-    for rel, (memory_id, body) in claiming_files(vault.root, sorted(on_disk), wanted).items():
+    unknown = files_to_read(vault.conn, on_disk, wanted)
+    for rel, (memory_id, body) in claiming_files(vault.root, unknown, wanted).items():
         if rel not in indexed:
             sel.files[rel] = body
     bodies = [t.body for t in sel.memories.values()] + list(sel.files.values())
@@ -270,7 +274,9 @@ def erase(
         result = EraseResult(erased=ids, derived=list(sel.derived), archives=list(sel.archives))
         result.files_deleted = _delete_files(vault.root, paths)
         # A write killed half way left its whole text in a temp file.
-        temps = orphans.remove_orphans(vault.root)
+        found = orphans.orphans_among(vault.root, sel.temp_names)
+        found += orphans.find_orphans(vault.root, tuple(f for f in orphans.FOLDERS if f != "memories"))
+        temps = orphans.remove_orphans(vault.root, found)
         _remove_empty_session_dirs(vault.root, sel.archives)
         audit(vault.memex_dir, {
             "phase": "files_deleted", "reason": reason, "erased": result.erased,

@@ -152,7 +152,7 @@ class Indexer:
         self.chunker = chunking.for_config(config)
         self.guard = erased_list.Guard(root / MEMEX_DIR)
         self.orphans_removed: list[str] = []  # temp files the last sync removed
-        self._temp_names: list[str] = []  # temp-file names the last walk passed
+        self.temp_names: list[str] = []  # temp-file names the last walk passed
         if embedder is not None:
             ensure_vector_tables(conn, embedder.model_id, embedder.dim)
             ensure_chunk_rule(conn, self.chunker.rule, self.chunker.shortest)
@@ -163,7 +163,7 @@ class Indexer:
         """Every memory file under ``memories/`` with its stat, plus link errors."""
         found: dict[str, os.stat_result] = {}
         errors: list[dict[str, str]] = []
-        self._temp_names = []
+        self.temp_names = []
         base = self.root / MEMORIES_DIR
         root_real = os.path.realpath(self.root)
         base_real = os.path.realpath(base)
@@ -185,7 +185,7 @@ class Indexer:
             for name in files:
                 if not is_memory_name(name):
                     if name.startswith(orphans.PREFIX) and name.endswith(orphans.SUFFIX):
-                        self._temp_names.append(f"{rel_folder}/{name}")
+                        self.temp_names.append(f"{rel_folder}/{name}")
                     continue
                 full = os.path.join(folder, name)
                 rel = f"{rel_folder}/{name}"
@@ -263,7 +263,7 @@ class Indexer:
                     self._drop_error(rel)
         self._drop_erased_rows(report)
         # Temp files in memories/ were seen by the walk above; sessions/ is walked for them.
-        found = orphans.orphans_among(self.root, self._temp_names)
+        found = orphans.orphans_among(self.root, self.temp_names)
         found += orphans.find_orphans(self.root, tuple(f for f in orphans.FOLDERS if f != MEMORIES_DIR))
         self.orphans_removed = orphans.remove_orphans(self.root, found)
         report.seconds = time.perf_counter() - started
