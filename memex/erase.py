@@ -46,6 +46,7 @@ from memex.faults import point
 from memex.erase_select import Selection, by_id, by_subject, claiming_files, expand, files_to_read, same_text
 from memex.indexer import Indexer
 from memex.memory_file import _fsync_dir, read
+from memex.records import path_id
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -268,9 +269,9 @@ def erase(
         paths = list(dict.fromkeys(mem_paths + sel.archives))
         if purge_history:
             erase_git.check_clean(vault.root, paths)  # before anything is deleted
-        erased_list.remember(vault.memex_dir, bodies)
-        point("erase.listed")
         ids = sorted({*sel.memories, *([memory_id] if memory_id else [])})
+        erased_list.remember(vault.memex_dir, bodies, ids)
+        point("erase.listed")
         result = EraseResult(erased=ids, derived=list(sel.derived), archives=list(sel.archives))
         result.files_deleted = _delete_files(vault.root, paths)
         # A write killed half way left its whole text in a temp file.
@@ -342,13 +343,14 @@ def allow_files(vault: Vault, paths: list[str]) -> list[str]:
     """``memex reindex --allow-erased PATH``: index these files although their text was erased.
 
     The deliberate way back for a file (``memex add --allow-erased`` is the
-    one for text): the bodies are marked allowed on the erased list (a later
-    erasure lists them again) and the files are indexed. Returns the
-    vault-relative paths whose text had been erased. Paths may be given
+    one for text): the bodies and ids are marked allowed on the erased list (a
+    later erasure lists them again) and the files are indexed. Returns the
+    vault-relative paths whose text or id had been erased. Paths may be given
     relative to the vault or to the current folder, or absolute.
     """
     rels: list[str] = []
     bodies: dict[str, str] = {}
+    ids: dict[str, str] = {}
     root = vault.root.resolve()
     for given in paths:
         full = Path(given) if Path(given).is_absolute() else Path.cwd() / given
@@ -361,9 +363,12 @@ def allow_files(vault: Vault, paths: list[str]) -> list[str]:
         mf, _ = read(vault.root / rel, vault.config.max_file_bytes, vault.root)
         rels.append(rel)
         bodies[rel] = mf.body
-    allowed = [rel for rel in rels if erased_list.is_erased(vault.memex_dir, bodies[rel])]
+        ids[rel] = str(mf.meta.get("id") or path_id(rel))
+    guard = erased_list.Guard(vault.memex_dir)
+    guard.refresh()
+    allowed = [r for r in rels if erased_list.is_erased(vault.memex_dir, bodies[r]) or guard.erased_id(ids[r])]
     with vault.write_lock():
-        erased_list.allow(vault.memex_dir, [bodies[r] for r in allowed])
+        erased_list.allow(vault.memex_dir, [bodies[r] for r in allowed], [ids[r] for r in allowed])
         audit(vault.memex_dir, {"phase": "allowed_back", "reason": "reindex --allow-erased", "files": len(allowed)})
         vault.indexer.index_paths(rels, verify=True)
     return allowed

@@ -54,7 +54,7 @@ def drop_erased_rows(ix: Indexer, report: SyncReport) -> None:
     hits = [
         (int(rowid), str(mid), str(path))
         for rowid, mid, path, body in ix.conn.execute("SELECT rowid, id, path, body FROM memories")
-        if ix.guard.erased(str(body))
+        if ix.guard.erased(str(body)) or ix.guard.erased_id(str(mid))
     ]
     with write_txn(ix.conn):
         for rowid, mid, path in hits:
@@ -88,7 +88,7 @@ def recheck(
     for rec in item.records:
         if not os.path.lexists(ix.root / rec.path):
             dropped.add(rec.path)  # even its error row would keep its name (the body's first words)
-        elif ix.guard.erased(rec.body):
+        elif ix.guard.erased(rec.body) or ix.guard.erased_id(rec.id):
             late.append((rec.path, erased_reason(rec.path, rec.id), None))
             dropped.add(rec.path)
         else:

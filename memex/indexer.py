@@ -404,7 +404,7 @@ class Indexer:
             except OSError as exc:
                 errors.append((rel, f"cannot read: {exc}", on_disk.get(rel)))
                 continue
-            if self.guard.erased(rec.body):
+            if self.guard.erased(rec.body) or self.guard.erased_id(rec.id):
                 errors.append((rel, index_guard.erased_reason(rel, rec.id), on_disk.get(rel)))
                 continue
             owner = claimed.get(rec.id) or by_id.get(rec.id) or self._owner_on_disk(rec.id, rel, vanished_set)
