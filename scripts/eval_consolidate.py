@@ -96,6 +96,14 @@ class Scorer:
                 "tp": int(tp), "fp": int(fp), "fn": int(fn)}
 
 
+def topic_scorer(subset: list[dict[str, Any]], boot: int) -> Scorer:
+    """A scorer over every pair of ``subset`` (same fact or not), bootstrapping its topics."""
+    local = {t: k for k, t in enumerate(sorted({r["topic"] for r in subset}))}
+    pairs = list(combinations(range(len(subset)), 2))
+    gold = np.array([subset[a]["fact"] == subset[b]["fact"] for a, b in pairs])
+    return Scorer(gold, np.array([local[subset[a]["topic"]] for a, _ in pairs]), boot)
+
+
 def guard_precision(scorer: Scorer, right: np.ndarray, wrong: np.ndarray) -> dict[str, Any]:
     """Share of a guard's refusals that were right (the pair was not one
     fact), with the same topic bootstrap."""
@@ -195,10 +203,7 @@ def main() -> None:
         return list(combinations(idx, 2))
 
     def scorer_for(subset: list[dict[str, Any]]) -> Scorer:
-        local = {t: k for k, t in enumerate(sorted({r["topic"] for r in subset}))}
-        pairs = list(combinations(range(len(subset)), 2))
-        gold = np.array([subset[a]["fact"] == subset[b]["fact"] for a, b in pairs])
-        return Scorer(gold, np.array([local[subset[a]["topic"]] for a, _ in pairs]), args.boot)
+        return topic_scorer(subset, args.boot)
 
     data: dict[str, dict[str, Any]] = {}
     for split in ("dev", "test"):
