@@ -27,9 +27,10 @@ What it does, with the real model:
    configured threshold and the one with the most dev cluster recall at
    precision >= --min-precision.
 
-    .venv/bin/python scripts/eval_consolidate.py [--min-precision 0.97] [--boot 1000]
+    .venv/bin/python scripts/eval_consolidate.py [--min-precision 0.97] [--boot 1000] [--model auto]
 
-Prints JSON (``fitted_profile`` is what memex.pairscore.PROFILES holds).
+Prints JSON (``fitted_profile`` is what memex.pairscore.PROFILES holds for
+the model; with --model another model's profile is fitted the same way).
 """
 
 from __future__ import annotations
@@ -189,11 +190,13 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--min-precision", type=float, default=0.97)
     ap.add_argument("--boot", type=int, default=1000)
+    ap.add_argument("--model", default="auto",
+                    help="embedding model setting ([embedding] model); fit a profile for another model with it")
     args = ap.parse_args()
     rows = load(args.data)
-    embedder = load_embedder("auto")
+    embedder = load_embedder(args.model)
     if embedder is None:
-        sys.exit("the embedding model did not load; this evaluation needs it")
+        sys.exit(f"the embedding model {args.model!r} did not load; this evaluation needs one")
     texts = [r["text"] for r in rows]
     jac, cos = pair_matrices(texts, embedder.embed(texts))
     topic_ids = {t: k for k, t in enumerate(sorted({r["topic"] for r in rows}))}
