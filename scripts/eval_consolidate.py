@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from memex.embed import load_embedder
+from memex.errors import MemexError
 from memex.pairscore import LEXICAL_PROFILE, PROFILES, ScoreProfile, fit_logistic, pair_matrices, profile_for
 from memex.values import GUARDS
 
@@ -194,7 +195,10 @@ def main() -> None:
                     help="embedding model setting ([embedding] model); fit a profile for another model with it")
     args = ap.parse_args()
     rows = load(args.data)
-    embedder = load_embedder(args.model)
+    try:
+        embedder = load_embedder(args.model)
+    except MemexError as exc:
+        sys.exit(f"--model: {exc}")
     if embedder is None:
         sys.exit(f"the embedding model {args.model!r} did not load; this evaluation needs one")
     texts = [r["text"] for r in rows]
