@@ -5,9 +5,16 @@ not one: the second updates the first. Dedup and consolidation both refuse
 to merge such pairs; dedup reports the older one as similar and suggests
 ``supersede``.
 
-A flipped polarity ("use tabs" / "never use tabs") is the same kind of
-trap for an embedding model, which scores the two as near-identical; dedup
-checks it with :func:`differs_in_polarity`.
+A flipped polarity ("use tabs" / "never use tabs"), an opposite, the sides
+of a comparison, one word swapped in place and two roles exchanged ("Alice
+owns billing and Bob owns auth" / "Bob owns billing and Alice owns auth")
+are the same kind of trap for an embedding model, which scores such pairs
+as near-identical. :data:`GUARDS` lists the checks in order and
+:func:`conflict_reason` names the first that fires (what
+``consolidate --explain`` shows); docs/consolidation.md measures each.
+
+Every check is linear in the length of the texts (or bounded): they run
+inside the write lock on bodies of any size.
 """
 
 from __future__ import annotations

@@ -27,9 +27,10 @@ What it does, with the real model:
    configured threshold and the one with the most dev cluster recall at
    precision >= --min-precision.
 
-    .venv/bin/python scripts/eval_consolidate.py [--min-precision 0.97] [--boot 1000]
+    .venv/bin/python scripts/eval_consolidate.py [--min-precision 0.97] [--boot 1000] [--model auto]
 
-Prints JSON (``fitted_profile`` is what memex.pairscore.PROFILES holds).
+Prints JSON (``fitted_profile`` is what memex.pairscore.PROFILES holds for
+the model; with --model another model's profile is fitted the same way).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from memex.embed import load_embedder
+from memex.errors import MemexError
 from memex.pairscore import LEXICAL_PROFILE, PROFILES, ScoreProfile, fit_logistic, pair_matrices, profile_for
 from memex.values import GUARDS
 
@@ -94,6 +96,14 @@ class Scorer:
         ci = lambda xs: [round(float(np.percentile(xs, 2.5)), 3), round(float(np.percentile(xs, 97.5)), 3)]  # noqa: E731
         return {"precision": round(p, 4), "precision_ci95": ci(bp), "recall": round(r, 4), "recall_ci95": ci(br),
                 "tp": int(tp), "fp": int(fp), "fn": int(fn)}
+
+
+def topic_scorer(subset: list[dict[str, Any]], boot: int) -> Scorer:
+    """A scorer over every pair of ``subset`` (same fact or not), bootstrapping its topics."""
+    local = {t: k for k, t in enumerate(sorted({r["topic"] for r in subset}))}
+    pairs = list(combinations(range(len(subset)), 2))
+    gold = np.array([subset[a]["fact"] == subset[b]["fact"] for a, b in pairs])
+    return Scorer(gold, np.array([local[subset[a]["topic"]] for a, _ in pairs]), boot)
 
 
 def guard_precision(scorer: Scorer, right: np.ndarray, wrong: np.ndarray) -> dict[str, Any]:
@@ -181,11 +191,16 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--min-precision", type=float, default=0.97)
     ap.add_argument("--boot", type=int, default=1000)
+    ap.add_argument("--model", default="auto",
+                    help="embedding model setting ([embedding] model); fit a profile for another model with it")
     args = ap.parse_args()
     rows = load(args.data)
-    embedder = load_embedder("auto")
+    try:
+        embedder = load_embedder(args.model)
+    except MemexError as exc:
+        sys.exit(f"--model: {exc}")
     if embedder is None:
-        sys.exit("the embedding model did not load; this evaluation needs it")
+        sys.exit(f"the embedding model {args.model!r} did not load; this evaluation needs one")
     texts = [r["text"] for r in rows]
     jac, cos = pair_matrices(texts, embedder.embed(texts))
     topic_ids = {t: k for k, t in enumerate(sorted({r["topic"] for r in rows}))}
@@ -195,10 +210,7 @@ def main() -> None:
         return list(combinations(idx, 2))
 
     def scorer_for(subset: list[dict[str, Any]]) -> Scorer:
-        local = {t: k for k, t in enumerate(sorted({r["topic"] for r in subset}))}
-        pairs = list(combinations(range(len(subset)), 2))
-        gold = np.array([subset[a]["fact"] == subset[b]["fact"] for a, b in pairs])
-        return Scorer(gold, np.array([local[subset[a]["topic"]] for a, _ in pairs]), args.boot)
+        return topic_scorer(subset, args.boot)
 
     data: dict[str, dict[str, Any]] = {}
     for split in ("dev", "test"):

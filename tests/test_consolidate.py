@@ -401,3 +401,17 @@ def test_cli_explain_shows_each_pair_with_its_reason(model_vault: Vault) -> None
     out = runner.invoke(main, [*base, "--all", "--dry-run", "--explain"], terminal_width=200)
     assert out.exit_code == 0, out.output  # the --all table had no avg_similarity (KeyError)
     assert "kept apart: value" in out.output
+
+
+def test_merge_threshold_from_the_config_overrides_the_profile(model_vault: Vault) -> None:
+    from memex.config import load_config
+
+    for k, body in enumerate(texts_of("git-hooks")):
+        write(model_vault, f"uv{k}", body)
+    model_vault.reindex()
+    assert model_vault.consolidate("s1", dry_run=True).superseded_count == 2
+    path = model_vault.root / ".memex" / "config.toml"
+    path.write_text(path.read_text().replace("[consolidate]\n", "[consolidate]\nmerge_threshold = 1.0\n", 1))
+    model_vault.config = load_config(model_vault.root)
+    report = model_vault.consolidate("s1", dry_run=True)
+    assert report.merge_threshold == 1.0 and report.superseded_count == 0
