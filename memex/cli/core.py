@@ -252,7 +252,8 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
         print_json(data)
         ctx.exit(code)
     summary = {k: (len(v) if isinstance(v, list) else v) for k, v in found.items()}
-    summary["clean"] = not _doctor_problems(found, unknown)  # drift's "clean" knows nothing of scopes
+    # The verdict the exit status gives (drift's own "clean" knows nothing of scopes).
+    summary["clean"] = not problems
     summary["unknown_scopes"] = len(unknown)
     key_values({**summary, "model": data["model"]}, title="doctor")
     for kind in ("missing", "stale", "orphaned", "unembedded", "temp_files"):
