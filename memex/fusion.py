@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -291,6 +292,35 @@ def answer_prior(body: str, fusion: Fusion) -> float:
     if fusion.question_penalty and _ASKS.search(body):
         factor *= 1.0 - fusion.question_penalty
     return factor
+
+
+def apply_priors(
+    scores: dict[int, float], fusion: Fusion, bodies_of: Callable[[list[int]], dict[int, str]], keep: int,
+    batch: int = 32,
+) -> dict[int, float]:
+    """``scores`` with the answer priors applied to every candidate that can reach the top ``keep``.
+
+    A prior only lowers a score, so candidates are taken best first and the
+    walk stops once the next one's unadjusted score is below the ``keep``-th
+    best adjusted score: the top ``keep`` is then exactly what applying the
+    priors to all candidates gives, at the cost of reading and tokenizing a
+    few dozen bodies instead of a few hundred. Candidates never reached keep
+    their (higher, unadjusted) scores, all below that cutoff.
+    """
+    if not fusion.needs_bodies or not scores:
+        return scores
+    order = sorted(scores, key=lambda r: -scores[r])
+    out = dict(scores)
+    adjusted: list[float] = []
+    for start in range(0, len(order), batch):
+        if len(adjusted) >= keep and scores[order[start]] < sorted(adjusted, reverse=True)[keep - 1]:
+            break
+        part = order[start : start + batch]
+        bodies = bodies_of(part)
+        for r in part:
+            out[r] = scores[r] * answer_prior(bodies.get(r, ""), fusion)
+            adjusted.append(out[r])
+    return out
 
 
 def fuse(

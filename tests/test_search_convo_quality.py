@@ -82,3 +82,13 @@ def test_unrelated_queries_find_nothing_and_real_questions_something(convo_vault
     assert sum(empty["en"]) >= 36, f"{sum(empty['en'])}/{len(empty['en'])} English unrelated queries empty"
     assert all(empty["zh"])
     assert all(found(q["query"]) for q in TEST)
+
+
+@pytest.mark.model
+def test_search_ranks_as_the_evaluation_does(convo_vault: Vault) -> None:
+    """search() applies the priors lazily (apply_priors); its top 10 is the one the figures measure."""
+    prep = EVAL.Prepared(convo_vault, TEST)
+    for q in TEST:
+        hits = search(convo_vault.conn, convo_vault.embedder, q["query"], 10,
+                      qvec=convo_vault.embed_query(q["query"]), floor=False, now=EVAL.query_now(q))
+        assert [h.id for h in hits] == prep.ranking(q, DEFAULT_FUSION), q["query"]
