@@ -73,6 +73,8 @@ class Calibration:
 
 
 # Measured with scripts/eval_search.py --floor (docs/search.md, "No matches").
+# The MiniLM *_cjk values only serve the "calibrated" normalization: with
+# trust_cjk False its cosine never clears the floor for a CJK query.
 CALIBRATIONS: dict[str, Calibration] = {
     "all-MiniLM-L6-v2-int8": Calibration(
         unrelated=0.15, strong=0.65, floor=0.3, unrelated_cjk=0.35, strong_cjk=0.85, floor_cjk=0.3,
@@ -103,7 +105,8 @@ class Fusion:
     ``lexical`` / ``semantic`` (one signal alone, for comparison).
     ``lexical_norm``: ``max`` divides BM25 by the query's best BM25;
     ``minmax`` also maps the worst candidate to 0; ``sat`` is
-    ``s / (s + median)``. ``semantic_norm``: ``raw`` cosine, ``minmax`` over
+    ``s / (s + median)``; ``z`` a logistic of the standard score over the
+    candidates. ``semantic_norm``: ``raw`` cosine, ``minmax`` or ``z`` over
     the candidates, or ``calibrated`` by the model's :class:`Calibration`.
     Weights are the cosine's share; ``cjk_semantic_weight`` applies to
     queries in CJK scripts and ``keyword_semantic_weight`` to a few bare
@@ -190,7 +193,7 @@ NAMED_FUSIONS: tuple[Fusion, ...] = (
     Fusion("blend", 0.7, "max"),
     Fusion("blend", 0.5, "minmax", "minmax"),
 )
-FUSIONS: tuple[Fusion, ...] = (
+FUSIONS: tuple[Fusion, ...] = tuple(dict.fromkeys((  # in order, each rule once
     *NAMED_FUSIONS,
     Fusion("rrf", rrf_k=10),
     *(Fusion("blend", w, norm) for norm in ("max", "sat") for w in (0.3, 0.5, 0.7)),
@@ -220,7 +223,7 @@ FUSIONS: tuple[Fusion, ...] = (
     *(Fusion("blend", w, "sat", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4,
              collapse_duplicates=True, time_boost=t) for w in (0.6, 0.7, 0.8) for t in (0.1, 0.2, 0.3, 0.5)),
     *(Fusion("blend", 0.6, "max", "calibrated", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.2),),
-)
+)))
 
 
 def _normalized_lexical(lexical: dict[int, float], how: str) -> dict[int, float]:
