@@ -184,6 +184,16 @@ DEFAULT_FUSION = Fusion(
     collapse_duplicates=True, time_boost=0.3,
 )
 
+# A model whose cosines behave differently (a multilingual one, say) may
+# need other weights: its measured rule goes here, keyed by model id.
+FUSION_BY_MODEL: dict[str, Fusion] = {"all-MiniLM-L6-v2-int8": DEFAULT_FUSION}
+
+
+def fusion_for(model_id: str | None) -> Fusion:
+    """The rule search uses with this model (DEFAULT_FUSION unless one was measured for it)."""
+    return FUSION_BY_MODEL.get(model_id or "", DEFAULT_FUSION)
+
+
 # What scripts/eval_search.py compares; the named ones are always reported.
 NAMED_FUSIONS: tuple[Fusion, ...] = (
     Fusion("lexical"),

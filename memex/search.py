@@ -32,6 +32,7 @@ from memex.fusion import (  # noqa: F401  (re-exported: the rule lives in memex.
     Fusion,
     apply_priors,
     calibration_for,
+    fusion_for,
     fuse,
     has_cjk,
     relevant,
@@ -319,7 +320,7 @@ def search(
     limit: int = 10,
     filters: Filters = Filters(),
     qvec: np.ndarray | None = None,
-    fusion: Fusion = DEFAULT_FUSION,
+    fusion: Fusion | None = None,
     floor: bool = True,
     now: dt.datetime | None = None,
 ) -> list[Hit]:
@@ -328,10 +329,14 @@ def search(
     ``floor``: leave out hits below the relevance floor
     (:func:`memex.fusion.relevant`), so an unrelated query finds nothing.
     ``now``: what "last week" in the query is relative to (default: the clock).
+    ``fusion``: the ranking rule (default: the one measured for the model,
+    :func:`memex.fusion.fusion_for`).
     """
     found = candidates(conn, embedder, query, max(CANDIDATES, limit * 4), filters, qvec)
     lexical, semantic = found.lexical, found.semantic
     calibration = calibration_for(found.model_id)
+    if fusion is None:
+        fusion = fusion_for(found.model_id)
     pool = list(set(lexical) | set(semantic))
     span = when.window(query, now or dt.datetime.now(dt.timezone.utc)) if fusion.time_boost else None
     created = _column(conn, "created", pool) if fusion.recency or span else None
