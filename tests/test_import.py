@@ -318,3 +318,10 @@ def test_cli_table_output_for_people(lexical_root: Path, tmp_path: Path) -> None
     assert "dry run: nothing written" in done.stdout and "Projects/Atlas.md#note" in done.stdout
     done = _cli(lexical_root, "import", str(notes))
     assert "│ created   │ 7" in done.stdout
+
+
+def test_the_command_offers_exactly_the_library_formats() -> None:
+    from memex.cli.importer import FORMAT_CHOICES
+    from memex.importers import FORMATS
+
+    assert list(FORMAT_CHOICES) == ["auto", *FORMATS]
