@@ -12,16 +12,19 @@ Rules, all from issue 7:
 - candidates: active, not in a protected category (constraint, postmortem,
   gotcha by default) and below the protected confidence (0.95); a scope
   with fewer than ``min_candidates`` (3) candidates is left alone;
-- two memories are similar when their token Jaccard *or* their embedding
-  cosine reaches its threshold, and they do not differ in a value or in
-  polarity (:func:`memex.values.conflicts`, the rule dedup uses too) nor by
-  one swapped word (:func:`swapped_word`);
+- two memories are similar when their calibrated score
+  (:mod:`memex.pairscore`: a logistic model over cosine and Jaccard, per
+  embedding model) reaches ``merge_threshold`` and no guard of
+  :mod:`memex.values` (a changed value, polarity, opposite, relation, one
+  swapped word, swapped roles; the guards dedup uses too) keeps them apart;
 - clusters are complete-link: a memory joins a cluster only if it is similar
   to every member, so A~B and B~C never drag in an unrelated C;
-- representative: highest confidence, then most recalled, then newest.
+- representative: highest confidence, then most recalled, then newest;
+- ``explain=True`` records every candidate pair (score, merged or the reason
+  it was not: below the threshold, the guard that refused, complete link).
 
-The thresholds were chosen on labelled pairs with the real model
-(``scripts/eval_consolidate.py``, data in ``tests/data/``); see README.
+The score was fitted and the threshold chosen on labelled pairs with the
+real model (``scripts/eval_consolidate.py``); see docs/consolidation.md.
 """
 
 from __future__ import annotations
@@ -31,25 +34,24 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memex import embed, profiles
+from memex import embed
 from memex.config import CONFIG_RELPATH, fraction, setting, string_list
 from memex.db import has_vector_tables
 from memex.decay import parse_time
 from memex.errors import ConfigError, InvalidArgument, MemoryFileError, MemoryNotFound
-from memex.text import content_tokens, jaccard, preview
-from memex.values import conflicts
+from memex.pairscore import ScoreProfile, pair_matrices, profile_for
+from memex.text import preview
+from memex.values import conflict_reason
 
 if TYPE_CHECKING:
     from memex.config import Config
-    from memex.profiles import ModelProfile
     from memex.vault import Memory, Vault
 
 DEFAULT_PROTECTED = ("constraint", "postmortem", "gotcha")
 DEFAULT_PROTECTED_CONFIDENCE = 0.95
 DEFAULT_MIN_CANDIDATES = 3
-# Chosen with scripts/eval_consolidate.py on tests/data/consolidate_pairs.jsonl.
-DEFAULT_JACCARD = 0.7
-DEFAULT_COSINE = 0.75
+# Pairs scoring below this are not worth explaining (nowhere near a merge).
+EXPLAIN_FLOOR = 0.05
 
 
 @dataclass(frozen=True)
@@ -57,22 +59,28 @@ class Settings:
     protected_categories: frozenset[str] = frozenset(DEFAULT_PROTECTED)
     protected_confidence: float = DEFAULT_PROTECTED_CONFIDENCE
     min_candidates: int = DEFAULT_MIN_CANDIDATES
-    jaccard_threshold: float = DEFAULT_JACCARD
-    cosine_threshold: float = DEFAULT_COSINE
+    # None: the threshold of the embedding model's score profile.
+    merge_threshold: float | None = None
 
 
-def load_settings(config: Config, profile: ModelProfile | None = None) -> Settings:
-    """``[consolidate]`` of the vault's config, checked; the cosine default is
-    the loaded model's (:mod:`memex.profiles`)."""
+def load_settings(config: Config) -> Settings:
+    """``[consolidate]`` of the vault's config, checked."""
     where = f"{CONFIG_RELPATH} [consolidate]"
     sec = config.section("consolidate")
-    cosine = (profile or profiles.for_model(None)).consolidate_cosine
+    for retired in ("jaccard_threshold", "cosine_threshold"):
+        if retired in sec:
+            # Silently ignoring a threshold the user set would merge by other
+            # rules than they think; say what replaced it.
+            raise ConfigError(
+                f"{where}: {retired} is no longer used; consolidation merges on one calibrated "
+                "score: set merge_threshold (0-1) instead, or remove the key"
+            )
+    merge = sec.get("merge_threshold")
     out = Settings(
         frozenset(string_list(sec, "protected_categories", DEFAULT_PROTECTED, where)),
         fraction(sec, "protected_confidence", DEFAULT_PROTECTED_CONFIDENCE, where),
         int(setting(sec, "min_candidates", DEFAULT_MIN_CANDIDATES, where)),
-        fraction(sec, "jaccard_threshold", DEFAULT_JACCARD, where),
-        fraction(sec, "cosine_threshold", cosine, where),
+        None if merge is None else fraction(sec, "merge_threshold", 0.5, where),
     )
     if out.min_candidates < 2:
         raise ConfigError(f"{where}: min_candidates must be at least 2")
@@ -109,11 +117,28 @@ class Group:
 
 
 @dataclass
+class PairExplanation:
+    """Why two candidates were or were not merged (``consolidate --explain``)."""
+
+    a: str
+    b: str
+    score: float
+    cosine: float
+    jaccard: float
+    merged: bool
+    # None when merged; else "below threshold", "complete link" or a guard
+    # name of memex.values.GUARDS ("value", "polarity", ...).
+    reason: str | None
+    a_body: str = ""
+    b_body: str = ""
+
+
+@dataclass
 class Report:
     session: str | None
     scope: str | None
     dry_run: bool
-    method: str  # "hybrid" (Jaccard or cosine) or "lexical" (no model)
+    method: str  # "hybrid" (calibrated cosine + Jaccard) or "lexical" (no model)
     candidates: int = 0
     merged_groups: int = 0
     superseded_count: int = 0
@@ -121,6 +146,9 @@ class Report:
     avg_similarity: float = 0.0
     groups: list[Group] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
+    merge_threshold: float = 0.0
+    # Filled only when explaining: every candidate pair above EXPLAIN_FLOOR.
+    pairs: list[PairExplanation] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -129,64 +157,26 @@ class Report:
         return data
 
 
-def pair_matrices(
-    bodies: list[str], vectors: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Token Jaccard and cosine of every pair (cosine zeros without vectors)."""
-    n = len(bodies)
-    toks = [content_tokens(b) for b in bodies]
-    jac = np.zeros((n, n))
-    for i in range(n):
-        for j in range(i + 1, n):
-            jac[i, j] = jac[j, i] = jaccard(toks[i], toks[j])
-    if vectors is None:
-        return jac, np.zeros((n, n))
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    unit = vectors / np.where(norms == 0, 1.0, norms)
-    return jac, np.clip(unit @ unit.T, -1.0, 1.0)
-
-
-def _stem(word: str) -> str:
-    # Crude plural folding, enough that "deploy"/"deploys" is not a swap.
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-
-
-def swapped_word(a: str, b: str) -> bool:
-    """True when the texts are one sentence with a single content word exchanged.
-
-    "prefers tabs for indentation" / "prefers spaces for indentation", or
-    "dark theme" / "light theme": both Jaccard and cosine call such pairs
-    near-identical, yet the swapped word is the whole fact. Consolidation
-    keeps them apart (it may cost a synonym-swapped paraphrase, which stays
-    visible: the safe side). Stricter than, and in addition to, the value
-    rule shared with dedup.
-    """
-    ta = {_stem(w) for w in content_tokens(a)}
-    tb = {_stem(w) for w in content_tokens(b)}
-    return len(ta - tb) == 1 and len(tb - ta) == 1 and len(ta & tb) >= 2
-
-
-def keep_apart(a: str, b: str) -> bool:
-    """Never merge: a value or the polarity differs (dedup's rule), or a word is swapped."""
-    return conflicts(a, b) or swapped_word(a, b)
-
-
 def similarity_scores(
-    bodies: list[str], jac: np.ndarray, cos: np.ndarray, settings: Settings
-) -> np.ndarray:
-    """Pair scores: max(Jaccard, cosine) where the pair is similar, else -inf.
+    bodies: list[str], jac: np.ndarray, cos: np.ndarray, profile: ScoreProfile, threshold: float
+) -> tuple[np.ndarray, np.ndarray, dict[tuple[int, int], str]]:
+    """(calibrated score of every pair, link matrix, guard refusals).
 
-    A pair is similar when either measure reaches its threshold and the two
-    texts may be merged at all (:func:`keep_apart`); that check runs only on
-    pairs above a threshold.
+    The link matrix holds the score where the pair may merge (score at or
+    above ``threshold`` and no guard refuses) and -inf elsewhere. Guards run
+    only on pairs above the threshold: the others cannot merge anyway.
     """
     n = len(bodies)
-    linked = (jac >= settings.jaccard_threshold) | (cos >= settings.cosine_threshold)
-    score = np.full((n, n), -np.inf)
-    for i, j in zip(*np.nonzero(np.triu(linked, 1))):
-        if not keep_apart(bodies[i], bodies[j]):
-            score[i, j] = score[j, i] = max(jac[i, j], cos[i, j])
-    return score
+    prob = profile.score(cos, jac)
+    link = np.full((n, n), -np.inf)
+    refused: dict[tuple[int, int], str] = {}
+    for i, j in zip(*np.nonzero(np.triu(prob >= threshold, 1))):
+        reason = conflict_reason(bodies[i], bodies[j])
+        if reason is None:
+            link[i, j] = link[j, i] = prob[i, j]
+        else:
+            refused[(int(i), int(j))] = reason
+    return prob, link, refused
 
 
 def complete_link(score: np.ndarray) -> list[list[int]]:
@@ -264,29 +254,47 @@ def _vectors(vault: Vault, items: list[Item]) -> np.ndarray | None:
 
 
 def _cluster_group(
-    items: list[Item], vectors: np.ndarray | None, settings: Settings
+    items: list[Item], vectors: np.ndarray | None, profile: ScoreProfile, threshold: float,
+    explain: list[PairExplanation] | None = None,
 ) -> list[tuple[list[Item], float, float]]:
-    """Clusters of two or more, each with its min and mean pair similarity."""
+    """Clusters of two or more, each with its min and mean pair score; with
+    ``explain`` a list, every candidate pair's decision is appended to it."""
     bodies = [it.body for it in items]
     jac, cos = pair_matrices(bodies, vectors)
-    score = similarity_scores(bodies, jac, cos, settings)
+    prob, link, refused = similarity_scores(bodies, jac, cos, profile, threshold)
+    clusters = complete_link(link)
     out = []
-    for cluster in complete_link(score):
+    for cluster in clusters:
         if len(cluster) < 2:
             continue
-        pairs = [score[a, b] for k, a in enumerate(cluster) for b in cluster[k + 1 :]]
+        pairs = [link[a, b] for k, a in enumerate(cluster) for b in cluster[k + 1 :]]
         out.append(([items[c] for c in cluster], float(min(pairs)), float(np.mean(pairs))))
+    if explain is not None:
+        home = {m: k for k, cluster in enumerate(clusters) for m in cluster}
+        for i, j in zip(*np.nonzero(np.triu(prob >= EXPLAIN_FLOOR, 1))):
+            i, j = int(i), int(j)
+            merged = home[i] == home[j]
+            reason = None if merged else refused.get((i, j)) or (
+                "below threshold" if prob[i, j] < threshold else "complete link"
+            )
+            explain.append(PairExplanation(
+                items[i].id, items[j].id, round(float(prob[i, j]), 4), round(float(cos[i, j]), 4),
+                round(float(jac[i, j]), 4), merged, reason, preview(items[i].body, 80), preview(items[j].body, 80),
+            ))
     return out
 
 
-def plan(vault: Vault, session: str, scope: str | None = None, dry_run: bool = True) -> Report:
+def plan(
+    vault: Vault, session: str, scope: str | None = None, dry_run: bool = True, explain: bool = False
+) -> Report:
     """What consolidating ``session`` would do (nothing is written)."""
     if not session or not session.strip():
         raise InvalidArgument("session", "must not be empty")
-    embedder = vault.embedder
-    settings = load_settings(vault.config, profiles.for_model(embedder.model_id if embedder else None))
+    vault.check_scope_filter(scope)
+    settings = load_settings(vault.config)
     items = _candidates(vault, session, scope)
     report = Report(session, scope, dry_run, "lexical" if vault.embedder is None else "hybrid")
+    model_profile = profile_for(None if vault.embedder is None else vault.embedder.model_id)
     by_scope: dict[str, list[Item]] = {}
     for it in items:
         if it.category in settings.protected_categories or it.confidence >= settings.protected_confidence:
@@ -302,6 +310,10 @@ def plan(vault: Vault, session: str, scope: str | None = None, dry_run: bool = T
             continue
         report.candidates += len(pool)
         vectors = _vectors(vault, pool)
+        # Without stored vectors only Jaccard can speak: the lexical profile.
+        profile = model_profile if vectors is not None else profile_for(None)
+        threshold = profile.merge_threshold if settings.merge_threshold is None else settings.merge_threshold
+        report.merge_threshold = threshold
         index = {it.rowid: k for k, it in enumerate(pool)}
         by_category: dict[str | None, list[Item]] = {}
         for it in pool:
@@ -309,7 +321,8 @@ def plan(vault: Vault, session: str, scope: str | None = None, dry_run: bool = T
         for category in sorted(by_category, key=lambda c: c or ""):
             members = by_category[category]
             sub = None if vectors is None else vectors[[index[it.rowid] for it in members]]
-            for cluster, low, mean in _cluster_group(members, sub, settings):
+            explained = report.pairs if explain else None
+            for cluster, low, mean in _cluster_group(members, sub, profile, threshold, explained):
                 rep = representative(cluster)
                 others = [it for it in cluster if it.id != rep.id]
                 report.groups.append(Group(
@@ -334,7 +347,9 @@ def _summarize(report: Report) -> Report:
     return report
 
 
-def consolidate(vault: Vault, session: str, scope: str | None = None, dry_run: bool = False) -> Report:
+def consolidate(
+    vault: Vault, session: str, scope: str | None = None, dry_run: bool = False, explain: bool = False
+) -> Report:
     """Consolidate one session; with ``dry_run`` only report what would change.
 
     Takes the vault's write lock (not re-entrant: do not call it from code
@@ -342,9 +357,9 @@ def consolidate(vault: Vault, session: str, scope: str | None = None, dry_run: b
     process waits instead of racing the superseding edits.
     """
     if dry_run:
-        return plan(vault, session, scope, dry_run=True)
+        return plan(vault, session, scope, dry_run=True, explain=explain)
     with vault.write_lock():
-        report = plan(vault, session, scope, dry_run=False)
+        report = plan(vault, session, scope, dry_run=False, explain=explain)
         for group in report.groups:
             done = []
             for memory_id in group.superseded:
@@ -378,16 +393,19 @@ class AllReport:
             "merged_groups": sum(r.merged_groups for r in self.sessions),
             "superseded_count": superseded,
             "compression_ratio": round(candidates / remaining, 4) if remaining else 1.0,
-            "sessions": [r.as_dict() for r in self.sessions if r.merged_groups],
+            "sessions": [r.as_dict() for r in self.sessions if r.merged_groups or r.pairs],
         }
 
 
-def consolidate_all(vault: Vault, scope: str | None = None, dry_run: bool = False) -> AllReport:
+def consolidate_all(
+    vault: Vault, scope: str | None = None, dry_run: bool = False, explain: bool = False
+) -> AllReport:
     """Backfill: consolidate every session that has active memories (in ``scope``).
 
     Memories without a session (hand-written files) are never consolidated:
     a person put each of them there on purpose.
     """
+    vault.check_scope_filter(scope)
     sql = "SELECT DISTINCT session FROM memories WHERE session IS NOT NULL AND status = 'active'"
     params: list[Any] = []
     if scope is not None:
@@ -396,7 +414,7 @@ def consolidate_all(vault: Vault, scope: str | None = None, dry_run: bool = Fals
     sessions = sorted(str(r[0]) for r in vault.conn.execute(sql + " ORDER BY session", params))
     out = AllReport(scope, dry_run)
     for session in sessions:
-        out.sessions.append(consolidate(vault, session, scope, dry_run))
+        out.sessions.append(consolidate(vault, session, scope, dry_run, explain))
     return out
 
 

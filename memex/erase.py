@@ -43,9 +43,10 @@ from memex import erase_git, erased_list, orphans, purge
 from memex.db import write_txn
 from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.faults import point
-from memex.erase_select import Selection, by_id, by_subject, claiming_files, expand, same_text
+from memex.erase_select import Selection, by_id, by_subject, claiming_files, expand, files_to_read, same_text
 from memex.indexer import Indexer
 from memex.memory_file import _fsync_dir, read
+from memex.records import path_id
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -139,10 +140,14 @@ def _select(
 
 def _add_copies(vault: Vault, sel: Selection, ids: list[str]) -> None:
     """Every copy of what is erased (issue 12 item 1; see memex.erase_select)."""
-    on_disk, _ = vault.indexer.walk()
+    # An Indexer without a model: walking and purging must not load it.
+    walker = Indexer(vault.root, vault.conn, vault.config, None)
+    on_disk, _ = walker.walk()
+    sel.temp_names = walker.temp_names
     indexed = {t.path for t in sel.memories.values()}
     wanted = list(dict.fromkeys([*ids, *sel.memories]))
-    for rel, (memory_id, body) in claiming_files(vault.root, sorted(on_disk), wanted).items():
+    unknown = files_to_read(vault.conn, on_disk, wanted)
+    for rel, (memory_id, body) in claiming_files(vault.root, unknown, wanted).items():
         if rel not in indexed:
             sel.files[rel] = body
     bodies = [t.body for t in sel.memories.values()] + list(sel.files.values())
@@ -264,13 +269,15 @@ def erase(
         paths = list(dict.fromkeys(mem_paths + sel.archives))
         if purge_history:
             erase_git.check_clean(vault.root, paths)  # before anything is deleted
-        erased_list.remember(vault.memex_dir, bodies)
-        point("erase.listed")
         ids = sorted({*sel.memories, *([memory_id] if memory_id else [])})
+        erased_list.remember(vault.memex_dir, bodies, ids)
+        point("erase.listed")
         result = EraseResult(erased=ids, derived=list(sel.derived), archives=list(sel.archives))
         result.files_deleted = _delete_files(vault.root, paths)
         # A write killed half way left its whole text in a temp file.
-        temps = orphans.remove_orphans(vault.root)
+        found = orphans.orphans_among(vault.root, sel.temp_names)
+        found += orphans.find_orphans(vault.root, tuple(f for f in orphans.FOLDERS if f != "memories"))
+        temps = orphans.remove_orphans(vault.root, found)
         _remove_empty_session_dirs(vault.root, sel.archives)
         audit(vault.memex_dir, {
             "phase": "files_deleted", "reason": reason, "erased": result.erased,
@@ -336,13 +343,14 @@ def allow_files(vault: Vault, paths: list[str]) -> list[str]:
     """``memex reindex --allow-erased PATH``: index these files although their text was erased.
 
     The deliberate way back for a file (``memex add --allow-erased`` is the
-    one for text): the bodies are marked allowed on the erased list (a later
-    erasure lists them again) and the files are indexed. Returns the
-    vault-relative paths whose text had been erased. Paths may be given
+    one for text): the bodies and ids are marked allowed on the erased list (a
+    later erasure lists them again) and the files are indexed. Returns the
+    vault-relative paths whose text or id had been erased. Paths may be given
     relative to the vault or to the current folder, or absolute.
     """
     rels: list[str] = []
     bodies: dict[str, str] = {}
+    ids: dict[str, str] = {}
     root = vault.root.resolve()
     for given in paths:
         full = Path(given) if Path(given).is_absolute() else Path.cwd() / given
@@ -355,9 +363,12 @@ def allow_files(vault: Vault, paths: list[str]) -> list[str]:
         mf, _ = read(vault.root / rel, vault.config.max_file_bytes, vault.root)
         rels.append(rel)
         bodies[rel] = mf.body
-    allowed = [rel for rel in rels if erased_list.is_erased(vault.memex_dir, bodies[rel])]
+        ids[rel] = str(mf.meta.get("id") or path_id(rel))
+    guard = erased_list.Guard(vault.memex_dir)
+    guard.refresh()
+    allowed = [r for r in rels if erased_list.is_erased(vault.memex_dir, bodies[r]) or guard.erased_id(ids[r])]
     with vault.write_lock():
-        erased_list.allow(vault.memex_dir, [bodies[r] for r in allowed])
+        erased_list.allow(vault.memex_dir, [bodies[r] for r in allowed], [ids[r] for r in allowed])
         audit(vault.memex_dir, {"phase": "allowed_back", "reason": "reindex --allow-erased", "files": len(allowed)})
         vault.indexer.index_paths(rels, verify=True)
     return allowed

@@ -71,6 +71,7 @@ class Selection:
     archives: list[str] = field(default_factory=list)  # vault-relative paths
     copies: list[str] = field(default_factory=list)  # ids reached as copies (same text)
     files: dict[str, str] = field(default_factory=dict)  # path -> body of files claiming an erased id
+    temp_names: list[str] = field(default_factory=list)  # temp files seen in memories/ (memex.orphans)
 
 
 def _targets(conn: apsw.Connection, where: str, params: tuple[object, ...]) -> list[Target]:
@@ -244,12 +245,42 @@ def _claims(rel: str, data: bytes, memory_id: str) -> tuple[bool, str]:
     return own_id == memory_id, mf.body
 
 
+def files_to_read(conn: apsw.Connection, on_disk: dict[str, os.stat_result], ids: list[str]) -> list[str]:
+    """The files whose id the index cannot vouch for, sorted.
+
+    A file indexed as it is now (same size and mtime) has its row's id (a
+    rewrite in the same mtime tick to another file's id is not worth reading
+    every file for: a sync re-reads such racy rows anyway); a file whose recorded error is unchanged and names none of
+    ``ids`` claims none of them either. Every other file (new or changed
+    since the last sync, or refused for an id clash or as erased content
+    naming one of ``ids``) must be read: so a vault the index agrees with
+    costs an erase no file reads.
+    """
+    rows = {str(p): (s, m) for p, s, m in conn.execute("SELECT path, size, mtime_ns FROM memories")}
+    errors = {
+        str(p): (s, m, str(r)) for p, s, m, r in conn.execute("SELECT path, size, mtime_ns, reason FROM index_errors")
+    }
+    out: list[str] = []
+    for rel, st in on_disk.items():
+        row = rows.get(rel)
+        if row is not None and row[0] == st.st_size and row[1] == st.st_mtime_ns:
+            continue
+        err = errors.get(rel)
+        if (
+            row is None and err is not None and err[0] == st.st_size and err[1] == st.st_mtime_ns
+            and not any(i in err[2] for i in ids)
+        ):
+            continue
+        out.append(rel)
+    return sorted(out)
+
+
 def claiming_files(root: Path, paths: list[str], ids: list[str]) -> dict[str, tuple[str, str]]:
     """Files among ``paths`` whose own id is one of ``ids``: path -> (id, body).
 
-    Reads every file's bytes (an erase may afford it; a ULID in the bytes is
-    the cheap filter) and parses only those that hold an id, or whose name
-    gives them one (hand-written files without an id line).
+    Reads each file's bytes (the id in the bytes is the cheap filter) and
+    parses only those that hold an id, or whose name gives them one
+    (hand-written files without an id line).
     """
     wanted = {i: i.encode("utf-8") for i in ids}
     found: dict[str, tuple[str, str]] = {}
@@ -268,15 +299,28 @@ def claiming_files(root: Path, paths: list[str], ids: list[str]) -> dict[str, tu
     return found
 
 
+_ASCII_WORD = re.compile(r"[a-z0-9]{4,}")
+
+
 def same_text(conn: apsw.Connection, bodies: list[str], exclude: set[str]) -> list[Target]:
-    """Indexed memories (not in ``exclude``) whose text is an erased one, as the erased list compares."""
+    """Indexed memories (not in ``exclude``) whose text is an erased one, as the erased list compares.
+
+    SQLite narrows the rows first: a body with the same canonical text holds
+    its longest ASCII word (LIKE folds ASCII case), so only those are folded
+    in Python; a text without such a word is compared with every row.
+    """
     forms = {canonical(b) for b in bodies}
     forms.discard("")
-    if not forms:
-        return []
-    out: list[Target] = []
-    for row in conn.execute(f"SELECT {_COLUMNS} FROM memories"):
-        target = Target(*row)
-        if target.id not in exclude and canonical(target.body) in forms:
-            out.append(target)
-    return out
+    out: dict[str, Target] = {}
+    for form in forms:
+        words = _ASCII_WORD.findall(form)
+        if words:
+            word = max(words, key=len)
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE body LIKE ?", (f"%{word}%",))
+        else:
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM memories")
+        for row in rows:
+            target = Target(*row)
+            if target.id not in exclude and canonical(target.body) == form:
+                out[target.id] = target
+    return list(out.values())

@@ -26,7 +26,10 @@ checked.
 
 The list holds at index time too (:class:`Guard`): a file whose body was
 erased (restored from git or a backup, a sync tool's copy) is not indexed,
-and doctor names it.
+and doctor names it. The list also holds the erased memories' own ids (those
+written in frontmatter; an id made from a file's path would refuse the next
+file written there), so an older version of an erased memory that git brings
+back is refused as well, though its text was edited away before the erasure.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import re
 import secrets
 import unicodedata
 from collections.abc import Iterable
@@ -102,6 +106,19 @@ def keyed_hash(key: bytes, body: str) -> str:
     return hmac.new(key, digest.encode("ascii"), hashlib.sha256).hexdigest()
 
 
+def id_hash(key: bytes, memory_id: str) -> str:
+    """HMAC of an erased memory's id (another domain than bodies: never equal to one)."""
+    return hmac.new(key, ("id\0" + memory_id).encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+_PATH_ID = re.compile(r"\Ap[0-9a-f]{25}\Z")
+
+
+def explicit_ids(ids: Iterable[str]) -> list[str]:
+    """The ids that a file's frontmatter gives (not made from its path: see records.path_id)."""
+    return [i for i in ids if not _PATH_ID.match(i)]
+
+
 def legacy_hash(key: bytes, body: str) -> str:
     """The form lists written before end punctuation was folded hold."""
     return hmac.new(key, body_hash(body).encode("ascii"), hashlib.sha256).hexdigest()
@@ -114,32 +131,35 @@ def _append(memex_dir: Path, lines: list[str]) -> None:
         os.fsync(handle.fileno())
 
 
-def remember(memex_dir: Path, bodies: Iterable[str]) -> int:
-    """List ``bodies`` as erased (again, if they were allowed back); returns how many were new."""
+def remember(memex_dir: Path, bodies: Iterable[str], ids: Iterable[str] = ()) -> int:
+    """List ``bodies`` (and the frontmatter ``ids``) as erased, again if they were
+    allowed back; returns how many lines were new."""
     key = _key(memex_dir, create=True)
     assert key is not None
     state = _state(memex_dir)
-    fresh = list(dict.fromkeys(h for h in (keyed_hash(key, b) for b in bodies) if state.get(h) is not True))
+    digests = [keyed_hash(key, b) for b in bodies] + [id_hash(key, i) for i in explicit_ids(ids)]
+    fresh = list(dict.fromkeys(h for h in digests if state.get(h) is not True))
     if fresh:
         _append(memex_dir, fresh)
     return len(fresh)
 
 
-def allow(memex_dir: Path, bodies: Iterable[str]) -> int:
-    """The deliberate way back: these erased bodies may be stored and indexed again.
+def allow(memex_dir: Path, bodies: Iterable[str], ids: Iterable[str] = ()) -> int:
+    """The deliberate way back: these erased bodies (and ids) may be stored and indexed again.
 
-    Returns how many were erased (and are now allowed).
+    Returns how many digests were erased (and are now allowed).
     """
     key = _key(memex_dir, create=False)
     if key is None:
         return 0
     state = _state(memex_dir)
     lines: list[str] = []
-    for body in bodies:
-        for h in (keyed_hash(key, body), legacy_hash(key, body)):
-            if state.get(h) is True:
-                lines.append(f"{ALLOW} {h}")
-                state[h] = False
+    digests = [h for body in bodies for h in (keyed_hash(key, body), legacy_hash(key, body))]
+    digests += [id_hash(key, i) for i in ids]
+    for h in digests:
+        if state.get(h) is True:
+            lines.append(f"{ALLOW} {h}")
+            state[h] = False
     if lines:
         _append(memex_dir, list(dict.fromkeys(lines)))
     return len(lines)
@@ -216,6 +236,12 @@ class Guard:
     def size(self) -> int:
         """The list's size in bytes at the last :meth:`refresh` (it only grows)."""
         return max(self._size, 0)
+
+    def erased_id(self, memory_id: str) -> bool:
+        """Whether an erased memory had this (frontmatter) id, as of the last :meth:`refresh`."""
+        if not self._erased or self._key is None:
+            return False
+        return id_hash(self._key, memory_id) in self._erased
 
     def erased(self, body: str) -> bool:
         """Whether ``body`` was erased, as of the last :meth:`refresh`."""

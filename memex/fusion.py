@@ -15,11 +15,13 @@ unrelated text, or it holds enough of the query's content words.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from memex import when
 from memex.text import content_tokens
 
 # Ideographs, kana and hangul: the scripts memex tokenizes as bigrams.
@@ -127,6 +129,9 @@ class Fusion:
     # Show one of several memories with the same text (the best scored):
     # three copies of "ok, let's ask later" fill the top five with nothing.
     collapse_duplicates: bool = False
+    # Added to memories created inside the window a query names ("last
+    # week", "上周"; memex.when), relative to the time of the search.
+    time_boost: float = 0.0
 
     @property
     def needs_bodies(self) -> bool:
@@ -163,13 +168,16 @@ class Fusion:
             name += f"_st{self.short_tokens}"
         if self.collapse_duplicates:
             name += "_uniq"
+        if self.time_boost:
+            name += f"_time{self.time_boost:g}"
         return name
 
 
 # The rule before issue 11, kept for comparison.
 PREVIOUS_FUSION = Fusion("blend", 0.7, "sat", cjk_semantic_weight=0.5)
 DEFAULT_FUSION = Fusion(
-    "blend", 0.7, "sat", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4, collapse_duplicates=True
+    "blend", 0.7, "sat", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4,
+    collapse_duplicates=True, time_boost=0.3,
 )
 
 # What scripts/eval_search.py compares; the named ones are always reported.
@@ -201,6 +209,15 @@ FUSIONS: tuple[Fusion, ...] = (
              collapse_duplicates=True) for w in (0.5, 0.6, 0.7, 0.8) for c in (0.3, 0.5)),
     *(Fusion("blend", w, "max", cjk_semantic_weight=c, short_penalty=0.6, question_penalty=0.4,
              collapse_duplicates=True) for w in (0.5, 0.7) for c in (0.3, 0.5)),
+    *(Fusion("blend", w, "z", "z", cjk_semantic_weight=c) for w in (0.5, 0.6, 0.7) for c in (0.3, 0.5)),
+    *(Fusion("blend", w, "z", "z", cjk_semantic_weight=c, short_penalty=0.6, question_penalty=0.4,
+             collapse_duplicates=True) for w in (0.5, 0.6, 0.7) for c in (0.3, 0.5)),
+    *(Fusion("blend", w, "sat", "calibrated", cjk_semantic_weight=c, short_penalty=0.6, question_penalty=0.4,
+             collapse_duplicates=True) for w in (0.5, 0.6, 0.7) for c in (0.3, 0.5)),
+    *(Fusion("blend", 0.7, "sat", cjk_semantic_weight=0.3, short_penalty=p, question_penalty=0.4, short_tokens=3,
+             collapse_duplicates=True) for p in (0.6, 0.8)),
+    *(Fusion("blend", w, "sat", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4,
+             collapse_duplicates=True, time_boost=t) for w in (0.6, 0.7, 0.8) for t in (0.1, 0.2, 0.3, 0.5)),
     *(Fusion("blend", 0.6, "max", "calibrated", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.2),),
 )
 
@@ -219,12 +236,24 @@ def _normalized_lexical(lexical: dict[int, float], how: str) -> dict[int, float]
     if how == "sat":
         mid = float(np.median(values)) or best
         return {r: s / (s + mid) for r, s in lexical.items()}
+    if how == "z":
+        return _z(lexical)
     return {r: s / best for r, s in lexical.items()}
+
+
+def _z(signal: dict[int, float]) -> dict[int, float]:
+    """Standard scores over the candidates, squashed to 0..1 (a logistic of z)."""
+    values = np.fromiter(signal.values(), dtype=np.float64)
+    sd = float(values.std()) or 1.0
+    mu = float(values.mean())
+    return {r: float(1.0 / (1.0 + np.exp(-(s - mu) / sd))) for r, s in signal.items()}
 
 
 def _normalized_semantic(semantic: dict[int, float], how: str, calibration: Calibration, cjk: bool) -> dict[int, float]:
     if how == "calibrated":
         return {r: calibration.calibrate(c, cjk) for r, c in semantic.items()}
+    if how == "z" and semantic:
+        return _z(semantic)
     if how == "minmax" and semantic:
         low, high = min(semantic.values()), max(semantic.values())
         span = high - low
@@ -273,6 +302,7 @@ def fuse(
     calibration: Calibration = FALLBACK_CALIBRATION,
     created: dict[int, str] | None = None,
     bodies: dict[int, str] | None = None,
+    span: tuple[dt.datetime, dt.datetime] | None = None,
 ) -> dict[int, float]:
     """One score per candidate rowid (higher is better; a blend stays in 0..1 + recency)."""
     lex = _normalized_lexical(lexical, fusion.lexical_norm if fusion.method == "blend" else "max")
@@ -292,6 +322,9 @@ def fuse(
     if fusion.recency and created:
         bonus = _recency({r: created[r] for r in out if r in created})
         out = {r: s + fusion.recency * bonus.get(r, 0.0) for r, s in out.items()}
+    if fusion.time_boost and span and created:
+        out = {r: s + (fusion.time_boost if r in created and when.inside(created[r], span) else 0.0)
+               for r, s in out.items()}
     if fusion.needs_bodies and bodies:
         out = {r: s * answer_prior(bodies.get(r, ""), fusion) for r, s in out.items()}
     return out

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from memex import orphans
 from memex.db import SCHEMA_VERSION, has_vector_tables, scalar, write_txn
-from memex.indexer import ERASED_REASON
+from memex.index_guard import ERASED_REASON
 
 if TYPE_CHECKING:
     from memex.vault import Vault

@@ -42,9 +42,9 @@ from typing import Any
 import apsw
 import numpy as np
 
-from memex import chunking, embed, erased_list, graph, memory_file, orphans, profiles, purge, text
+from memex import chunking, embed, erased_list, graph, index_guard, memory_file, orphans, profiles, purge, text
 from memex.config import Config
-from memex.db import ensure_chunk_rule, ensure_model_profile, ensure_vector_tables, get_meta, set_meta, write_txn
+from memex.db import ensure_chunk_rule, ensure_model_profile, ensure_vector_tables, set_meta, write_txn
 from memex.errors import MemoryFileError
 from memex.faults import point
 from memex.records import BAD_NAME, Record, build_record, is_text_name, shown_name
@@ -90,18 +90,6 @@ def is_memory_name(name: str) -> bool:
 
 def _is_regular_file(path: Path) -> bool:
     return not os.path.islink(path) and os.path.isfile(path)
-
-
-ERASED_REASON = "erased content restored in"
-ERASED_SEEN_KEY = "erased_list_size"  # meta: the erased list's size at the last check of every row
-
-
-def erased_reason(rel: str, memory_id: str) -> str:
-    """The index error of a file whose body is on the erased list (doctor shows it)."""
-    return (
-        f"{ERASED_REASON} {rel}: not indexed; delete it with `memex erase {memory_id} --reason ...`, "
-        f"or bring it back deliberately with `memex reindex --allow-erased {rel}`"
-    )
 
 
 @dataclass
@@ -152,6 +140,7 @@ class Indexer:
         self.chunker = chunking.for_config(config)
         self.guard = erased_list.Guard(root / MEMEX_DIR)
         self.orphans_removed: list[str] = []  # temp files the last sync removed
+        self.temp_names: list[str] = []  # temp-file names the last walk passed
         if embedder is not None:
             ensure_vector_tables(conn, embedder.model_id, embedder.dim)
             ensure_model_profile(conn, profiles.for_model(embedder.model_id).as_meta())
@@ -163,6 +152,7 @@ class Indexer:
         """Every memory file under ``memories/`` with its stat, plus link errors."""
         found: dict[str, os.stat_result] = {}
         errors: list[dict[str, str]] = []
+        self.temp_names = []
         base = self.root / MEMORIES_DIR
         root_real = os.path.realpath(self.root)
         base_real = os.path.realpath(base)
@@ -186,6 +176,8 @@ class Indexer:
             dirs[:] = sorted(keep)
             for name in files:
                 if not is_memory_name(name):
+                    if name.startswith(orphans.PREFIX) and name.endswith(orphans.SUFFIX):
+                        self.temp_names.append(f"{rel_folder}/{name}")
                     continue
                 if not is_text_name(name):
                     errors.append({"path": shown_name(f"{rel_folder}/{name}"), "reason": f"file {BAD_NAME}"})
@@ -262,42 +254,15 @@ class Indexer:
         stale = [p for p in known_errors if p not in on_disk]
         if stale:  # no write transaction (and no write lock) when nothing changed
             with write_txn(self.conn):
-                self.conn.executemany("DELETE FROM index_errors WHERE path = ?", [(p,) for p in stale])
-        self._drop_erased_rows(report)
-        self.orphans_removed = orphans.remove_orphans(self.root)
+                for rel in stale:
+                    self._drop_error(rel)
+        index_guard.drop_erased_rows(self, report)
+        # Temp files in memories/ were seen by the walk above; sessions/ is walked for them.
+        found = orphans.orphans_among(self.root, self.temp_names)
+        found += orphans.find_orphans(self.root, tuple(f for f in orphans.FOLDERS if f != MEMORIES_DIR))
+        self.orphans_removed = orphans.remove_orphans(self.root, found)
         report.seconds = time.perf_counter() - started
         return report
-
-    def _drop_erased_rows(self, report: SyncReport) -> None:
-        """Rows whose text went on the erased list after they were indexed.
-
-        An erase killed after listing the text but before deleting the file
-        leaves a file that looks unchanged to a sync; the erasure still holds:
-        the row goes and the file is reported like a restored one. Runs only
-        when the list grew since the last sync (its size is kept in meta).
-        """
-        self.guard.refresh()
-        seen = get_meta(self.conn, ERASED_SEEN_KEY) or "0"
-        if seen == str(self.guard.size):
-            return
-        hits = [
-            (int(rowid), str(mid), str(path))
-            for rowid, mid, path, body in self.conn.execute("SELECT rowid, id, path, body FROM memories")
-            if self.guard.erased(str(body))
-        ]
-        with write_txn(self.conn):
-            for rowid, mid, path in hits:
-                self.purge_row(rowid)
-                report.removed += 1
-                try:
-                    st: os.stat_result | None = os.stat(self.root / path)
-                except OSError:
-                    st = None
-                if st is not None:
-                    reason = erased_reason(path, mid)
-                    self._record_error(path, reason, st)
-                    report.errors.append({"path": path, "reason": reason})
-            set_meta(self.conn, ERASED_SEEN_KEY, str(self.guard.size))
 
     def index_paths(self, relpaths: Iterable[str], verify: bool = False) -> SyncReport:
         """Index (or purge) just these paths, e.g. after a write or a file event.
@@ -325,7 +290,7 @@ class Indexer:
                 vanished.append(rel)
             else:
                 with write_txn(self.conn):
-                    self.conn.execute("DELETE FROM index_errors WHERE path = ?", (rel,))
+                    self._drop_error(rel)
         candidates = []
         for rel, st in on_disk.items():
             row = rows.get(rel)
@@ -412,7 +377,7 @@ class Indexer:
                     if row is not None and not _is_regular_file(self.root / rel):
                         self.purge_row(row.rowid)
                         report.removed += 1
-                    self.conn.execute("DELETE FROM index_errors WHERE path = ?", (rel,))
+                    self._drop_error(rel)
         if retry_clashes and self._clashed:
             self._retry_clashes(self._clashed, on_disk, report, full)
 
@@ -449,8 +414,8 @@ class Indexer:
             except OSError as exc:
                 errors.append((rel, f"cannot read: {exc}", on_disk.get(rel)))
                 continue
-            if self.guard.erased(rec.body):
-                errors.append((rel, erased_reason(rel, rec.id), on_disk.get(rel)))
+            if self.guard.erased(rec.body) or self.guard.erased_id(rec.id):
+                errors.append((rel, index_guard.erased_reason(rel, rec.id), on_disk.get(rel)))
                 continue
             owner = claimed.get(rec.id) or by_id.get(rec.id) or self._owner_on_disk(rec.id, rel, vanished_set)
             if owner is not None and owner != rel and owner not in vanished_set:
@@ -495,7 +460,7 @@ class Indexer:
         vectors, cache_rows = self._vector_finish(item)
         report.embedded += len(cache_rows)  # texts the model had to embed
         with write_txn(self.conn):
-            records, late_errors, cache_rows = self._recheck(item, cache_rows)
+            records, late_errors, cache_rows = index_guard.recheck(self, item, cache_rows)
             embed.store_cache(self.conn, cache_rows)
             late_paths = {rel for rel, _, _ in late_errors}
             for rel, reason, st in [*item.errors, *late_errors]:
@@ -513,38 +478,6 @@ class Indexer:
             point("index.commit")
         point("index.committed")
         return item.size
-
-    def _recheck(
-        self, item: _Batch, cache_rows: list[embed.CacheRow]
-    ) -> tuple[list[Record], list[tuple[str, str, os.stat_result | None]], list[embed.CacheRow]]:
-        """Inside the write transaction: what was read may not be written now.
-
-        An erasure (which lists the body before it deletes the file) may have
-        run since the batch was read: its text is refused, and a file deleted
-        since is left to the purge of vanished files. Returns the records to
-        write, the refusals, and the cache rows of text still wanted.
-        """
-        self.guard.refresh()
-        keep: list[Record] = []
-        late: list[tuple[str, str, os.stat_result | None]] = []
-        dropped: set[str] = set()
-        for rec in item.records:
-            if not os.path.lexists(self.root / rec.path):
-                dropped.add(rec.path)  # even its error row would keep its name (the body's first words)
-            elif self.guard.erased(rec.body):
-                late.append((rec.path, erased_reason(rec.path, rec.id), None))
-                dropped.add(rec.path)
-            else:
-                keep.append(rec)
-        if not dropped:
-            return keep, late, cache_rows
-        wanted: set[str] = set()
-        unwanted: set[str] = set()
-        for rec, pieces in item.plan:
-            keys = {embed.text_key(rec.embed_text), *(embed.text_key(p) for p in pieces)}
-            (unwanted if rec.path in dropped else wanted).update(keys)
-        gone = unwanted - wanted
-        return keep, late, [row for row in cache_rows if row[1] not in gone]
 
     def _vector_plan(
         self, records: list[Record], full: bool
@@ -599,6 +532,14 @@ class Indexer:
             i += 1 + len(pieces)
         return out, cache_rows
 
+    def _drop_error(self, rel: str) -> None:
+        """Forget a path's error (caller holds the txn). The error of a restored
+        erased file names it, and its name is made from the erased text's first
+        words: the index is scrubbed of it as of a purged row."""
+        gone = self.conn.execute("DELETE FROM index_errors WHERE path = ? RETURNING reason", (rel,)).fetchall()
+        if any(str(r[0]).startswith(index_guard.ERASED_REASON) for r in gone):
+            set_meta(self.conn, purge.SCRUB_KEY, "1")
+
     def _record_error(self, rel: str, reason: str, st: os.stat_result | None) -> None:
         # A path that fails now may be written later in the same run (an id
         # clash retried once the other file is gone): its error row must go then.
@@ -620,7 +561,7 @@ class Indexer:
         """Upsert one record; returns the report field it counts toward."""
         conn = self.conn
         if rec.path in self._error_paths:
-            conn.execute("DELETE FROM index_errors WHERE path = ?", (rec.path,))
+            self._drop_error(rec.path)
         at_path = self._row_at(rec.path)
         by_own_id = conn.execute("SELECT rowid, path FROM memories WHERE id = ?", (rec.id,)).fetchone()
         outcome = "updated"

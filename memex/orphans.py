@@ -53,11 +53,17 @@ def _is_orphan(full: str, name: str, now: float) -> bool:
         return False
 
 
-def find_orphans(root: Path) -> list[str]:
+def orphans_among(root: Path, rels: list[str]) -> list[str]:
+    """Those of ``rels`` (temp-file names a walk already saw) that are orphans."""
+    now = time.time()
+    return sorted(r for r in rels if _is_orphan(str(root / r), r.rsplit("/", 1)[-1], now))
+
+
+def find_orphans(root: Path, folders: tuple[str, ...] = FOLDERS) -> list[str]:
     """Vault-relative paths of orphaned temp files, sorted."""
     found: list[str] = []
     now = time.time()
-    for top in FOLDERS:
+    for top in folders:
         base = root / top
         if not base.is_dir():
             continue
@@ -71,10 +77,10 @@ def find_orphans(root: Path) -> list[str]:
     return sorted(found)
 
 
-def remove_orphans(root: Path) -> list[str]:
-    """Delete the orphaned temp files; returns the vault-relative paths removed."""
+def remove_orphans(root: Path, found: list[str] | None = None) -> list[str]:
+    """Delete the orphaned temp files (``found``, or all); returns the vault-relative paths removed."""
     removed: list[str] = []
-    for rel in find_orphans(root):
+    for rel in find_orphans(root) if found is None else found:
         try:
             os.unlink(root / rel)
         except FileNotFoundError:

@@ -38,8 +38,7 @@ class ModelProfile:
     cosine_similar: float
     # The same within one session.
     session_cosine_duplicate: float
-    # Consolidation: two memories of a session are similar from here up.
-    consolidate_cosine: float
+    # Consolidation's merge score is fitted per model in memex/pairscore.py.
     # Whether cosine may decide for Chinese/Japanese/Korean text. The
     # English-only MiniLM maps most CJK characters to [UNK]: two unrelated
     # Chinese sentences can score 1.0 there.
@@ -48,6 +47,11 @@ class ModelProfile:
     # the multilingual model packs Chinese sentences of one topic closer
     # together than English ones.
     cjk_cosine_duplicate: float
+    # Context engine auto-recall: the least search score a memory needs to be
+    # injected ([recall] recall_score_threshold). A fused score (cosine and
+    # BM25, memex/search.py), so it follows the model's cosine scale; to be
+    # measured again whenever the fusion changes (scripts/context_threshold.py).
+    recall_score_threshold: float
 
     def as_meta(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -58,9 +62,9 @@ MINILM = ModelProfile(
     cosine_duplicate=0.85,
     cosine_similar=0.40,
     session_cosine_duplicate=0.85,
-    consolidate_cosine=0.75,
     cjk_cosine=False,
     cjk_cosine_duplicate=1.0,
+    recall_score_threshold=0.31,
 )
 
 MULTILINGUAL = ModelProfile(
@@ -68,9 +72,9 @@ MULTILINGUAL = ModelProfile(
     cosine_duplicate=0.95,
     cosine_similar=0.88,
     session_cosine_duplicate=0.95,
-    consolidate_cosine=0.93,
     cjk_cosine=True,
     cjk_cosine_duplicate=0.96,
+    recall_score_threshold=0.64,
 )
 
 PROFILES: dict[str, ModelProfile] = {p.model_id: p for p in (MINILM, MULTILINGUAL)}
@@ -90,7 +94,15 @@ def for_model(model_id: str | None) -> ModelProfile:
         cosine_duplicate=MINILM.cosine_duplicate,
         cosine_similar=MINILM.cosine_similar,
         session_cosine_duplicate=MINILM.session_cosine_duplicate,
-        consolidate_cosine=MINILM.consolidate_cosine,
         cjk_cosine=False,
         cjk_cosine_duplicate=1.0,
+        recall_score_threshold=MINILM.recall_score_threshold,
     )
+
+
+def for_setting(setting: str) -> ModelProfile:
+    """The profile an ``[embedding] model`` setting will use, without loading
+    the model (the context engine's hooks read settings on every prompt)."""
+    if setting == "multilingual":
+        return MULTILINGUAL
+    return MINILM

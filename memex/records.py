@@ -1,4 +1,5 @@
-"""From a parsed memory file to the row the index stores.
+"""From a parsed memory file to the row the index stores, and the one shape
+in which memex shows a memory (:data:`RECORD_FIELDS`, :class:`Memory`).
 
 This is where frontmatter values are checked: a bad value is an error that
 names the file and the key, and never stops other files from being indexed.
@@ -62,6 +63,33 @@ class Record:
     @property
     def status(self) -> str:
         return "superseded" if self.superseded_by else "active"
+
+
+@dataclass
+class Memory:
+    """A memory as its file says, plus what the index knows of it."""
+
+    id: str
+    path: str
+    meta: dict[str, Any]  # the frontmatter as written
+    body: str  # the body as written
+    status: str
+    access_count: int
+    last_access: str | None
+    # The record shape (memex.records.RECORD_FIELDS) from the index, body aside.
+    record: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record that `list` and `search` show, then any other
+        frontmatter keys (entities, supersedes, your own), usage, the body."""
+        shape = {**self.record, "id": self.id, "path": self.path, "status": self.status}
+        return {
+            **shape,
+            **{k: v for k, v in self.meta.items() if k not in shape},
+            "access_count": self.access_count,
+            "last_access": self.last_access,
+            "body": self.body,
+        }
 
 
 def record_view(item: Any, extra: Sequence[str] = ()) -> dict[str, Any]:

@@ -1,45 +1,21 @@
-"""Hybrid ranking: BM25 over the FTS5 table and cosine over the embeddings.
+"""Hybrid search: candidates from BM25 (FTS5) and cosine (embeddings), one ranking.
 
 The vectors live in sqlite-vec tables; search reads them from an in-process
 copy (:mod:`memex.vecmatrix`), which is exact and much faster.
 
 Candidates come from both sides (and from chunk vectors of long bodies,
-which speak for their memory). Every candidate then gets both signals: its
-cosine to the query, and its BM25 saturated as ``s / (s + median s)`` over
-this query's lexical candidates. The final score is a weighted sum of the two
-(:data:`DEFAULT_FUSION`): 0.7 cosine + 0.3 BM25, or 0.5 + 0.5 for a query in
-Chinese, Japanese or Korean, where the English model says little.
-
-How it was chosen: ``scripts/eval_search.py`` loads the labelled set in
-``tests/data/search_eval.jsonl`` (200 agent memories, 100 conversational
-queries, 15 of them in Chinese) into a vault with the real model and scores
-every fusion in :data:`FUSIONS` on the same candidates. Measured
-(``.venv/bin/python scripts/eval_search.py``), MRR / recall@1 / recall@5:
-
-=============================  =====  ========  ========
-fusion                          MRR   recall@1  recall@5
-=============================  =====  ========  ========
-BM25 only                      0.854   0.718     0.920
-vector only                    0.899   0.793     0.920
-naive RRF, k=60                0.915   0.783     0.960
-blend, BM25/max, w=0.6         0.942   0.833     0.960
-blend, BM25/max, w=0.8         0.966   0.863     0.970
-blend, BM25 sat., w=0.7        0.956   0.853     0.955
-**blend, sat., w=0.7, CJK 0.5**  **0.971**  **0.873**  0.965
-=============================  =====  ========  ========
-
-So naive RRF beats either signal alone here, but blends with BM25 divided
-by the best BM25 or saturated beat it at every weight from 0.5 to 0.9 (min-max
-normalized BM25 does worse): RRF keeps only ranks and throws away how *much*
-better one candidate is than the next. Vector-only is weak on Chinese (MRR 0.54; the
-model is English), BM25-only on paraphrases; the chosen blend is best on
-both (Chinese MRR 1.0, English 0.966). The top blends differ by one or two
-queries out of 100, so the weights are a reasonable region, not a sharp
-optimum.
+which speak for their memory); every candidate then gets both signals
+(:func:`candidates`). :mod:`memex.fusion` turns them into one score
+(:data:`memex.fusion.DEFAULT_FUSION`) and holds the relevance floor that
+lets an unrelated query find nothing; :mod:`memex.when` reads "last week"
+in a query. A superseded memory (shown only when asked) never outranks its
+replacement. How the rule was chosen, on two labelled sets with a dev/test
+split, and every figure: docs/search.md (``scripts/eval_search.py``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -47,7 +23,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from memex import embed, vecmatrix
+from memex import embed, vecmatrix, when
 from memex.db import has_vector_tables
 from memex.fusion import (  # noqa: F401  (re-exported: the rule lives in memex.fusion)
     DEFAULT_FUSION,
@@ -344,19 +320,22 @@ def search(
     qvec: np.ndarray | None = None,
     fusion: Fusion = DEFAULT_FUSION,
     floor: bool = True,
+    now: dt.datetime | None = None,
 ) -> list[Hit]:
     """Best ``limit`` memories for ``query`` (hybrid when a model is loaded).
 
     ``floor``: leave out hits below the relevance floor
     (:func:`memex.fusion.relevant`), so an unrelated query finds nothing.
+    ``now``: what "last week" in the query is relative to (default: the clock).
     """
     found = candidates(conn, embedder, query, max(CANDIDATES, limit * 4), filters, qvec)
     lexical, semantic = found.lexical, found.semantic
     calibration = calibration_for(found.model_id)
     pool = list(set(lexical) | set(semantic))
-    created = _column(conn, "created", pool) if fusion.recency else None
+    span = when.window(query, now or dt.datetime.now(dt.timezone.utc)) if fusion.time_boost else None
+    created = _column(conn, "created", pool) if fusion.recency or span else None
     bodies = _column(conn, "body", pool) if fusion.needs_bodies else None
-    scores = fuse(lexical, semantic, fusion, found.use_vectors, query, calibration, created, bodies)
+    scores = fuse(lexical, semantic, fusion, found.use_vectors, query, calibration, created, bodies, span)
     if not scores:
         return []
     # Ties break on the memory id, so a rebuilt index (new rowids) ranks alike.

@@ -53,9 +53,13 @@ def supersede(
         raise InvalidArgument(
             "OLD_ID", f"{old_id} is already superseded by {old.meta['superseded_by']}"
         )
+    # The scope the index gave the old memory: a hand-written file's comes
+    # from its folder, not its frontmatter. One in no valid scope (a folder
+    # doctor reports) leaves the successor to the default scope.
+    old_scope = str(old.record.get("scope") or old.meta.get("scope") or "")
     result = vault.add(
         text,
-        scope=str(old.meta.get("scope") or "") or None,
+        scope=old_scope if vault.scope_rules.valid(old_scope) else None,
         source=source,
         session=session,
         source_ref=source_ref,

@@ -5,15 +5,23 @@ not one: the second updates the first. Dedup and consolidation both refuse
 to merge such pairs; dedup reports the older one as similar and suggests
 ``supersede``.
 
-A flipped polarity ("use tabs" / "never use tabs") is the same kind of
-trap for an embedding model, which scores the two as near-identical; dedup
-checks it with :func:`differs_in_polarity`.
+A flipped polarity ("use tabs" / "never use tabs"), an opposite, the sides
+of a comparison, one word swapped in place and two roles exchanged ("Alice
+owns billing and Bob owns auth" / "Bob owns billing and Alice owns auth")
+are the same kind of trap for an embedding model, which scores such pairs
+as near-identical. :data:`GUARDS` lists the checks in order and
+:func:`conflict_reason` names the first that fires (what
+``consolidate --explain`` shows); docs/consolidation.md measures each.
+
+Every check is linear in the length of the texts (or bounded): they run
+inside the write lock on bodies of any size.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 # Numbers with optional decimals, units glued on (12.5N, 15ms, 3x), versions
 # (v1.2.3, 3.11), dates (2026-11-30, 30/11/2026) and times (10:30).
@@ -87,18 +95,76 @@ _ZH_NOT_NEGATION = re.compile(
 )
 
 
-def _values(text: str) -> set[str]:
-    numbers = {m.group(0).lower().replace(",", ".") for m in _VALUE.finditer(text)}
-    numbers |= {m.group(0).lower().rstrip(".:") for m in _IDENTIFIER.finditer(text)}
-    words = {w.lower() for w in _WORD.findall(text)}
-    numbers |= words & (_NUMBER_WORDS | _MONTHS_DAYS)
+# Number words as the digits they stand for, so "retried twice" and "2
+# times", "two cores" and "2 cores" carry the same value. "one" is left out:
+# "in one file", "one of them" rarely state a quantity.
+_WORD_DIGITS = {
+    "zero": "0", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
+    "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20",
+    "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "twice": "2", "double": "2",
+    "triple": "3", "half": "0.5", "dozen": "12",
+}
+# "once the tests pass" is a conjunction far more often than a count.
+_NOT_QUANTITIES = frozenset({"one", "once"})
+_PLAIN_NUMBER = re.compile(r"v?(\d+(?:\.\d+)*)(?:[a-z%°µ]+)?")
+
+
+def _possessive(word: str) -> str:
+    return word[:-2] if word.endswith(("'s", "’s")) else word
+
+
+def _singular_day(word: str) -> str:
+    return word[:-1] if word.endswith("s") and word[:-1] in _MONTHS_DAYS else word
+
+
+def _canonical_number(token: str) -> str:
+    """12.5N -> 12.5, 85% -> 85, v2 -> 2, 2.0 -> 2: the number without its
+    unit or a trailing .0, so "85%" / "85 percent" and "numpy 2" / "numpy
+    2.0" agree. Dates, times and prices keep their form."""
+    m = _PLAIN_NUMBER.fullmatch(token)
+    if m is None:
+        return token
+    number = m.group(1)
+    while number.endswith(".0"):
+        number = number[:-2]
+    return number
+
+
+def _numbers(text: str) -> set[str]:
+    """Numbers, dates, versions and quantities, canonical (see above)."""
+    numbers = {_canonical_number(m.group(0).lower().replace(",", ".")) for m in _VALUE.finditer(text)}
+    # "Fridays" is Friday; "GitHub's" is GitHub.
+    words = {_singular_day(_possessive(w.lower())) for w in _WORD.findall(text)}
+    numbers |= {_WORD_DIGITS.get(w, w) for w in words & (_NUMBER_WORDS | _MONTHS_DAYS) if w not in _NOT_QUANTITIES}
     cjk = _CJK_NUMBER.findall(_CJK_NON_NUMBERS.sub(" ", text))
     return numbers | set(cjk)
 
 
+# Hyphenated names of things (acme-uploads, sqlite-vec, pytest-rerunfailures):
+# with the substitution rule of differs_in_value a one-sided English compound
+# ("pre-tokenized") changes nothing.
+_COMPOUND = re.compile(r"(?<![\w.-])[a-z0-9]+(?:-[a-z0-9]+)+(?![\w-])")
+
+
+_NUMERIC = re.compile(r"[\d.,:/-]+")
+
+
+def _identifiers(text: str) -> set[str]:
+    """Host names, paths, flags, names with a digit; not numbers (4.2s,
+    2026-11-30), which :func:`_numbers` already compares in canonical form."""
+    found = {m.group(0).lower().rstrip(".:") for m in _IDENTIFIER.finditer(text)}
+    found |= set(_COMPOUND.findall(text))
+    return {t for t in found if not (_PLAIN_NUMBER.fullmatch(t) or _NUMERIC.fullmatch(t))}
+
+
+def _values(text: str) -> set[str]:
+    return _numbers(text) | _identifiers(text)
+
+
 def _stem(word: str) -> str:
-    """A crude English stem, enough to match "owns"/"owned", "uploads"/"upload"."""
-    word = word.lower()
+    """A crude English stem, enough to match "owns"/"owned", "uploads"/"upload",
+    "GitHub's"/"GitHub"."""
+    word = _possessive(word.lower())
     for suffix in ("ing", "ers", "er", "ed", "es", "s", "ly"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
@@ -116,8 +182,8 @@ def _name_sets(text: str) -> tuple[set[str], set[str]]:
         word = m.group(0)
         if not word[0].isupper() or len(word) == 1:
             continue
-        lower = word.lower()
-        if lower in _NUMBER_WORDS or lower in _MONTHS_DAYS:
+        lower = _possessive(word.lower())
+        if lower in _NUMBER_WORDS or _singular_day(lower) in _MONTHS_DAYS:
             continue  # already counted as a value
         # Only the few characters before the word decide; a bounded look-back
         # keeps this linear in the text (slicing the whole prefix for every
@@ -137,35 +203,68 @@ def _names(text: str) -> set[str]:
 
 
 def value_tokens(text: str) -> set[str]:
-    """The numbers, dates, versions, quantities and names a text mentions."""
+    """The numbers, dates, versions, quantities and names a text mentions
+    (numbers in the canonical form they are compared in: v2.1 -> 2.1)."""
     text = unicodedata.normalize("NFKC", text)
     return _values(text) | _names(text)
 
 
 def differs_in_value(a: str, b: str) -> bool:
-    """True when the two texts carry different numbers, dates, versions or names.
+    """True when the two texts carry a different number, date or version, or
+    name a different thing in the same role.
 
-    Numbers, dates, versions and identifiers must match exactly. A name
-    counts as changed when the other text does not have the word at all (a
-    capitalized word that the other text writes in lower case or inflected,
-    "Redis" / "redis", "Uploads" / "upload", is the same word). A capitalized
-    word that merely opens a sentence counts only when the other text has an
-    unmatched name of its own ("Alice prefers X" / "Bob prefers X"), since
-    "Format with black" / "Use black" just starts differently. Texts with no
-    values at all never differ in value.
+    Numbers, dates and versions must match (after :func:`_canonical_number`;
+    a number on one side only is a change: "the version 3 API" / "the
+    API"). Names and identifiers differ only by *substitution*: each side
+    has one the other lacks ("Alice prefers X" / "Bob prefers X",
+    "fixtures/base.sql" / "fixtures/full.sql"); a name, a capitalized word
+    or an identifier mentioned on one side only ("the SQLite index" / "the
+    index database", "PR" / "pull request") is a paraphrase adding a word,
+    not a changed value. Two unmatched names must also share a neighbouring
+    word (the same role); identifiers are specific enough without. A
+    capitalized word the other text writes in lower case or inflected
+    ("Redis" / "redis", "Uploads" / "upload") is the same word.
     """
     na, nb = unicodedata.normalize("NFKC", a), unicodedata.normalize("NFKC", b)
-    if _values(na) != _values(nb):
+    if _numbers(na) != _numbers(nb):
         return True
-    inside_a, opening_a = _name_sets(na)
-    inside_b, opening_b = _name_sets(nb)
-    stems_a = {_stem(w) for w in _WORD.findall(na)}
-    stems_b = {_stem(w) for w in _WORD.findall(nb)}
-    lost_a = {n for n in inside_a | opening_a if _stem(n) not in stems_b}
-    lost_b = {n for n in inside_b | opening_b if _stem(n) not in stems_a}
-    if lost_a - opening_a or lost_b - opening_b:
+    ida, idb = _identifiers(na), _identifiers(nb)
+    if ida - idb and idb - ida:
         return True
-    return bool(lost_a and lost_b)
+    stems_a = {_stem(p) for w in _WORD.findall(na) for p in (w, *w.split("-"))}
+    stems_b = {_stem(p) for w in _WORD.findall(nb) for p in (w, *w.split("-"))}
+    # "Google-style" is matched by "Google style": every part is there.
+    lost_a = {n for n in _names(na) if not {_stem(p) for p in n.split("-")} <= stems_b and n not in ida}
+    lost_b = {n for n in _names(nb) if not {_stem(p) for p in n.split("-")} <= stems_a and n not in idb}
+    if not (lost_a and lost_b):
+        return False
+    around_a, around_b = _neighbours(na, lost_a), _neighbours(nb, lost_b)
+    # A name with no neighbour at all cannot be placed: count it as changed.
+    if not all(around_a.values()) or not all(around_b.values()):
+        return True
+    # Some pair of names shares a neighbour iff the unions meet (and this
+    # stays linear however many names the texts hold).
+    return not set().union(*around_a.values()).isdisjoint(set().union(*around_b.values()))
+
+
+def _neighbours(text: str, names: set[str]) -> dict[str, set[str]]:
+    """For each name, the content words right before and after it (other
+    names skipped): "Alice prefers X" / "Bob prefers X" share "prefer"."""
+    units = _substitution_units(text)
+    # A hyphenated name ("Full-text") is several units: find it by its first
+    # part, take the word after its last part.
+    parts = {n: [_stem(p) for p in n.split("-")] for n in names}
+    starts = {p[0]: n for n, p in parts.items()}
+    skip = {u for p in parts.values() for u in p}
+    out: dict[str, set[str]] = {n: set() for n in names}
+    for i, unit in enumerate(units):
+        name = starts.get(unit)
+        if name is None:
+            continue
+        for k in (i - 1, i + len(parts[name])):
+            if 0 <= k < len(units) and units[k] not in skip:
+                out[name].add(units[k])
+    return out
 
 
 def differs_in_number(a: str, b: str) -> bool:
@@ -175,19 +274,51 @@ def differs_in_number(a: str, b: str) -> bool:
     return va != vb
 
 
-def _polarity(text: str) -> int:
-    text = unicodedata.normalize("NFKC", text)
-    zh = _ZH_NOT_NEGATION.sub(" ", text)
-    return (len(_POLARITY_EN.findall(text)) + len(_POLARITY_ZH.findall(zh))) % 2
+# "X, not Y" names an alternative (like "instead of Y"), it negates nothing.
+_CONTRAST_NOT = re.compile(r",\s*(?:and\s+|but\s+)?not\b", re.IGNORECASE)
+
+
+# How many content words after an English negator it is taken to negate: the
+# first, the verb or noun it binds ("never use", "not enabled", "no deploys").
+_NEGATION_SCOPE = 1
+
+
+def _polarity(text: str) -> tuple[int, bool, set[str]]:
+    """(parity of negations, whether a Chinese one counts, stems of the
+    content words English negators reach)."""
+    from memex.text import STOPWORDS  # local: text.py must not depend on values.py
+
+    text = _CONTRAST_NOT.sub(" instead ", unicodedata.normalize("NFKC", text))
+    zh = _POLARITY_ZH.findall(_ZH_NOT_NEGATION.sub(" ", text))
+    reached: set[str] = set()
+    count = len(zh)
+    for m in _POLARITY_EN.finditer(text):
+        count += 1
+        words = [w for w in _ASCII_WORD.findall(text[m.end() : m.end() + 120].lower()) if w not in STOPWORDS]
+        reached |= {_stem(w) for w in words[:_NEGATION_SCOPE]}
+    return count % 2, bool(zh), reached
 
 
 def differs_in_polarity(a: str, b: str) -> bool:
     """True when one text negates what the other states ("use X" / "never use X").
 
     Counts negation words (English and Chinese) on each side; an odd count
-    on one side and an even count on the other is a flip.
+    on one side and an even count on the other is a flip, provided the
+    negation reaches something the other text states: the content word
+    right after an English negator appears in the other text. So
+    "the wheels break with numpy 2" / "the wheels do not work with numpy 2"
+    (a negated synonym) is no flip, while "use tabs" / "never use tabs" is.
+    Chinese negators, unscoped, always count. "X, not Y" is a contrast.
     """
-    return _polarity(a) != _polarity(b)
+    pa, zh_a, reach_a = _polarity(a)
+    pb, zh_b, reach_b = _polarity(b)
+    if pa == pb:
+        return False
+    odd_zh, odd_reach, other = (zh_a, reach_a, b) if pa else (zh_b, reach_b, a)
+    if odd_zh:
+        return True
+    other_stems = {_stem(w) for w in _ASCII_WORD.findall(unicodedata.normalize("NFKC", other).lower())}
+    return bool(odd_reach & other_stems)
 
 
 _ANTONYMS_EN = (
@@ -211,7 +342,18 @@ _ANTONYMS_ZH = (
     ("同步", "异步"), ("公开", "私有"), ("本地", "远程"), ("成功", "失败"), ("横向", "纵向"),
     ("升序", "降序"), ("白天", "晚上"), ("启用", "禁用"), ("允许", "拒绝"),
 )
-_RELATIONS = frozenset("over instead than not versus vs rather unlike except but".split())
+_RELATIONS = frozenset(
+    "over instead than not versus vs rather unlike except but replaced replaces replace before after".split()
+)
+# Words that all name the rejected alternative: "Redis over RabbitMQ",
+# "Redis instead of RabbitMQ", "Redis rather than RabbitMQ", "Redis, not
+# RabbitMQ", "Redis replaced RabbitMQ" compare as one relation.
+_ALTERNATIVE = {"over": "over", "instead": "over", "rather": "over", "versus": "over", "vs": "over",
+                "unlike": "over", "replaced": "over", "replaces": "over", "replace": "over"}
+# Order in time: what follows is a phrase ("after touching pyproject.toml" /
+# "after editing pyproject.toml"), so two words are kept and an overlap is
+# the same order.
+_TEMPORAL = frozenset({"before", "after"})
 _ASCII_WORD = re.compile(r"[a-z0-9](?:[a-z0-9_+#-]|\.(?=[a-z0-9]))*")
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Chinese characters too common to tell two facts apart.
@@ -236,31 +378,64 @@ def differs_in_opposites(a: str, b: str) -> bool:
 
 
 def _neighbours_of_relations(words: list[str]) -> dict[str, set[str]]:
-    """For each comparison word, the first content word that follows it."""
+    """For each comparison word, the first content word that follows it (the
+    next two for before/after)."""
     from memex.text import STOPWORDS  # local: text.py must not depend on values.py
 
     out: dict[str, set[str]] = {}
-    # Walk backwards carrying the next content word, so the text is read
+    # Walk backwards carrying the next content words, so the text is read
     # once (looking ahead from every relation word was quadratic).
-    after = ""
+    after: list[str] = []
     for word in reversed(words):
         if word in _RELATIONS:
-            out.setdefault(word, set()).add(_stem(after))
-        if word not in STOPWORDS:
-            after = word
+            keep = after[:2] if word in _TEMPORAL else after[:1] or [""]
+            out.setdefault(_ALTERNATIVE.get(word, word), set()).update(_stem(w) for w in keep)
+        elif word not in STOPWORDS:
+            after = [word, *after[:1]]
     return out
+
+
+def _relation_words(text: str) -> list[str]:
+    return _ASCII_WORD.findall(_CONTRAST_NOT.sub(" instead ", unicodedata.normalize("NFKC", text)).lower())
 
 
 def differs_in_relation(a: str, b: str) -> bool:
     """The same comparison with its sides changed ("pytest over unittest" /
-    "unittest over pytest", "main, not develop" / "develop, not main").
+    "unittest over pytest", "main, not develop" / "develop, not main",
+    "linters before the tests" / "tests before the docs"), or what one text
+    rejects stated plainly by the other ("tabs over spaces" / "spaces for
+    indentation").
 
-    Only relation words present in both texts are compared, so a paraphrase
-    that drops the comparison word is not flagged.
+    Relation words present in both texts are compared, so a paraphrase that
+    drops the comparison word is not flagged on that account.
     """
-    ra = _neighbours_of_relations(_ASCII_WORD.findall(unicodedata.normalize("NFKC", a).lower()))
-    rb = _neighbours_of_relations(_ASCII_WORD.findall(unicodedata.normalize("NFKC", b).lower()))
-    return any(ra[w] != rb[w] for w in ra.keys() & rb.keys())
+    wa, wb = _relation_words(a), _relation_words(b)
+    ra, rb = _neighbours_of_relations(wa), _neighbours_of_relations(wb)
+    for w in ra.keys() & rb.keys():
+        if (ra[w].isdisjoint(rb[w]) if w in _TEMPORAL else ra[w] != rb[w]):
+            return True
+    for words, other, other_rel in ((wa, wb, rb), (wb, wa, ra)):
+        if "over" in other_rel:
+            continue  # both compare: the loop above decided
+        # Everything the other text puts after a relation word is not
+        # stated plainly there ("better than requests").
+        placed = set().union(*other_rel.values()) if other_rel else set()
+        plain = {_stem(x) for x in other} - placed
+        if _rejected(words) & plain:
+            return True
+    return False
+
+
+_PREFERENCE = re.compile(r"^(?:prefer|pick|chose|choose|favou?r|like)")
+
+
+def _rejected(words: list[str]) -> set[str]:
+    """What the text names as the rejected alternative. "over" counts only
+    beside a word of preference ("prefers tabs over spaces"): alone it is
+    as often a place ("runs on FTS5 over text")."""
+    if not any(_PREFERENCE.match(w) for w in words):
+        words = [w for w in words if w not in ("over", "replaced", "replaces", "replace")]
+    return _neighbours_of_relations(words).get("over", set())
 
 
 _UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[.'][^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)*")
@@ -351,15 +526,38 @@ def swaps_roles(a: str, b: str) -> bool:
     return False
 
 
+# The guards in the order they are asked; the first that fires is the
+# reason two texts are kept apart (what `consolidate --explain` shows).
+GUARDS: tuple[tuple[str, Callable[[str, str], bool]], ...] = (
+    ("value", differs_in_value),
+    ("polarity", differs_in_polarity),
+    ("opposite", differs_in_opposites),
+    ("relation", differs_in_relation),
+    ("swapped_word", substitutes_one_word),
+    ("swapped_roles", swaps_roles),
+)
+
+
+# What each refusal means, in words (shown by `consolidate --explain`).
+GUARD_MEANING = {
+    "value": "a number, date, version or a name in the same role differs",
+    "polarity": "one negates what the other states",
+    "opposite": "one has a word, the other its opposite",
+    "relation": "the sides of a comparison differ",
+    "swapped_word": "the same sentence with one word swapped",
+    "swapped_roles": "the same words with two roles exchanged",
+    "below threshold": "the score is under merge_threshold",
+    "complete link": "similar, but not to every member of the other's cluster",
+}
+
+
+def conflict_reason(a: str, b: str) -> str | None:
+    """The name of the first guard that keeps the texts apart, or None."""
+    return next((name for name, guard in GUARDS if guard(a, b)), None)
+
+
 def conflicts(a: str, b: str) -> bool:
     """The two texts cannot be the same fact: a value, the polarity, an
     opposite, the sides of a comparison, one swapped word or two swapped
     roles differ."""
-    return (
-        differs_in_value(a, b)
-        or differs_in_polarity(a, b)
-        or differs_in_opposites(a, b)
-        or differs_in_relation(a, b)
-        or substitutes_one_word(a, b)
-        or swaps_roles(a, b)
-    )
+    return conflict_reason(a, b) is not None

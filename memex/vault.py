@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
 from memex.locking import file_lock, locked_txn
 from memex.names import scope_dir_parts, slug
+from memex.records import Memory as Memory  # public here since before it moved
 from memex.records import now_iso, record_view
 from memex.search import HIT_COLUMNS, Filters, Hit, hit_from_row, search
 
@@ -117,33 +117,6 @@ def open_vault(path: str | os.PathLike[str] | None = None) -> Vault:
     return Vault(find_vault_root(path))
 
 
-@dataclass
-class Memory:
-    """A memory as its file says, plus what the index knows of it."""
-
-    id: str
-    path: str
-    meta: dict[str, Any]  # the frontmatter as written
-    body: str  # the body as written
-    status: str
-    access_count: int
-    last_access: str | None
-    # The record shape (memex.records.RECORD_FIELDS) from the index, body aside.
-    record: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The record that `list` and `search` show, then any other
-        frontmatter keys (entities, supersedes, your own), usage, the body."""
-        shape = {**self.record, "id": self.id, "path": self.path, "status": self.status}
-        return {
-            **shape,
-            **{k: v for k, v in self.meta.items() if k not in shape},
-            "access_count": self.access_count,
-            "last_access": self.last_access,
-            "body": self.body,
-        }
-
-
 class Vault:
     # How long an add waits for the write lock: as long as it takes (None),
     # since the lock is held only for short commits and dies with its holder.
@@ -218,8 +191,7 @@ class Vault:
     @property
     def scope_rules(self) -> scopes.ScopeRules:
         """The scopes this vault accepts (built-in kinds plus ``[scopes] extra_kinds``)."""
-        if self._scope_rules is None:
-            self._scope_rules = scopes.rules_for(self.config)
+        self._scope_rules = self._scope_rules or scopes.rules_for(self.config)
         return self._scope_rules
 
     def check_scope(self, scope: str | None) -> str:
@@ -230,7 +202,8 @@ class Vault:
 
     def check_scope_filter(self, scope: str | Sequence[str] | None) -> None:
         """A scope to narrow a search or listing to: valid, or held by some memory."""
-        scopes.check_filter(self.scope_rules, self.conn, [scope] if isinstance(scope, str) else scope)
+        if scope:
+            scopes.check_filter(self.scope_rules, self.conn, [scope] if isinstance(scope, str) else scope)
 
     def embed_query(self, text: str) -> np.ndarray | None:
         if self.embedder is None:
@@ -394,10 +367,6 @@ class Vault:
             confidence=confidence, entities=entities, extra=extra, supersedes=supersedes, allow_erased=allow_erased,
         )
 
-    def _row_created(self, memory_id: str) -> str:
-        row = self.conn.execute("SELECT created FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        return str(row[0]) if row is not None else now_iso()
-
     def update_meta(self, memory_id: str, changes: dict[str, Any]) -> Memory:
         """Set (or, with None, remove) frontmatter keys of one memory, atomically."""
         path, *_ = self._row_by_id(memory_id)
@@ -406,7 +375,7 @@ class Vault:
         if "created" not in mf.meta:
             # A hand-written file is dated by its mtime, which this rewrite
             # changes: keep the date memex showed for it.
-            mf.meta["created"] = self._row_created(memory_id)
+            mf.meta["created"] = self.get(memory_id).record["created"]
         for key, value in changes.items():
             if value is None:
                 mf.meta.pop(key, None)

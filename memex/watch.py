@@ -68,7 +68,8 @@ from memex.adding import vectors_for_files
 from memex.errors import LockTimeout, WatcherRunning
 from memex.indexer import MEMORIES_DIR, SyncReport, is_memory_name
 from memex.locking import try_file_lock
-from memex.purge import drop_unused_cache, scrub_if_pending
+from memex.db import get_meta
+from memex.purge import SCRUB_KEY, drop_unused_cache, scrub_if_pending
 from memex.watch_state import WatchSettings as WatchSettings  # re-exported: the public API
 from memex.watch_state import settings_for as settings_for
 
@@ -429,7 +430,7 @@ class Watcher:
                 for rel in chunk:
                     self._index_one(rel, total)
             self._write_state("running")
-        if total.removed:
+        if total.removed or get_meta(self.vault.conn, SCRUB_KEY) is not None:
             self._scrub()
         changed = sum(getattr(total, k) for k in ("added", "updated", "removed", "moved"))
         level = logging.INFO if changed else logging.DEBUG

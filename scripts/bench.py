@@ -4,6 +4,7 @@
     .venv/bin/python scripts/bench.py                 # 1k and 10k memories
     .venv/bin/python scripts/bench.py --sizes 1000    # just one size
     .venv/bin/python scripts/bench.py --with-100k     # also 100k (slow: about an hour on 2 cores)
+    .venv/bin/python scripts/bench.py --model multilingual --sizes 10000
 
 Each size runs in its own process (so peak RSS is that size's) on a fresh
 vault in a temp folder, with the real embedding model and an empty model
@@ -133,6 +134,7 @@ _TEMPLATES = [
 
 
 LONG_EVERY = 40
+MODEL = "auto"  # the [embedding] model setting of the benchmark vault (--model)
 FASTEMBED_DEFAULTS = 0  # bodies for the fastembed-defaults reference (0: skip it)
 
 
@@ -246,13 +248,18 @@ def run_one(size: int, searches: int, adds: int) -> dict[str, Any]:
     rng = random.Random(size)
     bodies = [memory_text(rng, n) for n in range(size)]
     texts = [normalize(b) for b in bodies]  # what the index embeds
-    embedder = embed.load_embedder("auto")
+    embedder = embed.load_embedder(MODEL)
     if embedder is None:
-        raise SystemExit(f"no embedding model: {embed.why_no_embedder('auto')}")
+        raise SystemExit(f"no embedding model: {embed.why_no_embedder(MODEL)}")
     figures: dict[str, Any] = {"memories": size}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "vault"
         write_vault(root, bodies)
+        config = root / ".memex" / "config.toml"
+        config.write_text(
+            config.read_text(encoding="utf-8").replace('# model = "auto"', f'model = "{MODEL}"', 1),
+            encoding="utf-8",
+        )
         # The model alone on the same bodies, before and after the reindex
         # (other work on a shared machine comes and goes; the faster counts).
         raw_before, raw_cpu_before = _raw_embed(embedder, texts)
@@ -336,7 +343,7 @@ def run_one(size: int, searches: int, adds: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    global LONG_EVERY, FASTEMBED_DEFAULTS
+    global LONG_EVERY, FASTEMBED_DEFAULTS, MODEL
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000])
     parser.add_argument("--with-100k", action="store_true", help="also run a 100,000-memory vault")
@@ -350,6 +357,9 @@ def main() -> None:
         "--fastembed-defaults", type=int, default=0, metavar="N",
         help="also time fastembed's embed() with its default batching on N bodies (slow, GiBs of RAM)",
     )
+    parser.add_argument(
+        "--model", default=MODEL, help='[embedding] model setting: "auto" (MiniLM) or "multilingual"',
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child process: one size
     args = parser.parse_args()
     if args.long_every < 0:
@@ -359,6 +369,7 @@ def main() -> None:
     if FASTEMBED_DEFAULTS:
         # The reference calls fastembed's own embed(): load the model through fastembed.
         os.environ["MEMEX_EMBED_BACKEND"] = "fastembed"
+    MODEL = args.model
     if args.one is not None:
         print(json.dumps(run_one(args.one, args.searches, args.adds)))
         return
@@ -373,7 +384,7 @@ def main() -> None:
             child = subprocess.run(
                 [sys.executable, __file__, "--one", str(size), "--searches", str(args.searches),
                  "--adds", str(args.adds), "--long-every", str(args.long_every),
-                 "--fastembed-defaults", str(args.fastembed_defaults)],
+                 "--fastembed-defaults", str(args.fastembed_defaults), "--model", args.model],
                 env=env, capture_output=True, text=True, check=False,
             )
         if child.returncode != 0:
@@ -385,6 +396,7 @@ def main() -> None:
     ) if Path("/proc/cpuinfo").exists() else "unknown"
     print(json.dumps({
         "long_every": args.long_every,
+        "model": args.model,
         "machine": {"cpus": os.cpu_count(), "cpu": cpu, "python": sys.version.split()[0]},
         "targets": {k: f"{op} {v}" for k, (op, v) in TARGETS.items()},
         "results": results,

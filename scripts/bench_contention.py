@@ -11,7 +11,8 @@ the watcher and reindex to index), all on one throwaway vault holding
 Every add must answer `created` and its memory must be in the index at the
 end; the script prints one JSON object with the add count, failures (exit
 status other than 0, with their first error line), p50/p99/max wall time
-per add, the reindex/search loop's rounds, and the load average. Exit 1 if
+per add (and of the same add run alone just before, as the machine's
+baseline), the reindex/search loop's rounds, and the load average. Exit 1 if
 any add failed or is missing.
 
     .venv/bin/python scripts/bench_contention.py [--writers 8] [--per-writer 12] [--memories 500]
@@ -81,6 +82,10 @@ def run(writers: int, per: int, memories: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="memex-contention-") as tmp:
         root = init_vault(Path(tmp) / "vault", git=False)
         fill(root, memories)
+        # The same add alone, first: what the machine gives one add right now
+        # (the CPUs are shared), to read the loaded figures against.
+        solo: list[dict[str, Any]] = []
+        writer(root, writers, 3, solo, threading.Lock())
         watch_log = open(Path(tmp) / "watch.log", "w")  # a pipe nobody reads would fill and stall it
         watch = subprocess.Popen([MEMEX, "--vault", str(root), "watch"], stdout=subprocess.DEVNULL, stderr=watch_log)
         stop = threading.Event()
@@ -121,6 +126,7 @@ def run(writers: int, per: int, memories: int) -> dict[str, Any]:
                 "p99": round(percentile(times, 0.99), 3),
                 "max": round(max(times), 3),
             },
+            "solo_add_seconds_p50": round(statistics.median(r["seconds"] for r in solo), 3),
             "watcher_lock_warnings": len(watch_errors),
             "wall_seconds": round(elapsed, 1),
             "reindex_rounds": rounds["reindex"],

@@ -5,7 +5,7 @@ Prints JSON: for each case the best score, and for the configured
 and how many unrelated prompts recall anything. Used to choose the default
 documented in vault-template/.memex/config.toml (docs/context-engine.md).
 
-    .venv/bin/python scripts/context_threshold.py [--threshold 0.40]
+    .venv/bin/python scripts/context_threshold.py [--threshold 0.40] [--model multilingual]
 """
 
 from __future__ import annotations
@@ -16,18 +16,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from memex.context.settings import DEFAULT_SCORE_THRESHOLD
+from memex import profiles
 from memex.embed import load_embedder
 from memex.vault import Vault, init_vault
 
 CASES = Path(__file__).resolve().parent.parent / "tests" / "data" / "context" / "recall_cases.json"
 
 
-def measure(threshold: float) -> dict[str, Any]:
+def measure(threshold: float, model: str = "auto") -> dict[str, Any]:
     cases = json.loads(CASES.read_text(encoding="utf-8"))
-    embedder = load_embedder("auto")
+    embedder = load_embedder(model)
     if embedder is None:
-        raise SystemExit("the bundled embedding model is needed for this measurement")
+        raise SystemExit(f"the embedding model {model!r} is needed for this measurement")
     with tempfile.TemporaryDirectory() as tmp:
         root = init_vault(Path(tmp) / "vault", git=False)
         with Vault(root, embedder=embedder) as vault:
@@ -62,9 +62,14 @@ def measure(threshold: float) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threshold", type=float, default=DEFAULT_SCORE_THRESHOLD)
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="default: the model's profile value (memex/profiles.py)")
+    parser.add_argument("--model", default="auto", help='[embedding] model setting: "auto" or "multilingual"')
     args = parser.parse_args()
-    print(json.dumps(measure(args.threshold), ensure_ascii=False, indent=2))
+    threshold = args.threshold
+    if threshold is None:
+        threshold = profiles.for_setting(args.model).recall_score_threshold
+    print(json.dumps(measure(threshold, args.model), ensure_ascii=False, indent=2))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ and against the previous rule.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 import tempfile
@@ -37,7 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memex import embed, memory_file  # noqa: E402
+from memex import embed, memory_file, when  # noqa: E402
 from memex.fusion import (  # noqa: E402
     DEFAULT_FUSION,
     FUSIONS,
@@ -107,6 +108,13 @@ def build_vault(root: Path, memories: list[dict[str, Any]], embedder: embed.Embe
     return vault
 
 
+def query_now(q: dict[str, Any]) -> dt.datetime:
+    """When the question is asked: its ``now`` date (noon UTC), else the clock."""
+    if "now" in q:
+        return dt.datetime.fromisoformat(q["now"] + "T12:00:00+00:00")
+    return dt.datetime.now(dt.timezone.utc)
+
+
 class Prepared:
     """Each query's candidates, taken once, and what ranking needs besides."""
 
@@ -123,8 +131,9 @@ class Prepared:
 
     def ranking(self, q: dict[str, Any], fusion: Fusion) -> list[str]:
         c = self.cands[q["id"]]
+        span = when.window(q["query"], query_now(q)) if fusion.time_boost else None
         scores = fuse(c.lexical, c.semantic, fusion, c.use_vectors, q["query"], self.calibration, self.created,
-                      self.bodies)
+                      self.bodies, span)
         order = sorted(scores, key=lambda r: (-round(scores[r], 9), self.ids[r]))
         if fusion.collapse_duplicates:
             order = unique_bodies(order[: DEPTH * 3], self.bodies)
@@ -239,9 +248,9 @@ def _ci(v: list[float]) -> str:
 def print_tables(results: dict[str, dict[str, dict[str, Any]]], names: list[str]) -> None:
     for split in ("dev", "test"):
         print(f"\n== {split} ==")
-        print(f"{'rule':44s}" + "".join(f"{s + ' r@1':>14s}{'r@5':>7s}{'r@10':>7s}{'MRR':>7s}" for s in results))
+        print(f"{'rule':52s}" + "".join(f"{s + ' r@1':>14s}{'r@5':>7s}{'r@10':>7s}{'MRR':>7s}" for s in results))
         for name in names:
-            line = f"{name:44s}"
+            line = f"{name:52s}"
             for per in results.values():
                 m = per[name][split]
                 line += f"{m['recall@1']:14.3f}{m['recall@5']:7.3f}{m['recall@10']:7.3f}{m['mrr']:7.3f}"
@@ -251,7 +260,12 @@ def print_tables(results: dict[str, dict[str, dict[str, Any]]], names: list[str]
             for name in names:
                 m = per[name][split]
                 parts = [f"{k[len('d_recall@5_'):]}: {_ci(m[k])}" for k in m if k.startswith("d_recall@5")]
-                print(f"   {name:44s}" + "   ".join(parts))
+                print(f"   {name:52s}" + "   ".join(parts))
+            print(f"-- {s} {split}: MRR difference, paired bootstrap 95% CI")
+            for name in names:
+                m = per[name][split]
+                parts = [f"{k[len('d_mrr_'):]}: {_ci(m[k])}" for k in m if k.startswith("d_mrr")]
+                print(f"   {name:52s}" + "   ".join(parts))
 
 
 def main() -> None:
@@ -287,7 +301,7 @@ def main() -> None:
             return float(np.mean([per[name]["dev"][k] for per in results.values() for k in ("recall@5", "mrr")]))
         names = sorted(names, key=objective, reverse=True)
         print("rules by mean of dev recall@5 and MRR over both sets (best first):")
-        for name in names[:15]:
+        for name in names:
             print(f"  {objective(name):.4f}  {name}")
         names = names[:15]
     print(f"model {embedder.model_id}; chosen rule {DEFAULT_FUSION.name}")

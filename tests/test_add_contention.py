@@ -146,3 +146,22 @@ def test_a_commit_that_cannot_get_sqlite_in_time_says_so(vault_root: Path, busy_
         assert time.monotonic() - started < 5
         assert not lock_is_held(vault_root / ".memex" / "write.lock")
         assert vault.conn.get_autocommit()  # no transaction left open
+
+
+def test_a_hook_capture_that_cannot_get_the_lock_in_time_is_skipped_not_raised(
+    vault_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memex import context
+    from memex.locking import file_lock
+
+    with Vault(vault_root, embedder=HashEmbedder()) as vault:
+        vault.lock_wait = 0.3  # as hook_io.hook_vault sets it (20 s there)
+        with file_lock(vault_root / ".memex" / "write.lock"):  # a long erase, say
+            answer = context.capture_keyword(vault, "sess-1", "Remember that the office closes at six.")
+        assert answer is not None and answer["status"] == "skipped"
+        assert "memex: not captured:" in capsys.readouterr().err
+        assert vault.list() == []
+    from memex.agents import hook_io
+
+    with hook_io.hook_vault(str(vault_root)) as hooked:
+        assert hooked.lock_wait == hook_io.HOOK_LOCK_WAIT

@@ -94,3 +94,14 @@ def test_exit_statuses_through_the_console_script(vault_root: Path, monkeypatch:
         run(["--vault", str(vault_root), "doctor", "--json"])
     assert caught.value.code == 1
     assert '"clean": false' in capsys.readouterr().out
+
+
+def test_the_table_agrees_with_the_exit_status(cli: click.Group, vault_root: Path) -> None:
+    write(vault_root, "usr/typo.md", "Written by hand into a mistyped folder.\n")
+    assert CliRunner().invoke(cli, ["--vault", str(vault_root), "reindex"]).exit_code == 0
+    human, _ = doctor(cli, vault_root)
+    assert human.exit_code == 1
+    clean_row = next(line for line in human.output.splitlines() if " clean " in line)
+    assert "False" in clean_row
+    # --fix would not move the file: the verdict does not suggest it for this.
+    assert human.output.splitlines()[-1] == "not clean (exit status 1)"

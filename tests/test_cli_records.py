@@ -87,3 +87,13 @@ def test_hand_written_frontmatter_without_id_or_source_is_a_file(cli: click.Grou
     ok_json(cli, vault_root, "reindex")
     [memory] = ok_json(cli, vault_root, "list")
     assert memory["source"] == "file"
+
+
+def test_supersede_keeps_a_hand_written_files_folder_scope(cli: click.Group, vault_root: Path) -> None:
+    # The successor goes where `show` says the old memory is, not to the default scope.
+    hand_write(vault_root, "project/shop/deploys.md", "Deploys go out on Fridays.\n")
+    ok_json(cli, vault_root, "reindex")
+    [old] = ok_json(cli, vault_root, "list")
+    outcome = ok_json(cli, vault_root, "supersede", old["id"], "Deploys go out on Thursdays now")
+    new = ok_json(cli, vault_root, "show", outcome["id"])
+    assert new["scope"] == old["scope"] == "project:shop"

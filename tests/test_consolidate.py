@@ -11,8 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from memex.cli import _register_commands, main
-from memex.consolidate import Item, complete_link, representative, swapped_word
+from memex.consolidate import Item, complete_link, representative
 from memex.errors import InvalidArgument
+from memex.values import conflict_reason
 from memex.vault import Vault
 
 DATA = Path(__file__).parent / "data" / "consolidate_facts.jsonl"
@@ -96,8 +97,9 @@ def test_swapped_word_stays_separate(model_vault: Vault) -> None:
     write(model_vault, "spaces", "The user prefers spaces for indentation in Python files")
     model_vault.reindex()
     assert model_vault.consolidate("s1").merged_groups == 0
-    assert swapped_word("The user likes a dark theme in the editor", "The user likes a light theme in the editor")
-    assert not swapped_word("The cache is cleared on every deploy", "The cache is cleared on each deploys")
+    assert conflict_reason("The user likes a dark theme in the editor", "The user likes a light theme in the editor")
+    assert conflict_reason("The user prefers tabs for indentation", "The user prefers spaces for indentation")
+    assert conflict_reason("The cache is cleared on every deploy", "The cache is cleared on each deploys") is None
 
 
 def test_protected_memories_stay(model_vault: Vault) -> None:
@@ -289,7 +291,7 @@ def test_template_documents_the_defaults_in_code() -> None:
         for line in template.read_text(encoding="utf-8").splitlines()
     )
     config = Config(raw=tomllib.loads(text))
-    assert {"cosine_threshold", "jaccard_threshold", "min_candidates"} <= set(config.section("consolidate"))
+    assert {"protected_categories", "protected_confidence", "min_candidates"} <= set(config.section("consolidate"))
     assert "rate" in config.section("decay") and "min_confidence" in config.section("recall")
     assert load_settings(config) == Settings()
     assert load_policy(config) == DecayPolicy()
@@ -332,3 +334,84 @@ def test_noisy_session_through_add_ends_with_one_memory_per_fact(model_vault: Va
     ids = {h.id for h in visible}
     # Every hidden one points at a visible representative.
     assert all(h.superseded_by in ids for h in everything if h.status == "superseded")
+
+
+def test_the_robot_session_folds_both_paraphrases_into_the_most_confident(model_vault: Vault) -> None:
+    """Issue 17's worked example: three ways of saying 12.5N suits cups fold
+    into the most confident one; the 15N observation (a changed value) and
+    the constraint (protected) stay untouched."""
+    write(model_vault, "cups", "grip_force=12.5N works for cups", confidence=0.9)
+    write(model_vault, "cylinders", "12.5N grip force optimal for cylinders", confidence=0.7,
+          created="2026-11-30T10:01:00Z")
+    write(model_vault, "grasp", "force 12.5N best for cup grasping", confidence=0.8, created="2026-11-30T10:02:00Z")
+    write(model_vault, "red", "red objects need 15N force", confidence=0.8, created="2026-11-30T10:03:00Z")
+    write(model_vault, "limit", "Never exceed 20N grip force on glass", category="constraint",
+          created="2026-11-30T10:04:00Z")
+    model_vault.reindex()
+    report = model_vault.consolidate("s1")
+    assert [(g.representative, sorted(g.superseded)) for g in report.groups] == [("cups", ["cylinders", "grasp"])]
+    assert superseded_by(model_vault, "cylinders") == "cups" and superseded_by(model_vault, "grasp") == "cups"
+    assert model_vault.get("red").status == "active" and model_vault.get("limit").status == "active"
+
+
+def test_explain_gives_every_candidate_pair_a_score_and_a_reason(model_vault: Vault) -> None:
+    write(model_vault, "cups", "grip_force=12.5N works for cups", confidence=0.9)
+    write(model_vault, "grasp", "force 12.5N best for cup grasping")
+    write(model_vault, "cups15", "grip_force=15N works for cups")
+    write(model_vault, "vite", "The frontend bundle is built with Vite")
+    model_vault.reindex()
+    from memex.consolidate import consolidate
+
+    report = consolidate(model_vault, "s1", dry_run=True, explain=True)
+    pairs = {frozenset((p.a, p.b)): p for p in report.pairs}
+    merged = pairs[frozenset(("cups", "grasp"))]
+    assert merged.merged and merged.reason is None and merged.score >= report.merge_threshold
+    changed = pairs[frozenset(("cups", "cups15"))]
+    assert not changed.merged and changed.reason == "value" and changed.score >= report.merge_threshold
+    assert all(p.reason == "below threshold" for key, p in pairs.items() if "vite" in key)
+    assert not consolidate(model_vault, "s1", dry_run=True).pairs  # only when asked
+
+
+def test_retired_threshold_keys_are_refused_with_the_replacement(model_vault: Vault) -> None:
+    from memex.config import load_config
+    from memex.errors import ConfigError
+
+    path = model_vault.root / ".memex" / "config.toml"
+    path.write_text(path.read_text().replace("[consolidate]\n", "[consolidate]\ncosine_threshold = 0.8\n", 1))
+    model_vault.config = load_config(model_vault.root)
+    with pytest.raises(ConfigError, match="merge_threshold"):
+        model_vault.consolidate("s1")
+
+
+def test_cli_explain_shows_each_pair_with_its_reason(model_vault: Vault) -> None:
+    write(model_vault, "cups", "grip_force=12.5N works for cups", confidence=0.9)
+    write(model_vault, "grasp", "force 12.5N best for cup grasping")
+    write(model_vault, "cups15", "grip_force=15N works for cups")
+    model_vault.reindex()
+    model_vault.close()
+    _register_commands()
+    runner = CliRunner()
+    base = ["--vault", str(model_vault.root), "consolidate"]
+    out = runner.invoke(main, [*base, "--session", "s1", "--dry-run", "--explain"], terminal_width=200)
+    assert out.exit_code == 0, out.output
+    assert "merged" in out.output and "kept apart: value" in out.output
+    data = json.loads(runner.invoke(main, [*base, "--session", "s1", "--dry-run", "--explain", "--json"]).output)
+    reasons = {frozenset((p["a"], p["b"])): p["reason"] for p in data["pairs"]}
+    assert reasons[frozenset(("cups", "cups15"))] == "value" and reasons[frozenset(("cups", "grasp"))] is None
+    out = runner.invoke(main, [*base, "--all", "--dry-run", "--explain"], terminal_width=200)
+    assert out.exit_code == 0, out.output  # the --all table had no avg_similarity (KeyError)
+    assert "kept apart: value" in out.output
+
+
+def test_merge_threshold_from_the_config_overrides_the_profile(model_vault: Vault) -> None:
+    from memex.config import load_config
+
+    for k, body in enumerate(texts_of("git-hooks")):
+        write(model_vault, f"uv{k}", body)
+    model_vault.reindex()
+    assert model_vault.consolidate("s1", dry_run=True).superseded_count == 2
+    path = model_vault.root / ".memex" / "config.toml"
+    path.write_text(path.read_text().replace("[consolidate]\n", "[consolidate]\nmerge_threshold = 1.0\n", 1))
+    model_vault.config = load_config(model_vault.root)
+    report = model_vault.consolidate("s1", dry_run=True)
+    assert report.merge_threshold == 1.0 and report.superseded_count == 0

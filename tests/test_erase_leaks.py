@@ -28,6 +28,7 @@ from memex.vault import Vault, init_vault
 from tests.erasekit import files_with_text, settle
 from tests.fakes import HashEmbedder
 from tests.hook_helpers import lexical_only
+from tests.watchkit import TIMEOUT, running_watcher, wait_for
 
 WORDS = ["Zqorblax", "Xjuimbrelk"]
 SECRET = "Zqorblax keeps the Xjuimbrelk storage unit key under the mat"
@@ -129,6 +130,21 @@ def test_a_copy_seen_by_the_watcher_is_not_a_move(vault: Vault) -> None:
     os.unlink(vault.root / copy)
     moved = vault.indexer.index_paths([original, "memories/moved.md", copy], verify=True)
     assert moved.moved == 1 and vault.get(secret.id).path == "memories/moved.md"
+
+
+def test_a_live_watcher_takes_cp_for_a_copy(vault: Vault) -> None:
+    secret = vault.add(SECRET)
+    original = vault.get(secret.id).path
+    copy = original.replace(".md", ".sync-conflict-1.md")
+    with running_watcher(vault.root) as watcher:
+        shutil.copy2(vault.root / original, vault.root / copy)
+        wait_for(lambda: watcher.totals["errors"] >= 1, what="the copy reported as a clash")
+        assert watcher.wait_idle(TIMEOUT)
+        assert watcher.totals["moved"] == 0
+    assert vault.get(secret.id).path == original
+    assert health.drift(vault).missing == []
+    vault.erase(secret.id, reason="both")
+    assert not (vault.root / copy).exists() and leaked(vault) == {}
 
 
 # -- item 2: erase during a running reindex -----------------------------------
@@ -312,6 +328,34 @@ def test_restored_erased_file_is_not_indexed_and_doctor_names_it(git_vault: Vaul
     git(root, "checkout", "HEAD", "--", rel)
     vault.reindex()
     assert secret.id not in ids_found(vault, "zqorblax storage")
+
+
+def test_an_older_version_of_an_erased_memory_stays_out(git_vault: Vault) -> None:
+    """The text was edited before the erasure, so only the id says it is the erased memory."""
+    vault, root = git_vault, git_vault.root
+    first = "Quorvex earns one hundred thousand a year"
+    secret = vault.add(first)
+    rel = vault.get(secret.id).path
+    commit_all(root, "v1")
+    full = root / rel
+    full.write_text(full.read_text().replace(first, "Quorvex earns one hundred and twenty thousand a year"))
+    vault.reindex()
+    commit_all(root, "v2")
+    vault.erase(secret.id, reason="privacy")
+    git(root, "checkout", "HEAD~1", "--", rel)  # version 1, never on the erased list as text
+    vault.reindex()
+    assert not [h for h in vault.search("quorvex earns", limit=20) if "Quorvex" in h.body]
+    assert health.drift(vault).erased_restored == [rel]
+    # A hand-written file without an id line takes its id from its path: erasing it must not
+    # refuse the next file written at that path.
+    hand = root / "memories" / "hand.md"
+    hand.write_text("Plain note about the Zqorblax garage\n")
+    vault.reindex()
+    hand_id = vault.conn.execute("SELECT id FROM memories WHERE path = 'memories/hand.md'").fetchone()[0]
+    vault.erase(hand_id, reason="r")
+    hand.write_text("Another note about the bicycle shed\n")
+    vault.reindex()
+    assert vault.conn.execute("SELECT count(*) FROM memories WHERE path = 'memories/hand.md'").fetchone()[0] == 1
 
 
 def test_add_allow_erased_writes_a_file_the_index_keeps(vault: Vault) -> None:

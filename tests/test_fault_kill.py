@@ -169,7 +169,7 @@ def test_kill_during_erase_leaves_nothing_findable(root: Path, point: str, nth: 
         assert leaked == {}
         assert keep.id in search_ids(vault, "bike lock combination")
         assert vault.add(SECRET).status == "refused"
-    report("kill-erase", 1, 1, sum(leaked.values()))
+    report("kill-erase", 1, 1, sum(leaked.values()), erasures=1)
 
 
 SUPERSEDE_POINTS = [

@@ -76,10 +76,12 @@ def test_update_meta_keeps_unknown_keys_and_the_body_exactly(
     path.write_bytes(memory_file.serialize(MemoryFile({"id": "prop1", **meta}, body)).encode("utf-8"))
     report = fresh.reindex()
     assert not report.errors, report.errors
+    shown = fresh.get("prop1").as_dict()["created"]  # from the file's mtime: no created key
     fresh.update_meta("prop1", {"category": category})
     back, _ = memory_file.read(path, 10**7)
     assert back.body == body
-    assert back.meta == {"id": "prop1", **meta, "category": category}
+    # ... and the date memex showed is written down, or the rewrite would change it (issue 14).
+    assert back.meta == {"id": "prop1", **meta, "category": category, "created": shown}
     assert fresh.get("prop1").body == body
     path.unlink()
     fresh.reindex()
@@ -133,9 +135,13 @@ def test_hand_written_file_without_frontmatter(fresh: Vault) -> None:
     assert memory.meta == {}
     assert memory.body == "# Release checklist\n\nBump the version before tagging.\n"
     # Setting a key adds frontmatter; the body stays, and so does the id (from its path).
+    # The date memex showed (the file's mtime) is written down: the rewrite changes the mtime.
     fresh.update_meta(hit.id, {"category": "process"})
-    assert path.read_text() == "---\ncategory: process\n---\n# Release checklist\n\nBump the version before tagging.\n"
-    assert fresh.get(hit.id).meta == {"category": "process"}
+    assert path.read_text() == (
+        f"---\ncategory: process\ncreated: {hit.created}\n---\n# Release checklist\n\nBump the version before tagging.\n"
+    )
+    assert fresh.get(hit.id).meta == {"category": "process", "created": hit.created}
+    assert fresh.get(hit.id).as_dict()["source"] == "file"
 
 
 def test_empty_frontmatter_is_a_memory() -> None:

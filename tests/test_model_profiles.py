@@ -12,7 +12,6 @@ import pytest
 
 from memex import embed, profiles
 from memex.config import load_config
-from memex.consolidate import load_settings
 from memex.db import get_meta
 from memex.dedup import Thresholds, swaps_cjk_span
 from memex.errors import ConfigError
@@ -32,8 +31,6 @@ def test_cosine_defaults_come_from_the_loaded_models_profile(vault_root: Path) -
     assert (e5.cosine_duplicate, e5.cosine_similar, e5.cjk_cosine) == (
         profiles.MULTILINGUAL.cosine_duplicate, profiles.MULTILINGUAL.cosine_similar, True)
     assert e5.cosine_duplicate != minilm.cosine_duplicate
-    assert load_settings(config, profiles.MULTILINGUAL).cosine_threshold == profiles.MULTILINGUAL.consolidate_cosine
-    assert load_settings(config, profiles.MINILM).cosine_threshold == profiles.MINILM.consolidate_cosine
 
 
 def test_a_threshold_set_in_the_config_wins_over_the_profile(vault_root: Path) -> None:
@@ -96,3 +93,45 @@ def test_search_queries_use_the_models_query_side() -> None:
     got = embed.query_vector(model, "where do backups go")
     assert np.allclose(got, model.embed(["question where do backups go"])[0])
     assert not np.allclose(got, model.embed(["where do backups go"])[0])
+
+
+class _OtherModel(HashEmbedder):
+    """A second fake model: other id, other vectors."""
+
+    model_id = "test-hash-64-other"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out: np.ndarray = super().embed([f"other {t}" for t in texts])
+        return out
+
+
+def test_erasing_after_a_model_switch_purges_the_vectors_of_both_models(vault_root: Path) -> None:
+    body = "The release key lives in the team vault under ops/release."
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        kept = v.add("Standups are on Monday at ten.", scope="user")
+        gone = v.add(body, scope="user")
+    with Vault(vault_root, embedder=_OtherModel()) as v:
+        v.reindex()
+        key = embed.text_key(body)
+        by_model = {m for (m,) in v.conn.execute("SELECT model FROM embedding_cache WHERE text_hash = ?", (key,))}
+        assert by_model == {HashEmbedder.model_id, _OtherModel.model_id}
+        v.erase(gone.id, reason="asked by the user")
+        assert v.conn.execute("SELECT count(*) FROM embedding_cache WHERE text_hash = ?", (key,)).fetchone()[0] == 0
+        # The other memory keeps its vectors for both models.
+        kept_key = embed.text_key("Standups are on Monday at ten.")
+        assert v.conn.execute(
+            "SELECT count(*) FROM embedding_cache WHERE text_hash = ?", (kept_key,)).fetchone()[0] == 2
+        assert [h.id for h in v.search("standups monday")][:1] == [kept.id]
+
+
+def test_recall_threshold_follows_the_configured_model_without_loading_it(vault_root: Path) -> None:
+    from memex.context import load_settings as context_settings
+
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        assert context_settings(v).recall_score_threshold == profiles.MINILM.recall_score_threshold
+    _set_config(vault_root, '[embedding]\nmodel = "multilingual"')
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        assert context_settings(v).recall_score_threshold == profiles.MULTILINGUAL.recall_score_threshold
+    _set_config(vault_root, '[embedding]\nmodel = "multilingual"\n[recall]\nrecall_score_threshold = 0.5')
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        assert context_settings(v).recall_score_threshold == 0.5

@@ -145,3 +145,12 @@ def test_minilm_catches_no_chinese_paraphrase_by_cosine(model_vault: Vault) -> N
     report = ev.evaluate(model_vault, ev.load_pairs(DATA / "dedup_pairs_zh.jsonl"))
     assert report["false_positives"] == 0
     assert "cosine" not in report["methods"]
+
+
+def test_auto_recall_with_the_multilingual_threshold_injects_nothing_unrelated(e5: embed.Embedder) -> None:
+    """At MiniLM's 0.40 every unrelated prompt recalled something (10 of 10)."""
+    from memex import profiles
+
+    report = load_script("context_threshold").measure(profiles.MULTILINGUAL.recall_score_threshold, "multilingual")
+    assert report["unrelated_recalling_something"] == 0, report["unrelated"]
+    assert report["relevant_recalled"] >= report["relevant_total"] - 1, report["relevant"]

@@ -25,43 +25,73 @@ def _groups_table(groups: list[dict[str, Any]]) -> None:
     table(("representative / superseded", "merged", "min sim", "category", "body"), rows)
 
 
+def _explain_table(pairs: list[dict[str, Any]], threshold: float) -> None:
+    from memex.values import GUARD_MEANING
+
+    rows = []
+    for p in sorted(pairs, key=lambda p: (-p["score"], p["a"], p["b"])):
+        reason = p["reason"]
+        decision = "merged" if p["merged"] else f"kept apart: {reason} ({GUARD_MEANING.get(reason, reason)})"
+        rows.append([f"{p['score']:.2f}", f"{p['cosine']:.2f}", f"{p['jaccard']:.2f}", decision,
+                     f"{p['a']}: {short(p['a_body'], 60)}\n{p['b']}: {short(p['b_body'], 60)}"])
+    # "reason" and "body" are the columns the table wraps instead of cutting.
+    table(("score", "cosine", "jaccard", "reason", "body"), rows,
+          title=f"candidate pairs (merge at score >= {threshold:.2f} unless a guard refuses)")
+
+
 @click.command("consolidate")
 @click.option("--session", help="The session to consolidate.")
 @click.option("--all", "all_sessions", is_flag=True, help="Every session with active memories (backfill).")
 @click.option("--scope", help="Only this scope.")
 @click.option("--dry-run", is_flag=True, help="Report what would be merged; change nothing.")
+@click.option("--explain", is_flag=True,
+              help="Show every candidate pair: its score, and merged or what kept it apart.")
 @json_option
 @click.pass_context
 def consolidate_cmd(
-    ctx: click.Context, session: str | None, all_sessions: bool, scope: str | None, dry_run: bool, as_json: bool
+    ctx: click.Context, session: str | None, all_sessions: bool, scope: str | None, dry_run: bool,
+    explain: bool, as_json: bool,
 ) -> None:
     """Fold a session's similar memories into one representative each.
 
     The others get `superseded_by` (hidden from search, never deleted);
     `memex unsupersede ID` undoes one.
     """
+    from memex.consolidate import EXPLAIN_FLOOR, consolidate, consolidate_all  # numpy: only when run
+
     if bool(session) == all_sessions:
         raise InvalidArgument("--session/--all", "give exactly one of --session S or --all")
     vault = get_vault(ctx)
     if all_sessions:
-        data = vault.consolidate_all(scope=scope, dry_run=dry_run).as_dict()
+        data = consolidate_all(vault, scope=scope, dry_run=dry_run, explain=explain).as_dict()
         if as_json:
             print_json(data)
             return
-        key_values({k: data[k] for k in ("sessions_seen", *_SUMMARY, "dry_run")}, title="consolidate --all")
+        # The --all summary has no avg_similarity (it is per session).
+        key_values({k: data[k] for k in ("sessions_seen", *_SUMMARY, "dry_run") if k in data},
+                   title="consolidate --all")
         groups = [g for s in data["sessions"] for g in s["groups"]]
+        explained = [(s["session"], s["pairs"], s["merge_threshold"]) for s in data["sessions"]]
     else:
         assert session is not None
-        data = vault.consolidate(session, scope=scope, dry_run=dry_run).as_dict()
+        data = consolidate(vault, session, scope=scope, dry_run=dry_run, explain=explain).as_dict()
         if as_json:
             print_json(data)
             return
         key_values({k: data[k] for k in ("session", *_SUMMARY, "avg_similarity", "method", "dry_run")}, title="consolidate")
         groups = data["groups"]
+        explained = [(session, data["pairs"], data["merge_threshold"])]
         for skip in data["skipped"]:
             click.echo(f"skipped {skip['scope']}: {skip['reason']} ({skip['candidates']})")
     if groups:
         _groups_table(groups)
+    if explain:
+        for name, pairs, threshold in explained:
+            if pairs:
+                click.echo(f"session {name}:")
+                _explain_table(pairs, threshold)
+            else:
+                click.echo(f"session {name}: no candidate pair scored {EXPLAIN_FLOOR} or more")
     if dry_run:
         click.echo("dry run: no file was changed")
 

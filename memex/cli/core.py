@@ -237,21 +237,23 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
         "drift": found, "unknown_scopes": unknown, "model": vault.embedder_status(),
         "loose_modes": [m.as_dict() for m in loose],
     }
-    problems = _doctor_problems(found, unknown) or bool(loose)
+    # Loose modes are reported (and --fix tightens them) but are not drift:
+    # a file made in an editor under umask 022 is 0644 and still a good memory.
+    problems = _doctor_problems(found, unknown)
     if fix:
         data["repair"] = health.repair(vault)
         data["after"] = health.drift(vault).as_dict()
         data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, vault.conn)
         data["modes_tightened"] = [m.as_dict() for m in permissions.tighten(vault.root)]
-        problems = _doctor_problems(data["after"], data["unknown_scopes_after"]) or bool(
-            permissions.loose_modes(vault.root)
-        )
+        problems = _doctor_problems(data["after"], data["unknown_scopes_after"])
     data["clean"] = not problems
     code = DOCTOR_NOT_CLEAN if problems else DOCTOR_CLEAN
     if as_json:
         print_json(data)
         ctx.exit(code)
     summary = {k: (len(v) if isinstance(v, list) else v) for k, v in found.items()}
+    # The verdict the exit status gives (drift's own "clean" knows nothing of scopes).
+    summary["clean"] = not problems
     summary["unknown_scopes"] = len(unknown)
     key_values({**summary, "model": data["model"]}, title="doctor")
     for kind in ("missing", "stale", "orphaned", "unembedded", "temp_files"):
@@ -287,7 +289,8 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
                 "move those files under memories/user/, memories/project/NAME/ or memories/agent/NAME/, "
                 "set scope: in their frontmatter, or add the kind to [scopes] extra_kinds"
             )
-        click.echo(f"not clean (exit status {code})" + ("" if fix else "; `memex doctor --fix` repairs drift"))
+        fixable = found["differing"] or found["unembedded"] or found["orphan_vectors"]
+        click.echo(f"not clean (exit status {code})" + ("; `memex doctor --fix` repairs the drift" if fixable and not fix else ""))
     ctx.exit(code)
 
 

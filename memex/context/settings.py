@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memex import profiles
 from memex.config import CONFIG_RELPATH, setting, string_list
 from memex.errors import ConfigError
 
@@ -18,9 +19,9 @@ if TYPE_CHECKING:
 # Recall goes through Vault.search, so the relevance floor (memex.fusion.relevant)
 # already drops unrelated memories; this threshold is a second cut on the fused
 # score. Midpoint between the lowest relevant (0.399) and the highest unrelated
-# or wrong (0.224) score with the issue-11 fusion, measured with the real model
-# by scripts/context_threshold.py (tests/test_context_recall_quality.py,
-# docs/search.md, docs/context-engine.md).
+# or wrong (0.224) score with the fusion of docs/search.md, measured with the
+# real model by scripts/context_threshold.py (tests/test_context_recall_quality.py).
+# For the MiniLM model; another model's is in its profile (memex/profiles.py).
 DEFAULT_SCORE_THRESHOLD = 0.31
 
 
@@ -44,8 +45,10 @@ _RECALL_KEYS = ("recall_limit", "recall_score_threshold", "recall_max_injected_c
 
 
 def load_settings(vault: Vault) -> ContextSettings:
-    """Read ``[context]`` and ``[recall]`` from the vault config."""
-    defaults = ContextSettings()
+    """Read ``[context]`` and ``[recall]`` from the vault config; the score
+    threshold's default is the configured model's (:mod:`memex.profiles`)."""
+    model = profiles.for_setting(vault.config.embedding_model)
+    defaults = ContextSettings(recall_score_threshold=model.recall_score_threshold)
     values: dict[str, Any] = {}
     for table, keys in (("context", _CONTEXT_KEYS), ("recall", _RECALL_KEYS)):
         section = vault.config.section(table)

@@ -1,0 +1,116 @@
+""""No matches" is an answer (issue 11, item 3): the relevance floor.
+
+The floor is in :func:`memex.fusion.relevant`; its figures on the eval
+vaults (unrelated queries answered with nothing, real questions never
+emptied) are in tests/test_search_convo_quality.py and docs/search.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from memex.cli import app
+from memex.context import assemble
+from memex.fusion import CALIBRATIONS, calibration_for, relevant
+from memex.vault import Vault
+from tests.fakes import HashEmbedder
+
+MEMORIES = (
+    "The staging cluster is rebuilt every night from the main branch.",
+    "Docker 镜像统一推到公司内部的 Harbor 仓库，不要推到 Docker Hub。",
+    "容器启动前必须先跑数据库迁移脚本。",
+    "The user prefers short answers with code first, prose after.",
+)
+
+
+def _fill(vault: Vault) -> None:
+    for body in MEMORIES:
+        vault.add(body, scope="user")
+
+
+@pytest.mark.model
+def test_an_unrelated_query_finds_nothing(model_vault: Vault) -> None:
+    _fill(model_vault)
+    assert model_vault.search("xylophone orchestra") == []
+    assert model_vault.search("木琴管弦乐团") == []
+    assert model_vault.search("how do volcanoes form?") == []
+    # Positive controls: related queries still find their memory first.
+    assert model_vault.search("when is staging rebuilt?")[0].body == MEMORIES[0]
+    assert model_vault.search("Docker 镜像推到哪里？")[0].body == MEMORIES[1]
+
+
+@pytest.mark.model
+def test_cli_says_no_matches_and_json_is_an_empty_list(model_vault: Vault, vault_root: Path) -> None:
+    _fill(model_vault)
+    runner = CliRunner()
+    out = runner.invoke(app(), ["--vault", str(vault_root), "search", "xylophone orchestra"], catch_exceptions=False)
+    assert out.exit_code == 0 and out.output.strip() == "no matches"
+    out = runner.invoke(app(), ["--vault", str(vault_root), "search", "xylophone orchestra", "--json"],
+                        catch_exceptions=False)
+    assert out.exit_code == 0 and json.loads(out.stdout) == []
+    out = runner.invoke(app(), ["--vault", str(vault_root), "search", "staging rebuilt", "--json"],
+                        catch_exceptions=False)
+    assert [h["body"] for h in json.loads(out.stdout)][:1] == [MEMORIES[0]]
+
+
+@pytest.mark.model
+def test_agent_recall_uses_the_floor_even_with_no_score_threshold(model_vault: Vault, vault_root: Path) -> None:
+    """With ``recall_score_threshold = 0`` only the floor stands between a prompt and injection."""
+    (vault_root / ".memex" / "config.toml").write_text("[recall]\nrecall_score_threshold = 0.0\n")
+    with Vault(vault_root, embedder=model_vault.embedder) as vault:
+        _fill(vault)
+        out = assemble(vault, "s", [{"role": "user", "content": "Write a haiku about autumn leaves."}], 200_000)
+        assert out["injected"] == []
+        out = assemble(vault, "s", [{"role": "user", "content": "How often is the staging cluster rebuilt?"}], 200_000)
+        assert len(out["injected"]) >= 1
+
+
+class SignedHashEmbedder(HashEmbedder):
+    """The fake embedder plus one signed dimension: +1.5 for texts about deploys,
+    -1.5 for the rest, so a deploy query has negative cosines to everything else."""
+
+    model_id = "test-signed-hash-64"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = super().embed(texts)
+        out[:, 0] = [1.5 if "deploy" in t else -1.5 for t in texts]
+        return np.asarray(out / np.linalg.norm(out, axis=1, keepdims=True), dtype=np.float32)
+
+
+GARDEN = (
+    "Tomatoes on the balcony need water every morning",
+    "Basil grows best in a sunny window box",
+    "Repot the lemon tree before spring",
+    "Compost goes in the green bin on Thursdays",
+)
+
+
+def test_scoped_search_never_returns_negative_scores(vault_root: Path) -> None:
+    with Vault(vault_root, embedder=SignedHashEmbedder()) as vault:
+        for body in GARDEN:
+            vault.add(body, scope="project:garden")
+        vault.add("the deploy pipeline runs on tuesdays", scope="user")
+        hits = vault.search("deploy pipeline", scope="project:garden", limit=20)
+        assert hits, "a scoped search over an unmeasured model keeps its vector hits"
+        assert any(h.semantic is not None and h.semantic < 0 for h in hits), "the case needs negative cosines"
+        assert all(h.score >= 0 for h in hits), [(h.score, h.semantic) for h in hits]
+
+
+def test_floor_rules_on_words() -> None:
+    minilm = CALIBRATIONS["all-MiniLM-L6-v2-int8"]
+    # Two content words, one shared: not enough ("black hole" is not about "black").
+    assert not relevant("what is a black hole", "ruff format and black disagree", 0.10, minilm)
+    assert relevant("black hole radiation", "Hawking radiation leaks from a black hole", 0.10, minilm)
+    # A cosine clearly above the unrelated range passes without shared words.
+    assert relevant("how should I write dates?", "Use ISO 8601 everywhere", 0.55, minilm)
+    # For Chinese the English model's cosine says nothing: one shared content bigram is needed.
+    assert not relevant("熊猫吃什么", "中午吃什么？", 0.9, minilm)
+    assert relevant("周会什么时候开？", "周会改到每周三上午十点", 0.1, minilm)
+    # A model nobody measured: the floor never hides its vector hits.
+    assert relevant("anything", "unrelated text", 0.01, calibration_for("some-new-model"))
