@@ -325,3 +325,25 @@ def test_the_command_offers_exactly_the_library_formats() -> None:
     from memex.importers import FORMATS
 
     assert list(FORMAT_CHOICES) == ["auto", *FORMATS]
+
+
+def test_odd_shapes_inside_an_export_are_skipped_not_fatal(tmp_path: Path) -> None:
+    """A hand-edited or truncated export: strings where objects belong, lists
+    where strings belong. What is well formed is read; the rest is skipped."""
+    user = {"role": "user"}
+    good = {"author": user, "content": {"content_type": "text", "parts": ["We decided to use Go for the CLI."]}}
+    chatgpt = [{"conversation_id": "c", "current_node": "d", "mapping": {
+        "a": {"message": {"author": "user", "content": {"parts": ["I always use tabs."]}}, "parent": None},
+        "b": {"message": ["not", "a", "message"], "parent": "a"},
+        "c": {"message": {"author": user, "content": {"parts": "I never use spaces."}}, "parent": "b"},
+        "d": {"message": {**good, "id": "d"}, "parent": "c"},
+    }}, {"conversation_id": "e", "mapping": {"x": {"message": 7}, "y": {"message": {**good, "id": "y"}}}}]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(chatgpt), encoding="utf-8")
+    assert [c.source_ref.split("#", 1)[1] for c in candidates(path, "chatgpt")[0]] == ["c#d", "e#y"]
+    claude = [{"uuid": "u", "chat_messages": [
+        "not a message", {"sender": "human", "text": None, "content": "nor blocks"},
+        {"sender": "human", "text": ["a", "list"], "content": [{"type": "text", "text": "We decided to use Go."}]},
+    ]}, {"uuid": "v", "chat_messages": {"not": "a list"}}]
+    path.write_text(json.dumps(claude), encoding="utf-8")
+    assert [c.text for c in candidates(path, "claude-ai")[0]] == ["We decided to use Go."]
