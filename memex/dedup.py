@@ -1,7 +1,8 @@
 """The save-side dedup pipeline that every ``Vault.add`` runs before writing.
 
-Layers, cheapest first (all run inside the vault's write lock, so two
-processes adding the same body produce one file):
+Layers, cheapest first. They run before the vault's write lock is taken
+(memex/adding.py); the commit re-checks the exact layer under the lock, so
+two processes adding the same body still produce one file:
 
 1. exact: the hash of the normalized body (provenance prefix and injected
    ``<relevant-memories>`` blocks stripped; frontmatter never part of it),
@@ -160,7 +161,7 @@ class _Neighbour:
 
 
 def check(vault: Vault, cand: Candidate) -> Decision:
-    """Decide whether ``cand`` is new (run inside the vault's write lock)."""
+    """Decide whether ``cand`` is new (run before the write lock; see memex/adding.py)."""
     embedder = vault.embedder if cand.qvec is not None else None
     limits = Thresholds.from_config(vault.config, profiles.for_model(embedder.model_id if embedder else None))
     conn = vault.conn

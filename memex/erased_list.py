@@ -43,6 +43,7 @@ import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
+from memex import permissions
 from memex.errors import IndexStoreError
 from memex.text import body_hash, normalize, strip_injected
 
@@ -125,7 +126,7 @@ def legacy_hash(key: bytes, body: str) -> str:
 
 
 def _append(memex_dir: Path, lines: list[str]) -> None:
-    with open(memex_dir / LIST_NAME, "a", encoding="ascii") as handle:
+    with permissions.open_append(memex_dir / LIST_NAME) as handle:  # private, like the rest of .memex/
         handle.write("".join(line + "\n" for line in lines))
         handle.flush()
         os.fsync(handle.fileno())

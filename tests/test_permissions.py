@@ -98,3 +98,19 @@ def test_an_existing_folder_made_a_vault_keeps_its_own_mode(tmp_path: Path, open
     init_vault(notes, git=False)
     assert _mode(notes) == 0o750  # not changed behind the user's back ...
     assert [m.path for m in permissions.loose_modes(notes)] == ["."]  # ... but reported
+
+
+def test_the_erased_list_is_private(tmp_path: Path) -> None:
+    # It holds keyed hashes only, but it tells which bodies were erased and when.
+    import os
+    import stat
+
+    from memex.erased_list import remember
+
+    old = os.umask(0o022)
+    try:
+        remember(tmp_path, ["a body that was erased"])
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    assert modes and all(mode & 0o077 == 0 for mode in modes.values()), modes
