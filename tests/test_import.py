@@ -347,3 +347,18 @@ def test_odd_shapes_inside_an_export_are_skipped_not_fatal(tmp_path: Path) -> No
     ]}, {"uuid": "v", "chat_messages": {"not": "a list"}}]
     path.write_text(json.dumps(claude), encoding="utf-8")
     assert [c.text for c in candidates(path, "claude-ai")[0]] == ["We decided to use Go."]
+
+
+def test_underlined_headings_and_thematic_breaks_are_structure_not_memories(tmp_path: Path) -> None:
+    path = tmp_path / "AGENTS.md"
+    path.write_text(
+        "Shop rules\n==========\n\nUse uv, not pip.\n\n---\n\nDeploys\n-------\n- Only on Tuesdays.\n\n* * *\n\n"
+        "- Never on Fridays.\n",
+        encoding="utf-8",
+    )
+    found, _ = candidates(path, "claude-md")
+    assert [(c.text, c.section) for c in found] == [
+        ("Use uv, not pip.", "Shop rules"),
+        ("Only on Tuesdays.", "Shop rules / Deploys"),
+        ("Never on Fridays.", "Shop rules / Deploys"),
+    ]
