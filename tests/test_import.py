@@ -362,3 +362,16 @@ def test_underlined_headings_and_thematic_breaks_are_structure_not_memories(tmp_
         ("Only on Tuesdays.", "Shop rules / Deploys"),
         ("Never on Fridays.", "Shop rules / Deploys"),
     ]
+
+
+def test_task_lists_are_not_basic_memory_observations(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "today.md").write_text("- [x] Reviewed the export PR\n- [ ] Write the release notes\n", encoding="utf-8")
+    assert detect_format(notes) == "obsidian"
+    (notes / "coffee.md").write_text("- [method] Pour over is clearer than French press\n", encoding="utf-8")
+    assert detect_format(notes) == "basic-memory"
+    found, _ = candidates(notes, "basic-memory")
+    assert [(c.category, c.text) for c in found if "#obs-" in c.source_ref] == [
+        ("method", "Pour over is clearer than French press"),
+    ]

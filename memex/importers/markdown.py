@@ -37,7 +37,8 @@ _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
 _BREAK = re.compile(r"^ {0,3}([-*_])(?:\s*\1){2,}\s*$")
 _IMPORT_ONLY = re.compile(r"^(?:[-*+]\s+)?(?:@\S+\s*)+$")
-_OBSERVATION = re.compile(r"^\s*[-*]\s+\[([^\]\[]+)\]\s+(.+?)\s*$")
+# "- [category] text"; "- [x] done" and "- [ ] todo" are task lists, not observations.
+_OBSERVATION = re.compile(r"^\s*[-*]\s+\[(?![xX ]\])([^\]\[]+)\]\s+(.+?)\s*$")
 _RELATION = re.compile(r"^\s*[-*]\s+[\w-]+\s+\[\[[^\]]+\]\]")
 _TAG = re.compile(r"(?<![\w&/])#([\w/-]+)")
 
