@@ -318,3 +318,60 @@ def test_cli_table_output_for_people(lexical_root: Path, tmp_path: Path) -> None
     assert "dry run: nothing written" in done.stdout and "Projects/Atlas.md#note" in done.stdout
     done = _cli(lexical_root, "import", str(notes))
     assert "│ created   │ 7" in done.stdout
+
+
+def test_the_command_offers_exactly_the_library_formats() -> None:
+    from memex.cli.importer import FORMAT_CHOICES
+    from memex.importers import FORMATS
+
+    assert list(FORMAT_CHOICES) == ["auto", *FORMATS]
+
+
+def test_odd_shapes_inside_an_export_are_skipped_not_fatal(tmp_path: Path) -> None:
+    """A hand-edited or truncated export: strings where objects belong, lists
+    where strings belong. What is well formed is read; the rest is skipped."""
+    user = {"role": "user"}
+    good = {"author": user, "content": {"content_type": "text", "parts": ["We decided to use Go for the CLI."]}}
+    chatgpt = [{"conversation_id": "c", "current_node": "d", "mapping": {
+        "a": {"message": {"author": "user", "content": {"parts": ["I always use tabs."]}}, "parent": None},
+        "b": {"message": ["not", "a", "message"], "parent": "a"},
+        "c": {"message": {"author": user, "content": {"parts": "I never use spaces."}}, "parent": "b"},
+        "d": {"message": {**good, "id": "d"}, "parent": "c"},
+    }}, {"conversation_id": "e", "mapping": {"x": {"message": 7}, "y": {"message": {**good, "id": "y"}}}}]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(chatgpt), encoding="utf-8")
+    assert [c.source_ref.split("#", 1)[1] for c in candidates(path, "chatgpt")[0]] == ["c#d", "e#y"]
+    claude = [{"uuid": "u", "chat_messages": [
+        "not a message", {"sender": "human", "text": None, "content": "nor blocks"},
+        {"sender": "human", "text": ["a", "list"], "content": [{"type": "text", "text": "We decided to use Go."}]},
+    ]}, {"uuid": "v", "chat_messages": {"not": "a list"}}]
+    path.write_text(json.dumps(claude), encoding="utf-8")
+    assert [c.text for c in candidates(path, "claude-ai")[0]] == ["We decided to use Go."]
+
+
+def test_underlined_headings_and_thematic_breaks_are_structure_not_memories(tmp_path: Path) -> None:
+    path = tmp_path / "AGENTS.md"
+    path.write_text(
+        "Shop rules\n==========\n\nUse uv, not pip.\n\n---\n\nDeploys\n-------\n- Only on Tuesdays.\n\n* * *\n\n"
+        "- Never on Fridays.\n",
+        encoding="utf-8",
+    )
+    found, _ = candidates(path, "claude-md")
+    assert [(c.text, c.section) for c in found] == [
+        ("Use uv, not pip.", "Shop rules"),
+        ("Only on Tuesdays.", "Shop rules / Deploys"),
+        ("Never on Fridays.", "Shop rules / Deploys"),
+    ]
+
+
+def test_task_lists_are_not_basic_memory_observations(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "today.md").write_text("- [x] Reviewed the export PR\n- [ ] Write the release notes\n", encoding="utf-8")
+    assert detect_format(notes) == "obsidian"
+    (notes / "coffee.md").write_text("- [method] Pour over is clearer than French press\n", encoding="utf-8")
+    assert detect_format(notes) == "basic-memory"
+    found, _ = candidates(notes, "basic-memory")
+    assert [(c.category, c.text) for c in found if "#obs-" in c.source_ref] == [
+        ("method", "Pour over is clearer than French press"),
+    ]

@@ -6,6 +6,8 @@ import click
 
 from memex.cli._common import get_vault, json_option, key_values, print_json, short, table
 
+# The library's FORMATS, spelled out so that `memex --help` need not import the
+# parsers (tests/test_import.py keeps the two equal).
 FORMAT_CHOICES = ("auto", "claude-md", "chatgpt", "claude-ai", "obsidian", "basic-memory", "mem0")
 
 

@@ -98,7 +98,7 @@ def _chatgpt_user_messages(conv: dict[str, Any]) -> list[tuple[str, str]]:
     if not chain:
         chain = sorted(
             (n for n in mapping.values() if isinstance(n, dict)),
-            key=lambda n: _number((n.get("message") or {}).get("create_time")),
+            key=lambda n: _number(n["message"].get("create_time") if isinstance(n.get("message"), dict) else None),
             reverse=True,
         )
     found: list[tuple[str, str]] = []
@@ -106,11 +106,12 @@ def _chatgpt_user_messages(conv: dict[str, Any]) -> list[tuple[str, str]]:
         message = node.get("message")
         if not isinstance(message, dict):
             continue
-        if (message.get("author") or {}).get("role") != "user":
+        author = message.get("author")
+        if not isinstance(author, dict) or author.get("role") != "user":
             continue
-        content = message.get("content") or {}
+        content = message.get("content")
         parts = content.get("parts") if isinstance(content, dict) else None
-        text = "\n".join(p for p in parts or [] if isinstance(p, str))
+        text = "\n".join(p for p in parts if isinstance(p, str)) if isinstance(parts, list) else ""
         found.append((str(message.get("id") or node.get("id") or len(found)), text))
     return found
 
@@ -119,15 +120,18 @@ def claude_ai_blocks(data: Any, origin: str) -> Iterator[Block]:
     for n, conv in enumerate(_conversations(data, origin, "chat_messages")):
         conv_id = str(conv.get("uuid") or f"conversation-{n + 1}")
         texts = []
-        for m, message in enumerate(conv.get("chat_messages") or []):
+        messages = conv.get("chat_messages")
+        for m, message in enumerate(messages if isinstance(messages, list) else []):
             if not isinstance(message, dict) or message.get("sender") not in ("human", "user"):
                 continue
             text = message.get("text")
-            if not isinstance(text, str) or not text.strip():
+            blocks = message.get("content")
+            if (not isinstance(text, str) or not text.strip()) and isinstance(blocks, list):
                 text = "\n".join(
-                    str(c.get("text", "")) for c in message.get("content") or []
-                    if isinstance(c, dict) and c.get("type") == "text"
+                    str(c.get("text", "")) for c in blocks if isinstance(c, dict) and c.get("type") == "text"
                 )
+            if not isinstance(text, str):
+                continue
             texts.append((f"{conv_id}#{message.get('uuid') or m + 1}", text))
         yield from _title(user_statements(texts), conv.get("name"))
 

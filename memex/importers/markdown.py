@@ -34,8 +34,11 @@ _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _LIST_ITEM = re.compile(r"^( *)([-*+]|\d{1,9}[.)])\s+\S")
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
+_BREAK = re.compile(r"^ {0,3}([-*_])(?:\s*\1){2,}\s*$")
 _IMPORT_ONLY = re.compile(r"^(?:[-*+]\s+)?(?:@\S+\s*)+$")
-_OBSERVATION = re.compile(r"^\s*[-*]\s+\[([^\]\[]+)\]\s+(.+?)\s*$")
+# "- [category] text"; "- [x] done" and "- [ ] todo" are task lists, not observations.
+_OBSERVATION = re.compile(r"^\s*[-*]\s+\[(?![xX ]\])([^\]\[]+)\]\s+(.+?)\s*$")
 _RELATION = re.compile(r"^\s*[-*]\s+[\w-]+\s+\[\[[^\]]+\]\]")
 _TAG = re.compile(r"(?<![\w&/])#([\w/-]+)")
 
@@ -105,13 +108,21 @@ def instruction_blocks(text: str) -> Iterator[Block]:
             current.append(line)
             continue
         heading = _HEADING.match(line)
-        if heading:
+        underline = _SETEXT.match(line)
+        if underline and kind == "para" and len(current) == 1:
+            # "Title" over "=====" (or "-----"): a heading, not a paragraph.
+            heading_text, current, kind = current[0].strip(), [], ""
+            level = 1 if underline.group(1)[0] == "=" else 2
+            headings = [(lv, h) for lv, h in headings if lv < level] + [(level, heading_text)]
+            continue
+        if heading or _BREAK.match(line):
             done = flush()
             if done:
                 yield done
-            level = len(heading.group(1))
-            headings = [(lv, h) for lv, h in headings if lv < level] + [(level, heading.group(2))]
-            continue
+            if heading:
+                level = len(heading.group(1))
+                headings = [(lv, h) for lv, h in headings if lv < level] + [(level, heading.group(2))]
+            continue  # a thematic break (---, ***) only separates
         if not line.strip():
             if kind == "item":
                 current.append(line)  # an item may go on after a blank line, indented
