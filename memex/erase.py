@@ -218,8 +218,29 @@ def _purge_index(vault: Vault, sel: Selection, paths: list[str]) -> purge.PurgeC
         for rowid in sorted(rowids):
             counts.add(indexer.purge_row(rowid))
         conn.executemany("DELETE FROM index_errors WHERE path = ?", [(p,) for p in paths])
+        _drop_errors_naming(conn, paths)
         purge.optimize_fts(conn)
     return counts
+
+
+def _drop_errors_naming(conn: Any, paths: list[str]) -> None:
+    """Error rows whose path or reason holds an erased file's name (caller holds the txn).
+
+    A memory file's name is made from its text's first words, and copies keep
+    it (``note.sync-conflict-1.md``): a clash recorded for a copy since renamed
+    away, say, would keep the erased words in the index until the next sync,
+    and in the database file after that sync deleted it (only an erasure
+    checkpoints at once). Dropping an error row costs a re-read at the next
+    sync, which records it again if the file is still there.
+    """
+    stems = {Path(p).stem for p in paths if p.endswith(".md") and Path(p).stem}
+    if not stems:
+        return
+    stale = [
+        str(path) for path, reason in conn.execute("SELECT path, reason FROM index_errors")
+        if any(s in str(path) or s in str(reason) for s in stems)
+    ]
+    conn.executemany("DELETE FROM index_errors WHERE path = ?", [(p,) for p in stale])
 
 
 def _purge_history_only(vault: Vault, memory_id: str, reason: str) -> EraseResult:

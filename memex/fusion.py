@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,6 +73,8 @@ class Calibration:
 
 
 # Measured with scripts/eval_search.py --floor (docs/search.md, "No matches").
+# The MiniLM *_cjk values only serve the "calibrated" normalization: with
+# trust_cjk False its cosine never clears the floor for a CJK query.
 CALIBRATIONS: dict[str, Calibration] = {
     "all-MiniLM-L6-v2-int8": Calibration(
         unrelated=0.15, strong=0.65, floor=0.3, unrelated_cjk=0.35, strong_cjk=0.85, floor_cjk=0.3,
@@ -102,7 +105,8 @@ class Fusion:
     ``lexical`` / ``semantic`` (one signal alone, for comparison).
     ``lexical_norm``: ``max`` divides BM25 by the query's best BM25;
     ``minmax`` also maps the worst candidate to 0; ``sat`` is
-    ``s / (s + median)``. ``semantic_norm``: ``raw`` cosine, ``minmax`` over
+    ``s / (s + median)``; ``z`` a logistic of the standard score over the
+    candidates. ``semantic_norm``: ``raw`` cosine, ``minmax`` or ``z`` over
     the candidates, or ``calibrated`` by the model's :class:`Calibration`.
     Weights are the cosine's share; ``cjk_semantic_weight`` applies to
     queries in CJK scripts and ``keyword_semantic_weight`` to a few bare
@@ -180,6 +184,16 @@ DEFAULT_FUSION = Fusion(
     collapse_duplicates=True, time_boost=0.3,
 )
 
+# A model whose cosines behave differently (a multilingual one, say) may
+# need other weights: its measured rule goes here, keyed by model id.
+FUSION_BY_MODEL: dict[str, Fusion] = {"all-MiniLM-L6-v2-int8": DEFAULT_FUSION}
+
+
+def fusion_for(model_id: str | None) -> Fusion:
+    """The rule search uses with this model (DEFAULT_FUSION unless one was measured for it)."""
+    return FUSION_BY_MODEL.get(model_id or "", DEFAULT_FUSION)
+
+
 # What scripts/eval_search.py compares; the named ones are always reported.
 NAMED_FUSIONS: tuple[Fusion, ...] = (
     Fusion("lexical"),
@@ -189,7 +203,7 @@ NAMED_FUSIONS: tuple[Fusion, ...] = (
     Fusion("blend", 0.7, "max"),
     Fusion("blend", 0.5, "minmax", "minmax"),
 )
-FUSIONS: tuple[Fusion, ...] = (
+FUSIONS: tuple[Fusion, ...] = tuple(dict.fromkeys((  # in order, each rule once
     *NAMED_FUSIONS,
     Fusion("rrf", rrf_k=10),
     *(Fusion("blend", w, norm) for norm in ("max", "sat") for w in (0.3, 0.5, 0.7)),
@@ -219,7 +233,7 @@ FUSIONS: tuple[Fusion, ...] = (
     *(Fusion("blend", w, "sat", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4,
              collapse_duplicates=True, time_boost=t) for w in (0.6, 0.7, 0.8) for t in (0.1, 0.2, 0.3, 0.5)),
     *(Fusion("blend", 0.6, "max", "calibrated", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.2),),
-)
+)))
 
 
 def _normalized_lexical(lexical: dict[int, float], how: str) -> dict[int, float]:
@@ -291,6 +305,35 @@ def answer_prior(body: str, fusion: Fusion) -> float:
     if fusion.question_penalty and _ASKS.search(body):
         factor *= 1.0 - fusion.question_penalty
     return factor
+
+
+def apply_priors(
+    scores: dict[int, float], fusion: Fusion, bodies_of: Callable[[list[int]], dict[int, str]], keep: int,
+    batch: int = 32,
+) -> dict[int, float]:
+    """``scores`` with the answer priors applied to every candidate that can reach the top ``keep``.
+
+    A prior only lowers a score, so candidates are taken best first and the
+    walk stops once the next one's unadjusted score is below the ``keep``-th
+    best adjusted score: the top ``keep`` is then exactly what applying the
+    priors to all candidates gives, at the cost of reading and tokenizing a
+    few dozen bodies instead of a few hundred. Candidates never reached keep
+    their (higher, unadjusted) scores, all below that cutoff.
+    """
+    if not fusion.needs_bodies or not scores:
+        return scores
+    order = sorted(scores, key=lambda r: -scores[r])
+    out = dict(scores)
+    adjusted: list[float] = []
+    for start in range(0, len(order), batch):
+        if len(adjusted) >= keep and scores[order[start]] < sorted(adjusted, reverse=True)[keep - 1]:
+            break
+        part = order[start : start + batch]
+        bodies = bodies_of(part)
+        for r in part:
+            out[r] = scores[r] * answer_prior(bodies.get(r, ""), fusion)
+            adjusted.append(out[r])
+    return out
 
 
 def fuse(

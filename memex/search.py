@@ -30,7 +30,9 @@ from memex.fusion import (  # noqa: F401  (re-exported: the rule lives in memex.
     FUSIONS,
     Calibration,
     Fusion,
+    apply_priors,
     calibration_for,
+    fusion_for,
     fuse,
     has_cjk,
     relevant,
@@ -318,7 +320,7 @@ def search(
     limit: int = 10,
     filters: Filters = Filters(),
     qvec: np.ndarray | None = None,
-    fusion: Fusion = DEFAULT_FUSION,
+    fusion: Fusion | None = None,
     floor: bool = True,
     now: dt.datetime | None = None,
 ) -> list[Hit]:
@@ -327,22 +329,26 @@ def search(
     ``floor``: leave out hits below the relevance floor
     (:func:`memex.fusion.relevant`), so an unrelated query finds nothing.
     ``now``: what "last week" in the query is relative to (default: the clock).
+    ``fusion``: the ranking rule (default: the one measured for the model,
+    :func:`memex.fusion.fusion_for`).
     """
     found = candidates(conn, embedder, query, max(CANDIDATES, limit * 4), filters, qvec)
     lexical, semantic = found.lexical, found.semantic
     calibration = calibration_for(found.model_id)
+    if fusion is None:
+        fusion = fusion_for(found.model_id)
     pool = list(set(lexical) | set(semantic))
     span = when.window(query, now or dt.datetime.now(dt.timezone.utc)) if fusion.time_boost else None
     created = _column(conn, "created", pool) if fusion.recency or span else None
-    bodies = _column(conn, "body", pool) if fusion.needs_bodies else None
-    scores = fuse(lexical, semantic, fusion, found.use_vectors, query, calibration, created, bodies, span)
+    scores = fuse(lexical, semantic, fusion, found.use_vectors, query, calibration, created, None, span)
     if not scores:
         return []
+    # The floor and the duplicate collapse may drop some: keep a margin.
+    want = limit * 3 if floor or fusion.collapse_duplicates else limit
+    scores = apply_priors(scores, fusion, lambda rowids: _column(conn, "body", rowids), want)
     # Ties break on the memory id, so a rebuilt index (new rowids) ranks alike.
-    # Only the best few need their ids and rows; cut on score first (the
-    # floor may drop some, so keep a margin).
+    # Only the best few need their ids and rows; cut on score first.
     order = sorted(scores, key=lambda r: -round(scores[r], 9))
-    want = limit * 3 if floor else limit
     cutoff = round(scores[order[min(want, len(order)) - 1]], 9)
     short = [r for r in order if round(scores[r], 9) >= cutoff]
     rows = {

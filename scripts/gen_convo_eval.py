@@ -272,9 +272,12 @@ class Gen:
             word = slot["spec"]["word"]
             gap = self.rng.choice([1, 7, 8, 14, 3])
             now = day + dt.timedelta(days=gap)
+            # Calendar weeks (Monday first), as a reader of "last week" counts them.
+            weeks = ((now - dt.timedelta(days=now.weekday())) - (day - dt.timedelta(days=day.weekday()))).days // 7
+            span = "day" if gap == 1 else {1: "week", 2: "two"}.get(weeks, "weekday") if gap >= 7 else "weekday"
             if slot["lang"] == "en":
-                rel = {1: "yesterday", 7: "last week", 8: "last week", 14: "two weeks ago"}.get(
-                    gap, f"on {WEEKDAYS[day.weekday()]}")
+                rel = {"day": "yesterday", "week": "last week", "two": "two weeks ago"}.get(
+                    span, f"on {WEEKDAYS[day.weekday()]}")
                 tpl = self.rng.choice([
                     "What did we decide {rel} about the {w} of {A}?",
                     "Remind me what was agreed {rel} regarding the {w} for {A}.",
@@ -283,7 +286,7 @@ class Gen:
                 text = tpl.format(rel=rel, A=alias, w=word)
                 text = text[0].upper() + text[1:]
             else:
-                rel = {1: "昨天", 7: "上周", 8: "上周", 14: "两周前"}.get(gap, ZH_WEEKDAYS[day.weekday()])
+                rel = {"day": "昨天", "week": "上周", "two": "两周前"}.get(span, ZH_WEEKDAYS[day.weekday()])
                 tpl = self.rng.choice(["{rel}我们对{A}的{w}是怎么定的？", "{rel}开会说的{A}{w}最后定了什么？"])
                 text = tpl.format(rel=rel, A=alias, w=word)
             out.append(self._q(slot["lang"], "temporal", text, [slot["turns"][n]], now))

@@ -102,6 +102,23 @@ def test_erase_removes_every_file_claiming_the_id(vault: Vault) -> None:
     assert keep.id in ids_found(vault, "bike lock combination")
 
 
+def test_erase_leaves_no_error_row_naming_a_copy_renamed_away(vault: Vault) -> None:
+    """Found by the state machine: the clash row of a copy renamed away since the last sync
+    kept the copy's name (the erased text's first words) in the index after the erase."""
+    secret = vault.add(SECRET)
+    original = vault.root / vault.get(secret.id).path
+    copy = original.with_name(original.stem + ".sync-conflict-1.md")
+    shutil.copy2(original, copy)
+    vault.reindex()  # the copy is recorded as an id clash, under its name
+    os.replace(copy, vault.root / "memories" / "renamed.md")  # no sync since
+    vault.erase(secret.id, reason="r")
+    assert not (vault.root / "memories" / "renamed.md").exists()
+    # Raw bytes as they are on disk now, no checkpoint by the test.
+    assert files_with_text(vault.root, WORDS) == {}
+    vault.reindex()
+    assert files_with_text(vault.root, WORDS) == {}
+
+
 def test_erase_takes_memories_with_the_same_text(vault: Vault) -> None:
     """Same text under another id (hand-written, another scope): the erased list would
     refuse it at its next read, so it goes now rather than staying searchable."""
