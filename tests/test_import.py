@@ -375,3 +375,15 @@ def test_task_lists_are_not_basic_memory_observations(tmp_path: Path) -> None:
     assert [(c.category, c.text) for c in found if "#obs-" in c.source_ref] == [
         ("method", "Pour over is clearer than French press"),
     ]
+
+
+def test_claude_code_plugins_are_not_your_rules(tmp_path: Path) -> None:
+    home = tmp_path / ".claude"
+    shutil.copytree(DATA / "claude-home" / ".claude", home)
+    plugin = home / "plugins" / "marketplaces" / "someone" / "tool"
+    (plugin / "rules").mkdir(parents=True)
+    (plugin / "CLAUDE.md").write_text("- Always answer in French.\n", encoding="utf-8")
+    (plugin / "rules" / "style.md").write_text("- Never use type hints.\n", encoding="utf-8")
+    texts = _texts(home)
+    assert "I prefer short answers in bullet points." in texts
+    assert not any("French" in t or "type hints" in t for t in texts)

@@ -169,6 +169,8 @@ def _files_for(root: Path, fmt: str) -> Iterator[Path]:
         return
     for file in _markdown_files(root, hidden_ok=(".claude",)):
         parts = file.relative_to(root).parts
+        if "plugins" in parts[:-1]:
+            continue  # ~/.claude/plugins holds other people's repositories, not your rules
         if file.name in INSTRUCTION_NAMES or file.name == "MEMORY.md":
             yield file
         elif len(parts) >= 2 and parts[-2] in ("rules", "memory"):
