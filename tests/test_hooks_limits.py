@@ -132,8 +132,11 @@ def test_session_start_does_not_inject_a_confident_memory_of_another_project(
 # -- Stop: last_assistant_message, a lagging or missing transcript -------------
 
 
-def archived(vault: Vault, session: str) -> list[dict[str, Any]]:
-    found = context.archive_search(vault, session, "deploy OR blue OR green OR kubectl OR canary", limit=50)
+ARCHIVE_QUERY = "deploy OR blue OR green OR kubectl OR canary"
+
+
+def archived(vault: Vault, session: str, query: str = ARCHIVE_QUERY) -> list[dict[str, Any]]:
+    found = context.archive_search(vault, session, query, limit=50)
     ids = list(dict.fromkeys(h["archive_id"] for h in found))
     return [m for i in ids for m in context.archive_expand(vault, i)]
 
@@ -185,3 +188,10 @@ def test_fork_does_not_archive_the_parents_history_again(vault: Vault, project: 
         fh.write(json.dumps({"type": "user", "message": {"role": "user", "content": "and the canary?"}}) + "\n")
     assert run(claude_code.handle(vault, event("claude-code", "Stop", project, copied, session_id=fork)))[
         "archived"] == 1
+
+
+def test_codex_pre_compact_archives_then_compacts(vault: Vault, project: Path, tmp_path: Path) -> None:
+    rollout = copy_transcript("codex", "rollout.jsonl", tmp_path / "rollout.jsonl", str(project))
+    compacted = run(codex.handle(vault, event("codex", "PreCompact", project, rollout)))
+    assert {"summary", "tokens_before", "tokens_after"} <= set(compacted)
+    assert archived(vault, CODEX_SESSION, "docker"), "the rollout's pending lines are archived before compacting"
