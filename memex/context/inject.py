@@ -121,15 +121,37 @@ def render_memories_block(
     return "\n".join([OPEN_TAG, HEADER, *parts, CLOSE_TAG])
 
 
-_ELEMENT = re.compile(r"\n<memory\b.*?\n</memory>", re.DOTALL)
+_ELEMENT = re.compile(r"\n<memory\b[^>]*>\n.*?\n</memory>", re.DOTALL)
+
+
+def _shrunk(block: str, element: re.Match[str]) -> str | None:
+    """``block`` with the text of ``element`` cut by a third; None when too short to cut."""
+    whole = element.group(0)
+    head_end = whole.index(">\n") + 2  # attributes are escaped: the first ">" ends the tag
+    text = whole[head_end: -len(_MEMORY_CLOSE)].removesuffix("…")
+    if len(text) < 2 * MIN_CUT_CHARS:
+        return None
+    text = text[: len(text) * 2 // 3]
+    amp = text.rfind("&", max(0, len(text) - 6))
+    if amp != -1 and ";" not in text[amp:]:
+        text = text[:amp]
+    return f"{block[: element.start()]}{whole[:head_end]}{text}…{_MEMORY_CLOSE}{block[element.end():]}"
 
 
 def trim_block(block: str, fits: Callable[[str], bool]) -> str:
-    """``block`` without its last memories until ``fits`` accepts it ('' if none fits)."""
+    """``block`` made to satisfy ``fits``: its last memories left out, and the
+    first one, when alone too long, cut (never inside an entity); '' when
+    nothing fits."""
     while block and not fits(block):
         elements = list(_ELEMENT.finditer(block))
-        if len(elements) <= 1:
+        if not elements:
             return ""
+        if len(elements) == 1:
+            cut = _shrunk(block, elements[0])
+            if cut is None:
+                return ""
+            block = cut
+            continue
         last = elements[-1]
         block = block[: last.start()] + block[last.end():]
     return block
