@@ -195,3 +195,12 @@ def test_codex_pre_compact_archives_then_compacts(vault: Vault, project: Path, t
     compacted = run(codex.handle(vault, event("codex", "PreCompact", project, rollout)))
     assert {"summary", "tokens_before", "tokens_after"} <= set(compacted)
     assert archived(vault, CODEX_SESSION, "docker"), "the rollout's pending lines are archived before compacting"
+
+
+def test_session_start_without_a_project_fills_by_recency(vault: Vault, project: Path) -> None:
+    ids = [vault.add(f"The user note number {i} is about topic {i}").id for i in range(8)]
+    payload = event("claude-code", "SessionStart", project)
+    del payload["cwd"]
+    text = added_context(claude_code.handle(vault, payload), "SessionStart")
+    limit = claude_code.AgentSettings.of(vault).session_start_limit
+    assert [i for i in ids if i in text] == ids[-limit:]  # the newest, every place

@@ -123,9 +123,9 @@ def start_memories(vault: Vault, settings: AgentSettings, cwd: str | None, limit
     the project's own memories (``project:NAME`` from ``cwd``), newest
     first; then the user's memories relevant to the project (searched with
     the project's name and its memories, above the recall threshold); then,
-    in at most half the places, the user's newest memories. Confidence plays
-    no part: a confident memory about another project is neither relevant
-    to this one nor newer for being confident.
+    in at most half the places (all of them without a project), the user's
+    newest memories. Confidence plays no part: a confident memory about
+    another project is neither relevant to this one nor newer for it.
     """
     if limit < 1:
         return []
@@ -135,6 +135,7 @@ def start_memories(vault: Vault, settings: AgentSettings, cwd: str | None, limit
     if project:
         for hit in _newest(vault.list(scope=project, limit=limit * 4))[:limit]:
             chosen[hit.id] = hit
+    if project and len(chosen) < limit:  # the search embeds a query: only when there is room
         query = " ".join([project.split(":", 1)[1], *(h.body for h in chosen.values())])[:START_QUERY_CHARS]
         threshold = context.load_settings(vault).recall_score_threshold
         for hit in vault.search(query, limit=limit * 3, scope=others):
@@ -142,10 +143,11 @@ def start_memories(vault: Vault, settings: AgentSettings, cwd: str | None, limit
                 break
             if hit.score >= threshold:
                 chosen.setdefault(hit.id, hit)
-    recent = 0
+    # Without a project nothing can be judged relevant: recency fills every place.
+    recent, most_recent = 0, max(1, limit // 2) if project else limit
     newest = _newest([h for scope in others for h in vault.list(scope=scope, limit=limit * 4)])
     for hit in newest:
-        if len(chosen) >= limit or recent >= max(1, limit // 2):
+        if len(chosen) >= limit or recent >= most_recent:
             break
         if hit.id not in chosen:
             chosen[hit.id] = hit
