@@ -4,14 +4,19 @@ Every event carries ``session_id``, ``transcript_path``, ``cwd`` and
 ``hook_event_name``; the handlers here (shared with Codex, whose hooks use
 the same schema) do:
 
-- ``SessionStart`` (``source``: startup | resume | clear | compact): the
-  project's and the user's most relevant memories, plus the hand-off note on
-  resume/compact, as ``hookSpecificOutput.additionalContext``.
+- ``SessionStart`` (``source``: startup | resume | clear | compact | fork):
+  the project's memories and the user's memories relevant to the project
+  (:func:`start_memories`), plus the hand-off note on resume/compact, as
+  ``hookSpecificOutput.additionalContext``.
 - ``UserPromptSubmit`` (``prompt``): auto-recall for the prompt, keyword
   capture ("remember that …" is stored verbatim, ``source: keyword``), and
   the hand-off note naming what was captured, as additional context.
-- ``Stop``: the turn's new transcript lines go to the context engine's
-  ``after_turn`` (archive; commit when due) — after the answer.
+- ``Stop``: the turn's new transcript lines and ``last_assistant_message``
+  go to the context engine's ``after_turn`` (archive; commit when due) —
+  after the answer.
+
+What SessionStart and UserPromptSubmit add stays within the agent's
+documented limit (:mod:`memex.agents.fit`).
 - ``PreCompact``: archive what is pending, then ``compact`` — after the answer.
 - ``SessionEnd``: archive what is pending, then consolidate the session.
 
@@ -86,10 +91,6 @@ def _handoff_text(vault: Vault, session: str) -> str:
         return ""
     note = handoff(session)
     return str(getattr(note, "text", note) or "")
-
-
-def _join(*parts: str) -> str:
-    return "\n\n".join(p for p in parts if p and p.strip())
 
 
 def injected_block(answer: dict[str, Any]) -> str:

@@ -7,6 +7,11 @@ goes to stderr, and nothing here prints.
 
 The tool descriptions are written for the agent that reads them: when to
 add, when to supersede instead, and never to re-save what memex injected.
+Every parameter is described and bounded in its schema, unknown arguments
+are refused, each tool carries MCP annotations (read-only, destructive), and
+every answer is size-capped with a note on how to page
+(:mod:`memex.agents.mcp_limits`). Memory text comes back fenced and escaped
+as the hooks inject it.
 """
 
 from __future__ import annotations
@@ -115,7 +120,6 @@ SCOPE_HELP = ('a scope: "user", "resources", "project:<name>" or "agent:<name>" 
 BODY_PAGE_CHARS = 12_000
 FORGET_PREVIEW_CHARS = 300
 
-Text = Annotated[str, Field(min_length=1, description="Text (not empty).")]
 Scope = Annotated[str, Field(pattern=SCOPE_PATTERN, description=f"Where the memory belongs: {SCOPE_HELP}.")]
 Session = Annotated[str | None, Field(
     default=None, min_length=1, max_length=200,
