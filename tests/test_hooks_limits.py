@@ -21,7 +21,7 @@ from memex.context.assemble import BLOCK_ALLOWANCE_CHARS
 from memex.context.inject import CLOSE_TAG, OPEN_TAG
 from memex.context.tokens import count_text
 from memex.vault import Vault
-from tests.hook_helpers import copy_transcript, fixture, set_config
+from tests.hook_helpers import copy_transcript, fixture, lexical_only, run_hook, set_config
 
 SESSION = "5f0c2b9e-8a41-4c7d-9e3b-2d1f6a7b8c90"
 CODEX_SESSION = "019d036d-c7fa-72d2-b6fd-78878bfe34e4"
@@ -70,6 +70,22 @@ def test_session_start_stays_under_claude_code_limit(vault: Vault, project: Path
     assert len(text) <= CLAUDE_CODE_LIMIT
     well_formed(text)
     assert SESSION in text and any(i in text for i in ids)  # cut, not dropped
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_cli_session_start_answer_is_within_the_limit(vault_root: Path, project: Path, agent: str) -> None:
+    """The issue's case through the real program: two 18.8k-character memories gave 39,427 characters."""
+    lexical_only(vault_root)
+    with Vault(vault_root) as vault:
+        for i in range(2):
+            vault.add(big_memory(i), scope="project:shop-api")
+    proc = run_hook(agent, json.dumps(event(agent, "SessionStart", project)), vault_root)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    text = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert len(text) <= CLAUDE_CODE_LIMIT and OPEN_TAG in text
+    if agent == "codex":
+        assert count_text(text) <= CODEX_PREVIEW_TOKENS
+    well_formed(text)
 
 
 def test_user_prompt_stays_under_claude_code_limit(vault_root: Path, fake_embedder: Any, project: Path) -> None:

@@ -103,8 +103,8 @@ def portable_note() -> str | None:
     """What to say when the project files' ``memex`` is not on this PATH."""
     if shutil.which(PORTABLE_PROGRAM):
         return None
-    return (f"`{PORTABLE_PROGRAM}` is not on PATH here; the project settings call it by name, so put "
-            f"memex on PATH (e.g. `pipx install memex`) or install with --user")
+    return (f"`{PORTABLE_PROGRAM}` is not on PATH here, and the project settings call it by name: put "
+            f"memex's folder ({Path(memex_executable()).parent}) on PATH, or install with --user")
 
 
 def install_local_vault(path: Path, vault: str) -> dict[str, Any]:
