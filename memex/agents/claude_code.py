@@ -198,11 +198,10 @@ def user_prompt(vault: Vault, payload: Payload, agent: str) -> HookResult:
     block = ""
     if switch(vault, "auto_recall") and prompt.strip():
         scopes = recall_scopes(settings, hook_io.text_field(payload, "cwd"))
-        # The hand-off note gets its share of the limit whatever it holds.
-        chars, _ = hook_io.context_limits(agent)
+        # The hand-off note is read after the capture below: keep its share free.
         answer = context.assemble(
             vault, session, [{"role": "user", "content": prompt}], settings.context_window, scopes=scopes,
-            max_block_chars=fit.block_room(agent, "", "x" * chars),
+            max_block_chars=fit.block_room(agent, tail=None),
         )
         block = injected_block(answer)
     if switch(vault, "auto_capture"):

@@ -30,11 +30,12 @@ def join(*parts: str) -> str:
     return SEPARATOR.join(p for p in parts if p and p.strip())
 
 
-def block_room(agent: str, head: str = "", tail: str = "") -> int:
-    """Characters left for the memories block beside ``head`` and ``tail``."""
+def block_room(agent: str, head: str = "", tail: str | None = None) -> int:
+    """Characters left for the memories block beside ``head`` and ``tail``
+    (``None``: a tail not known yet, given the largest share it may take)."""
     chars, _ = hook_io.context_limits(agent)
-    head, tail = clip(head, chars // 4), clip(tail, chars // 4)
-    return max(0, chars - len(head) - len(tail) - 2 * len(SEPARATOR))
+    tail_chars = chars // 4 if tail is None else len(clip(tail, chars // 4))
+    return max(0, chars - len(clip(head, chars // 4)) - tail_chars - 2 * len(SEPARATOR))
 
 
 def fit_context(agent: str, head: str, block: str, tail: str = "") -> str:
