@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from memex.dedup import Thresholds, echo_cutoff
 from memex.errors import InvalidArgument
+from memex.context.inject import escape
 from memex.text import preview
 
 if TYPE_CHECKING:
@@ -58,7 +59,9 @@ def handoff(vault: Vault, session: str) -> Handoff:
         (session, *sources, echo_cutoff(limits), MAX_ITEMS),
     )
     note.items = [
-        HandoffItem(mid, scope, source, created, preview(body, PREVIEW_CHARS))
+        # Escaped as in the <relevant-memories> block: the note reaches the agent
+        # in its context and through MCP, and a preview is memory data.
+        HandoffItem(mid, scope, source, created, escape(preview(body, PREVIEW_CHARS)))
         for mid, scope, source, created, body in rows
     ]
     if note.items:

@@ -120,9 +120,10 @@ def test_stop_archives_only_new_transcript_lines(vault: Vault, project: Path, tm
     assert again["archived"] == 1
 
 
-def test_stop_with_missing_transcript_is_an_error_naming_it(vault: Vault, project: Path) -> None:
-    payload = event("Stop", project, project / "gone.jsonl")
-    with pytest.raises(Exception, match="gone.jsonl"):
+def test_stop_with_a_transcript_path_of_the_wrong_type_is_an_error_naming_it(vault: Vault, project: Path) -> None:
+    # A transcript file that does not exist yet is normal (tests/test_hooks_limits.py).
+    payload = event("Stop", project, transcript_path=42)
+    with pytest.raises(Exception, match="transcript_path"):
         claude_code.handle(vault, payload)
 
 

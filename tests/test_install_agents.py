@@ -97,19 +97,51 @@ def test_install_claude_code_user_merges_and_uninstall_restores(home: Path, tmp_
     assert json.loads(memex(home, tmp_path, "uninstall", "claude-code", "--json").stdout)["removed"] == 0
 
 
-def test_install_project_with_vault_writes_project_settings(home: Path, tmp_path: Path, vault_root: Path) -> None:
+def machine_paths(text: str, *paths: Path) -> list[str]:
+    """Absolute paths of this machine found in a file meant to be committed."""
+    return [str(p) for p in paths if str(p) in text] + [w for w in text.split('"') if w.startswith("/")]
+
+
+def test_install_project_commits_no_machine_paths(home: Path, tmp_path: Path, vault_root: Path) -> None:
     project = tmp_path / "proj"
     (project / ".git").mkdir(parents=True)
     (project / "deep" / "er").mkdir(parents=True)
-    proc = memex(home, project / "deep" / "er", "install", "claude-code", "--project", vault=vault_root)
+    proc = memex(home, project / "deep" / "er", "install", "claude-code", "--project", "--json", vault=vault_root)
     assert proc.returncode == 0, proc.stderr
-    settings = read(project / ".claude" / "settings.json")
-    [(_, cmd)] = [c for c in memex_commands(settings) if c[0] == "Stop"]
-    assert f"--vault {vault_root}" in cmd
+    shared = project / ".claude" / "settings.json"
+    settings = read(shared)
+    assert sorted(e for e, _ in memex_commands(settings)) == sorted(install.CLAUDE_EVENTS)
+    assert all(cmd == "memex hook claude-code" for _, cmd in memex_commands(settings))
+    assert machine_paths(shared.read_text(), vault_root, Path(MEMEX)) == []
+    # The vault is this person's: it goes to the personal, git-ignored settings.
+    local = project / ".claude" / "settings.local.json"
+    assert read(local)["env"]["MEMEX_VAULT"] == str(vault_root.resolve())
+    assert json.loads(proc.stdout)["local_file"] == str(local)
     assert not (home / ".claude" / "settings.json").exists()
+    assert memex(home, project, "install", "mcp", "--project", vault=vault_root).returncode == 0
+    mcp_file = project / ".mcp.json"
+    assert read(mcp_file)["mcpServers"]["memex"] == {"type": "stdio", "command": "memex", "args": ["mcp"]}
+    assert machine_paths(mcp_file.read_text(), vault_root, Path(MEMEX)) == []
     # Reinstalling without --vault replaces memex's entries rather than adding more.
     memex(home, project, "install", "claude-code", "--project")
-    assert len(memex_commands(read(project / ".claude" / "settings.json"))) == len(install.CLAUDE_EVENTS)
+    assert len(memex_commands(read(shared))) == len(install.CLAUDE_EVENTS)
+    # The personal vault setting goes with the last memex entry, not before.
+    assert memex(home, project, "uninstall", "claude-code", "--project").returncode == 0
+    assert read(local)["env"]["MEMEX_VAULT"] == str(vault_root.resolve())  # the MCP server still uses it
+    assert memex(home, project, "uninstall", "mcp", "--project").returncode == 0
+    assert "MEMEX_VAULT" not in read(local).get("env", {})
+
+
+def test_install_codex_hooks_precompact_and_trust_note(home: Path, tmp_path: Path) -> None:
+    proc = memex(home, tmp_path, "install", "codex", "--json")
+    assert proc.returncode == 0, proc.stderr
+    hooks = read(home / ".codex" / "hooks.json")["hooks"]
+    assert "PreCompact" in hooks
+    assert any(" hook codex" in h["command"] for g in hooks["PreCompact"] for h in g["hooks"])
+    note = json.loads(proc.stdout)["next"]
+    assert "/hooks" in note and "trust" in note and "codex_hooks" in note
+    human = memex(home, tmp_path, "install", "codex")
+    assert "/hooks" in human.stdout
 
 
 def test_broken_settings_are_reported_and_left_alone(home: Path, tmp_path: Path) -> None:

@@ -36,6 +36,21 @@ HOOK_LOCK_WAIT = 20.0
 
 Payload = dict[str, Any]
 
+# What an agent keeps of a hook's added context (docs/agents.md cites the sources):
+# Claude Code saves an ``additionalContext`` over 10,000 characters to a file
+# and gives the model only a preview, so memex stays a margin below it;
+# Codex shows hook output over about 2,500 tokens as a preview, so memex
+# stays below 2,000 tokens there (counted with memex's tokenizer), and below
+# Codex's 10,000-character additionalContext limit too.
+CONTEXT_CHAR_LIMITS = {"claude-code": 9_000, "codex": 8_000}
+CONTEXT_TOKEN_LIMITS = {"codex": 2_000}
+DEFAULT_CONTEXT_CHARS = 9_000
+
+
+def context_limits(agent: str) -> tuple[int, int | None]:
+    """(characters, tokens or None) an agent's added context must stay within."""
+    return CONTEXT_CHAR_LIMITS.get(agent, DEFAULT_CONTEXT_CHARS), CONTEXT_TOKEN_LIMITS.get(agent)
+
 
 def default_vault_path() -> Path:
     return DEFAULT_VAULT.expanduser()

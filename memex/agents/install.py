@@ -36,7 +36,19 @@ from memex.errors import InvalidArgument
 SERVER_NAME = "memex"
 # Events memex answers, and how long (seconds) the agent should wait for it.
 CLAUDE_EVENTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 30, "PreCompact": 60, "SessionEnd": 30}
-CODEX_EVENTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 30}
+CODEX_EVENTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 30, "PreCompact": 60}
+# Said at every Codex hook install: Codex skips a new or changed hook, silently,
+# until the user reviews and trusts it; Codex releases before hooks were on by
+# default (0.124) also need the feature flag. Sources in docs/agents.md.
+CODEX_TRUST_NOTE = (
+    "Codex runs these hooks only after you trust them: open `/hooks` in Codex and trust the "
+    "memex entries (a changed hook must be trusted again). Codex older than 0.124 also needs "
+    "`[features]` `hooks = true` (formerly `codex_hooks = true`) in ~/.codex/config.toml; "
+    "project hooks load only in a trusted project."
+)
+# In project files (committed, shared) memex is found on PATH: an absolute path
+# to one person's virtualenv means nothing on a teammate's machine.
+PORTABLE_PROGRAM = "memex"
 _QUOTED = r"(?:'[^']*'|\"[^\"]*\"|\S+)"
 
 
@@ -80,6 +92,60 @@ def target(agent: str, what: str, user: bool, cwd: Path | None = None, home: Pat
     if agent == "codex":
         return base / ".codex" / ("hooks.json" if what == "hooks" else "config.toml")
     raise InvalidArgument("agent", f"expected claude-code or codex, got {agent!r}")
+
+
+def local_settings(cwd: Path | None = None) -> Path:
+    """Claude Code's personal project settings (``.claude/settings.local.json``, git-ignored)."""
+    return project_root((cwd or Path.cwd()).resolve()) / ".claude" / "settings.local.json"
+
+
+def portable_note() -> str | None:
+    """What to say when the project files' ``memex`` is not on this PATH."""
+    if shutil.which(PORTABLE_PROGRAM):
+        return None
+    return (f"`{PORTABLE_PROGRAM}` is not on PATH here, and the project settings call it by name: put "
+            f"memex's folder ({Path(memex_executable()).parent}) on PATH, or install with --user")
+
+
+def install_local_vault(path: Path, vault: str) -> dict[str, Any]:
+    """``env.MEMEX_VAULT`` in personal settings: the vault is this person's, not the project's."""
+    settings = load_json(path)
+    env = settings.setdefault("env", {})
+    if not isinstance(env, dict):
+        raise InvalidArgument(str(path), "'env' must be an object; memex left the file unchanged")
+    value = str(Path(vault).expanduser().resolve())
+    changed = env.get("MEMEX_VAULT") != value
+    if changed:
+        env["MEMEX_VAULT"] = value
+        write_json(path, settings)
+    return {"local_file": str(path), "local_env": f"MEMEX_VAULT={value}", "changed": changed}
+
+
+def project_uses_memex(cwd: Path | None = None) -> bool:
+    """Whether the project's Claude Code files still hold memex hooks or its MCP server."""
+    hooks = load_json(target("claude-code", "hooks", user=False, cwd=cwd))
+    ours = _ours("claude-code")
+    commands = [
+        str(h.get("command", "")) for groups in (hooks.get("hooks") or {}).values() if isinstance(groups, list)
+        for g in groups if isinstance(g, dict) for h in g.get("hooks") or [] if isinstance(h, dict)
+    ]
+    servers = load_json(target("claude-code", "mcp", user=False, cwd=cwd)).get("mcpServers")
+    return any(ours.search(c) for c in commands) or (isinstance(servers, dict) and SERVER_NAME in servers)
+
+
+def uninstall_local_vault(path: Path) -> bool:
+    """Drop ``env.MEMEX_VAULT`` once no memex entry in the project needs it."""
+    if project_uses_memex(path.parent.parent):
+        return False
+    settings = load_json(path)
+    env = settings.get("env")
+    if not isinstance(env, dict) or "MEMEX_VAULT" not in env:
+        return False
+    del env["MEMEX_VAULT"]
+    if not env:
+        del settings["env"]
+    write_json(path, settings)
+    return True
 
 
 # -- JSON settings -------------------------------------------------------------

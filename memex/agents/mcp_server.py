@@ -7,6 +7,11 @@ goes to stderr, and nothing here prints.
 
 The tool descriptions are written for the agent that reads them: when to
 add, when to supersede instead, and never to re-save what memex injected.
+Every parameter is described and bounded in its schema, unknown arguments
+are refused, each tool carries MCP annotations (read-only, destructive), and
+every answer is size-capped with a note on how to page
+(:mod:`memex.agents.mcp_limits`). Memory text comes back fenced and escaped
+as the hooks inject it.
 """
 
 from __future__ import annotations
@@ -15,11 +20,16 @@ import functools
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any, cast
+
+from pydantic import Field
 
 from memex import context
 from memex.agents import hook_io, resources
+from memex.agents.mcp_limits import MAX_ANSWER_CHARS, cap_list, clip_strings, size_ok, validation_text
+from memex.context.inject import HEADER, block_ids, escape, render_memories_block, trim_block
 from memex.errors import InvalidArgument, MemexError
+from memex.text import preview
 from memex.vault import Vault
 
 SERVER_NAME = "memex"
@@ -100,6 +110,34 @@ project folder, the vault, or a folder the user listed in [resources] roots
 of the vault config; links pointing elsewhere are refused."""
 
 
+# Bounds of the tools' parameters (also in their JSON schema).
+MAX_LIMIT = 50
+MAX_OFFSET = 500
+SCOPE_PATTERN = r"^[a-z][a-z0-9_-]{0,31}(:[^\s]{1,200})?$"
+SCOPE_HELP = ('a scope: "user", "resources", "project:<name>" or "agent:<name>" '
+              "(or KIND:<name> for a kind listed in the vault's [scopes] extra_kinds)")
+# A page of one memory's body for memory_get (characters of the stored text).
+BODY_PAGE_CHARS = 12_000
+FORGET_PREVIEW_CHARS = 300
+
+Scope = Annotated[str, Field(pattern=SCOPE_PATTERN, description=f"Where the memory belongs: {SCOPE_HELP}.")]
+Session = Annotated[str | None, Field(
+    default=None, min_length=1, max_length=200,
+    description="memex session id (named in the context memex's hooks add); defaults to the session a hook saw last.",
+)]
+MemoryId = Annotated[str, Field(min_length=1, max_length=100, description="A memory id, e.g. 01JB7Z3M4X...")]
+
+
+def _escaped_facts(answer: dict[str, Any]) -> dict[str, Any]:
+    """Memory text an answer quotes (similar_facts) escaped as in the hooks' block."""
+    facts = answer.get("similar_facts")
+    if isinstance(facts, list):
+        answer["similar_facts"] = [
+            {**f, "body": escape(str(f.get("body", "")))} if isinstance(f, dict) else f for f in facts
+        ]
+    return answer
+
+
 class Tools:
     """The tool implementations over one open vault (kept plain for tests)."""
 
@@ -121,58 +159,145 @@ class Tools:
         return method
 
     def memory_add(
-        self, text: str, scope: str | None = None, category: str | None = None,
-        confidence: float | None = None, entities: list[str] | None = None, session: str | None = None,
+        self,
+        text: Annotated[str, Field(min_length=1, description=(
+            "The fact, one self-contained sentence. Limits as for `memex add`: the vault's "
+            "[index] max_file_bytes, no NUL characters."))],
+        scope: Annotated[str | None, Field(default=None, pattern=SCOPE_PATTERN, description=(
+            f'Where it belongs (default "user"): {SCOPE_HELP}.'))] = None,
+        category: Annotated[str | None, Field(default=None, max_length=64, description=(
+            "Optional kind of fact: preference, decision, constraint, fact, ..."))] = None,
+        confidence: Annotated[float | None, Field(default=None, ge=0.0, le=1.0, description=(
+            "How sure the fact is, 0 to 1 (default from the vault config)."))] = None,
+        entities: Annotated[list[Annotated[str, Field(min_length=1, max_length=100)]] | None, Field(
+            default=None, max_length=20, description="Names the fact is about (people, projects, tools)."
+        )] = None,
+        session: Session = None,
     ) -> dict[str, Any]:
         result = self.vault.add(
             text, scope=scope, source="tool", session=session, category=category,
             confidence=confidence, entities=entities,
         )
-        return result.as_dict()
+        return clip_strings(_escaped_facts(result.as_dict()))
 
-    def memory_search(self, query: str, limit: int = 10, scope: list[str] | None = None) -> dict[str, Any]:
-        hits = self.vault.search(query, limit=limit, scope=scope or None)
-        return {"hits": [h.as_dict() for h in hits]}
+    def memory_search(
+        self,
+        query: Annotated[str, Field(min_length=1, max_length=4000, description=(
+            "What to look for, in words (keywords and meaning both count)."))],
+        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description=(
+            f"How many memories at most (1-{MAX_LIMIT})."))] = 10,
+        scope: Annotated[list[Scope] | None, Field(default=None, max_length=20, description=(
+            'Only these scopes, e.g. ["user", "project:memex"] or ["resources"].'))] = None,
+        offset: Annotated[int, Field(ge=0, le=MAX_OFFSET, description=(
+            "Skip this many of the best hits (the next page: the offset a truncated answer names)."))] = 0,
+    ) -> dict[str, Any]:
+        hits = self.vault.search(query, limit=limit + offset, scope=scope or None)[offset:]
+        block = render_memories_block(hits, max_block_chars=MAX_ANSWER_CHARS)
 
-    def memory_get(self, id: str) -> dict[str, Any]:
-        return self.vault.get(id).as_dict()
+        def answer(block: str) -> dict[str, Any]:
+            shown = set(block_ids(block))
+            meta = [
+                {k: v for k, v in h.as_dict().items() if k not in ("body", "path")}
+                for h in hits if h.id in shown
+            ]
+            return {"memories": block, "hits": meta}
 
-    def memory_supersede(self, old_id: str, text: str, session: str | None = None) -> dict[str, Any]:
+        block = trim_block(block, lambda b: size_ok(answer(b)))
+        out = answer(block)
+        if len(out["hits"]) < len(hits):
+            nxt = offset + len(out["hits"])
+            out["truncated"] = {"shown": len(out["hits"]), "of": len(hits),
+                                "how_to_page": f"call memory_search again with offset={nxt}"}
+        return out
+
+    def memory_get(
+        self,
+        id: MemoryId,
+        body_offset: Annotated[int, Field(ge=0, description=(
+            "Where to start reading the body (characters), for a memory longer than one answer."))] = 0,
+    ) -> dict[str, Any]:
+        data = self.vault.get(id).as_dict()
+        body = str(data.get("body", ""))
+        page = BODY_PAGE_CHARS
+        while True:
+            part = body[body_offset: body_offset + page]
+            out = {**data, "body": escape(part), "notice": HEADER}
+            end = body_offset + len(part)
+            if end < len(body):
+                out["truncated"] = {"body_chars": len(body), "shown_from": body_offset, "shown_to": end,
+                                    "how_to_page": f"call memory_get again with body_offset={end}"}
+            if size_ok(out) or page <= 100:
+                return out if size_ok(out) else clip_strings(out)
+            page = int(page * 0.7)
+
+    def memory_supersede(
+        self,
+        old_id: Annotated[str, Field(min_length=1, max_length=100, description="The id of the memory that changed.")],
+        text: Annotated[str, Field(min_length=1, description="The fact as it is now (same limits as memory_add).")],
+        session: Session = None,
+    ) -> dict[str, Any]:
         result = self._need("supersede")(old_id, text, source="tool", session=session)
         answer: dict[str, Any] = result.as_dict() if hasattr(result, "as_dict") else dict(result)
-        return answer
+        return clip_strings(_escaped_facts(answer))
 
     def memory_forget(
-        self, id: str | None = None, query: str | None = None, reason: str = "asked to forget by the user",
+        self,
+        id: Annotated[str | None, Field(default=None, min_length=1, max_length=100, description=(
+            "Erase exactly this memory (give id or query, not both)."))] = None,
+        query: Annotated[str | None, Field(default=None, min_length=1, max_length=4000, description=(
+            "Erase the one memory that clearly matches this; otherwise the candidates come back."))] = None,
+        reason: Annotated[str, Field(min_length=1, max_length=500, description=(
+            "Why, for the erasure log (the erased text is never logged)."))] = "asked to forget by the user",
     ) -> dict[str, Any]:
         if bool(id) == bool(query):
             raise InvalidArgument("id/query", "give exactly one of id or query")
         erase = self._need("erase")
         if id:
-            return {"erased": [id], "result": _plain(erase(id, reason))}
+            return clip_strings({"erased": [id], "result": _plain(erase(id, reason))})
         hits = self.vault.search(str(query), limit=5)
         strong = [h for h in hits if h.score >= FORGET_MIN_SCORE]
         runner_up = hits[1].score if len(hits) > 1 else 0.0
-        candidates = [{"id": h.id, "score": round(h.score, 3), "body": h.body} for h in hits]
+        candidates = [{"id": h.id, "score": round(h.score, 3),
+                       "preview": escape(preview(h.body, FORGET_PREVIEW_CHARS))} for h in hits]
         if len(strong) == 1 and hits[0].score - runner_up >= FORGET_MARGIN:
-            return {"erased": [hits[0].id], "result": _plain(erase(hits[0].id, reason)), "candidates": candidates}
+            return clip_strings({"erased": [hits[0].id], "result": _plain(erase(hits[0].id, reason)),
+                                 "candidates": candidates})
         why = "no match is confident enough" if not strong else "several memories match"
-        return {"erased": [], "reason": f"{why}; call again with the id of the one to forget",
-                "candidates": candidates}
+        return clip_strings({"erased": [], "reason": f"{why}; call again with the id of the one to forget",
+                             "candidates": candidates})
 
-    def memory_handoff(self, session: str | None = None) -> dict[str, Any]:
-        note = self._need("handoff")(self._session(session))
-        return _plain(note)
+    def memory_handoff(self, session: Session = None) -> dict[str, Any]:
+        note = _plain(self._need("handoff")(self._session(session)))
+        return cap_list(note, "items", lambda n: "the note lists the first captures; see them with memory_get")
 
-    def memory_archive_search(self, query: str, session: str | None = None, limit: int = 10) -> dict[str, Any]:
+    def memory_archive_search(
+        self,
+        query: Annotated[str, Field(min_length=1, max_length=4000, description="Words to find in the archive.")],
+        session: Session = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"How many hits at most (1-{MAX_LIMIT}).")] = 10,
+    ) -> dict[str, Any]:
         chosen = self._session(session)
-        return {"session": chosen, "hits": context.archive_search(self.vault, chosen, query, limit)}
+        answer = {"session": chosen, "hits": context.archive_search(self.vault, chosen, query, limit)}
+        return cap_list(answer, "hits", lambda n: f"ask for limit={n} or use more precise words")
 
-    def memory_archive_expand(self, archive_id: str) -> dict[str, Any]:
-        return {"archive_id": archive_id, "messages": context.archive_expand(self.vault, archive_id)}
+    def memory_archive_expand(
+        self,
+        archive_id: Annotated[str, Field(min_length=1, max_length=300, description=(
+            "An archive_id from memory_archive_search (<session>#<n>)."))],
+        start: Annotated[int, Field(ge=0, description="Skip this many messages of the turn (the next page).")] = 0,
+    ) -> dict[str, Any]:
+        messages = context.archive_expand(self.vault, archive_id)
+        answer = {"archive_id": archive_id, "messages": messages[start:], "start": start, "total": len(messages)}
+        return cap_list(answer, "messages", lambda n: f"call memory_archive_expand again with start={start + n}")
 
-    def memory_add_resource(self, path: str, scope: str = resources.DEFAULT_SCOPE) -> dict[str, Any]:
-        return resources.import_markdown(self.vault, path, scope=scope)
+    def memory_add_resource(
+        self,
+        path: Annotated[str, Field(min_length=1, max_length=4096, description=(
+            "A Markdown file or a folder of them, in the project, the vault or a [resources] root."))],
+        scope: Annotated[str, Field(pattern=SCOPE_PATTERN, description=(
+            f'Scope of the imported sections (default "resources"): {SCOPE_HELP}.'))] = resources.DEFAULT_SCOPE,
+    ) -> dict[str, Any]:
+        return clip_strings(resources.import_markdown(self.vault, path, scope=scope))
 
 
 def _plain(value: Any) -> dict[str, Any]:
@@ -197,6 +322,32 @@ TOOL_DOCS = {
 }
 
 
+# What each tool does to the vault, for the client (MCP ToolAnnotations):
+# read-only tools may be called without asking; memory_forget erases for good.
+READ_ONLY = ("memory_search", "memory_get", "memory_handoff", "memory_archive_search", "memory_archive_expand")
+DESTRUCTIVE = ("memory_forget",)
+TITLES = {
+    "memory_add": "Remember a fact", "memory_search": "Search memories", "memory_get": "Read a memory",
+    "memory_supersede": "Replace a changed fact", "memory_forget": "Erase a memory",
+    "memory_handoff": "What memex stored this turn", "memory_archive_search": "Search the session archive",
+    "memory_archive_expand": "Read an archived turn", "memory_add_resource": "Import Markdown documents",
+}
+
+
+def tool_annotations(name: str) -> Any:
+    from mcp_types import ToolAnnotations
+
+    read_only = name in READ_ONLY
+    return ToolAnnotations(
+        title=TITLES[name], read_only_hint=read_only,
+        destructive_hint=None if read_only else name in DESTRUCTIVE,
+        # Adding the same fact twice stores it once (dedup); importing an
+        # unchanged file again stores nothing; erasing twice erases once.
+        idempotent_hint=None if read_only else name != "memory_supersede",
+        open_world_hint=False,
+    )
+
+
 def _reported(method: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
     """memex's own errors reach the agent as their one-line message (a ToolError)."""
     from mcp.server.mcpserver.exceptions import ToolError
@@ -211,15 +362,50 @@ def _reported(method: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, 
     return tool
 
 
+def _strict_tool(fn: Callable[..., dict[str, Any]], name: str, description: str) -> Any:
+    """A tool whose arguments must match its schema exactly, refused in plain words."""
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.tools import Tool
+    from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+    from pydantic import ConfigDict, ValidationError
+
+    class StrictTool(Tool):
+        async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+            try:
+                return await super().run(arguments, context, convert_result=convert_result)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    accepted = list(self.parameters.get("properties", {}))
+                    raise ToolError(validation_text(self.name, exc.__cause__, accepted)) from None
+                raise
+
+    tool = StrictTool.from_function(fn, name=name, description=description, annotations=tool_annotations(name),
+                                    structured_output=True)
+    loose = tool.fn_metadata.arg_model
+    config = ConfigDict(**{**loose.model_config, "extra": "forbid"})
+    strict = cast(type[ArgModelBase], type(loose.__name__, (loose,), {"model_config": config}))
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+    return tool
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("memex")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 def build_server(vault: Vault) -> Any:
     """An MCPServer exposing :class:`Tools` over ``vault``."""
     from mcp.server.mcpserver import MCPServer
 
-    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
     tools = Tools(vault)
-    for name, doc in TOOL_DOCS.items():
-        server.add_tool(_reported(getattr(tools, name)), name=name, description=doc)
-    return server
+    strict = [_strict_tool(_reported(getattr(tools, name)), name, doc) for name, doc in TOOL_DOCS.items()]
+    return MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=version(), log_level="WARNING", tools=strict)
 
 
 def serve(vault: Vault) -> None:

@@ -18,8 +18,9 @@ makes a Stop hook cost the size of the turn, not of the whole session.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,28 @@ def _blocks(content: Any) -> list[Any]:
 class NewMessages:
     messages: list[Message]
     offset: int  # byte offset of the first line not read yet
+    # Keys (text_key) of assistant replies archived from a hook's
+    # last_assistant_message before the transcript held them.
+    echoed: list[str] = field(default_factory=list)
+
+
+# How many such replies to remember per session (a transcript that never
+# catches up must not grow the state without end).
+MAX_ECHOED = 20
+
+
+def text_key(text: str) -> str:
+    """A reply's identity across the hook field and the transcript (whitespace aside)."""
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()[:32]
+
+
+def _load_state(vault: Vault, agent: str, session: str) -> dict[str, Any]:
+    state = _state_path(vault, agent, session)
+    try:
+        data = json.loads(state.read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _state_path(vault: Vault, agent: str, session: str) -> Path:
@@ -119,13 +142,12 @@ def read_new(vault: Vault, agent: str, session: str, transcript: str, fmt: str) 
     path = Path(transcript).expanduser()
     if not path.is_file():
         raise InvalidArgument("transcript_path", f"{path} is not a readable file")
-    state = _state_path(vault, agent, session)
-    offset = 0
-    if state.exists():
-        try:
-            offset = int(json.loads(state.read_text(encoding="utf-8")).get("offset", 0))
-        except (ValueError, OSError, AttributeError):
-            offset = 0
+    state = _load_state(vault, agent, session)
+    try:
+        offset = int(state.get("offset", 0))
+    except (TypeError, ValueError):
+        offset = 0
+    echoed = read_echoed(vault, agent, session)
     size = path.stat().st_size
     if offset > size:
         offset = 0  # the transcript was replaced (e.g. /clear): start over
@@ -135,13 +157,25 @@ def read_new(vault: Vault, agent: str, session: str, transcript: str, fmt: str) 
     # Only whole lines: a half-written last line is read next time.
     end = data.rfind(b"\n") + 1
     chunk = data[:end].decode("utf-8", errors="replace")
-    return NewMessages(parse_lines(chunk.splitlines(), fmt), offset + end)
+    return NewMessages(parse_lines(chunk.splitlines(), fmt), offset + end, echoed)
 
 
-def mark_read(vault: Vault, agent: str, session: str, offset: int) -> None:
+def read_echoed(vault: Vault, agent: str, session: str) -> list[str]:
+    """The echoed keys alone (a Stop before the transcript file exists)."""
+    keys = _load_state(vault, agent, session).get("echoed", [])
+    return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []
+
+
+def mark_read(vault: Vault, agent: str, session: str, offset: int | None, echoed: list[str] | None = None) -> None:
+    """Save the offset read up to (None: keep it) and the echoed keys (None: keep them)."""
+    data = _load_state(vault, agent, session)
+    if offset is not None:
+        data["offset"] = offset
+    if echoed is not None:
+        data["echoed"] = echoed[-MAX_ECHOED:]
     state = _state_path(vault, agent, session)
     tmp = state.with_suffix(".tmp")
-    permissions.write_private(tmp, json.dumps({"offset": offset}))
+    permissions.write_private(tmp, json.dumps(data))
     tmp.replace(state)
 
 

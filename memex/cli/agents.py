@@ -83,29 +83,68 @@ def _report(data: dict[str, Any], as_json: bool, title: str) -> None:
     key_values(data, title=title)
 
 
+def _portable(agent: str, where: str) -> bool:
+    """Claude Code project files are committed: no machine's paths in them."""
+    return agent == "claude-code" and where == "project"
+
+
+def _personal(ctx: click.Context, data: dict[str, Any], install: bool) -> dict[str, Any]:
+    """The vault, a personal setting, in .claude/settings.local.json (never committed)."""
+    from memex.agents import install as inst
+
+    path = inst.local_settings()
+    vault = _vault_path(ctx)
+    if install:
+        if vault:
+            local = inst.install_local_vault(path, vault)
+            data = {**data, **local, "changed": data.get("changed") or local["changed"]}
+        note = inst.portable_note()
+        if note:
+            data["note"] = note
+    elif inst.uninstall_local_vault(path):
+        data = {**data, "local_file": str(path), "changed": True}
+    return data
+
+
 def _hooks(agent: str, where: str, ctx: click.Context, install: bool, as_json: bool) -> None:
     from memex.agents import install as inst
 
     path = inst.target(agent, "hooks", user=where == "user")
     events = inst.CLAUDE_EVENTS if agent == "claude-code" else inst.CODEX_EVENTS
+    portable = _portable(agent, where)
     if install:
-        cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "hook", agent)
-        _report(inst.install_hooks(path, agent, events, cmd), as_json, f"memex hooks for {agent}")
+        if portable:
+            cmd = [inst.PORTABLE_PROGRAM, "hook", agent]
+        else:
+            cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "hook", agent)
+        data = inst.install_hooks(path, agent, events, cmd)
+        if agent == "codex":
+            data["next"] = inst.CODEX_TRUST_NOTE
     else:
-        _report(inst.uninstall_hooks(path, agent), as_json, f"memex hooks for {agent} removed")
+        data = inst.uninstall_hooks(path, agent)
+    if portable:
+        data = _personal(ctx, data, install)
+    _report(data, as_json, f"memex hooks for {agent}" + ("" if install else " removed"))
 
 
 def _mcp(agent: str, where: str, ctx: click.Context, install: bool, as_json: bool) -> None:
     from memex.agents import install as inst
 
     path = inst.target(agent, "mcp", user=where == "user")
+    portable = _portable(agent, where)
     if install:
-        cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "mcp")
+        if portable:
+            cmd = [inst.PORTABLE_PROGRAM, "mcp"]
+        else:
+            cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "mcp")
         fn = inst.install_mcp_json if agent == "claude-code" else inst.install_codex_mcp
-        _report(fn(path, cmd), as_json, f"memex MCP server for {agent}")
+        data = fn(path, cmd)
     else:
         undo = inst.uninstall_mcp_json if agent == "claude-code" else inst.uninstall_codex_mcp
-        _report(undo(path), as_json, f"memex MCP server for {agent} removed")
+        data = undo(path)
+    if portable:
+        data = _personal(ctx, data, install)
+    _report(data, as_json, f"memex MCP server for {agent}" + ("" if install else " removed"))
 
 
 @click.group("install")

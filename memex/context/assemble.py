@@ -31,6 +31,11 @@ if TYPE_CHECKING:
     from memex.vault import Vault
 
 QUERY_CHARS = 4000
+# recall_max_injected_chars counts memory text before escaping; the block
+# around it (header, tags, ids) and the escaping itself (``<`` becomes
+# ``&lt;``) add to that. The rendered block never exceeds the setting plus
+# this allowance, which holds the header and the attributes of six memories.
+BLOCK_ALLOWANCE_CHARS = 1500
 
 
 def assemble(
@@ -40,8 +45,13 @@ def assemble(
     token_budget: int,
     *,
     scopes: Sequence[str] | None = None,
+    max_block_chars: int | None = None,
 ) -> dict[str, Any]:
-    """The new message list plus what was done: injected ids, tokens, mode, reason."""
+    """The new message list plus what was done: injected ids, tokens, mode, reason.
+
+    ``max_block_chars`` bounds the injected block further (an agent's own
+    limit on injected context, see memex/agents/hook_io.py).
+    """
     check_messages(messages)
     if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
         raise InvalidArgument("token_budget", f"must be a positive integer, got {token_budget!r}")
@@ -50,7 +60,7 @@ def assemble(
     if pattern is not None:
         return _result(messages, [], "skipped", f"session matches bypass pattern {pattern!r}")
     working = list(messages)
-    injected, recall_note = _recall(vault, working, settings, scopes)
+    injected, recall_note = _recall(vault, working, settings, scopes, max_block_chars)
     # Each message is counted once per call: counting dominates a long conversation.
     costs = message_costs(working)
     full_reason = _needs_full(vault, session, working, costs, token_budget)
@@ -71,7 +81,8 @@ def _result(
 
 
 def _recall(
-    vault: Vault, working: list[dict[str, Any]], settings: ContextSettings, scopes: Sequence[str] | None
+    vault: Vault, working: list[dict[str, Any]], settings: ContextSettings, scopes: Sequence[str] | None,
+    max_block_chars: int | None = None,
 ) -> tuple[list[str], str]:
     """Inject memories into the latest user message of ``working`` (in place)."""
     if not settings.auto_recall:
@@ -89,7 +100,10 @@ def _recall(
         query, limit=settings.recall_limit, scope=list(scopes) if scopes else None,
         min_score=settings.recall_score_threshold,
     )
-    block = render_memories_block(hits, settings.recall_max_injected_chars)
+    ceiling = settings.recall_max_injected_chars + BLOCK_ALLOWANCE_CHARS
+    if max_block_chars is not None:
+        ceiling = min(ceiling, max_block_chars)
+    block = render_memories_block(hits, settings.recall_max_injected_chars, ceiling)
     if not block:
         return [], f"no memory scored above {settings.recall_score_threshold}"
     shown = [h.id for h in hits if f'id="{h.id}"' in block]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memex.search import Hit
@@ -44,7 +44,7 @@ def escape(text: str) -> str:
     )
 
 
-def _memory_element(hit: Hit, body: str) -> str:
+def _memory_open(hit: Hit) -> str:
     attrs = {
         "id": hit.id,
         "source": hit.source or "unknown",
@@ -54,29 +54,112 @@ def _memory_element(hit: Hit, body: str) -> str:
     if hit.category:
         attrs["category"] = hit.category
     rendered = " ".join(f'{k}="{escape(str(v))}"' for k, v in attrs.items())
-    return f"<memory {rendered}>\n{escape(body)}\n</memory>"
+    return f"<memory {rendered}>\n"
 
 
-def render_memories_block(hits: Sequence[Hit], max_chars: int | None = None) -> str:
+_MEMORY_CLOSE = "\n</memory>"
+# A memory cut to fit must still say something: below this many characters
+# of text it is left out instead.
+MIN_CUT_CHARS = 40
+
+
+def _memory_element(hit: Hit, body: str) -> str:
+    return f"{_memory_open(hit)}{escape(body)}{_MEMORY_CLOSE}"
+
+
+def _cut_element(hit: Hit, body: str, room: int) -> str | None:
+    """The memory's element within ``room`` characters, its escaped text cut
+    (never inside an entity such as ``&amp;``); None when too little fits."""
+    head = _memory_open(hit)
+    text_room = room - len(head) - len(_MEMORY_CLOSE) - 1
+    if text_room < MIN_CUT_CHARS:
+        return None
+    text = escape(body)[:text_room]
+    amp = text.rfind("&", max(0, len(text) - 6))
+    if amp != -1 and ";" not in text[amp:]:
+        text = text[:amp]
+    return f"{head}{text}…{_MEMORY_CLOSE}"
+
+
+def _frame_chars() -> int:
+    return len(OPEN_TAG) + len(HEADER) + len(CLOSE_TAG) + 2
+
+
+def render_memories_block(
+    hits: Sequence[Hit], max_chars: int | None = None, max_block_chars: int | None = None
+) -> str:
     """The block for ``hits`` (best first); '' when there is nothing to show.
 
     ``max_chars`` bounds the memory text shown (bodies, before escaping):
     memories that would pass it are left out, and a first memory that is
-    alone too long is cut with an ellipsis.
+    alone too long is cut with an ellipsis. ``max_block_chars`` bounds the
+    whole rendered block, escaping and tags included — the size an agent's
+    limit is about (escaping can make a body up to six times longer).
     """
     parts: list[str] = []
     used = 0
+    total = _frame_chars()
     for hit in hits:
         body = hit.body.strip()
         if max_chars is not None and used + len(body) > max_chars:
             if parts:
                 continue
             body = body[: max(0, max_chars - 1)] + "…"
+        element = _memory_element(hit, body)
+        if max_block_chars is not None and total + len(element) + 1 > max_block_chars:
+            if parts:
+                continue
+            cut = _cut_element(hit, body, max_block_chars - total)
+            if cut is None:
+                break
+            element = cut
         used += len(body)
-        parts.append(_memory_element(hit, body))
+        total += len(element) + 1
+        parts.append(element)
     if not parts:
         return ""
     return "\n".join([OPEN_TAG, HEADER, *parts, CLOSE_TAG])
+
+
+_ELEMENT = re.compile(r"\n<memory\b[^>]*>\n.*?\n</memory>", re.DOTALL)
+
+
+def _shrunk(block: str, element: re.Match[str]) -> str | None:
+    """``block`` with the text of ``element`` cut by a third; None when too short to cut."""
+    whole = element.group(0)
+    head_end = whole.index(">\n") + 2  # attributes are escaped: the first ">" ends the tag
+    text = whole[head_end: -len(_MEMORY_CLOSE)].removesuffix("…")
+    if len(text) < 2 * MIN_CUT_CHARS:
+        return None
+    text = text[: len(text) * 2 // 3]
+    amp = text.rfind("&", max(0, len(text) - 6))
+    if amp != -1 and ";" not in text[amp:]:
+        text = text[:amp]
+    return f"{block[: element.start()]}{whole[:head_end]}{text}…{_MEMORY_CLOSE}{block[element.end():]}"
+
+
+def trim_block(block: str, fits: Callable[[str], bool]) -> str:
+    """``block`` made to satisfy ``fits``: its last memories left out, and the
+    first one, when alone too long, cut (never inside an entity); '' when
+    nothing fits."""
+    while block and not fits(block):
+        elements = list(_ELEMENT.finditer(block))
+        if not elements:
+            return ""
+        if len(elements) == 1:
+            cut = _shrunk(block, elements[0])
+            if cut is None:
+                return ""
+            block = cut
+            continue
+        last = elements[-1]
+        block = block[: last.start()] + block[last.end():]
+    return block
+
+
+def block_ids(block: str) -> list[str]:
+    """The ids of the memories a rendered block shows, in order."""
+    return re.findall(r'<memory id="([^"]*)"', block)
 
 
 def render_summary(summary: str) -> str:
