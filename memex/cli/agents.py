@@ -58,6 +58,20 @@ def mcp_cmd(ctx: click.Context) -> None:
     mcp_server.serve(vault)
 
 
+@click.command("openclaw-engine")
+@click.pass_context
+def openclaw_engine_cmd(ctx: click.Context) -> None:
+    """Serve OpenClaw's memex context-engine plugin: JSON lines on stdin/stdout.
+
+    Started by the plugin, once per gateway; see `memex install openclaw`.
+    """
+    from memex.agents import hook_io, openclaw_server
+
+    vault = hook_io.hook_vault(_vault_path(ctx))
+    ctx.call_on_close(vault.close)
+    openclaw_server.serve(vault)
+
+
 def _scope_options(func: Any) -> Any:
     func = click.option("--user", "where", flag_value="user", default=True,
                         help="Your settings in your home folder (default): every project.")(func)
@@ -165,6 +179,6 @@ def register(main: click.Group) -> None:
         install_group.add_command(command)
     for command in _agent_commands(False):
         uninstall_group.add_command(command)
-    for command in (hook_cmd, mcp_cmd, install_group, uninstall_group):
+    for command in (hook_cmd, mcp_cmd, openclaw_engine_cmd, install_group, uninstall_group):
         main.add_command(command)
 

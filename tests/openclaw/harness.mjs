@@ -1,0 +1,64 @@
+// Loads memex's plugin through OpenClaw's own plugin loader and drives the
+// registered context engine: ingest -> assemble -> afterTurn -> compact.
+//
+// Run by tests/test_openclaw_plugin.py: node harness.mjs SPEC.json, where the
+// spec names the openclaw package folder, the plugin folder, the memex
+// command and the turns to play. Prints one JSON object with what each call
+// returned. OpenClaw's dist is bundled into hashed chunks; the functions are
+// found by name in their chunk's export list, as the package defines them.
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const spec = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const dist = join(spec.openclaw, "dist");
+const chunks = readdirSync(dist).filter((f) => f.endsWith(".mjs"));
+
+async function exported(name) {
+  for (const file of chunks) {
+    const text = readFileSync(join(dist, file), "utf8");
+    if (!text.includes(`function ${name}(`)) continue;
+    const match = text.match(new RegExp(`export \\{[^}]*\\b${name} as (\\w+)`));
+    if (!match) continue;
+    const mod = await import(pathToFileURL(join(dist, file)).href);
+    return mod[match[1]];
+  }
+  throw new Error(`openclaw ${spec.version}: ${name} not found in dist`);
+}
+
+const loadPlugins = await exported("loadOpenClawPlugins");
+const ensureEngines = await exported("ensureContextEnginesInitialized");
+const resolveEngine = await exported("resolveContextEngine");
+
+const config = {
+  plugins: {
+    allow: ["memex"],
+    load: { paths: [spec.pluginDir] },
+    slots: { contextEngine: "memex" },
+    entries: { memex: { enabled: true, config: { command: spec.command } } },
+  },
+};
+const registry = loadPlugins({ config, workspaceDir: spec.workspace, activate: true, cache: false });
+const record = (registry.plugins ?? []).find((p) => p.id === "memex");
+ensureEngines();
+const engine = await resolveEngine(config, { workspaceDir: spec.workspace });
+const out = {
+  plugin: record ? { id: record.id, status: record.status, error: record.error ?? null, source: record.source } : null,
+  diagnostics: (registry.diagnostics ?? []).filter((d) => String(d.pluginId ?? "").includes("memex") || d.level === "error")
+    .map((d) => ({ level: d.level, message: d.message })),
+  engineId: engine?.info?.id ?? null,
+  ownsCompaction: engine?.info?.ownsCompaction ?? null,
+  steps: [],
+};
+for (const step of spec.steps) {
+  const started = Date.now();
+  let result;
+  try {
+    result = await engine[step.op](step.params);
+  } catch (err) {
+    result = { thrown: String(err?.message ?? err) };
+  }
+  out.steps.push({ op: step.op, ms: Date.now() - started, result: result ?? null });
+}
+process.stdout.write(JSON.stringify(out) + "\n");
+process.exit(0);
