@@ -166,6 +166,11 @@ def _trimmed(
     trimmed, _ = _full_context(vault, session, converted, costs, budget)
     kept = [m["_oc"] for m in trimmed if "_oc" in m and converted[m["_oc"]]["role"] != "system"]
     start = min(kept) if kept else len(original) - 1
+    # The summary goes to the system prompt, not before the messages, so the
+    # conversation itself must open with the user (a question, not a tool result).
+    while start < len(original) - 1 and not (isinstance(original[start], dict)
+                                             and original[start].get("role") == "user"):
+        start += 1
     pinned = [original[i] for i, m in enumerate(converted) if m["role"] == "system" and i < start]
     summary = ""
     text = fit_summary(archive.read_summary(vault, session), budget_plan(budget)["archive"])

@@ -158,18 +158,28 @@ def _agent_commands(install: bool) -> list[click.Command]:
     def mcp(ctx: click.Context, agent: str, where: str, as_json: bool) -> None:
         _mcp(agent, where, ctx, install, as_json)
 
-    @click.command("openclaw", help=f"{verb} memex's OpenClaw gateway hook (~/.openclaw/hooks/memex/).")
+    @click.command("openclaw", help=f"{verb} memex as OpenClaw's context engine (plugin in openclaw.json) "
+                                    "and its gateway message hook (~/.openclaw/hooks/memex/).")
     @json_option
     @click.pass_context
     def openclaw(ctx: click.Context, as_json: bool) -> None:
         from memex.agents import install as inst
+        from memex.agents import install_openclaw as oc
 
         folder = inst.openclaw_dir()
+        config = oc.config_path()
         if install:
-            cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "hook", "openclaw")
-            _report(inst.install_openclaw(folder, cmd), as_json, "memex hook for OpenClaw")
+            engine = oc.install_plugin(config, inst.command(inst.memex_executable(), _vault_path(ctx), "openclaw-engine"))
+            hook = inst.install_openclaw(folder, inst.command(inst.memex_executable(), _vault_path(ctx), "hook", "openclaw"))
+            data = {**engine, "hook_folder": hook["folder"], "events": hook["events"],
+                    "changed": engine["changed"] or hook["changed"],
+                    "next": f"openclaw hooks enable {inst.OPENCLAW_HOOK}; then restart the gateway"}
+            _report(data, as_json, "memex for OpenClaw")
         else:
-            _report(inst.uninstall_openclaw(folder), as_json, "memex hook for OpenClaw removed")
+            engine = oc.uninstall_plugin(config)
+            hook = inst.uninstall_openclaw(folder)
+            _report({**engine, "hook_folder": hook["folder"], "removed": engine["removed"] + hook["removed"],
+                     "changed": engine["changed"] or hook["changed"]}, as_json, "memex for OpenClaw removed")
 
     return [claude, codex, mcp, openclaw]
 

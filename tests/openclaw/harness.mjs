@@ -35,13 +35,13 @@ const config = {
     allow: ["memex"],
     load: { paths: [spec.pluginDir] },
     slots: { contextEngine: "memex" },
-    entries: { memex: { enabled: true, config: { command: spec.command } } },
+    entries: { memex: { enabled: true, config: { command: spec.command, ...(spec.timeoutMs ? { timeoutMs: spec.timeoutMs } : {}) } } },
   },
 };
 const registry = loadPlugins({ config, workspaceDir: spec.workspace, activate: true, cache: false });
 const record = (registry.plugins ?? []).find((p) => p.id === "memex");
 ensureEngines();
-const engine = await resolveEngine(config, { workspaceDir: spec.workspace });
+let engine = await resolveEngine(config, { workspaceDir: spec.workspace });
 const out = {
   plugin: record ? { id: record.id, status: record.status, error: record.error ?? null, source: record.source } : null,
   diagnostics: (registry.diagnostics ?? []).filter((d) => String(d.pluginId ?? "").includes("memex") || d.level === "error")
@@ -51,6 +51,8 @@ const out = {
   steps: [],
 };
 for (const step of spec.steps) {
+  // OpenClaw resolves an engine per run: a fresh instance must share the process.
+  if (step.fresh) engine = await resolveEngine(config, { workspaceDir: spec.workspace });
   const started = Date.now();
   let result;
   try {
@@ -58,7 +60,7 @@ for (const step of spec.steps) {
   } catch (err) {
     result = { thrown: String(err?.message ?? err) };
   }
-  out.steps.push({ op: step.op, ms: Date.now() - started, result: result ?? null });
+  out.steps.push({ op: step.op, engineId: engine?.info?.id ?? null, ms: Date.now() - started, result: result ?? null });
 }
 process.stdout.write(JSON.stringify(out) + "\n");
 process.exit(0);
