@@ -53,12 +53,13 @@ def tool_result(cid: str, name: str, out: str, ts: int = 3) -> dict[str, Any]:
 
 
 def drive(tmp_path: Path, command: list[str], steps: list[dict[str, Any]],
-          timeout_ms: dict[str, int] | None = None) -> dict[str, Any]:
+          timeout_ms: dict[str, int] | None = None, config_file: Path | None = None) -> dict[str, Any]:
     package, version = openclaw_package()
     home = tmp_path / "home"
     (home / ".openclaw").mkdir(parents=True, exist_ok=True)
     spec = {"openclaw": str(package), "version": version, "pluginDir": str(PLUGIN_DIR), "command": command,
-            "workspace": str(tmp_path), "steps": steps, "timeoutMs": timeout_ms}
+            "workspace": str(tmp_path), "steps": steps, "timeoutMs": timeout_ms,
+            "configFile": str(config_file) if config_file else None}
     spec_path = tmp_path / "spec.json"
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "OPENCLAW_STATE_DIR": str(home / ".openclaw"),

@@ -81,8 +81,12 @@ def recall_scopes(vault: Vault, session_key: Any = None, channel: str = "", send
     return list(dict.fromkeys([own, *(vault.check_scope(s) for s in extra)]))
 
 
-def _frame(payload: Payload) -> tuple[str, str, str, str | None, bool, str]:
-    """(action, channel, text, session key, delivered, peer) from either event form."""
+def _frame(payload: Payload) -> tuple[str, str, str, str | None, bool, str, str]:
+    """(action, channel, text, session key, delivered, conversation, peer) from either event form.
+
+    The peer is who the gateway talks to (``from`` of a received message,
+    ``to`` of a sent one); the conversation is ``conversationId``, else the peer.
+    """
     ctx = payload.get("context")
     if isinstance(ctx, dict) and payload.get("type") == "message":
         action = payload.get("action")
@@ -90,7 +94,8 @@ def _frame(payload: Payload) -> tuple[str, str, str, str | None, bool, str]:
         text = ctx.get("content")
         key = payload.get("sessionKey") or ctx.get("sessionKey")
         delivered = ctx.get("success", True) is not False
-        peer = ctx.get("conversationId") or (ctx.get("to") if action == "sent" else ctx.get("from"))
+        peer = ctx.get("to") if action == "sent" else ctx.get("from")
+        conversation = ctx.get("conversationId") or peer
     else:
         event = payload.get("event")
         if not isinstance(event, str) or not event.startswith("message:"):
@@ -100,22 +105,28 @@ def _frame(payload: Payload) -> tuple[str, str, str, str | None, bool, str]:
         text = payload.get("text")
         key = payload.get("session")
         delivered = payload.get("success", True) is not False
-        peer = payload.get("conversation") or (payload.get("to") if action == "sent" else payload.get("from"))
+        peer = payload.get("to") if action == "sent" else payload.get("from")
+        conversation = payload.get("conversation") or peer
     if action not in ("received", "sent"):
         raise InvalidArgument("action", f"expected received or sent, got {action!r}")
     if not isinstance(channel, str) or not channel.strip():
         raise InvalidArgument("channel", "missing from the OpenClaw event (context.channelId)")
     if not isinstance(text, str):
         raise InvalidArgument("text", "missing from the OpenClaw event (context.content)")
-    peer_text = str(peer).strip() if isinstance(peer, (str, int)) and not isinstance(peer, bool) else ""
-    return action, channel.strip(), text, key if isinstance(key, str) and key.strip() else None, delivered, peer_text
+    key_text = key if isinstance(key, str) and key.strip() else None
+    return action, channel.strip(), text, key_text, delivered, _id(conversation), _id(peer)
 
 
-def gateway_session(channel: str, session_key: str | None = None, peer: str = "") -> str:
-    """One memex session per conversation: the session key's, else channel + peer."""
+def _id(value: Any) -> str:
+    return str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
+
+
+def gateway_session(channel: str, session_key: str | None = None, conversation: str = "") -> str:
+    """One memex session per conversation: the session key's, else channel + conversation."""
     if session_key:
         return context.session_id(session_key=session_key)
-    return context.session_id(f"openclaw-gateway:{channel}:{peer}" if peer else f"openclaw-gateway:{channel}")
+    name = f"openclaw-gateway:{channel}:{conversation}" if conversation else f"openclaw-gateway:{channel}"
+    return context.session_id(name)
 
 
 def _archive(vault: Vault, session: str, role: str, text: str, scope: str) -> dict[str, Any]:
@@ -126,8 +137,8 @@ def _archive(vault: Vault, session: str, role: str, text: str, scope: str) -> di
 
 
 def handle(vault: Vault, payload: Payload) -> HookResult:
-    action, channel, text, key, delivered, peer = _frame(payload)
-    session = gateway_session(channel, key, peer)
+    action, channel, text, key, delivered, conversation, peer = _frame(payload)
+    session = gateway_session(channel, key, conversation)
     scope = capture_scope(vault, key, channel, peer)
     if action == "sent":
         if not delivered or not text.strip():

@@ -30,7 +30,8 @@ const loadPlugins = await exported("loadOpenClawPlugins");
 const ensureEngines = await exported("ensureContextEnginesInitialized");
 const resolveEngine = await exported("resolveContextEngine");
 
-const config = {
+// The config `memex install openclaw` wrote, or one naming the plugin directly.
+const config = spec.configFile ? JSON.parse(readFileSync(spec.configFile, "utf8")) : {
   plugins: {
     allow: ["memex"],
     load: { paths: [spec.pluginDir] },
