@@ -169,8 +169,9 @@ def _agent_commands(install: bool) -> list[click.Command]:
         folder = inst.openclaw_dir()
         config = oc.config_path()
         if install:
-            engine = oc.install_plugin(config, inst.command(inst.memex_executable(), _vault_path(ctx), "openclaw-engine"))
-            hook = inst.install_openclaw(folder, inst.command(inst.memex_executable(), _vault_path(ctx), "hook", "openclaw"))
+            program, vault = inst.memex_executable(), _vault_path(ctx)
+            engine = oc.install_plugin(config, inst.command(program, vault, "openclaw-engine"))
+            hook = inst.install_openclaw(folder, inst.command(program, vault, "hook", "openclaw"))
             data = {**engine, "hook_folder": hook["folder"], "events": hook["events"],
                     "changed": engine["changed"] or hook["changed"],
                     "next": f"openclaw hooks enable {inst.OPENCLAW_HOOK}; then restart the gateway"}
