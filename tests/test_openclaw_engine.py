@@ -132,3 +132,23 @@ def test_built_plugin_matches_its_typescript_source() -> None:
 def test_bad_after_turn_params_are_named(vault: Vault, bad: dict[str, Any]) -> None:
     with pytest.raises(Exception, match="messages|prePromptMessageCount"):
         openclaw_engine.after_turn(vault, {"sessionId": "s", **bad}, commit="none")
+
+
+def test_prompt_already_last_is_not_counted_twice(vault: Vault) -> None:
+    messages = [user("hi", ts=1), assistant(text("hello"), ts=2), user("what's new?", ts=3)]
+    with_prompt = openclaw_engine.assemble(vault, {"sessionId": "s", "messages": messages, "tokenBudget": 100_000,
+                                                   "prompt": "what's new?"})
+    without = openclaw_engine.assemble(vault, {"sessionId": "s", "messages": messages, "tokenBudget": 100_000})
+    assert with_prompt == without
+
+
+def test_pending_prompt_may_leave_no_history(vault: Vault) -> None:
+    """Over budget with the prompt apart: the history may go entirely, never half a tool pair."""
+    big = "word " * 30_000
+    messages = [user(big, ts=1), assistant(text("ok"), tool_call("c", "read", {}), ts=2),
+                tool_result("c", "read", big, ts=3), assistant(text("done"), ts=4)]
+    result = openclaw_engine.assemble(vault, {"sessionId": "s", "messages": messages, "tokenBudget": 30_000,
+                                              "prompt": "next question"})
+    kept = result["messages"]
+    assert kept == messages[len(messages) - len(kept):]
+    assert not kept or kept[0]["role"] == "user"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -53,19 +54,20 @@ def tool_result(cid: str, name: str, out: str, ts: int = 3) -> dict[str, Any]:
 
 
 def drive(tmp_path: Path, command: list[str], steps: list[dict[str, Any]],
-          timeout_ms: dict[str, int] | None = None, config_file: Path | None = None) -> dict[str, Any]:
+          timeout_ms: dict[str, int] | None = None, config_file: Path | None = None,
+          wait_for_exit: bool = False) -> dict[str, Any]:
     package, version = openclaw_package()
     home = tmp_path / "home"
     (home / ".openclaw").mkdir(parents=True, exist_ok=True)
     spec = {"openclaw": str(package), "version": version, "pluginDir": str(PLUGIN_DIR), "command": command,
             "workspace": str(tmp_path), "steps": steps, "timeoutMs": timeout_ms,
-            "configFile": str(config_file) if config_file else None}
+            "configFile": str(config_file) if config_file else None, "waitForExit": wait_for_exit}
     spec_path = tmp_path / "spec.json"
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "OPENCLAW_STATE_DIR": str(home / ".openclaw"),
            "MEMEX_WARM": "0", "MEMEX_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.run([node(), str(ROOT / "tests" / "openclaw" / "harness.mjs"), str(spec_path)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60 if wait_for_exit else 600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     out["stderr"] = proc.stderr
@@ -99,25 +101,34 @@ def test_engine_through_openclaws_loader(vault_root: Path, tmp_path: Path) -> No
         {"op": "afterTurn", "fresh": True, "params": {"sessionId": "run-1", "sessionKey": KEY,
                                                       "sessionFile": "/dev/null", "messages": turn,
                                                       "prePromptMessageCount": 0, "tokenBudget": 200000}},
-        {"op": "assemble", "fresh": True, "params": {"sessionId": "run-2", "sessionKey": KEY,
-                                                     "messages": [*turn, question], "tokenBudget": 200000,
-                                                     "prompt": question["content"]}},
+        # As OpenClaw's embedded runner calls it: the history, and the new prompt apart.
+        {"op": "assemble", "fresh": True, "params": {"sessionId": "run-2", "sessionKey": KEY, "messages": turn,
+                                                     "tokenBudget": 200000, "prompt": question["content"]}},
+        # As another host may: the prompt is the last message.
+        {"op": "assemble", "params": {"sessionId": "run-2", "sessionKey": KEY, "messages": [*turn, question],
+                                      "tokenBudget": 200000}},
         {"op": "compact", "fresh": True, "params": {"sessionId": "run-2", "sessionKey": KEY, "tokenBudget": 200000,
                                                     "force": True, "currentTokenCount": 900}},
     ])
     assert out["plugin"]["status"] == "loaded" and out["plugin"]["error"] is None, out
     assert out["engineId"] == "memex" and out["ownsCompaction"] is True
-    ingest, heartbeat, after, assembled, compacted = (s["result"] for s in out["steps"])
+    ingest, heartbeat, after, assembled, inline, compacted = (s["result"] for s in out["steps"])
     assert all(s["engineId"] == "memex" for s in out["steps"])
     assert ingest == {"ingested": True} and heartbeat == {"ingested": False}
     assert after is None  # afterTurn returns void
-    # The model sees OpenClaw's own messages, the recalled memory before the question.
-    messages = assembled["messages"]
+    # OpenClaw appends the prompt after assembly: the history comes back as it
+    # was, the recalled memory in the system prompt addition.
+    assert assembled["messages"] == turn
+    assert assembled["systemPromptAddition"].startswith("<relevant-memories>")
+    assert "blue-green releases on Fridays" in assembled["systemPromptAddition"]
+    assert assembled["estimatedTokens"] > 0
+    # With the prompt as the last message, the block goes before its text.
+    messages = inline["messages"]
     assert messages[:4] == turn and messages[4]["role"] == "user" and messages[4]["timestamp"] == 10
     assert messages[4]["content"].startswith("<relevant-memories>")
     assert "blue-green releases on Fridays" in messages[4]["content"]
     assert messages[4]["content"].endswith(question["content"])
-    assert assembled["estimatedTokens"] > 0 and "systemPromptAddition" not in assembled
+    assert "systemPromptAddition" not in inline
     assert compacted["ok"] is True and compacted["result"]["tokensBefore"] == 900
     # ONE process served every engine instance of this gateway.
     assert len(starts.read_text().split()) == 1
@@ -137,10 +148,10 @@ def test_over_budget_keeps_newest_messages_and_summary_in_system_prompt(vault_ro
         history.append(assistant(text(f"answer {i}"), tool_call(f"c{i}", "read", {"n": i}), ts=10 * i + 1))
         history.append(tool_result(f"c{i}", "read", f"result {i}", ts=10 * i + 2))
         history.append(assistant(text(f"done {i}"), ts=10 * i + 3))
-    history.append(user("and now?", ts=999))
-    params = {"sessionId": "r", "sessionKey": KEY, "messages": history, "tokenBudget": 25_000}
+    params = {"sessionId": "r", "sessionKey": KEY, "messages": history, "tokenBudget": 25_000, "prompt": "and now?"}
     out = drive(tmp_path, engine_command(vault_root), [
-        {"op": "afterTurn", "params": {**params, "sessionFile": "/dev/null", "prePromptMessageCount": 0}},
+        {"op": "afterTurn", "params": {"sessionId": "r", "sessionKey": KEY, "messages": history,
+                                       "sessionFile": "/dev/null", "prePromptMessageCount": 0}},
         {"op": "compact", "params": {"sessionId": "r", "sessionKey": KEY, "tokenBudget": 25_000, "force": True,
                                      "currentTokenCount": 9000}},
         {"op": "assemble", "params": params},
@@ -150,7 +161,7 @@ def test_over_budget_keeps_newest_messages_and_summary_in_system_prompt(vault_ro
     # A suffix of OpenClaw's own messages, unchanged, opening with the user,
     # never a tool result without its call.
     assert 1 < len(kept) < len(history) and kept == history[-len(kept):]
-    assert kept[0]["role"] == "user" and kept[-1] == history[-1]
+    assert kept[0]["role"] == "user" and kept[-1] == history[-1]  # OpenClaw appends the prompt after
     # 25,000 - reserve max(15%, 20,000) = 5,000 tokens for messages and summary.
     assert assembled["estimatedTokens"] <= 5_000
     assert assembled["systemPromptAddition"].strip()
@@ -184,3 +195,22 @@ def test_fails_open_on_timeout(tmp_path: Path) -> None:
     [step] = out["steps"]
     assert step["result"]["messages"] == messages and step["ms"] < 5000
     assert "timed out" in out["stderr"]
+
+
+def test_idle_memex_process_lets_openclaw_exit(vault_root: Path, tmp_path: Path) -> None:
+    """A one-shot `openclaw` command ends when its work is done; the memex process then ends too."""
+    set_config(vault_root, "embedding", 'model = "none"')
+    starts = tmp_path / "starts.log"
+    out = drive(tmp_path, engine_command(vault_root, starts), [
+        {"op": "assemble", "params": {"sessionId": "s", "sessionKey": KEY, "messages": [user("hi")],
+                                      "tokenBudget": 100_000}},
+    ], wait_for_exit=True)  # Node ending on its own, not by process.exit()
+    assert out["steps"][0]["result"]["messages"] == [user("hi")]
+    [pid] = starts.read_text().split()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        if "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]:
+            break  # exited, waiting to be reaped by init
+        time.sleep(0.1)
+    gone = not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    assert gone, "the memex process outlived the gateway"

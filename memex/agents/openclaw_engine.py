@@ -117,11 +117,37 @@ def _with_block(msg: dict[str, Any], block: str) -> dict[str, Any]:
     return out
 
 
+def _pending_prompt(original: list[Any], params: dict[str, Any]) -> str:
+    """The user's prompt for this run when it is not among ``messages`` yet.
+
+    OpenClaw's embedded runner passes the history before the current turn as
+    ``messages`` and the new prompt as ``prompt``, appending the prompt itself
+    after assembly; other hosts pass the prompt as the last message.
+    """
+    prompt = params.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        return ""
+    last = original[-1] if original else None
+    already = isinstance(last, dict) and last.get("role") == "user"
+    if already and _text_of(last.get("content")).strip() == prompt.strip():  # type: ignore[union-attr]
+        return ""
+    return prompt
+
+
 def assemble(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
-    """OpenClaw's ``assemble``: an ``AssembleResult``."""
+    """OpenClaw's ``assemble``: an ``AssembleResult``.
+
+    Recall uses the latest user message: the pending ``prompt`` when OpenClaw
+    gives one (the block then goes to ``systemPromptAddition``, since OpenClaw
+    appends the prompt itself), else the last message of ``messages`` (the
+    block goes before its text, as for other agents).
+    """
     original = params.get("messages")
     converted = to_memex(original)
     assert isinstance(original, list)
+    pending = _pending_prompt(original, params)
+    if pending:
+        converted.append({"role": "user", "content": [{"type": "text", "text": pending}], "_oc": len(original)})
     session = memex_session(params)
     scopes = openclaw.recall_scopes(vault, params.get("sessionKey"))
     answer = context.assemble(vault, session, [{k: v for k, v in m.items() if k != "_oc"} for m in converted],
@@ -133,14 +159,18 @@ def assemble(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
         if isinstance(first, list) and first and isinstance(first[0], dict):
             block = str(first[0].get("text", ""))
     messages: list[Any] = list(original)
-    addition = ""
+    additions: list[str] = []
     if answer["mode"] == "full":
-        messages, addition = _trimmed(vault, session, original, converted, params)
-    if block:
+        messages, summary = _trimmed(vault, session, original, converted, params, bool(pending))
+        additions += [summary] if summary else []
+    if block and pending:
+        additions.append(block)
+    elif block:
         last_user = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"),
                         default=None)
         if last_user is not None:
             messages[last_user] = _with_block(messages[last_user], block)
+    addition = "\n\n".join(additions)
     estimated = count_messages(to_memex_plain(messages)) + (count_text(addition) if addition else 0)
     result: dict[str, Any] = {"messages": messages, "estimatedTokens": estimated}
     if addition:
@@ -153,25 +183,29 @@ def to_memex_plain(messages: list[Any]) -> list[dict[str, Any]]:
 
 
 def _trimmed(
-    vault: Vault, session: str, original: list[Any], converted: list[dict[str, Any]], params: dict[str, Any]
+    vault: Vault, session: str, original: list[Any], converted: list[dict[str, Any]], params: dict[str, Any],
+    pending: bool,
 ) -> tuple[list[Any], str]:
     """The newest OpenClaw messages that fit, and the summary for the system prompt.
 
     Runs memex's own trimming on the converted messages with ``_oc`` indices
     kept, then keeps OpenClaw's originals from the oldest index that survived
-    (trimming only ever drops a prefix; merged messages lie after it).
+    (trimming only ever drops a prefix; merged messages lie after it). With
+    a ``pending`` prompt (the last converted message, not OpenClaw's) the
+    history may be left empty: OpenClaw appends the prompt after it.
     """
     budget = _budget(params)
     costs = message_costs(converted)
     trimmed, _ = _full_context(vault, session, converted, costs, budget)
-    kept = [m["_oc"] for m in trimmed if "_oc" in m and converted[m["_oc"]]["role"] != "system"]
-    start = min(kept) if kept else len(original) - 1
+    kept = [m["_oc"] for m in trimmed
+            if "_oc" in m and m["_oc"] < len(original) and converted[m["_oc"]]["role"] != "system"]
+    end = len(original) if pending else len(original) - 1
+    start = min(kept) if kept else end
     # The summary goes to the system prompt, not before the messages, so the
     # conversation itself must open with the user (a question, not a tool result).
-    while start < len(original) - 1 and not (isinstance(original[start], dict)
-                                             and original[start].get("role") == "user"):
+    while start < end and not (isinstance(original[start], dict) and original[start].get("role") == "user"):
         start += 1
-    pinned = [original[i] for i, m in enumerate(converted) if m["role"] == "system" and i < start]
+    pinned = [original[i] for i, m in enumerate(converted[: len(original)]) if m["role"] == "system" and i < start]
     summary = ""
     text = fit_summary(archive.read_summary(vault, session), budget_plan(budget)["archive"])
     if text:

@@ -67,7 +67,24 @@ class MemexProcess {
     child.on("error", (err       ) => gone(`could not start: ${err.message}`));
     child.on("exit", (code               , signal               ) => gone(`exited (${signal ?? code})`));
     child.stdin .on("error", () => {});
+    this.hold(false);
     return child;
+  }
+
+  // An idle memex process must not keep Node running: a one-shot `openclaw`
+  // command would never exit. While a request waits, it holds the event loop.
+          hold(waiting         )       {
+    const child = this.child        ;
+    if (!child) return;
+    for (const handle of [child, child.stdout, child.stderr, child.stdin]) {
+      if (waiting) handle?.ref?.();
+      else handle?.unref?.();
+    }
+  }
+
+          settle(id        )       {
+    this.pending.delete(id);
+    if (this.pending.size === 0) this.hold(false);
   }
 
           onData(chunk        )       {
@@ -86,7 +103,7 @@ class MemexProcess {
       }
       const waiting = this.pending.get(answer?.id);
       if (!waiting) continue; // its caller timed out and went on without it
-      this.pending.delete(answer.id);
+      this.settle(answer.id);
       clearTimeout(waiting.timer);
       if (answer.ok) waiting.resolve(answer.result);
       else waiting.reject(new Error(String(answer.error ?? "memex engine error")));
@@ -104,11 +121,11 @@ class MemexProcess {
       }
       const id = this.nextId++;
       const timer = setTimeout(() => {
-        this.pending.delete(id);
+        this.settle(id);
         reject(new Error(`memex ${op} timed out after ${timeoutMs} ms`));
       }, timeoutMs);
-      timer.unref?.();
       this.pending.set(id, { resolve, reject, timer });
+      this.hold(true);
       child.stdin .write(JSON.stringify({ id, op, params }) + "\n");
     });
   }

@@ -66,7 +66,24 @@ class MemexProcess {
     child.on("error", (err: Error) => gone(`could not start: ${err.message}`));
     child.on("exit", (code: number | null, signal: string | null) => gone(`exited (${signal ?? code})`));
     child.stdin!.on("error", () => {});
+    this.hold(false);
     return child;
+  }
+
+  // An idle memex process must not keep Node running: a one-shot `openclaw`
+  // command would never exit. While a request waits, it holds the event loop.
+  private hold(waiting: boolean): void {
+    const child = this.child as Json;
+    if (!child) return;
+    for (const handle of [child, child.stdout, child.stderr, child.stdin]) {
+      if (waiting) handle?.ref?.();
+      else handle?.unref?.();
+    }
+  }
+
+  private settle(id: number): void {
+    this.pending.delete(id);
+    if (this.pending.size === 0) this.hold(false);
   }
 
   private onData(chunk: string): void {
@@ -85,7 +102,7 @@ class MemexProcess {
       }
       const waiting = this.pending.get(answer?.id);
       if (!waiting) continue; // its caller timed out and went on without it
-      this.pending.delete(answer.id);
+      this.settle(answer.id);
       clearTimeout(waiting.timer);
       if (answer.ok) waiting.resolve(answer.result);
       else waiting.reject(new Error(String(answer.error ?? "memex engine error")));
@@ -103,11 +120,11 @@ class MemexProcess {
       }
       const id = this.nextId++;
       const timer = setTimeout(() => {
-        this.pending.delete(id);
+        this.settle(id);
         reject(new Error(`memex ${op} timed out after ${timeoutMs} ms`));
       }, timeoutMs);
-      timer.unref?.();
       this.pending.set(id, { resolve, reject, timer });
+      this.hold(true);
       child.stdin!.write(JSON.stringify({ id, op, params }) + "\n");
     });
   }
