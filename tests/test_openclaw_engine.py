@@ -17,7 +17,7 @@ from memex.agents import openclaw_engine, openclaw_server
 from memex.context import archive
 from memex.vault import Vault
 from tests.hook_helpers import MEMEX, lexical_only
-from tests.node_tools import PLUGIN_DIR, ROOT, node
+from tests.node_tools import PLUGIN_DIR, ROOT, node, openclaw_package
 from tests.test_openclaw_plugin import KEY, SESSION, assistant, text, tool_call, tool_result, user
 
 
@@ -152,3 +152,15 @@ def test_pending_prompt_may_leave_no_history(vault: Vault) -> None:
     kept = result["messages"]
     assert kept == messages[len(messages) - len(kept):]
     assert not kept or kept[0]["role"] == "user"
+
+
+def test_plugin_source_type_checks_against_openclaws_sdk() -> None:
+    """index.ts against OpenClaw's own declarations (OpenClawPluginApi, ContextEngine)."""
+    package, _ = openclaw_package()
+    tsc = ROOT / ".node" / "node_modules" / "typescript" / "bin" / "tsc"
+    if not tsc.exists():
+        pytest.skip("TypeScript is not installed in .node/; run `bash scripts/openclaw_env.sh`")
+    proc = subprocess.run([node(), str(tsc), "-p", str(ROOT / "tests" / "openclaw" / "tsconfig.json")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (package / "dist" / "plugin-sdk" / "core.d.ts").exists()

@@ -12,8 +12,14 @@
 // Source of index.js (built by scripts/build_openclaw_plugin.mjs: types
 // stripped, nothing else changed). Edit this file, then rebuild.
 import { spawn,                   } from "node:child_process";
+// Types only (erased from index.js): checked against OpenClaw's own SDK by
+// tests/test_openclaw_engine.py (tsc with tests/openclaw/tsconfig.json).
+                                                                  
+                                                                                                       
 
                 
+                                                                                                          
+                                              
                                                                                                             
                                                                                          
                                                                           
@@ -163,11 +169,11 @@ function roughTokens(messages        )         {
   return Math.ceil(JSON.stringify(messages ?? []).length / 4);
 }
 
-export function createMemexEngine(config              , log        )       {
+export function createMemexEngine(config              , log        )                {
   const command = Array.isArray(config.command) && config.command.length ? config.command : ["memex", "openclaw-engine"];
   const timeouts           = { ...DEFAULT_TIMEOUTS, ...(config.timeoutMs ?? {}) };
   const proc = processFor(command, log);
-  const call = async    (op                , params      , fallback         )             => {
+  const call = async    (op                , params        , fallback         )             => {
     try {
       return (await proc.request(op, params, timeouts[op]))     ;
     } catch (err) {
@@ -183,21 +189,21 @@ export function createMemexEngine(config              , log        )       {
       ownsCompaction: true,
       acceptedHostParams: ["sessionKey", "prompt", "runtimeSettings"],
     },
-    async ingest(params      ) {
+    async ingest(params                            )                                      {
       return call("ingest", plain(params, ["sessionId", "sessionKey", "message", "isHeartbeat"]),
         () => ({ ingested: false }));
     },
-    async assemble(params      ) {
+    async assemble(params                              )                                        {
       const messages = params?.messages ?? [];
       return call("assemble", plain(params, ["sessionId", "sessionKey", "messages", "tokenBudget", "prompt"]),
         () => ({ messages, estimatedTokens: roughTokens(messages) }));
     },
-    async afterTurn(params      ) {
+    async afterTurn(params                               )                {
       await call("afterTurn",
         plain(params, ["sessionId", "sessionKey", "messages", "prePromptMessageCount", "isHeartbeat", "tokenBudget"]),
         () => undefined);
     },
-    async compact(params      ) {
+    async compact(params                             )                                       {
       return call("compact",
         plain(params, ["sessionId", "sessionKey", "tokenBudget", "force", "currentTokenCount"]),
         () => ({ ok: false, compacted: false, reason: "memex was not reachable; nothing compacted" }));
@@ -213,7 +219,7 @@ export function stopMemexProcesses()       {
   processes.clear();
 }
 
-export default function register(api      )       {
+export default function register(api                   )       {
   const config               = (api?.pluginConfig ?? {})                ;
   const log         = api?.logger ?? console;
   api.registerContextEngine(ENGINE_ID, () => createMemexEngine(config, log));

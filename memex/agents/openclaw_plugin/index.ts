@@ -11,8 +11,14 @@
 // Source of index.js (built by scripts/build_openclaw_plugin.mjs: types
 // stripped, nothing else changed). Edit this file, then rebuild.
 import { spawn, type ChildProcess } from "node:child_process";
+// Types only (erased from index.js): checked against OpenClaw's own SDK by
+// tests/test_openclaw_engine.py (tsc with tests/openclaw/tsconfig.json).
+import type { OpenClawPluginApi } from "openclaw/plugin-sdk/core";
+import type { HarnessContextEngine as ContextEngine } from "openclaw/plugin-sdk/agent-harness-runtime";
 
 type Json = any;
+type Method<K extends keyof ContextEngine> = NonNullable<ContextEngine[K]> extends (p: infer A) => infer R
+  ? { params: A; result: Awaited<R> } : never;
 type Logger = { info?: (msg: string) => void; warn?: (msg: string) => void; error?: (msg: string) => void };
 type Timeouts = { ingest: number; assemble: number; afterTurn: number; compact: number };
 type PluginConfig = { command?: string[]; timeoutMs?: Partial<Timeouts> };
@@ -162,11 +168,11 @@ function roughTokens(messages: Json[]): number {
   return Math.ceil(JSON.stringify(messages ?? []).length / 4);
 }
 
-export function createMemexEngine(config: PluginConfig, log: Logger): Json {
+export function createMemexEngine(config: PluginConfig, log: Logger): ContextEngine {
   const command = Array.isArray(config.command) && config.command.length ? config.command : ["memex", "openclaw-engine"];
   const timeouts: Timeouts = { ...DEFAULT_TIMEOUTS, ...(config.timeoutMs ?? {}) };
   const proc = processFor(command, log);
-  const call = async <T>(op: keyof Timeouts, params: Json, fallback: () => T): Promise<T> => {
+  const call = async <T>(op: keyof Timeouts, params: object, fallback: () => T): Promise<T> => {
     try {
       return (await proc.request(op, params, timeouts[op])) as T;
     } catch (err) {
@@ -182,21 +188,21 @@ export function createMemexEngine(config: PluginConfig, log: Logger): Json {
       ownsCompaction: true,
       acceptedHostParams: ["sessionKey", "prompt", "runtimeSettings"],
     },
-    async ingest(params: Json) {
+    async ingest(params: Method<"ingest">["params"]): Promise<Method<"ingest">["result"]> {
       return call("ingest", plain(params, ["sessionId", "sessionKey", "message", "isHeartbeat"]),
         () => ({ ingested: false }));
     },
-    async assemble(params: Json) {
+    async assemble(params: Method<"assemble">["params"]): Promise<Method<"assemble">["result"]> {
       const messages = params?.messages ?? [];
       return call("assemble", plain(params, ["sessionId", "sessionKey", "messages", "tokenBudget", "prompt"]),
         () => ({ messages, estimatedTokens: roughTokens(messages) }));
     },
-    async afterTurn(params: Json) {
+    async afterTurn(params: Method<"afterTurn">["params"]): Promise<void> {
       await call("afterTurn",
         plain(params, ["sessionId", "sessionKey", "messages", "prePromptMessageCount", "isHeartbeat", "tokenBudget"]),
         () => undefined);
     },
-    async compact(params: Json) {
+    async compact(params: Method<"compact">["params"]): Promise<Method<"compact">["result"]> {
       return call("compact",
         plain(params, ["sessionId", "sessionKey", "tokenBudget", "force", "currentTokenCount"]),
         () => ({ ok: false, compacted: false, reason: "memex was not reachable; nothing compacted" }));
@@ -212,7 +218,7 @@ export function stopMemexProcesses(): void {
   processes.clear();
 }
 
-export default function register(api: Json): void {
+export default function register(api: OpenClawPluginApi): void {
   const config: PluginConfig = (api?.pluginConfig ?? {}) as PluginConfig;
   const log: Logger = api?.logger ?? console;
   api.registerContextEngine(ENGINE_ID, () => createMemexEngine(config, log));
