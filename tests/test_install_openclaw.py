@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from memex.agents import install_openclaw as oc
 from tests.hook_helpers import MEMEX
 from tests.test_install_agents import memex
+from tests.node_tools import node, openclaw_package
 from tests.test_openclaw_plugin import KEY, drive, user
 
 
@@ -122,3 +124,21 @@ def test_installed_config_loads_in_openclaw(home: Path, tmp_path: Path, vault_ro
     assert out["plugin"]["status"] == "loaded" and out["engineId"] == "memex"
     assert out["steps"][0]["result"]["messages"] == messages
     assert "fail open" not in out["stderr"], out["stderr"]
+
+
+def test_openclaw_cli_sees_memex_installed_and_selected(home: Path, tmp_path: Path, vault_root: Path) -> None:
+    """`openclaw plugins inspect memex` (OpenClaw's own CLI) after `memex install openclaw`."""
+    package, _ = openclaw_package()
+    assert memex(home, tmp_path, "install", "openclaw", "--json", vault=vault_root).returncode == 0
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+    proc = subprocess.run([node(), str(package / "openclaw.mjs"), "plugins", "inspect", "memex", "--json"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    plugin = json.loads(proc.stdout)["plugin"]
+    assert plugin["status"] == "loaded" and plugin["enabled"] is True and plugin["kind"] == "context-engine"
+    assert plugin["activationReason"] == "selected context engine slot"
+    assert plugin["rootDir"] == str(oc.PLUGIN_DIR)
+    memex(home, tmp_path, "uninstall", "openclaw", "--json")
+    gone = subprocess.run([node(), str(package / "openclaw.mjs"), "plugins", "inspect", "memex", "--json"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert gone.returncode != 0 or json.loads(gone.stdout).get("plugin") is None

@@ -111,6 +111,7 @@ def test_engine_through_openclaws_loader(vault_root: Path, tmp_path: Path) -> No
                                                     "force": True, "currentTokenCount": 900}},
     ])
     assert out["plugin"]["status"] == "loaded" and out["plugin"]["error"] is None, out
+    assert out["plugin"]["contextEngineIds"] == ["memex"]
     assert out["engineId"] == "memex" and out["ownsCompaction"] is True
     ingest, heartbeat, after, assembled, inline, compacted = (s["result"] for s in out["steps"])
     assert all(s["engineId"] == "memex" for s in out["steps"])

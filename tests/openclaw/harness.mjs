@@ -44,7 +44,8 @@ const record = (registry.plugins ?? []).find((p) => p.id === "memex");
 ensureEngines();
 let engine = await resolveEngine(config, { workspaceDir: spec.workspace });
 const out = {
-  plugin: record ? { id: record.id, status: record.status, error: record.error ?? null, source: record.source } : null,
+  plugin: record ? { id: record.id, status: record.status, error: record.error ?? null, source: record.source,
+    contextEngineIds: record.contextEngineIds ?? [] } : null,
   diagnostics: (registry.diagnostics ?? []).filter((d) => String(d.pluginId ?? "").includes("memex") || d.level === "error")
     .map((d) => ({ level: d.level, message: d.message })),
   engineId: engine?.info?.id ?? null,
