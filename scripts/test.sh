@@ -12,4 +12,6 @@ fi
 # The whole package is kept clean under mypy --strict (pyproject.toml [tool.mypy]).
 # It runs first so that pytest's summary is the last line a reader (or CI) sees.
 .venv/bin/python -m mypy memex
+# Node and the real openclaw package for the plugin tests (skipped, saying why, without them).
+bash scripts/openclaw_env.sh
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -74,16 +74,19 @@ def test_codex_notify_payload_as_argument(vault_root: Path, repo: Path) -> None:
         assert context.archive_search(vault, CODEX_SESSION, "docker")
 
 
+OPENCLAW_SESSION = context.session_id(session_key="agent:main:telegram:dm:4242")
+
+
 def test_openclaw_received_and_sent(vault: Vault) -> None:
     received = fixture("openclaw", "message_received.json")
     out = finish(openclaw.handle(vault, received))
-    assert out["session"] == "openclaw-gateway:telegram"
+    assert out["session"] == OPENCLAW_SESSION  # the conversation's, not the channel's (issue 13)
     assert out["captured"]["status"] == "created"
     [stored] = vault.list(source="openclaw")
-    assert stored.session == "openclaw-gateway:telegram" and stored.body == received["context"]["content"]
+    assert stored.session == OPENCLAW_SESSION and stored.body == received["context"]["content"]
     sent = finish(openclaw.handle(vault, fixture("openclaw", "message_sent.json")))
-    assert sent == {"session": "openclaw-gateway:telegram", "archived": True}
-    assert context.archive_search(vault, "openclaw-gateway:telegram", "kubectl")
+    assert sent == {"session": OPENCLAW_SESSION, "archived": True}
+    assert context.archive_search(vault, OPENCLAW_SESSION, "kubectl")
     # Recall for a later question on the channel brings the memory back.
     later = dict(received, context={**received["context"], "content": "when do we do blue-green deploys?"})
     again = finish(openclaw.handle(vault, later))
@@ -92,7 +95,8 @@ def test_openclaw_received_and_sent(vault: Vault) -> None:
 
 def test_openclaw_flat_form_and_chinese_capture(vault: Vault) -> None:
     out = finish(openclaw.handle(vault, fixture("openclaw", "message_received_flat.json")))
-    assert out["session"] == "openclaw-gateway:discord" and out["captured"]["status"] == "created"
+    assert out["session"] == context.session_id(session_key="agent:ops:discord:channel:77")
+    assert out["captured"]["status"] == "created"
     assert vault.get(out["captured"]["id"]).body.startswith("记住")
 
 
@@ -112,8 +116,13 @@ def test_openclaw_bad_events_are_named(vault: Vault, bad: dict[str, Any]) -> Non
 
 
 def test_same_turn_through_gateway_and_backend_is_stored_once(vault_root: Path, tmp_path: Path) -> None:
-    """The gateway sees the message, then drives Claude Code, whose hooks see it again."""
+    """The gateway sees the message, then drives Claude Code, whose hooks see it again.
+
+    Gateway captures have a scope of their own unless its owner puts them in
+    ``user`` (issue 13); then both captures meet there and are stored once.
+    """
     lexical_only(vault_root)
+    set_config(vault_root, "openclaw", 'capture_scope = "user"')
     project = tmp_path / "shop-api"
     (project / ".git").mkdir(parents=True)
     received = fixture("openclaw", "message_received.json")
@@ -138,6 +147,7 @@ def test_same_turn_through_gateway_and_backend_is_stored_once(vault_root: Path, 
 
 def test_capture_scope_is_configurable(vault_root: Path, fake_embedder: Any, tmp_path: Path) -> None:
     set_config(vault_root, "agents", 'capture_scope = "agent:ops"')
+    set_config(vault_root, "openclaw", 'capture_scope = "agent:ops"')  # the gateway's own setting
     with Vault(vault_root, embedder=fake_embedder) as vault:
         out = finish(openclaw.handle(vault, fixture("openclaw", "message_received.json")))
         assert vault.get(out["captured"]["id"]).meta["scope"] == "agent:ops"

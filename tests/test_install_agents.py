@@ -215,7 +215,7 @@ def test_install_openclaw_hook_folder(home: Path, tmp_path: Path, vault_root: Pa
     folder = home / ".openclaw" / "hooks" / "memex"
     proc = memex(home, tmp_path, "install", "openclaw", "--json", vault=vault_root)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["next"] == "openclaw hooks enable memex"
+    assert json.loads(proc.stdout)["next"].startswith("openclaw hooks enable memex")
     meta = (folder / "HOOK.md").read_text(encoding="utf-8")
     assert '"events": ["message:received", "message:sent"]' in meta
     handler = (folder / "handler.ts").read_text(encoding="utf-8")
@@ -223,7 +223,8 @@ def test_install_openclaw_hook_folder(home: Path, tmp_path: Path, vault_root: Pa
     again = json.loads(memex(home, tmp_path, "install", "openclaw", "--json", vault=vault_root).stdout)
     assert again["changed"] is False
     (folder / "notes.txt").write_text("the user's own file")
-    assert json.loads(memex(home, tmp_path, "uninstall", "openclaw", "--json").stdout)["removed"] == 2
+    # 2 hook files + load path, entry and slot in openclaw.json
+    assert json.loads(memex(home, tmp_path, "uninstall", "openclaw", "--json").stdout)["removed"] == 5
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
 
 

@@ -338,24 +338,38 @@ def _openclaw_files(cmd: list[str]) -> dict[str, str]:
         'metadata: { "openclaw": { "emoji": "🧠", "events": ["message:received", "message:sent"] } }\n'
         "---\n\n"
         f"{_OPENCLAW_MARKER}\n\n"
-        "Forwards every received and sent message to `memex hook openclaw`, which stores\n"
-        "explicit requests to remember (source `openclaw`, session\n"
-        "`openclaw-gateway:<channel>`) and archives the conversation. Remove it with\n"
-        "`memex uninstall openclaw`.\n"
+        "Forwards every received and sent message to `memex hook openclaw`, one at a\n"
+        "time per conversation, which stores explicit requests to remember (source\n"
+        "`openclaw`, scope `agent:openclaw` unless configured) and archives the\n"
+        "conversation in its own memex session. Remove it with `memex uninstall openclaw`.\n"
     )
     handler = (
-        "// Written by `memex install openclaw`; memex never blocks the gateway:\n"
-        "// the event goes to memex on stdin and the handler does not wait for it.\n"
+        "// Written by `memex install openclaw`. The gateway never waits for memex,\n"
+        "// but the messages of one conversation go to it one at a time, in order:\n"
+        "// the next starts when the previous hook process has exited.\n"
         'import { spawn } from "node:child_process";\n\n'
-        f"const MEMEX: string[] = {json.dumps(cmd)};\n\n"
+        f"const MEMEX: string[] = {json.dumps(cmd)};\n"
+        "const queues = new Map<string, Promise<void>>();\n\n"
+        "function runMemex(payload: string): Promise<void> {\n"
+        "  return new Promise((resolve) => {\n"
+        '    const child = spawn(MEMEX[0], MEMEX.slice(1), { stdio: ["pipe", "ignore", "ignore"] });\n'
+        '    child.on("error", () => resolve());\n'
+        '    child.on("exit", () => resolve());\n'
+        '    child.stdin.on("error", () => {});\n'
+        "    child.stdin.end(payload);\n"
+        "  });\n"
+        "}\n\n"
         "const handler = async (event: any): Promise<void> => {\n"
         '  if (event?.type !== "message") return;\n'
-        '  const child = spawn(MEMEX[0], MEMEX.slice(1), { stdio: ["pipe", "ignore", "ignore"], detached: true });\n'
-        '  child.on("error", () => {});\n'
-        "  child.stdin.end(JSON.stringify({\n"
+        "  const ctx = event.context ?? {};\n"
+        '  const key = String(event.sessionKey ?? `${ctx.channelId ?? ""}:${ctx.conversationId ?? ctx.from ?? ctx.to ?? ""}`);\n'
+        "  const payload = JSON.stringify({\n"
         "    type: event.type, action: event.action, sessionKey: event.sessionKey, context: event.context,\n"
-        "  }));\n"
-        "  child.unref();\n"
+        "  });\n"
+        "  const previous = queues.get(key) ?? Promise.resolve();\n"
+        "  const next = previous.then(() => runMemex(payload));\n"
+        "  queues.set(key, next);\n"
+        "  next.then(() => { if (queues.get(key) === next) queues.delete(key); });\n"
         "};\n\n"
         "export default handler;\n"
     )

@@ -33,7 +33,7 @@ COMMAND_MODULES = {
     **dict.fromkeys(("supersede", "handoff", "dedup"), "dedup"),
     **dict.fromkeys(("entities", "graph"), "graph"),
     **dict.fromkeys(("watch", "status"), "watch"),
-    **dict.fromkeys(("hook", "mcp", "install", "uninstall"), "agents"),
+    **dict.fromkeys(("hook", "mcp", "openclaw-engine", "install", "uninstall"), "agents"),
     "context": "context",
     "erase": "erase",
     "import": "importer",

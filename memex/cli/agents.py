@@ -58,6 +58,20 @@ def mcp_cmd(ctx: click.Context) -> None:
     mcp_server.serve(vault)
 
 
+@click.command("openclaw-engine")
+@click.pass_context
+def openclaw_engine_cmd(ctx: click.Context) -> None:
+    """Serve OpenClaw's memex context-engine plugin: JSON lines on stdin/stdout.
+
+    Started by the plugin, once per gateway; see `memex install openclaw`.
+    """
+    from memex.agents import hook_io, openclaw_server
+
+    vault = hook_io.hook_vault(_vault_path(ctx))
+    ctx.call_on_close(vault.close)
+    openclaw_server.serve(vault)
+
+
 def _scope_options(func: Any) -> Any:
     func = click.option("--user", "where", flag_value="user", default=True,
                         help="Your settings in your home folder (default): every project.")(func)
@@ -183,18 +197,29 @@ def _agent_commands(install: bool) -> list[click.Command]:
     def mcp(ctx: click.Context, agent: str, where: str, as_json: bool) -> None:
         _mcp(agent, where, ctx, install, as_json)
 
-    @click.command("openclaw", help=f"{verb} memex's OpenClaw gateway hook (~/.openclaw/hooks/memex/).")
+    @click.command("openclaw", help=f"{verb} memex as OpenClaw's context engine (plugin in openclaw.json) "
+                                    "and its gateway message hook (~/.openclaw/hooks/memex/).")
     @json_option
     @click.pass_context
     def openclaw(ctx: click.Context, as_json: bool) -> None:
         from memex.agents import install as inst
+        from memex.agents import install_openclaw as oc
 
         folder = inst.openclaw_dir()
+        config = oc.config_path()
         if install:
-            cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "hook", "openclaw")
-            _report(inst.install_openclaw(folder, cmd), as_json, "memex hook for OpenClaw")
+            program, vault = inst.memex_executable(), _vault_path(ctx)
+            engine = oc.install_plugin(config, inst.command(program, vault, "openclaw-engine"))
+            hook = inst.install_openclaw(folder, inst.command(program, vault, "hook", "openclaw"))
+            data = {**engine, "hook_folder": hook["folder"], "events": hook["events"],
+                    "changed": engine["changed"] or hook["changed"],
+                    "next": f"openclaw hooks enable {inst.OPENCLAW_HOOK}; then restart the gateway"}
+            _report(data, as_json, "memex for OpenClaw")
         else:
-            _report(inst.uninstall_openclaw(folder), as_json, "memex hook for OpenClaw removed")
+            engine = oc.uninstall_plugin(config)
+            hook = inst.uninstall_openclaw(folder)
+            _report({**engine, "hook_folder": hook["folder"], "removed": engine["removed"] + hook["removed"],
+                     "changed": engine["changed"] or hook["changed"]}, as_json, "memex for OpenClaw removed")
 
     return [claude, codex, mcp, openclaw]
 
@@ -204,6 +229,6 @@ def register(main: click.Group) -> None:
         install_group.add_command(command)
     for command in _agent_commands(False):
         uninstall_group.add_command(command)
-    for command in (hook_cmd, mcp_cmd, install_group, uninstall_group):
+    for command in (hook_cmd, mcp_cmd, openclaw_engine_cmd, install_group, uninstall_group):
         main.add_command(command)
 

@@ -1,0 +1,264 @@
+"""memex as an OpenClaw context engine: the Python side of the plugin.
+
+OpenClaw's plugin (``memex/agents/openclaw_plugin/``) registers a context
+engine whose ``ingest`` / ``assemble`` / ``afterTurn`` / ``compact`` forward
+their arguments, as OpenClaw passes them, to ONE long-lived process per
+gateway (:mod:`memex.agents.openclaw_server`). This module turns those
+arguments into :mod:`memex.context` calls and the answers back into
+OpenClaw's result types (``AssembleResult``, ``IngestResult``,
+``CompactResult``), so no Python starts per turn and the budget rules live in
+one place (:mod:`memex.context.budget`, :mod:`memex.context.settings`).
+
+OpenClaw's messages (``AgentMessage``) are ``{role: "user", content}``,
+``{role: "assistant", content: [text | thinking | toolCall]}`` and
+``{role: "toolResult", toolCallId, content}``; memex's are Anthropic-style.
+:func:`to_memex` converts them with their index; the model still gets
+OpenClaw's own messages back, unchanged except that
+
+- the recalled ``<relevant-memories>`` block is put before the latest user
+  message's text (as for every other agent), and
+- when the conversation is over budget, the oldest messages are left out
+  (the rule of :func:`memex.context.assemble`) and the session summary goes
+  into ``systemPromptAddition``, where it cannot break a tool call/result pair.
+
+Sessions: OpenClaw's ``sessionKey`` names a conversation across restarts and
+compaction (its ``sessionId`` rotates), so it is the memex session when given
+(:func:`memex.context.session_id`).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from memex import context
+from memex.agents import openclaw
+from memex.context import archive
+from memex.context.assemble import _full_context, fit_summary
+from memex.context.budget import budget_plan
+from memex.context.inject import render_summary
+from memex.context.tokens import count_messages, count_text, message_costs
+from memex.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from memex.vault import Vault
+
+SOURCE = "openclaw"
+# When OpenClaw gives no token budget (it is optional in its types).
+DEFAULT_BUDGET = 200_000
+
+
+def memex_session(params: dict[str, Any]) -> str:
+    key = params.get("sessionKey")
+    raw = params.get("sessionId")
+    return context.session_id(raw if isinstance(raw, str) else None, key if isinstance(key, str) else None)
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content
+                         if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def _convert(msg: Any, index: int) -> dict[str, Any]:
+    if not isinstance(msg, dict):
+        raise InvalidArgument(f"messages[{index}]", "must be an object with a role")
+    role = msg.get("role")
+    content = msg.get("content")
+    if role == "assistant":
+        blocks: list[dict[str, Any]] = []
+        for block in content if isinstance(content, list) else [{"type": "text", "text": _text_of(content)}]:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text":
+                blocks.append({"type": "text", "text": str(block.get("text", ""))})
+            elif block.get("type") == "toolCall":
+                blocks.append({"type": "tool_use", "id": str(block.get("id", "")), "name": str(block.get("name", "")),
+                               "input": block.get("arguments") or {}})
+        return {"role": "assistant", "content": blocks, "_oc": index}
+    if role == "toolResult":
+        result = {"type": "tool_result", "tool_use_id": str(msg.get("toolCallId", "")), "content": _text_of(content)}
+        return {"role": "user", "content": [result], "_oc": index}
+    if role == "system":
+        return {"role": "system", "content": _text_of(content), "_oc": index}
+    # user, and OpenClaw's other entries (bash executions, custom messages):
+    # text the model saw from the user's side.
+    return {"role": "user", "content": [{"type": "text", "text": _text_of(content)}], "_oc": index}
+
+
+def to_memex(messages: Any) -> list[dict[str, Any]]:
+    if not isinstance(messages, list):
+        raise InvalidArgument("messages", f"must be a list of OpenClaw messages, got {type(messages).__name__}")
+    return [_convert(m, i) for i, m in enumerate(messages)]
+
+
+def _budget(params: dict[str, Any]) -> int:
+    budget = params.get("tokenBudget")
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
+        return budget
+    limits = ((params.get("runtimeSettings") or {}).get("limits") or {}) if isinstance(
+        params.get("runtimeSettings"), dict) else {}
+    prompt_budget = limits.get("promptTokenBudget") if isinstance(limits, dict) else None
+    if isinstance(prompt_budget, int) and prompt_budget > 0:
+        return prompt_budget
+    return DEFAULT_BUDGET
+
+
+def _with_block(msg: dict[str, Any], block: str) -> dict[str, Any]:
+    out = copy.deepcopy(msg)
+    content = out.get("content")
+    if isinstance(content, list):
+        out["content"] = [{"type": "text", "text": block}, *content]
+    else:
+        out["content"] = f"{block}\n\n{content or ''}".rstrip()
+    return out
+
+
+def _pending_prompt(original: list[Any], params: dict[str, Any]) -> str:
+    """The user's prompt for this run when it is not among ``messages`` yet.
+
+    OpenClaw's embedded runner passes the history before the current turn as
+    ``messages`` and the new prompt as ``prompt``, appending the prompt itself
+    after assembly; other hosts pass the prompt as the last message.
+    """
+    prompt = params.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        return ""
+    last = original[-1] if original else None
+    already = isinstance(last, dict) and last.get("role") == "user"
+    if already and _text_of(last.get("content")).strip() == prompt.strip():  # type: ignore[union-attr]
+        return ""
+    return prompt
+
+
+def assemble(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
+    """OpenClaw's ``assemble``: an ``AssembleResult``.
+
+    Recall uses the latest user message: the pending ``prompt`` when OpenClaw
+    gives one (the block then goes to ``systemPromptAddition``, since OpenClaw
+    appends the prompt itself), else the last message of ``messages`` (the
+    block goes before its text, as for other agents).
+    """
+    original = params.get("messages")
+    converted = to_memex(original)
+    assert isinstance(original, list)
+    pending = _pending_prompt(original, params)
+    if pending:
+        converted.append({"role": "user", "content": [{"type": "text", "text": pending}], "_oc": len(original)})
+    session = memex_session(params)
+    scopes = openclaw.recall_scopes(vault, params.get("sessionKey"))
+    answer = context.assemble(vault, session, [{k: v for k, v in m.items() if k != "_oc"} for m in converted],
+                              _budget(params), scopes=scopes)
+    out_msgs: list[dict[str, Any]] = answer["messages"]
+    block = ""
+    if answer["injected"] and out_msgs and out_msgs[-1].get("role") == "user":
+        first = out_msgs[-1].get("content")
+        if isinstance(first, list) and first and isinstance(first[0], dict):
+            block = str(first[0].get("text", ""))
+    messages: list[Any] = list(original)
+    additions: list[str] = []
+    if answer["mode"] == "full":
+        messages, summary = _trimmed(vault, session, original, converted, params, bool(pending))
+        additions += [summary] if summary else []
+    if block and pending:
+        additions.append(block)
+    elif block:
+        last_user = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"),
+                        default=None)
+        if last_user is not None:
+            messages[last_user] = _with_block(messages[last_user], block)
+    addition = "\n\n".join(additions)
+    estimated = count_messages(to_memex_plain(messages)) + (count_text(addition) if addition else 0)
+    result: dict[str, Any] = {"messages": messages, "estimatedTokens": estimated}
+    if addition:
+        result["systemPromptAddition"] = addition
+    return result
+
+
+def to_memex_plain(messages: list[Any]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in m.items() if k != "_oc"} for m in to_memex(messages)]
+
+
+def _trimmed(
+    vault: Vault, session: str, original: list[Any], converted: list[dict[str, Any]], params: dict[str, Any],
+    pending: bool,
+) -> tuple[list[Any], str]:
+    """The newest OpenClaw messages that fit, and the summary for the system prompt.
+
+    Runs memex's own trimming on the converted messages with ``_oc`` indices
+    kept, then keeps OpenClaw's originals from the oldest index that survived
+    (trimming only ever drops a prefix; merged messages lie after it). With
+    a ``pending`` prompt (the last converted message, not OpenClaw's) the
+    history may be left empty: OpenClaw appends the prompt after it.
+    """
+    budget = _budget(params)
+    costs = message_costs(converted)
+    trimmed, _ = _full_context(vault, session, converted, costs, budget)
+    kept = [m["_oc"] for m in trimmed
+            if "_oc" in m and m["_oc"] < len(original) and converted[m["_oc"]]["role"] != "system"]
+    end = len(original) if pending else len(original) - 1
+    start = min(kept) if kept else end
+    # The summary goes to the system prompt, not before the messages, so the
+    # conversation itself must open with the user (a question, not a tool result).
+    while start < end and not (isinstance(original[start], dict) and original[start].get("role") == "user"):
+        start += 1
+    pinned = [original[i] for i, m in enumerate(converted[: len(original)]) if m["role"] == "system" and i < start]
+    summary = ""
+    text = fit_summary(archive.read_summary(vault, session), budget_plan(budget)["archive"])
+    if text:
+        summary = render_summary(text)
+    return pinned + list(original[start:]), summary
+
+
+def ingest(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
+    """OpenClaw's ``ingest``: an explicit "remember that ..." from the user is stored now.
+
+    Everything else of the turn is archived by ``afterTurn`` (and extracted
+    when enough is pending), so a message is never archived twice.
+    """
+    msg = params.get("message")
+    if params.get("isHeartbeat") or not isinstance(msg, dict) or msg.get("role") != "user":
+        return {"ingested": False}
+    text = _text_of(msg.get("content"))
+    scope = openclaw.capture_scope(vault, params.get("sessionKey"))
+    captured = context.capture_keyword(vault, memex_session(params), text, source=SOURCE, scope=scope)
+    return {"ingested": bool(captured and captured.get("status") != "skipped")}
+
+
+def after_turn(vault: Vault, params: dict[str, Any], commit: str = "background") -> dict[str, Any]:
+    """OpenClaw's ``afterTurn``: archive the turn's new messages; commit past the threshold."""
+    if params.get("isHeartbeat"):
+        return {"archived": 0, "reason": "heartbeat"}
+    messages = to_memex_plain(params.get("messages"))  # type: ignore[arg-type]
+    pre = params.get("prePromptMessageCount", 0)
+    if not isinstance(pre, int) or isinstance(pre, bool):
+        raise InvalidArgument("prePromptMessageCount", f"must be an integer, got {pre!r}")
+    scope = openclaw.capture_scope(vault, params.get("sessionKey"))
+    result: dict[str, Any] = context.after_turn(
+        vault, memex_session(params), messages, min(max(pre, 0), len(messages)),
+        source=SOURCE, scope=scope, commit=commit,
+    )
+    return result
+
+
+def compact(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
+    """OpenClaw's ``compact``: commit now; a ``CompactResult``."""
+    current = params.get("currentTokenCount")
+    if not isinstance(current, int) or isinstance(current, bool) or current < 0:
+        current = 0
+    done = context.compact(vault, memex_session(params), _budget(params), current)
+    compacted = bool(done["compacted_upto"] > 0 or done["memories"])
+    return {
+        "ok": True,
+        "compacted": compacted,
+        "reason": f"memex committed {len(done['memories'])} memories; summary replaces the first "
+                  f"{done['compacted_upto']} messages",
+        "result": {"summary": done["summary"], "tokensBefore": done["tokens_before"],
+                   "tokensAfter": done["tokens_after"]},
+    }
+
+
+OPERATIONS = {"assemble": assemble, "ingest": ingest, "afterTurn": after_turn, "compact": compact}

@@ -1,0 +1,86 @@
+"""The long-lived memex process an OpenClaw gateway talks to.
+
+``memex openclaw-engine`` reads one JSON request per line on stdin and writes
+one answer per line on stdout, in order::
+
+    {"id": 1, "op": "assemble", "params": {...OpenClaw's assemble params...}}
+    {"id": 1, "ok": true, "result": {"messages": [...], "estimatedTokens": 812}}
+    {"id": 2, "ok": false, "error": "messages[3]: must be an object with a role"}
+
+Ops are ``ping``, ``ingest``, ``assemble``, ``afterTurn`` and ``compact``
+(:mod:`memex.agents.openclaw_engine`). The plugin spawns it once per gateway
+and keeps it: the vault, its index and the embedding model are loaded once,
+not per turn. Requests are answered one at a time, in the order they came,
+so the turns of a conversation are archived in order. It exits when stdin
+closes (the gateway went away).
+
+Nothing but answers may reach stdout, so anything else memex prints while
+answering goes to stderr (the plugin logs it). A failing request is an
+answer with ``ok: false``; the process never exits on one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import traceback
+from typing import IO, Any
+
+from memex.agents import openclaw_engine
+from memex.vault import Vault
+
+MAX_LINE = 64 * 1024 * 1024  # a request bigger than this is refused, not read into memory
+
+
+def answer(vault: Vault, request: Any) -> dict[str, Any]:
+    """The answer to one decoded request (never raises)."""
+    rid = request.get("id") if isinstance(request, dict) else None
+    try:
+        if not isinstance(request, dict):
+            raise ValueError("a request is a JSON object with id, op and params")
+        op = request.get("op")
+        params = request.get("params") or {}
+        if op == "ping":
+            return {"id": rid, "ok": True, "result": {"vault": str(vault.root)}}
+        handler = openclaw_engine.OPERATIONS.get(op) if isinstance(op, str) else None
+        if handler is None:
+            raise ValueError(f"unknown op {op!r}; expected one of ping, {', '.join(openclaw_engine.OPERATIONS)}")
+        if not isinstance(params, dict):
+            raise ValueError("params must be a JSON object")
+        with contextlib.redirect_stdout(sys.stderr):
+            result = handler(vault, params)
+        return {"id": rid, "ok": True, "result": result}
+    except Exception as exc:  # noqa: BLE001 - one bad request must not end the gateway's memex
+        print(f"memex openclaw-engine: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return {"id": rid, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def serve(vault: Vault, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> None:
+    source = stdin or sys.stdin.buffer
+    sink = stdout or sys.stdout.buffer
+    while True:
+        line = source.readline(MAX_LINE + 1)
+        if not line:
+            return
+        if not line.strip():
+            continue
+        if len(line) > MAX_LINE and not line.endswith(b"\n"):
+            # Skip the rest of the oversized line; answer without an id.
+            while line and not line.endswith(b"\n"):
+                line = source.readline(MAX_LINE)
+            out: dict[str, Any] = {"id": None, "ok": False, "error": f"request over {MAX_LINE} bytes"}
+        else:
+            try:
+                request = json.loads(line)
+            except ValueError as exc:
+                out = {"id": None, "ok": False, "error": f"not a JSON line: {exc}"}
+            else:
+                out = answer(vault, request)
+        try:
+            sink.write(json.dumps(out, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
+            sink.flush()
+        except (BrokenPipeError, ValueError):
+            return
+        except TypeError:  # pragma: no cover - default=str makes every answer serializable
+            traceback.print_exc(file=sys.stderr)

@@ -1,0 +1,166 @@
+"""The Python side of the OpenClaw context engine: OpenClaw's messages in and
+out, and the JSON-lines process the plugin talks to (plumbing, fake embedder;
+tests/test_openclaw_plugin.py runs it under the real OpenClaw)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memex import context
+from memex.agents import openclaw_engine, openclaw_server
+from memex.context import archive
+from memex.vault import Vault
+from tests.hook_helpers import MEMEX, lexical_only
+from tests.node_tools import PLUGIN_DIR, ROOT, node, openclaw_package
+from tests.test_openclaw_plugin import KEY, SESSION, assistant, text, tool_call, tool_result, user
+
+
+def serve(vault: Vault, *lines: bytes) -> list[dict[str, Any]]:
+    out = io.BytesIO()
+    openclaw_server.serve(vault, io.BytesIO(b"".join(lines)), out)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def request(rid: int, op: str, **params: Any) -> bytes:
+    return json.dumps({"id": rid, "op": op, "params": params}).encode() + b"\n"
+
+
+def test_session_key_names_the_session_across_rotated_ids() -> None:
+    a = openclaw_engine.memex_session({"sessionId": "run-1", "sessionKey": KEY})
+    b = openclaw_engine.memex_session({"sessionId": "run-2-after-compaction", "sessionKey": KEY})
+    assert a == b == SESSION
+    assert openclaw_engine.memex_session({"sessionId": "run-1"}) == "run-1"
+
+
+def test_messages_convert_with_tool_pairs_kept() -> None:
+    converted = openclaw_engine.to_memex([
+        user("hi"), assistant(text("look"), tool_call("c1", "read", {"p": 1})), tool_result("c1", "read", "out"),
+    ])
+    assert converted[1]["content"][1] == {"type": "tool_use", "id": "c1", "name": "read", "input": {"p": 1}}
+    assert converted[2]["content"] == [{"type": "tool_result", "tool_use_id": "c1", "content": "out"}]
+    assert [m["_oc"] for m in converted] == [0, 1, 2]
+
+
+def test_assemble_without_memories_returns_openclaws_messages_unchanged(vault: Vault) -> None:
+    messages = [user("hi", ts=1), assistant(text("hello"), ts=2), user("what's new?", ts=3)]
+    result = openclaw_engine.assemble(vault, {"sessionId": "s", "sessionKey": KEY, "messages": messages,
+                                              "tokenBudget": 100_000})
+    assert result["messages"] == messages and result["estimatedTokens"] > 0
+    assert "systemPromptAddition" not in result
+
+
+@pytest.mark.model
+def test_recalled_block_is_bounded(vault_root: Path, real_embedder: Any) -> None:
+    """Two 18.8k-character memories (issue 13's case) give a block within recall_max_injected_chars."""
+    with Vault(vault_root, embedder=real_embedder) as vault:
+        for topic in ("deploy the payments service to kubernetes", "roll back the payments service on kubernetes"):
+            vault.add(f"Runbook: how to {topic}. " + "Check the pods and the ingress. " * 590, scope="agent:openclaw")
+        result = openclaw_engine.assemble(vault, {
+            "sessionKey": KEY, "sessionId": "s", "tokenBudget": 100_000,
+            "messages": [user("How do I deploy the payments service to kubernetes?")]})
+        limit = context.load_settings(vault).recall_max_injected_chars
+    content = result["messages"][-1]["content"]
+    assert content.startswith("<relevant-memories>")
+    block = content[: content.index("</relevant-memories>") + len("</relevant-memories>")]
+    assert len(block) <= limit + 1000  # memory text within the limit, plus tags and header
+
+
+def test_ingest_captures_only_user_requests_in_the_gateway_scope(vault: Vault) -> None:
+    ask = {"sessionId": "s", "sessionKey": KEY, "message": user("remember that backups run at 02:00")}
+    assert openclaw_engine.ingest(vault, ask) == {"ingested": True}
+    said = {"sessionId": "s", "sessionKey": KEY, "message": assistant(text("remember that I said hi"))}
+    assert openclaw_engine.ingest(vault, said) == {"ingested": False}
+    [memory] = vault.list()
+    assert memory.scope == "agent:openclaw" and memory.session == SESSION
+
+
+def test_after_turn_archives_only_the_new_messages(vault: Vault) -> None:
+    old = [user("earlier", ts=1), assistant(text("before"), ts=2)]
+    new = [user("deploy now", ts=3), assistant(text("deployed"), ts=4)]
+    params = {"sessionId": "s", "sessionKey": KEY, "messages": old + new, "prePromptMessageCount": 2}
+    assert openclaw_engine.after_turn(vault, params, commit="none")["archived"] == 2
+    texts = [m["content"] for t in archive.read_turns(vault, SESSION) for m in t["messages"]]
+    assert texts == [[{"type": "text", "text": "deploy now"}], [{"type": "text", "text": "deployed"}]]
+
+
+def test_server_answers_in_order_and_survives_bad_requests(vault: Vault) -> None:
+    answers = serve(
+        vault,
+        request(1, "ping"),
+        b"not json\n",
+        request(2, "assemble", messages="nope"),
+        request(3, "rm -rf"),
+        b"\n",
+        json.dumps({"id": 4, "op": "assemble", "params": []}).encode() + b"\n",
+        request(5, "assemble", sessionId="s", messages=[user("still here")], tokenBudget=50_000),
+    )
+    assert [a["id"] for a in answers] == [1, None, 2, 3, 4, 5]
+    assert [a["ok"] for a in answers] == [True, False, False, False, False, True]
+    assert "messages" in answers[2]["error"] and "unknown op" in answers[3]["error"]
+    assert answers[5]["result"]["messages"] == [user("still here")]
+
+
+def test_engine_process_prints_nothing_but_answers(vault_root: Path) -> None:
+    lexical_only(vault_root)
+    lines = request(1, "ingest", sessionId="s", sessionKey=KEY,
+                    message=user("remember that the VPN needs MFA")) + request(2, "ping")
+    proc = subprocess.run([MEMEX, "--vault", str(vault_root), "openclaw-engine"],
+                          input=lines, capture_output=True, timeout=120)
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert proc.returncode == 0 and [a["id"] for a in answers] == [1, 2], proc.stderr
+    assert answers[0]["result"] == {"ingested": True}
+
+
+def test_built_plugin_matches_its_typescript_source() -> None:
+    """index.js is index.ts with the types stripped: edit one, rebuild the other."""
+    proc = subprocess.run([node(), str(ROOT / "scripts" / "build_openclaw_plugin.mjs"), "--check"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((PLUGIN_DIR / "openclaw.plugin.json").read_text(encoding="utf-8"))
+    package = json.loads((PLUGIN_DIR / "package.json").read_text(encoding="utf-8"))
+    assert manifest["id"] == "memex" and manifest["kind"] == "context-engine"
+    assert package["openclaw"]["extensions"] == ["./index.js"]
+
+
+@pytest.mark.parametrize("bad", [{"messages": [1]}, {"messages": [user("x")], "prePromptMessageCount": "2"}])
+def test_bad_after_turn_params_are_named(vault: Vault, bad: dict[str, Any]) -> None:
+    with pytest.raises(Exception, match="messages|prePromptMessageCount"):
+        openclaw_engine.after_turn(vault, {"sessionId": "s", **bad}, commit="none")
+
+
+def test_prompt_already_last_is_not_counted_twice(vault: Vault) -> None:
+    messages = [user("hi", ts=1), assistant(text("hello"), ts=2), user("what's new?", ts=3)]
+    with_prompt = openclaw_engine.assemble(vault, {"sessionId": "s", "messages": messages, "tokenBudget": 100_000,
+                                                   "prompt": "what's new?"})
+    without = openclaw_engine.assemble(vault, {"sessionId": "s", "messages": messages, "tokenBudget": 100_000})
+    assert with_prompt == without
+
+
+def test_pending_prompt_may_leave_no_history(vault: Vault) -> None:
+    """Over budget with the prompt apart: the history may go entirely, never half a tool pair."""
+    big = "word " * 30_000
+    messages = [user(big, ts=1), assistant(text("ok"), tool_call("c", "read", {}), ts=2),
+                tool_result("c", "read", big, ts=3), assistant(text("done"), ts=4)]
+    result = openclaw_engine.assemble(vault, {"sessionId": "s", "messages": messages, "tokenBudget": 30_000,
+                                              "prompt": "next question"})
+    kept = result["messages"]
+    assert kept == messages[len(messages) - len(kept):]
+    assert not kept or kept[0]["role"] == "user"
+
+
+def test_plugin_source_type_checks_against_openclaws_sdk() -> None:
+    """index.ts against OpenClaw's own declarations (OpenClawPluginApi, ContextEngine)."""
+    package, _ = openclaw_package()
+    tsc = ROOT / ".node" / "node_modules" / "typescript" / "bin" / "tsc"
+    if not tsc.exists():
+        pytest.skip("TypeScript is not installed in .node/; run `bash scripts/openclaw_env.sh`")
+    proc = subprocess.run([node(), str(tsc), "-p", str(ROOT / "tests" / "openclaw" / "tsconfig.json")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (package / "dist" / "plugin-sdk" / "core.d.ts").exists()
