@@ -52,6 +52,11 @@ class ScoreProfile:
 # on this data cosine carries nearly all the evidence.
 PROFILES: dict[str, ScoreProfile] = {
     "all-MiniLM-L6-v2-int8": ScoreProfile(bias=-8.498, w_cosine=15.647, w_jaccard=0.682, merge_threshold=0.74),
+    # multilingual-e5-small: its cosines are compressed (unrelated pairs sit
+    # at 0.75-0.92), so MiniLM's profile would merge almost everything
+    # (pair precision 0.24 on the test split). Fitted on dev with
+    # `scripts/eval_consolidate.py --model multilingual --min-precision 0.95`.
+    "multilingual-e5-small-q4": ScoreProfile(bias=-18.409, w_cosine=17.198, w_jaccard=16.348, merge_threshold=0.62),
 }
 DEFAULT_PROFILE = PROFILES["all-MiniLM-L6-v2-int8"]
 # Without a model only Jaccard speaks ("fitted_lexical_profile"): about
