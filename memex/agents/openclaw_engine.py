@@ -203,8 +203,9 @@ def _trimmed(
 def ingest(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
     """OpenClaw's ``ingest``: an explicit "remember that ..." from the user is stored now.
 
-    Everything else of the turn is archived by ``afterTurn`` (and extracted
-    when enough is pending), so a message is never archived twice.
+    OpenClaw calls ``ingest`` only for engines without ``afterTurn``; memex
+    has one, so this serves other hosts. Archiving is ``afterTurn``'s alone,
+    so a message is never archived twice.
     """
     msg = params.get("message")
     if params.get("isHeartbeat") or not isinstance(msg, dict) or msg.get("role") != "user":
@@ -216,18 +217,31 @@ def ingest(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def after_turn(vault: Vault, params: dict[str, Any], commit: str = "background") -> dict[str, Any]:
-    """OpenClaw's ``afterTurn``: archive the turn's new messages; commit past the threshold."""
+    """OpenClaw's ``afterTurn``: store the user's explicit requests to remember,
+    archive the turn's new messages, commit past the threshold.
+
+    OpenClaw calls it instead of ``ingest`` (never both), during the tool
+    loop too, each time with the messages new since the last call.
+    """
     if params.get("isHeartbeat"):
         return {"archived": 0, "reason": "heartbeat"}
-    messages = to_memex_plain(params.get("messages"))  # type: ignore[arg-type]
+    original = params.get("messages")
+    messages = to_memex_plain(original)  # type: ignore[arg-type]
     pre = params.get("prePromptMessageCount", 0)
     if not isinstance(pre, int) or isinstance(pre, bool):
         raise InvalidArgument("prePromptMessageCount", f"must be an integer, got {pre!r}")
+    pre = min(max(pre, 0), len(messages))
+    session = memex_session(params)
     scope = openclaw.capture_scope(vault, params.get("sessionKey"))
-    result: dict[str, Any] = context.after_turn(
-        vault, memex_session(params), messages, min(max(pre, 0), len(messages)),
-        source=SOURCE, scope=scope, commit=commit,
-    )
+    captured = []
+    for msg in original[pre:]:  # type: ignore[index]
+        if isinstance(msg, dict) and msg.get("role") == "user":
+            found = context.capture_keyword(vault, session, _text_of(msg.get("content")), source=SOURCE, scope=scope)
+            if found:
+                captured.append(found)
+    result: dict[str, Any] = context.after_turn(vault, session, messages, pre, source=SOURCE, scope=scope,
+                                                commit=commit)
+    result["captured"] = captured
     return result
 
 
