@@ -73,8 +73,9 @@ def main() -> None:
         steps: list[dict[str, Any]] = []
         for turn in range(args.turns + 1):
             question = {"role": "user", "content": f"What is our rule about {TOPICS[turn % 10]}?", "timestamp": turn}
-            steps.append({"op": "assemble", "params": {"sessionId": "b", "sessionKey": KEY,
-                                                       "messages": [*history, question], "tokenBudget": 200_000}})
+            # As OpenClaw's embedded runner calls it: the history, the new prompt apart.
+            steps.append({"op": "assemble", "params": {"sessionId": "b", "sessionKey": KEY, "messages": list(history),
+                                                       "prompt": question["content"], "tokenBudget": 200_000}})
             reply = {"role": "assistant", "content": [{"type": "text", "text": f"Rule about {TOPICS[turn % 10]}."}],
                      "timestamp": turn}
             before = len(history)
@@ -92,13 +93,16 @@ def main() -> None:
             sys.exit(proc.stderr[-2000:])
         out = json.loads(proc.stdout.strip().splitlines()[-1])
     ms = [(s["op"], float(s["ms"])) for s in out["steps"]]
-    failed = [s for s in out["steps"] if s["op"] == "assemble" and not s["result"].get("messages")]
+    assembles = [s["result"] for s in out["steps"] if s["op"] == "assemble"]
+    failed = [r for r in assembles if not isinstance(r.get("messages"), list)]
+    recalled = [r for r in assembles if "<relevant-memories>" in json.dumps(r)]
     print(json.dumps({
         "openclaw": version, "engine": out["engineId"], "memories": args.memories, "lexical": args.lexical,
         "first_assemble_ms": ms[0][1],
         "assemble_ms": summary([t for op, t in ms[2:] if op == "assemble"]),
         "after_turn_ms": summary([t for op, t in ms[1:] if op == "afterTurn"]),
         "fail_open_warnings": proc.stderr.count("fail open"), "failed": len(failed),
+        "assembles_with_recall": f"{len(recalled)}/{len(assembles)}",
         "loadavg": [round(x, 2) for x in os.getloadavg()],
     }))
 

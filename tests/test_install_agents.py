@@ -215,7 +215,7 @@ def test_install_openclaw_hook_folder(home: Path, tmp_path: Path, vault_root: Pa
     folder = home / ".openclaw" / "hooks" / "memex"
     proc = memex(home, tmp_path, "install", "openclaw", "--json", vault=vault_root)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["next"].startswith("openclaw hooks enable memex")
+    assert "openclaw hooks enable memex" in json.loads(proc.stdout)["next"]
     meta = (folder / "HOOK.md").read_text(encoding="utf-8")
     assert '"events": ["message:received", "message:sent"]' in meta
     handler = (folder / "handler.ts").read_text(encoding="utf-8")

@@ -164,3 +164,17 @@ def test_plugin_source_type_checks_against_openclaws_sdk() -> None:
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (package / "dist" / "plugin-sdk" / "core.d.ts").exists()
+
+
+def test_after_turn_stores_a_request_to_remember_at_once(vault: Vault) -> None:
+    """OpenClaw calls afterTurn instead of ingest: the request must not wait for a commit."""
+    turn = [user("remember that the staging cluster is called kestrel", ts=1), assistant(text("Noted."), ts=2)]
+    result = openclaw_engine.after_turn(vault, {"sessionId": "s", "sessionKey": KEY, "messages": turn,
+                                                "prePromptMessageCount": 0}, commit="none")
+    assert [c["status"] for c in result["captured"]] == ["created"]
+    [memory] = vault.list()
+    assert "kestrel" in memory.body and memory.scope == "agent:openclaw" and memory.session == SESSION
+    # The same messages seen again by a later call (the tool loop) store nothing new.
+    again = openclaw_engine.after_turn(vault, {"sessionId": "s", "sessionKey": KEY, "messages": turn,
+                                               "prePromptMessageCount": 2}, commit="none")
+    assert again["captured"] == [] and len(vault.list()) == 1

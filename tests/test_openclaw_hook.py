@@ -143,3 +143,15 @@ def test_handler_runs_a_conversations_messages_one_at_a_time(tmp_path: Path) -> 
     lines = log.read_text().splitlines()
     # The other conversation did not wait; this one's reply came after its question.
     assert lines == ["agent:main:telegram:dm:77 sent", f"{KEY} received", f"{KEY} sent"]
+
+
+def test_installed_handler_skips_recall_it_cannot_use(vault: Vault) -> None:
+    """The handler never reads the answer, so it asks for no recall (no model load per message)."""
+    handler = install._openclaw_files(["memex", "hook", "openclaw"])["handler.ts"]
+    assert "recall: false" in handler
+    vault.add("we deploy with blue-green releases on Fridays", scope="agent:openclaw")
+    asked = received(content="when do we deploy blue-green releases?")
+    with_recall = openclaw.handle(vault, asked).answer
+    asked["recall"] = False
+    without = openclaw.handle(vault, asked).answer
+    assert with_recall["injected"] and without["injected"] == [] and without["context"] == ""

@@ -95,7 +95,9 @@ def test_engine_through_openclaws_loader(vault_root: Path, tmp_path: Path) -> No
         assistant(text("deploy.yaml confirms the blue-green strategy."), ts=4),
     ]
     out = drive(tmp_path, engine_command(vault_root, starts), [
-        {"op": "ingest", "params": {"sessionId": "run-1", "sessionKey": KEY, "message": turn[0]}},
+        # OpenClaw calls ingest only for engines without afterTurn; other hosts may.
+        {"op": "ingest", "params": {"sessionId": "run-0", "sessionKey": KEY,
+                                    "message": user("remember that the on-call phone is in drawer 3")}},
         {"op": "ingest", "params": {"sessionId": "run-1", "sessionKey": KEY, "message": user("ping"),
                                     "isHeartbeat": True}},
         {"op": "afterTurn", "fresh": True, "params": {"sessionId": "run-1", "sessionKey": KEY,
@@ -134,8 +136,11 @@ def test_engine_through_openclaws_loader(vault_root: Path, tmp_path: Path) -> No
     # ONE process served every engine instance of this gateway.
     assert len(starts.read_text().split()) == 1
     with Vault(vault_root) as vault:
-        [memory] = vault.list(source="openclaw")
-        assert memory.scope == "agent:openclaw" and memory.session == SESSION
+        memories = {m.body: m for m in vault.list(source="openclaw")}
+        assert sorted(memories) == ["remember that the on-call phone is in drawer 3",
+                                    "remember that we deploy with blue-green releases on Fridays"]
+        # afterTurn stored the turn's request at once (no commit was due).
+        assert all(m.scope == "agent:openclaw" and m.session == SESSION for m in memories.values())
         archived = context.archive_search(vault, SESSION, "blue-green")
         assert archived, "afterTurn archived the turn under the session key's memex session"
 

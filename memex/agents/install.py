@@ -365,6 +365,7 @@ def _openclaw_files(cmd: list[str]) -> dict[str, str]:
         '  const key = String(event.sessionKey ?? `${ctx.channelId ?? ""}:${ctx.conversationId ?? ctx.from ?? ctx.to ?? ""}`);\n'
         "  const payload = JSON.stringify({\n"
         "    type: event.type, action: event.action, sessionKey: event.sessionKey, context: event.context,\n"
+        "    recall: false,  // the gateway does not wait for an answer: no recall to compute\n"
         "  });\n"
         "  const previous = queues.get(key) ?? Promise.resolve();\n"
         "  const next = previous.then(() => runMemex(payload));\n"

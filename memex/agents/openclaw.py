@@ -149,7 +149,10 @@ def handle(vault: Vault, payload: Payload) -> HookResult:
         return HookResult({"session": session, "archived": True})
     captured = None
     block, injected = "", []
-    if claude_code.switch(vault, "auto_recall") and text.strip():
+    # The installed handler cannot use recall (OpenClaw does not wait for it)
+    # and says so with "recall": false, sparing a model load per message.
+    wanted = payload.get("recall") is not False
+    if wanted and claude_code.switch(vault, "auto_recall") and text.strip():
         window = claude_code.AgentSettings.of(vault).context_window
         answer = context.assemble(vault, session, [{"role": "user", "content": text}],
                                   window, scopes=recall_scopes(vault, key, channel, peer))

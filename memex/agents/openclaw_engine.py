@@ -28,16 +28,15 @@ compaction (its ``sessionId`` rotates), so it is the memex session when given
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from memex import context
 from memex.agents import openclaw
 from memex.context import archive
-from memex.context.assemble import _full_context, fit_summary
+from memex.context.assemble import fit_summary
 from memex.context.budget import budget_plan
-from memex.context.inject import render_summary
-from memex.context.tokens import count_messages, count_text, message_costs
+from memex.context.inject import prepend_block, render_summary
+from memex.context.tokens import count_messages, count_text
 from memex.errors import InvalidArgument
 
 if TYPE_CHECKING:
@@ -107,16 +106,6 @@ def _budget(params: dict[str, Any]) -> int:
     return DEFAULT_BUDGET
 
 
-def _with_block(msg: dict[str, Any], block: str) -> dict[str, Any]:
-    out = copy.deepcopy(msg)
-    content = out.get("content")
-    if isinstance(content, list):
-        out["content"] = [{"type": "text", "text": block}, *content]
-    else:
-        out["content"] = f"{block}\n\n{content or ''}".rstrip()
-    return out
-
-
 def _pending_prompt(original: list[Any], params: dict[str, Any]) -> str:
     """The user's prompt for this run when it is not among ``messages`` yet.
 
@@ -150,8 +139,8 @@ def assemble(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
         converted.append({"role": "user", "content": [{"type": "text", "text": pending}], "_oc": len(original)})
     session = memex_session(params)
     scopes = openclaw.recall_scopes(vault, params.get("sessionKey"))
-    answer = context.assemble(vault, session, [{k: v for k, v in m.items() if k != "_oc"} for m in converted],
-                              _budget(params), scopes=scopes)
+    # The "_oc" index rides along: memex copies messages it keeps, extra keys included.
+    answer = context.assemble(vault, session, converted, _budget(params), scopes=scopes)
     out_msgs: list[dict[str, Any]] = answer["messages"]
     block = ""
     if answer["injected"] and out_msgs and out_msgs[-1].get("role") == "user":
@@ -161,7 +150,7 @@ def assemble(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
     messages: list[Any] = list(original)
     additions: list[str] = []
     if answer["mode"] == "full":
-        messages, summary = _trimmed(vault, session, original, converted, params, bool(pending))
+        messages, summary = _trimmed(vault, session, original, out_msgs, _budget(params), bool(pending))
         additions += [summary] if summary else []
     if block and pending:
         additions.append(block)
@@ -169,7 +158,7 @@ def assemble(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
         last_user = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"),
                         default=None)
         if last_user is not None:
-            messages[last_user] = _with_block(messages[last_user], block)
+            messages[last_user] = prepend_block(messages[last_user], block)
     addition = "\n\n".join(additions)
     estimated = count_messages(to_memex_plain(messages)) + (count_text(addition) if addition else 0)
     result: dict[str, Any] = {"messages": messages, "estimatedTokens": estimated}
@@ -183,41 +172,40 @@ def to_memex_plain(messages: list[Any]) -> list[dict[str, Any]]:
 
 
 def _trimmed(
-    vault: Vault, session: str, original: list[Any], converted: list[dict[str, Any]], params: dict[str, Any],
+    vault: Vault, session: str, original: list[Any], kept_by_memex: list[dict[str, Any]], budget: int,
     pending: bool,
 ) -> tuple[list[Any], str]:
     """The newest OpenClaw messages that fit, and the summary for the system prompt.
 
-    Runs memex's own trimming on the converted messages with ``_oc`` indices
-    kept, then keeps OpenClaw's originals from the oldest index that survived
-    (trimming only ever drops a prefix; merged messages lie after it). With
-    a ``pending`` prompt (the last converted message, not OpenClaw's) the
-    history may be left empty: OpenClaw appends the prompt after it.
+    ``kept_by_memex`` is what memex's own trimming kept of the converted
+    messages; OpenClaw's originals are kept from the oldest ``_oc`` index
+    that survived (trimming only ever drops a prefix; messages merged into
+    another lie after it). With a ``pending`` prompt (converted last, not
+    one of OpenClaw's) the history may be left empty: OpenClaw appends the
+    prompt after it.
     """
-    budget = _budget(params)
-    costs = message_costs(converted)
-    trimmed, _ = _full_context(vault, session, converted, costs, budget)
-    kept = [m["_oc"] for m in trimmed
-            if "_oc" in m and m["_oc"] < len(original) and converted[m["_oc"]]["role"] != "system"]
+    def is_system(i: int) -> bool:
+        return isinstance(original[i], dict) and original[i].get("role") == "system"
+
+    kept = [m["_oc"] for m in kept_by_memex
+            if isinstance(m.get("_oc"), int) and m["_oc"] < len(original) and not is_system(m["_oc"])]
     end = len(original) if pending else len(original) - 1
     start = min(kept) if kept else end
     # The summary goes to the system prompt, not before the messages, so the
     # conversation itself must open with the user (a question, not a tool result).
     while start < end and not (isinstance(original[start], dict) and original[start].get("role") == "user"):
         start += 1
-    pinned = [original[i] for i, m in enumerate(converted[: len(original)]) if m["role"] == "system" and i < start]
-    summary = ""
+    pinned = [original[i] for i in range(start) if is_system(i)]
     text = fit_summary(archive.read_summary(vault, session), budget_plan(budget)["archive"])
-    if text:
-        summary = render_summary(text)
-    return pinned + list(original[start:]), summary
+    return pinned + list(original[start:]), render_summary(text) if text else ""
 
 
 def ingest(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
     """OpenClaw's ``ingest``: an explicit "remember that ..." from the user is stored now.
 
-    Everything else of the turn is archived by ``afterTurn`` (and extracted
-    when enough is pending), so a message is never archived twice.
+    OpenClaw calls ``ingest`` only for engines without ``afterTurn``; memex
+    has one, so this serves other hosts. Archiving is ``afterTurn``'s alone,
+    so a message is never archived twice.
     """
     msg = params.get("message")
     if params.get("isHeartbeat") or not isinstance(msg, dict) or msg.get("role") != "user":
@@ -229,18 +217,31 @@ def ingest(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def after_turn(vault: Vault, params: dict[str, Any], commit: str = "background") -> dict[str, Any]:
-    """OpenClaw's ``afterTurn``: archive the turn's new messages; commit past the threshold."""
+    """OpenClaw's ``afterTurn``: store the user's explicit requests to remember,
+    archive the turn's new messages, commit past the threshold.
+
+    OpenClaw calls it instead of ``ingest`` (never both), during the tool
+    loop too, each time with the messages new since the last call.
+    """
     if params.get("isHeartbeat"):
         return {"archived": 0, "reason": "heartbeat"}
-    messages = to_memex_plain(params.get("messages"))  # type: ignore[arg-type]
+    original = params.get("messages")
+    messages = to_memex_plain(original)  # type: ignore[arg-type]
     pre = params.get("prePromptMessageCount", 0)
     if not isinstance(pre, int) or isinstance(pre, bool):
         raise InvalidArgument("prePromptMessageCount", f"must be an integer, got {pre!r}")
+    pre = min(max(pre, 0), len(messages))
+    session = memex_session(params)
     scope = openclaw.capture_scope(vault, params.get("sessionKey"))
-    result: dict[str, Any] = context.after_turn(
-        vault, memex_session(params), messages, min(max(pre, 0), len(messages)),
-        source=SOURCE, scope=scope, commit=commit,
-    )
+    captured = []
+    for msg in original[pre:]:  # type: ignore[index]
+        if isinstance(msg, dict) and msg.get("role") == "user":
+            found = context.capture_keyword(vault, session, _text_of(msg.get("content")), source=SOURCE, scope=scope)
+            if found:
+                captured.append(found)
+    result: dict[str, Any] = context.after_turn(vault, session, messages, pre, source=SOURCE, scope=scope,
+                                                commit=commit)
+    result["captured"] = captured
     return result
 
 

@@ -213,7 +213,9 @@ def _agent_commands(install: bool) -> list[click.Command]:
             hook = inst.install_openclaw(folder, inst.command(program, vault, "hook", "openclaw"))
             data = {**engine, "hook_folder": hook["folder"], "events": hook["events"],
                     "changed": engine["changed"] or hook["changed"],
-                    "next": f"openclaw hooks enable {inst.OPENCLAW_HOOK}; then restart the gateway"}
+                    "next": "restart the gateway (memex is its context engine); enable the message hook "
+                            f"(openclaw hooks enable {inst.OPENCLAW_HOOK}) only if you switch back to the legacy "
+                            "engine, or each turn is archived twice"}
             _report(data, as_json, "memex for OpenClaw")
         else:
             engine = oc.uninstall_plugin(config)

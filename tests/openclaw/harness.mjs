@@ -64,7 +64,9 @@ for (const step of spec.steps) {
   }
   out.steps.push({ op: step.op, engineId: engine?.info?.id ?? null, ms: Date.now() - started, result: result ?? null });
 }
-process.stdout.write(JSON.stringify(out) + "\n");
 // A gateway exits when it is done; with spec.waitForExit the harness instead
 // lets Node end on its own, which an idle memex process must not prevent.
-if (!spec.waitForExit) process.exit(0);
+// (On a pipe, write is asynchronous: exit only once it is flushed.)
+process.stdout.write(JSON.stringify(out) + "\n", () => {
+  if (!spec.waitForExit) process.exit(0);
+});
