@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 from frontmatter.default_handlers import YAMLHandler
 
-from memex import permissions
+from memex import permissions, writers
 from memex.errors import InvalidArgument, MemoryFileError
 from memex.faults import point
 
@@ -250,7 +250,9 @@ def atomic_write(path: Path, text: str) -> None:
         raise InvalidArgument("text", f"not valid Unicode at character {exc.start}; {path.name} not written") from exc
     permissions.private_dir(path.parent)
     # The pid in the name tells a later process whether the writer still
-    # runs: a temp file left by a killed writer is removed (memex/orphans.py).
+    # runs: a temp file left by a killed writer is removed (memex/orphans.py),
+    # at the latest when the vault is next opened (memex/writers.py).
+    writers.note_folder(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".memex-{os.getpid()}-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -5,7 +5,8 @@ to its target, then renames it over the target. ``kill -9`` (or a power cut)
 between the two leaves the temp file, holding the whole text, beside the
 memory. Such a file is never indexed (hidden names are not memory names) and
 never committed (the vault's ``.gitignore`` lists ``.memex-*.tmp``), and it
-is removed by the next reindex, watcher start, ``doctor --fix`` and erase;
+is removed by the next reindex, watcher start, ``doctor --fix`` and erase,
+and at the latest by the next open of the vault (memex/writers.py);
 ``doctor`` reports it.
 
 A temp file is an orphan when the process named in it is gone. One whose

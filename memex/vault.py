@@ -20,7 +20,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from memex import decay, dedup, embed, memory_file, permissions, scopes
+from memex import decay, dedup, embed, memory_file, permissions, scopes, writers
 from memex.config import Config, load_config
 from memex.db import connect, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
@@ -132,6 +132,9 @@ class Vault:
         self._embedder: embed.Embedder | None = None
         self._indexer: Indexer | None = None
         self._scope_rules: scopes.ScopeRules | None = None
+        # Temp files (whole memory texts) a killed write left behind go now,
+        # not at the next reindex: one listing of a small folder (memex/writers.py).
+        writers.sweep(self.root)
 
     # -- plumbing ------------------------------------------------------------
 

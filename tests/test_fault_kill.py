@@ -196,3 +196,36 @@ def test_kill_during_supersede_can_be_finished(root: Path, point: str, nth: int)
         assert search_ids(vault, "lanterns spring fair")[:1] == [new_id]
         assert_consistent(vault)
     report("kill-supersede", 1, 1, 0)
+
+
+@pytest.mark.parametrize("op", ["add", "supersede"])
+def test_a_killed_writers_temp_file_goes_at_the_next_open(root: Path, op: str) -> None:
+    """Not only at the next reindex: a one-shot search or add opens the vault
+    and must not leave the whole text of a memory lying beside it."""
+    with Vault(root, embedder=HashEmbedder()) as vault:
+        first = vault.add(NEW)
+    arg = {"text": SECRET} if op == "add" else {"id": first.id, "text": NEWER}
+    assert run_child(root, op, arg, "write.temp") == -signal.SIGKILL
+    assert len(list(root.rglob(".memex-*.tmp"))) == 1
+    with Vault(root, embedder=HashEmbedder()) as vault:  # an open, no reindex
+        assert not list(root.rglob(".memex-*.tmp"))
+        # The killed writer's note goes with its files; this process's own stays.
+        assert [p.name for p in (root / ".memex" / "writers").iterdir()] == [str(os.getpid())]
+        vault.search("lanterns")
+
+
+def test_an_open_leaves_a_running_writers_temp_file_and_notes_outside_the_vault(root: Path, tmp_path: Path) -> None:
+    notes = root / ".memex" / "writers"
+    notes.mkdir(exist_ok=True)
+    running = os.getppid()  # alive for as long as this test runs
+    (notes / str(running)).write_text("memories\n")
+    live = root / "memories" / f".memex-{running}-abc123.tmp"
+    live.write_text("a write still under way\n")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    stray = outside / ".memex-999999-abc123.tmp"
+    stray.write_text("not memex's to remove\n")
+    (notes / "999999").write_text("../elsewhere\n")
+    with Vault(root, embedder=HashEmbedder()):
+        assert live.exists() and stray.exists()
+        assert (notes / str(running)).exists() and not (notes / "999999").exists()

@@ -1,0 +1,105 @@
+"""Which processes write where, so a killed writer's temp files go at the next open.
+
+:func:`memex.memory_file.atomic_write` leaves ``.memex-<pid>-XXXX.tmp``, the
+whole text of a memory, beside its target when it is killed between writing
+and renaming (memex/orphans.py). A reindex, a watcher start, ``doctor
+--fix`` and erase find such files by walking the vault (36 ms at 10k files);
+a one-shot ``search`` or ``add`` must not pay that walk. So each process
+notes, once per folder, the folders it writes temp files into, in
+``.memex/writers/<pid>`` (an append, not fsynced: ``kill -9`` keeps the page
+cache). Opening a vault lists that small folder; for each writer that is no
+longer running it removes that writer's temp files in the folders it named,
+then its note. A clean exit leaves a note too: the next open clears it
+after one folder listing per folder it names.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+WRITERS_DIR = "writers"  # under .memex/
+_noted: set[str] = set()  # folders this process has noted (absolute)
+_vault_of: dict[str, Path | None] = {}  # folder -> its vault's root, cached
+
+
+def _vault_root(folder: Path) -> Path | None:
+    key = str(folder)
+    if key not in _vault_of:
+        found: Path | None = None
+        for parent in (folder, *folder.parents):
+            if (parent / ".memex").is_dir():
+                found = parent
+                break
+        _vault_of[key] = found
+    return _vault_of[key]
+
+
+def note_folder(folder: Path) -> None:
+    """Record that this process writes temp files in ``folder`` (once per folder)."""
+    folder = folder.absolute()
+    if str(folder) in _noted:
+        return
+    root = _vault_root(folder)
+    if root is None:
+        return  # not inside a vault: nothing to clean up after
+    from memex import permissions  # lazily: memory_file imports this module
+
+    note = root / ".memex" / WRITERS_DIR / str(os.getpid())
+    permissions.private_dir(note.parent)
+    with permissions.open_append(note) as handle:
+        handle.write(os.path.relpath(folder, root) + "\n")
+    _noted.add(str(folder))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def sweep(root: Path) -> list[str]:
+    """Remove the temp files of writers that no longer run, and their notes.
+
+    Returns the vault-relative paths of the temp files removed. Costs one
+    listing of ``.memex/writers/`` when no writer died.
+    """
+    notes = root / ".memex" / WRITERS_DIR
+    try:
+        names = os.listdir(notes)
+    except OSError:
+        return []
+    removed: list[str] = []
+    for name in names:
+        if not name.isdigit() or int(name) == os.getpid() or _alive(int(name)):
+            continue
+        note = notes / name
+        try:
+            folders = set(note.read_text(encoding="utf-8").splitlines())
+        except OSError:
+            continue
+        prefix = f".memex-{name}-"
+        for rel in sorted(folders):
+            folder = (root / rel).resolve()
+            if rel.startswith("..") or not folder.is_relative_to(root.resolve()):
+                continue  # a note never points out of the vault; ignore one that does
+            try:
+                entries = os.listdir(folder)
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.startswith(prefix) and entry.endswith(".tmp"):
+                    try:
+                        os.unlink(folder / entry)
+                    except OSError:
+                        continue
+                    removed.append(f"{rel}/{entry}".removeprefix("./"))
+        try:
+            os.unlink(note)
+        except OSError:
+            pass
+    return removed
