@@ -1,6 +1,6 @@
 """Right to erasure: forget a memory, or a whole subject, with no trace on disk.
 
-The order matters for crash safety (DESIGN.md, "erase"):
+The order matters for crash safety (docs/forgetting.md, "Order and crash safety"):
 
 1. choose what to erase (:mod:`memex.erase_select`: the memory or subject,
    what derives from it, the session archives that quote it, every copy:

@@ -1,7 +1,7 @@
 """The vault: a folder of memory files plus its derived index.
 
 :class:`Vault` is the library API that the CLI, the hooks and the MCP server
-all call; it is the one write path (principle 2 of DESIGN.md). Adding a
+all call; it is the one write path (principle 2 of docs/design.md). Adding a
 memory writes its file atomically and indexes it at once (write-through), so
 search is consistent without a running watcher.
 """

@@ -1,7 +1,7 @@
 """``memex watch``: file events -> short debounce -> index just the touched paths.
 
 The watcher is the one path by which edits made outside memex reach the
-index (DESIGN.md, principle 2). It never trusts events alone:
+index (docs/design.md, principle 2). It never trusts events alone:
 
 * it reconciles (a full :meth:`Indexer.sync`) right after the observer
   starts, so edits made while nothing watched are picked up, and again every

@@ -1,6 +1,6 @@
 """Property: after any history of adds, hand edits, renames, moves, deletions,
 files broken by hand and (full or incremental) reindexes, the index holds exactly what a rebuild
-from the files alone holds (DESIGN.md principle 1)."""
+from the files alone holds (docs/design.md principle 1)."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ what `memex add` writes."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -128,3 +129,35 @@ def test_the_readme_memory_file_is_what_memex_add_writes(vault_root: Path) -> No
 def test_each_page_has_a_title(page: str) -> None:
     first = (DOCS / page).read_text(encoding="utf-8").splitlines()[0]
     assert first.startswith("# ")
+
+
+def _quick_start() -> list[list[str]]:
+    """The `memex add` and `memex search` lines of the README's quick start, as argv."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    lines = []
+    for line in section.splitlines():
+        command = line.strip().split("  #", 1)[0].strip()
+        if command.startswith(("memex add ", "memex search ")):
+            lines.append(shlex.split(command)[1:])
+    return lines
+
+
+@pytest.mark.model
+def test_every_quick_start_search_finds_what_the_quick_start_added(vault_root: Path) -> None:
+    # The quick start once searched "indentation" for "The user prefers tabs
+    # over spaces": after search gained its relevance floor that printed
+    # "no matches", so a reader's first search looked broken.
+    steps = _quick_start()
+    searches = [s for s in steps if s[0] == "search"]
+    assert [s for s in steps if s[0] == "add"] and searches, "the quick start adds and searches"
+    runner = CliRunner()
+    for args in steps:
+        argv = ["--vault", str(vault_root), *args]
+        if args[0] == "search" and "--json" not in args:
+            argv.append("--json")
+        result = runner.invoke(app(), argv, catch_exceptions=False)
+        assert result.exit_code == 0, (args, result.output)
+        if args[0] == "search":
+            hits = json.loads(result.output)
+            assert hits, f"the README's `memex {shlex.join(args)}` finds nothing"
