@@ -317,12 +317,12 @@ def _write_temps(chunk: Sequence[tuple[Path, bytes]]) -> list[tuple[str, Path]]:
             with ThreadPoolExecutor(min(SYNC_THREADS, len(opened)), thread_name_prefix="memex-fsync") as pool:
                 list(pool.map(os.fsync, [fd for fd, _, _ in opened]))
     except BaseException:
-        for _, tmp, _ in opened:
+        for fd, tmp, _ in opened:
+            os.close(fd)  # closed before unlinking: Windows cannot delete an open file
             _unlink_quietly(tmp)
         raise
-    finally:
-        for fd, _, _ in opened:
-            os.close(fd)
+    for fd, _, _ in opened:
+        os.close(fd)
     return [(tmp, path) for _, tmp, path in opened]
 
 

@@ -156,3 +156,23 @@ def test_an_empty_batch_writes_nothing(vault: Vault) -> None:
     write_session(vault)
     batch = vault.update_meta_many({})
     assert batch.done == [] and batch.failed == {}
+
+
+def test_a_failed_fsync_leaves_every_file_old_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    targets = [tmp_path / f"note{i}.md" for i in range(5)]
+    for p in targets:
+        p.write_text("old\n")
+    real = os.fsync
+
+    def fail_for_files(fd: Any) -> None:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fail_for_files)
+    with pytest.raises(OSError, match="Input/output"):
+        memory_file.atomic_write_many([(p, "new\n") for p in targets])
+    monkeypatch.undo()
+    # Nothing was renamed before every temp file was on disk.
+    assert [p.read_text() for p in targets] == ["old\n"] * 5
+    assert temp_files(tmp_path) == []
