@@ -3,9 +3,9 @@
 At the end of a session (or on demand) memex takes the session's active
 memories, one scope at a time, grouped by category, and clusters those that
 say the same thing. Each cluster keeps one representative; the others get
-``superseded_by: <representative>`` in their files (an atomic edit through
-:meth:`Vault.update_meta`), which hides them from default search without
-deleting anything. :func:`unsupersede` undoes one.
+``superseded_by: <representative>`` in their files (atomic edits, all in
+one write pass: :meth:`Vault.update_meta_many`), which hides them from
+default search without deleting anything. :func:`unsupersede` undoes one.
 
 Rules, all from issue 7:
 
@@ -38,7 +38,7 @@ from memex import embed
 from memex.config import CONFIG_RELPATH, fraction, setting, string_list
 from memex.db import has_vector_tables
 from memex.decay import parse_time
-from memex.errors import ConfigError, InvalidArgument, MemoryFileError, MemoryNotFound
+from memex.errors import ConfigError, InvalidArgument
 from memex.pairscore import ScoreProfile, pair_matrices, profile_for
 from memex.text import preview
 from memex.values import conflict_reason
@@ -360,18 +360,18 @@ def consolidate(
         return plan(vault, session, scope, dry_run=True, explain=explain)
     with vault.write_lock():
         report = plan(vault, session, scope, dry_run=False, explain=explain)
+        # All the superseding edits in one write pass (memex/meta_edit.py):
+        # a file erased or broken since the plan (the watcher, a hand edit) is
+        # skipped and reported; the rest still go through.
+        batch = vault.update_meta_many({
+            memory_id: {"superseded_by": group.representative}
+            for group in report.groups for memory_id in group.superseded
+        })
         for group in report.groups:
-            done = []
             for memory_id in group.superseded:
-                # A file erased or broken since the plan (the watcher, a hand
-                # edit) is skipped and reported; the rest still go through.
-                try:
-                    vault.update_meta(memory_id, {"superseded_by": group.representative})
-                except (MemoryNotFound, MemoryFileError) as exc:
-                    report.skipped.append({"scope": group.scope, "id": memory_id, "reason": str(exc)})
-                    continue
-                done.append(memory_id)
-            group.superseded = done
+                if memory_id in batch.failed:
+                    report.skipped.append({"scope": group.scope, "id": memory_id, "reason": batch.failed[memory_id]})
+            group.superseded = [m for m in group.superseded if m not in batch.failed]
     return _summarize(report)
 
 

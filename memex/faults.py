@@ -4,7 +4,7 @@
 makes the K-th pass through :func:`point` ``NAME`` kill the process with
 SIGKILL, exactly as ``kill -9`` would: no ``finally`` block, no atexit, no
 flush. tests/test_fault_kill.py runs each write (add, reindex, erase,
-supersede) in a subprocess with each point set, then reopens the vault and
+supersede, consolidate) in a subprocess with each point set, then reopens the vault and
 checks that the files and the index agree and that nothing erased is left.
 
 Unset (always, outside that suite) a point costs one comparison.
@@ -23,6 +23,8 @@ _seen = 0
 POINTS = (
     "write.temp",  # memory_file.atomic_write: temp file written and fsynced, not renamed yet
     "write.replaced",  # memory_file.atomic_write: renamed over the target, folder not fsynced
+    "batch.synced",  # memory_file.atomic_write_many: every temp file written and fsynced, none renamed
+    "batch.replaced",  # memory_file.atomic_write_many: one more temp renamed, folders not fsynced
     "index.commit",  # indexer: a batch's write transaction about to commit
     "index.committed",  # indexer: a batch committed
     "erase.listed",  # erase: bodies on the erased list, no file deleted yet

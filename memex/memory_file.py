@@ -16,6 +16,8 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass, field
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -244,31 +246,118 @@ def atomic_write(path: Path, text: str) -> None:
     A temp file in the same folder is written, fsynced and renamed over the
     target; the folder is fsynced so the rename itself survives a crash.
     """
+    data = _encode(path, text)
+    permissions.private_dir(path.parent)
+    tmp = _write_temp(path.parent, data)
     try:
-        data = text.encode("utf-8")
+        point("write.temp")
+        os.replace(tmp, path)
+        point("write.replaced")
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_many(items: Sequence[tuple[Path, str]]) -> None:
+    """Write several files, each as :func:`atomic_write` would, in less time.
+
+    Every text is encoded first (a refusal writes nothing), then every temp
+    file is written and fsynced, then all are renamed over their targets and
+    each folder touched is fsynced once. A crash at any moment leaves each
+    file whole, old or new; temp files it leaves are removed by the next sync
+    (memex/orphans.py). On an error no temp file is left and the targets
+    already renamed stay new (their folders are still fsynced): the caller
+    re-indexes every path either way.
+    """
+    encoded = [(path, _encode(path, text)) for path, text in items]
+    temps: list[tuple[str, Path]] = []
+    renamed = 0
+    try:
+        for start in range(0, len(encoded), SYNC_CHUNK):
+            temps += _write_temps(encoded[start : start + SYNC_CHUNK])
+        point("batch.synced")
+        for tmp, path in temps:
+            os.replace(tmp, path)
+            renamed += 1
+            point("batch.replaced")
+    except BaseException:
+        for tmp, _ in temps[renamed:]:
+            _unlink_quietly(tmp)
+        raise
+    finally:
+        # One folder fsync makes all the renames in it durable.
+        for folder in dict.fromkeys(path.parent for _, path in temps[:renamed]):
+            _fsync_dir(folder)
+
+
+# Temp files fsynced together (and so open at once): fsyncs issued from
+# several threads share the file system's journal commits, about five times
+# faster than one after another on ext4; the chunk bounds open descriptors.
+SYNC_CHUNK = 64
+SYNC_THREADS = 8
+
+
+def _write_temps(chunk: Sequence[tuple[Path, bytes]]) -> list[tuple[str, Path]]:
+    """Temp files next to each target holding its bytes, all fsynced: (temp, target) pairs."""
+    opened: list[tuple[int, str, Path]] = []
+    try:
+        for path, data in chunk:
+            permissions.private_dir(path.parent)
+            # The pid in the name tells a later process whether the writer still
+            # runs: a temp file left by a killed writer is removed (memex/orphans.py),
+            # at the latest when the vault is next opened (memex/writers.py).
+            writers.note_folder(path.parent)
+            fd, tmp = tempfile.mkstemp(prefix=f".memex-{os.getpid()}-", suffix=".tmp", dir=path.parent)
+            opened.append((fd, tmp, path))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        if len(opened) == 1:
+            os.fsync(opened[0][0])
+        else:
+            with ThreadPoolExecutor(min(SYNC_THREADS, len(opened)), thread_name_prefix="memex-fsync") as pool:
+                list(pool.map(os.fsync, [fd for fd, _, _ in opened]))
+    except BaseException:
+        for fd, tmp, _ in opened:
+            os.close(fd)  # closed before unlinking: Windows cannot delete an open file
+            _unlink_quietly(tmp)
+        raise
+    for fd, _, _ in opened:
+        os.close(fd)
+    return [(tmp, path) for _, tmp, path in opened]
+
+
+def _encode(path: Path, text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
     except UnicodeEncodeError as exc:  # lone surrogates, e.g. from undecodable bytes
         raise InvalidArgument("text", f"not valid Unicode at character {exc.start}; {path.name} not written") from exc
-    permissions.private_dir(path.parent)
+
+
+def _write_temp(folder: Path, data: bytes) -> str:
+    """A fsynced temp file holding ``data`` in ``folder``; its path."""
     # The pid in the name tells a later process whether the writer still
     # runs: a temp file left by a killed writer is removed (memex/orphans.py),
     # at the latest when the vault is next opened (memex/writers.py).
-    writers.note_folder(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".memex-{os.getpid()}-", suffix=".tmp", dir=path.parent)
+    writers.note_folder(folder)
+    fd, tmp = tempfile.mkstemp(prefix=f".memex-{os.getpid()}-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        point("write.temp")
-        os.replace(tmp, path)
-        point("write.replaced")
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        _unlink_quietly(tmp)
         raise
-    _fsync_dir(path.parent)
+    return tmp
+
+
+def _unlink_quietly(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
 
 
 def _fsync_dir(folder: Path) -> None:

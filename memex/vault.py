@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 import numpy as np
@@ -30,6 +30,9 @@ from memex.names import scope_dir_parts, slug
 from memex.records import Memory as Memory  # public here since before it moved
 from memex.records import now_iso, record_view
 from memex.search import HIT_COLUMNS, Filters, Hit, hit_from_row, search
+
+if TYPE_CHECKING:
+    from memex.meta_edit import MetaBatch
 
 MEMEX_DIR = ".memex"
 INDEX_NAME = "index.db"
@@ -372,22 +375,16 @@ class Vault:
 
     def update_meta(self, memory_id: str, changes: dict[str, Any]) -> Memory:
         """Set (or, with None, remove) frontmatter keys of one memory, atomically."""
-        path, *_ = self._row_by_id(memory_id)
-        full = self.root / path
-        mf, _ = memory_file.read(full, self.config.max_file_bytes, self.root)
-        if "created" not in mf.meta:
-            # A hand-written file is dated by its mtime, which this rewrite
-            # changes: keep the date memex showed for it.
-            mf.meta["created"] = self.get(memory_id).record["created"]
-        for key, value in changes.items():
-            if value is None:
-                mf.meta.pop(key, None)
-            else:
-                mf.meta[key] = value
-        mf.has_frontmatter = True
-        memory_file.atomic_write(full, memory_file.serialize(mf))
-        self.indexer.index_paths([path])
-        return self.get(memory_id)
+        from memex.meta_edit import update_meta
+
+        return update_meta(self, memory_id, changes)
+
+    def update_meta_many(self, changes: dict[str, dict[str, Any]]) -> MetaBatch:
+        """:meth:`update_meta` for many memories in one write pass: the ids
+        done and the ids refused, with why (memex/meta_edit.py)."""
+        from memex.meta_edit import update_meta_many
+
+        return update_meta_many(self, changes)
 
     # -- consolidation and decay (issue 7; memex/consolidate.py, memex/decay.py)
 

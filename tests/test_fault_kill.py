@@ -1,11 +1,12 @@
-"""kill -9 at each write step of add, reindex, erase and supersede (issue 12, fault suite).
+"""kill -9 at each write step of add, reindex, erase, supersede and consolidate (issue 12, fault suite).
 
 Each case runs one operation in a subprocess with ``MEMEX_CRASH_AT`` naming a
 crash point (memex/faults.py), checks that the process really died by
 SIGKILL there, then reopens the vault as the next memex command would
 (``reindex``) and checks: the files and the index agree, no temp file is
 left, an add is all or nothing, a supersede can be finished by running it
-again, and no byte of erased text is left anywhere under the vault (after
+again, a consolidation leaves each file old or new and can be finished by
+running it again, and no byte of erased text is left anywhere under the vault (after
 running the killed erase again when the kill came before its files were
 deleted: until then doctor names the file).
 """
@@ -21,10 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from memex import health, orphans
+from memex import health, memory_file, orphans
 from memex.vault import Vault, init_vault
 from tests.fakes import HashEmbedder
 from tests.faultkit import leaked_bytes, report
+from tests.test_meta_batch import write_session
 
 REPO = Path(__file__).resolve().parent.parent
 SECRET = "Zqorblax keeps the Xjuimbrelk storage unit key under the mat"
@@ -47,6 +49,8 @@ with Vault(root, embedder=HashEmbedder()) as v:
         v.erase(arg["id"], reason="fault suite")
     elif op == "supersede":
         v.supersede(arg["id"], arg["text"])
+    elif op == "consolidate":
+        v.consolidate(arg["session"])
 """
 
 
@@ -229,3 +233,46 @@ def test_an_open_leaves_a_running_writers_temp_file_and_notes_outside_the_vault(
     with Vault(root, embedder=HashEmbedder()):
         assert live.exists() and stray.exists()
         assert (notes / str(running)).exists() and not (notes / "999999").exists()
+
+
+# batch.replaced-2: killed between two renames of one write pass.
+CONSOLIDATE_POINTS = [
+    ("batch.synced", 1), ("batch.replaced", 1), ("batch.replaced", 2), ("index.commit", 1), ("index.committed", 1),
+]
+
+
+def split_file(path: Path) -> tuple[dict[str, object], str]:
+    mf, _ = memory_file.read(path, 1 << 20)
+    return dict(mf.meta), mf.body
+
+
+@pytest.mark.parametrize(("point", "nth"), CONSOLIDATE_POINTS, ids=[f"{p}-{n}" for p, n in CONSOLIDATE_POINTS])
+def test_kill_during_consolidate_leaves_each_file_old_or_new(root: Path, point: str, nth: int, tmp_path: Path) -> None:
+    with Vault(root, embedder=HashEmbedder()) as v:
+        paths = write_session(v)
+    before = {name: split_file(p) for name, p in paths.items()}
+    # What an uninterrupted run does, on a copy.
+    control = init_vault(tmp_path / "control", git=False)
+    with Vault(control, embedder=HashEmbedder()) as v:
+        write_session(v)
+        expected = {m: g.representative for g in v.consolidate("s1").groups for m in g.superseded}
+    assert len(expected) == 4
+    assert run_child(root, "consolidate", {"session": "s1"}, point, nth) == -signal.SIGKILL
+    with reopen(root) as vault:
+        assert_consistent(vault)
+        changed = []
+        for name, path in paths.items():
+            meta, body = split_file(path)
+            old_meta, old_body = before[name]
+            assert body == old_body  # never half-written: the body is whole
+            if meta != old_meta:  # new: exactly the superseding edit
+                assert meta == {**old_meta, "superseded_by": expected[name]}
+                changed.append(name)
+            # The index says what the file says.
+            assert vault.get(name).status == ("superseded" if name in changed else "active")
+        renamed = {"batch.synced": 0, "batch.replaced": nth}.get(point, len(expected))
+        assert len(changed) == renamed
+        vault.consolidate("s1")  # the user runs it again
+        assert {n: vault.get(n).meta.get("superseded_by") for n in paths} == {n: expected.get(n) for n in paths}
+        assert_consistent(vault)
+    report("kill-consolidate", 1, 1, 0)
