@@ -63,6 +63,11 @@ class Calibration:
     # False for a model nobody measured: its cosines clear every hit, so the
     # floor never hides what such a model finds (only words can fail it).
     measured: bool = True
+    # A lower calibrated floor for a hit that shares at least one content
+    # word (or CJK bigram) with the query. For a model with compressed
+    # cosines (multilingual-e5) one bar cannot both empty unrelated queries
+    # and keep real answers; a shared word is the tie-breaker. None: off.
+    floor_shared_word: float | None = None
 
     def calibrate(self, cosine: float, cjk: bool) -> float:
         low, high = (self.unrelated_cjk, self.strong_cjk) if cjk else (self.unrelated, self.strong)
@@ -79,6 +84,16 @@ CALIBRATIONS: dict[str, Calibration] = {
     "all-MiniLM-L6-v2-int8": Calibration(
         unrelated=0.15, strong=0.65, floor=0.3, unrelated_cjk=0.35, strong_cjk=0.85, floor_cjk=0.3,
         trust_cjk=False,
+    ),
+    # multilingual-e5-small packs everything into 0.72..0.96. Floors measured
+    # with `scripts/eval_search.py --model multilingual --floor` and a sweep
+    # (docs/search.md): a hit passes on cos >= 0.835 (EN) / 0.86 (CJK), or on
+    # cos >= 0.805 when it shares a content word with the query. The best
+    # cosine of an unrelated EN query reaches 0.85 while convo evidence
+    # starts at 0.80, so one bar cannot do both.
+    "multilingual-e5-small-q4": Calibration(
+        unrelated=0.80, strong=0.90, floor=0.35, unrelated_cjk=0.82, strong_cjk=0.92, floor_cjk=0.4,
+        trust_cjk=True, floor_shared_word=0.05,
     ),
 }
 # For a model nobody has measured: the MiniLM scale for the "calibrated"
@@ -186,7 +201,19 @@ DEFAULT_FUSION = Fusion(
 
 # A model whose cosines behave differently (a multilingual one, say) may
 # need other weights: its measured rule goes here, keyed by model id.
-FUSION_BY_MODEL: dict[str, Fusion] = {"all-MiniLM-L6-v2-int8": DEFAULT_FUSION}
+#
+# multilingual-e5: its cosines are compressed (0.72..0.96 for everything), so
+# a raw-cosine blend sees almost no contrast; min-max over the query's
+# candidates restores it. Chosen on dev of both sets with
+# `scripts/eval_search.py --model multilingual --choose` (docs/search.md).
+MULTILINGUAL_FUSION = Fusion(
+    "blend", 0.5, "sat", "minmax", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4,
+    collapse_duplicates=True, time_boost=0.3,
+)
+FUSION_BY_MODEL: dict[str, Fusion] = {
+    "all-MiniLM-L6-v2-int8": DEFAULT_FUSION,
+    "multilingual-e5-small-q4": MULTILINGUAL_FUSION,
+}
 
 
 def fusion_for(model_id: str | None) -> Fusion:
@@ -233,6 +260,12 @@ FUSIONS: tuple[Fusion, ...] = tuple(dict.fromkeys((  # in order, each rule once
     *(Fusion("blend", w, "sat", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4,
              collapse_duplicates=True, time_boost=t) for w in (0.6, 0.7, 0.8) for t in (0.1, 0.2, 0.3, 0.5)),
     *(Fusion("blend", 0.6, "max", "calibrated", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.2),),
+    # For a model whose cosines are compressed (multilingual-e5): calibrated
+    # or z-scored cosines, and CJK weights for a model that reads Chinese.
+    *(Fusion("blend", w, lex, sem, cjk_semantic_weight=c, short_penalty=0.6, question_penalty=0.4,
+             collapse_duplicates=True, time_boost=0.3)
+      for lex in ("sat", "max") for sem in ("calibrated", "z", "minmax") for w in (0.5, 0.6, 0.7, 0.8)
+      for c in (None, 0.3, 0.5)),
 )))
 
 
@@ -400,10 +433,13 @@ def relevant(query: str, body: str, cosine: float | None, calibration: Calibrati
     cjk = has_cjk(query)
     if cosine is not None and not calibration.measured:
         return True
-    if cosine is not None and (calibration.trust_cjk or not cjk):
-        if calibration.calibrate(cosine, cjk) >= calibration.floor_for(cjk):
-            return True
+    trusted = cosine is not None and (calibration.trust_cjk or not cjk)
+    if trusted and cosine is not None and calibration.calibrate(cosine, cjk) >= calibration.floor_for(cjk):
+        return True
     found, wanted = coverage(query, body)
+    if (trusted and cosine is not None and calibration.floor_shared_word is not None and found >= 1
+            and calibration.calibrate(cosine, cjk) >= calibration.floor_shared_word):
+        return True
     if cjk:
         return found >= 1
     return wanted > 0 and found >= min(2, wanted) and found / wanted >= LEXICAL_FLOOR

@@ -74,9 +74,11 @@ MULTILINGUAL = ModelProfile(
     session_cosine_duplicate=0.95,
     cjk_cosine=True,
     cjk_cosine_duplicate=0.96,
-    # With the fusion of docs/search.md: relevant 0.622-0.799, unrelated
-    # 0.514-0.577 (scripts/context_threshold.py --model multilingual).
-    recall_score_threshold=0.60,
+    # With this model's own rule and floor (memex/fusion.py): relevant
+    # 0.65-0.81 (11 of 12 pass the floor), unrelated prompts all floored to
+    # nothing, wrong memories at most 0.23; 0.44 is the midpoint
+    # (scripts/context_threshold.py --model multilingual --threshold 0).
+    recall_score_threshold=0.44,
 )
 
 PROFILES: dict[str, ModelProfile] = {p.model_id: p for p in (MINILM, MULTILINGUAL)}

@@ -268,7 +268,8 @@ def candidates(
         return Candidates(lexical, semantic, False)
     assert embedder is not None
     if qvec is None:
-        qvec = embedder.embed([query])[0]
+        # The model's query side (e5: "query: "), as Vault.search embeds a question.
+        qvec = embed.embed_queries(embedder, [query])[0]
     # One look at the in-process copy per search (None: use sqlite-vec).
     matrix = vecmatrix.for_connection(conn)
     semantic = _semantic(conn, matrix, qvec, filters, k)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the ranking rule costs per search at 10k memories: previous rule vs chosen, A/B.
+"""What the ranking rule costs per search at 10k memories: previous rule vs chosen (MiniLM, multilingual), A/B.
 
     .venv/bin/python scripts/bench_fusion.py [--memories 10000] [--searches 300]
 
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import bench  # noqa: E402
 import bench_erase  # noqa: E402
 
-from memex.fusion import DEFAULT_FUSION, PREVIOUS_FUSION  # noqa: E402
+from memex.fusion import DEFAULT_FUSION, MULTILINGUAL_FUSION, PREVIOUS_FUSION  # noqa: E402
 from memex.search import search  # noqa: E402
 from memex.vault import Vault  # noqa: E402
 
@@ -57,7 +57,7 @@ def main() -> None:
             vault.reindex()
             texts = bench.queries(rng, args.searches)
             qvecs = embedder.embed(texts)
-            rules = {"previous": PREVIOUS_FUSION, "chosen": DEFAULT_FUSION}
+            rules = {"previous": PREVIOUS_FUSION, "chosen": DEFAULT_FUSION, "multilingual": MULTILINGUAL_FUSION}
             for text, qvec in list(zip(texts, qvecs))[:20]:  # warm-up: vector copy, caches
                 for rule in rules.values():
                     search(vault.conn, embedder, text, 10, qvec=qvec, fusion=rule)

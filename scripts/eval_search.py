@@ -5,6 +5,7 @@
     .venv/bin/python scripts/eval_search.py --choose   # every rule in FUSIONS ranked on dev
     .venv/bin/python scripts/eval_search.py --floor    # the relevance floor: cosines, empty rates
     .venv/bin/python scripts/eval_search.py --json     # everything as JSON
+    .venv/bin/python scripts/eval_search.py --model multilingual   # any [embedding] model setting
 
 Sets: ``tests/data/search_eval.jsonl`` (200 hand-written agent memories, 100
 queries; no split field, so queries alternate dev/test in id order) and
@@ -47,6 +48,7 @@ from memex.fusion import (  # noqa: E402
     Fusion,
     calibration_for,
     fuse,
+    fusion_for,
 )
 from memex.search import Candidates, candidates, search, unique_bodies  # noqa: E402
 from memex.vault import Vault, init_vault  # noqa: E402
@@ -108,6 +110,12 @@ def build_vault(root: Path, memories: list[dict[str, Any]], embedder: embed.Embe
     return vault
 
 
+def question_vector(vault: Vault, text: str) -> np.ndarray:
+    """A question's vector as ``Vault.search`` embeds it: the model's query side (e5's "query:")."""
+    assert vault.embedder is not None
+    return embed.query_vector(vault.embedder, text)
+
+
 def query_now(q: dict[str, Any]) -> dt.datetime:
     """When the question is asked: its ``now`` date (noon UTC), else the clock."""
     if "now" in q:
@@ -122,7 +130,7 @@ class Prepared:
         self.queries = queries
         self.cands: dict[str, Candidates] = {}
         for q in queries:
-            qvec = vault.embed_query(q["query"])
+            qvec = question_vector(vault, q["query"])
             self.cands[q["id"]] = candidates(vault.conn, vault.embedder, q["query"], qvec=qvec)
         self.ids = {int(r): str(i) for r, i in vault.conn.execute("SELECT rowid, id FROM memories")}
         self.created = {int(r): str(c) for r, c in vault.conn.execute("SELECT rowid, created FROM memories")}
@@ -210,14 +218,14 @@ def floor_report(vault: Vault, queries: list[dict[str, Any]], unrelated: list[di
     cos_unrel: dict[str, list[float]] = {"en": [], "zh": []}
     empty_unrel: dict[str, list[bool]] = {"en": [], "zh": []}
     for u in unrelated:
-        qvec = vault.embed_query(u["query"])
+        qvec = question_vector(vault, u["query"])
         c = candidates(vault.conn, vault.embedder, u["query"], qvec=qvec)
         cos_unrel[u["lang"]].append(max(c.semantic.values(), default=0.0))
         empty_unrel[u["lang"]].append(not search(vault.conn, vault.embedder, u["query"], 10, qvec=qvec))
     empty_real: dict[str, list[bool]] = {"en": [], "zh": []}
     lost: dict[str, list[bool]] = {"en": [], "zh": []}
     for q in queries:
-        qvec = vault.embed_query(q["query"])
+        qvec = question_vector(vault, q["query"])
         kept = [h.id for h in search(vault.conn, vault.embedder, q["query"], 5, qvec=qvec)]
         raw = [h.id for h in search(vault.conn, vault.embedder, q["query"], 5, qvec=qvec, floor=False)]
         lang = "zh" if q["lang"] == "zh" else "en"
@@ -273,11 +281,13 @@ def main() -> None:
     parser.add_argument("--choose", action="store_true", help="rank every rule in FUSIONS on the dev splits")
     parser.add_argument("--floor", action="store_true", help="measure the relevance floor")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument("--model", default="auto", help="[embedding] model setting: auto (MiniLM) or multilingual")
     args = parser.parse_args()
-    embedder = embed.load_embedder("auto")
+    embedder = embed.load_embedder(args.model)
     if embedder is None:
-        raise SystemExit(f"no embedding model: {embed.why_no_embedder('auto')}")
-    fusions = FUSIONS if args.choose else (*NAMED_FUSIONS, *(() if DEFAULT_FUSION in NAMED_FUSIONS else (DEFAULT_FUSION,)))
+        raise SystemExit(f"no embedding model for --model {args.model}: {embed.why_no_embedder(args.model)}")
+    chosen = fusion_for(embedder.model_id)
+    fusions = FUSIONS if args.choose else tuple(dict.fromkeys((*NAMED_FUSIONS, DEFAULT_FUSION, chosen)))
     results: dict[str, dict[str, dict[str, Any]]] = {}
     floors: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
@@ -289,10 +299,10 @@ def main() -> None:
             else:
                 results[label] = evaluate(vault, queries, fusions)
     if args.floor:
-        print(json.dumps({"model": embedder.model_id, "rule": DEFAULT_FUSION.name, **floors}, indent=1, ensure_ascii=False))
+        print(json.dumps({"model": embedder.model_id, "rule": chosen.name, **floors}, indent=1, ensure_ascii=False))
         return
     if args.json:
-        print(json.dumps({"model": embedder.model_id, "chosen": DEFAULT_FUSION.name, "sets": results},
+        print(json.dumps({"model": embedder.model_id, "chosen": chosen.name, "sets": results},
                          indent=1, ensure_ascii=False))
         return
     names = [f.name for f in fusions]
@@ -304,7 +314,7 @@ def main() -> None:
         for name in names:
             print(f"  {objective(name):.4f}  {name}")
         names = names[:15]
-    print(f"model {embedder.model_id}; chosen rule {DEFAULT_FUSION.name}")
+    print(f"model {embedder.model_id}; chosen rule {chosen.name}")
     print_tables(results, names)
 
 

@@ -168,3 +168,25 @@ def test_search_is_read_only_and_remembers_query_vectors(vault: Vault, fake_embe
     vault.search("which linter do we use")
     assert fake_embedder.calls == calls  # the second time the vector came from the LRU
     assert vault.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == cached
+
+
+def test_search_without_a_query_vector_embeds_the_question_on_the_query_side(vault: Vault) -> None:
+    """e5 models need "query: " on questions; search() used to embed them as stored text."""
+    vault.add("The staging cluster is rebuilt every night.", scope="user")
+    embedder = vault.embedder
+    assert embedder is not None
+    asked: list[str] = []
+
+    class QuerySide:
+        model_id, dim = embedder.model_id, embedder.dim
+
+        def embed(self, texts: list[str]) -> object:
+            return embedder.embed(texts)
+
+        def embed_query(self, texts: list[str]) -> object:
+            asked.extend(texts)
+            return embedder.embed(texts)
+
+    hits = search_mod.search(vault.conn, QuerySide(), "staging rebuilt nightly")  # type: ignore[arg-type]
+    assert asked == ["staging rebuilt nightly"]
+    assert hits and "staging" in hits[0].body

@@ -114,3 +114,16 @@ def test_floor_rules_on_words() -> None:
     assert relevant("周会什么时候开？", "周会改到每周三上午十点", 0.1, minilm)
     # A model nobody measured: the floor never hides its vector hits.
     assert relevant("anything", "unrelated text", 0.01, calibration_for("some-new-model"))
+
+
+def test_a_shared_word_lowers_the_cosine_bar_only_where_the_model_asks_for_it() -> None:
+    e5 = CALIBRATIONS["multilingual-e5-small-q4"]
+    query = "which database does the billing service use?"
+    # 0.82: between the shared-word bar (0.805) and the plain bar (0.835).
+    assert relevant(query, "Billing talks to Postgres 15 on the old cluster.", 0.82, e5)
+    assert not relevant(query, "Lena signed up for a bouldering class.", 0.82, e5)
+    assert relevant(query, "Lena signed up for a bouldering class.", 0.84, e5)
+    # MiniLM has no such bar: a shared word alone (one of four) is not enough.
+    minilm = calibration_for("all-MiniLM-L6-v2-int8")
+    assert minilm.floor_shared_word is None
+    assert not relevant(query, "Billing talks to Postgres 15 on the old cluster.", 0.2, minilm)
