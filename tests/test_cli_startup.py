@@ -179,9 +179,9 @@ def test_the_model_head_start_never_speaks_for_the_command(vault_root: Path, tmp
 @pytest.mark.model
 def test_search_imports_only_what_it_needs(vault_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A cold one-shot `memex search` (the real model, its answer printed as a
-    table) imports neither `memex stats` / `doctor`'s health checks, nor numpy's
-    masked arrays (np.median) or numpy.typing (sqlite_vec's own __init__), nor
-    difflib (a scope-name hint): start-up CPU, issue 14."""
+    table) imports neither `memex stats` / `doctor`'s health checks, nor the
+    write path's dedup checks, nor numpy's masked arrays (np.median) or
+    numpy.typing (sqlite_vec's own __init__), nor difflib: start-up CPU, issue 14."""
     monkeypatch.setenv("MEMEX_PRELOAD", "0")  # the head start's thread imports the same modules
     with Vault(vault_root) as vault:
         vault.add("Blue-green deploys happen on Fridays", scope="user")
@@ -189,7 +189,7 @@ def test_search_imports_only_what_it_needs(vault_root: Path, monkeypatch: pytest
     out, modules = _run(["--vault", str(vault_root), "search", "who owns billing"])
     assert "payments team" in out
     assert "onnxruntime" in modules and "memex.fusion" in modules  # the path ran whole
-    for unneeded in ("memex.health", "numpy.ma", "numpy.typing", "sqlite_vec", "difflib"):
+    for unneeded in ("memex.health", "memex.dedup", "memex.values", "numpy.ma", "numpy.typing", "sqlite_vec", "difflib"):
         assert unneeded not in modules, unneeded
 
 
