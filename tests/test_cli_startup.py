@@ -206,3 +206,13 @@ def test_the_median_of_lexical_scores_is_numpys() -> None:
         for _ in range(20):
             values = [rng.choice((rng.uniform(0.01, 30.0), 1.5, 7.25)) for _ in range(size)]
             assert _median(values) == float(np.median(values)), values
+
+
+def test_the_vector_extension_is_the_one_sqlite_vec_names() -> None:
+    """memex.db finds sqlite-vec's library without importing the package; it
+    must be the file the package itself would load."""
+    import sqlite_vec
+
+    from memex.db import vec_extension_path
+
+    assert vec_extension_path() == sqlite_vec.loadable_path()
