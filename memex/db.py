@@ -9,12 +9,12 @@ are created once the embedding model, and so the dimension, is known.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import apsw
-import sqlite_vec
 
 from memex import permissions
 from memex.errors import IndexStoreError, SchemaTooNew
@@ -144,6 +144,16 @@ MIGRATIONS: list[Callable[[apsw.Connection], None]] = [_step1, _step2, _step3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def vec_extension_path() -> str:
+    """What ``sqlite_vec.loadable_path()`` returns, found without running the
+    package's ``__init__``: that imports ``numpy.typing`` (about 10 ms of a
+    one-shot command's start-up, issue 14) for a helper memex never uses."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise IndexStoreError("the sqlite-vec package is not installed (pip install sqlite-vec)")
+    return str(Path(next(iter(spec.submodule_search_locations))) / "vec0")
+
+
 def connect(path: Path) -> apsw.Connection:
     """Open (creating if needed) the index at ``path`` and bring its schema up to date."""
     # Created 0600 before SQLite opens it: its -wal and -shm files take the
@@ -153,7 +163,7 @@ def connect(path: Path) -> apsw.Connection:
         conn = apsw.Connection(str(path))
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         conn.enable_load_extension(True)
-        conn.load_extension(sqlite_vec.loadable_path())
+        conn.load_extension(vec_extension_path())
         conn.enable_load_extension(False)
         if int(scalar(conn, "PRAGMA page_count") or 0) == 0:
             conn.execute(f"PRAGMA page_size={NEW_INDEX_PAGE_SIZE}")

@@ -28,7 +28,6 @@ import datetime as dt
 import re
 import unicodedata
 from dataclasses import asdict, dataclass, field
-from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -212,6 +211,8 @@ def swaps_cjk_span(a: str, b: str) -> bool:
     kept: how a changed name or place looks in Chinese, where words are not
     separated (:func:`memex.values.substitutes_one_word` sees one swapped
     word; here a name is several characters)."""
+    from difflib import SequenceMatcher  # only on a write's dedup check, not on search's start-up
+
     ua = _SWAP_UNIT.findall(unicodedata.normalize("NFKC", a).casefold())
     ub = _SWAP_UNIT.findall(unicodedata.normalize("NFKC", b).casefold())
     ops = [op for op in SequenceMatcher(None, ua, ub, autojunk=False).get_opcodes() if op[0] != "equal"]

@@ -115,6 +115,14 @@ class OnnxModel:
         )
         options.intra_op_num_threads = self._threads
         options.inter_op_num_threads = self._threads
+        if not optimized:
+            # onnxruntime's pool threads busy-wait for work between runs by
+            # default: for the few texts of a one-shot command that is 60-70 ms
+            # of CPU burnt on the other core (building the session and two
+            # runs, measured in docs/benchmarks.md) and no faster. The
+            # optimized session, for long runs of batches, keeps the default.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         return ort.InferenceSession(str(self._path), providers=["CPUExecutionProvider"], sess_options=options)
 
     def embed(self, texts: list[str]) -> np.ndarray:

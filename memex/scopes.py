@@ -21,7 +21,6 @@ Moving it to another scope silently would lose where the person put it.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -62,6 +61,8 @@ class ScopeRules:
             if sep and name:
                 return None
             return f"{text!r}: {kind!r} needs a name, as in {kind}:NAME", None
+        import difflib  # only for this hint; not on every command's start-up
+
         guess = difflib.get_close_matches(kind.lower(), [*self.bare, *self.named], n=1, cutoff=0.6)
         suggestion = None
         if guess:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import numpy as np
 
-from memex import decay, dedup, embed, memory_file, permissions, scopes, writers
+from memex import decay, embed, memory_file, permissions, scopes, writers
 from memex.config import Config, load_config
 from memex.db import connect, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
@@ -32,6 +32,7 @@ from memex.records import now_iso, record_view
 from memex.search import HIT_COLUMNS, Filters, Hit, hit_from_row, search
 
 if TYPE_CHECKING:
+    from memex import dedup  # the write path's; a search need not import it (start-up, issue 14)
     from memex.meta_edit import MetaBatch
 
 MEMEX_DIR = ".memex"

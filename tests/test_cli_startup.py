@@ -174,3 +174,45 @@ def test_the_model_head_start_never_speaks_for_the_command(vault_root: Path, tmp
     finally:
         path.unlink()
     assert out.strip() == "[]"
+
+
+@pytest.mark.model
+def test_search_imports_only_what_it_needs(vault_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cold one-shot `memex search` (the real model, its answer printed as a
+    table) imports neither `memex stats` / `doctor`'s health checks, nor the
+    write path's dedup checks, nor numpy's masked arrays (np.median) or
+    numpy.typing (sqlite_vec's own __init__), nor difflib: start-up CPU, issue 14."""
+    monkeypatch.setenv("MEMEX_PRELOAD", "0")  # the head start's thread imports the same modules
+    with Vault(vault_root) as vault:
+        vault.add("Blue-green deploys happen on Fridays", scope="user")
+        vault.add("The billing service is owned by the payments team", scope="user")
+    out, modules = _run(["--vault", str(vault_root), "search", "who owns billing"])
+    assert "payments team" in out
+    assert "onnxruntime" in modules and "memex.fusion" in modules  # the path ran whole
+    for unneeded in ("memex.health", "memex.dedup", "memex.values", "numpy.ma", "numpy.typing", "sqlite_vec", "difflib"):
+        assert unneeded not in modules, unneeded
+
+
+def test_the_median_of_lexical_scores_is_numpys() -> None:
+    """fusion's own median (kept off numpy.ma) gives np.median's value to the bit."""
+    import random
+
+    import numpy as np
+
+    from memex.fusion import _median
+
+    rng = random.Random(7)
+    for size in (1, 2, 3, 4, 5, 10, 11, 50):
+        for _ in range(20):
+            values = [rng.choice((rng.uniform(0.01, 30.0), 1.5, 7.25)) for _ in range(size)]
+            assert _median(values) == float(np.median(values)), values
+
+
+def test_the_vector_extension_is_the_one_sqlite_vec_names() -> None:
+    """memex.db finds sqlite-vec's library without importing the package; it
+    must be the file the package itself would load."""
+    import sqlite_vec
+
+    from memex.db import vec_extension_path
+
+    assert vec_extension_path() == sqlite_vec.loadable_path()

@@ -76,3 +76,21 @@ def test_backend_choice_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -
     assert embed_onnx.wanted()
     monkeypatch.setenv(embed_onnx.ENV_BACKEND, "FastEmbed ")
     assert not embed_onnx.wanted()
+
+
+@pytest.mark.model
+def test_the_quick_session_does_not_busy_wait() -> None:
+    """A one-shot command's session sleeps between runs instead of spinning
+    its pool threads (60-70 ms of CPU on the other core, docs/benchmarks.md);
+    the optimized session of long runs keeps onnxruntime's default."""
+    model_dir = embed._bundled_model_dir()
+    assert model_dir is not None
+    model = embed.FastEmbedder(model_dir, "direct", direct=True)._run.__self__  # type: ignore[attr-defined]
+    assert isinstance(model, embed_onnx.OnnxModel) and not model.optimized
+    options = model.session.get_session_options()
+    for key in ("session.intra_op.allow_spinning", "session.inter_op.allow_spinning"):
+        assert options.get_session_config_entry(key) == "0", key
+    model.embed([f"text {i}" for i in range(embed_onnx.QUICK_TEXTS + 1)])
+    assert model.optimized
+    with pytest.raises(RuntimeError, match="does not have configuration"):  # never set: the default
+        model.session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")

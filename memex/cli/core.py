@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-from memex import health, permissions, scopes
 from memex.cli._common import (
     TextCommand,
     get_vault,
@@ -200,6 +199,8 @@ def reindex_cmd(ctx: click.Context, full: bool, allow_paths: tuple[str, ...], as
 @click.pass_context
 def stats_cmd(ctx: click.Context, as_json: bool) -> None:
     """What the vault and its index hold."""
+    from memex import health  # not on search's start-up path (issue 14)
+
     data = health.stats(get_vault(ctx))
     if as_json:
         print_json(data)  # sizes in bytes, for programs
@@ -228,6 +229,8 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     a valid one (a hand-written file in an unknown folder). Exit status: 0
     clean (after --fix: everything was fixed), 1 problems remain, 2 usage error.
     """
+    from memex import health, permissions, scopes  # not on search's start-up path (issue 14)
+
     vault = get_vault(ctx)
     found = health.drift(vault).as_dict()
     unknown = scopes.unknown_scopes(vault.scope_rules, vault.conn)
