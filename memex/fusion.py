@@ -337,7 +337,9 @@ def _recency(created: dict[int, str]) -> dict[int, float]:
 
 _ASKS = re.compile(r"[?？]\s*$")
 _CAPITALISED = re.compile(r"(?<![\w'])[A-Z][\w'-]*\w", re.UNICODE)
-_SPEAKER = re.compile(r"^[^\s:：]{1,24}[:：]\s*")
+# "Tomás: ..." / "孙浩：...": one word of letters before a colon. "ATL-2211: fix ..."
+# is not a speaker, so a ticket named at the start still counts as mentioned.
+_SPEAKER = re.compile(r"^[^\W\d_]{1,24}[:：]\s*")
 
 
 def query_names(query: str) -> set[str]:

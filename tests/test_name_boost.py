@@ -21,6 +21,8 @@ def test_a_speaker_prefix_is_not_a_mention() -> None:
     assert name_share(names, "Tomás: I need a holiday.", "any") == 1.0
     assert name_share(names, "Aiko: Tomás is taking ownership of Quarry.", "mention") == 1.0
     assert name_share({"tomás", "quarry"}, "Aiko: Tomás is off today.", "mention") == 0.5
+    assert name_share({"孙浩"}, "赵敏：孙浩今天请假。", "mention") == 0.0  # inside a CJK run a name is no whole token
+    assert name_share({"atl", "2211"}, "ATL-2211: rounding of invoices", "mention") == 1.0
 
 
 def test_the_bonus_is_added_only_where_the_query_names_something() -> None:
