@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -151,6 +152,11 @@ class Fusion:
     # Added to memories created inside the window a query names ("last
     # week", "上周"; memex.when), relative to the time of the search.
     time_boost: float = 0.0
+    # Added in proportion to the share of the query's proper names (capitalised
+    # words after the first: people, projects, tools) the memory holds;
+    # ``name_mode`` "mention" counts only the text after a "Speaker:" prefix.
+    name_boost: float = 0.0
+    name_mode: str = "any"
 
     @property
     def needs_bodies(self) -> bool:
@@ -189,15 +195,21 @@ class Fusion:
             name += "_uniq"
         if self.time_boost:
             name += f"_time{self.time_boost:g}"
+        if self.name_boost:
+            name += f"_name{self.name_boost:g}" + ("" if self.name_mode == "any" else f"{self.name_mode}")
         return name
 
 
 # The rule before issue 11, kept for comparison.
 PREVIOUS_FUSION = Fusion("blend", 0.7, "sat", cjk_semantic_weight=0.5)
-DEFAULT_FUSION = Fusion(
+# The rule chosen in round 1 of issue 11, and with the proper-name bonus
+# (round 3: +0.015 on the dev objective, convo dev recall@5 +0.045
+# [+0.009, +0.091]; docs/search.md).
+_MINILM_PRIORS = Fusion(
     "blend", 0.7, "sat", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4,
     collapse_duplicates=True, time_boost=0.3,
 )
+DEFAULT_FUSION = replace(_MINILM_PRIORS, name_boost=0.15, name_mode="mention")
 
 # A model whose cosines behave differently (a multilingual one, say) may
 # need other weights: its measured rule goes here, keyed by model id.
@@ -206,10 +218,11 @@ DEFAULT_FUSION = Fusion(
 # a raw-cosine blend sees almost no contrast; min-max over the query's
 # candidates restores it. Chosen on dev of both sets with
 # `scripts/eval_search.py --model multilingual --choose` (docs/search.md).
-MULTILINGUAL_FUSION = Fusion(
+_MULTILINGUAL_PRIORS = Fusion(
     "blend", 0.5, "sat", "minmax", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4,
     collapse_duplicates=True, time_boost=0.3,
 )
+MULTILINGUAL_FUSION = replace(_MULTILINGUAL_PRIORS, name_boost=0.2, name_mode="mention")
 FUSION_BY_MODEL: dict[str, Fusion] = {
     "all-MiniLM-L6-v2-int8": DEFAULT_FUSION,
     "multilingual-e5-small-q4": MULTILINGUAL_FUSION,
@@ -266,6 +279,9 @@ FUSIONS: tuple[Fusion, ...] = tuple(dict.fromkeys((  # in order, each rule once
              collapse_duplicates=True, time_boost=0.3)
       for lex in ("sat", "max") for sem in ("calibrated", "z", "minmax") for w in (0.5, 0.6, 0.7, 0.8)
       for c in (None, 0.3, 0.5)),
+    # Proper-name matching on top of each model's rule.
+    *(replace(base, name_boost=b, name_mode=m) for base in (_MINILM_PRIORS, _MULTILINGUAL_PRIORS)
+      for b in (0.05, 0.1, 0.15, 0.2, 0.3) for m in ("any", "mention")),
 )))
 
 
@@ -329,6 +345,72 @@ def _recency(created: dict[int, str]) -> dict[int, float]:
 
 
 _ASKS = re.compile(r"[?？]\s*$")
+_CAPITALISED = re.compile(r"(?<![\w'])[A-Z][\w'-]*\w", re.UNICODE)
+# "Tomás: ..." / "孙浩：...": one word of letters before a colon. "ATL-2211: fix ..."
+# is not a speaker, so a ticket named at the start still counts as mentioned.
+_SPEAKER = re.compile(r"^[^\W\d_]{1,24}[:：]\s*")
+
+
+def query_names(query: str) -> set[str]:
+    """Proper names of a query: capitalised content words after its first word.
+
+    The first word is capitalised by grammar ("Last week, what ..."), not
+    because it names something.
+    """
+    names: set[str] = set()
+    for m in _CAPITALISED.finditer(query):
+        if query[: m.start()].strip(" \t\"'(¿¡"):
+            names |= content_tokens(m.group(0))
+    return names
+
+
+def _name_patterns(names: set[str]) -> list[tuple[str, re.Pattern[str]]]:
+    """Each name with a regex for it as a whole search token (memex.text.tokens: letters and
+    digits, "." and "'" joining), so "tomás" is not found in "tomás's" nor "js" in "node.js"."""
+    return [(n, re.compile(rf"(?<![^\W_])(?<![^\W_][.']){re.escape(n)}(?![^\W_])(?![.'][^\W_])"))
+            for n in sorted(names)]
+
+
+def name_share(names: set[str], body: str, mode: str) -> float:
+    """Share of ``names`` in ``body`` (after its speaker prefix with mode "mention")."""
+    if not names:
+        return 0.0
+    return _share(_name_patterns(names), body, mode)
+
+
+def _share(patterns: list[tuple[str, re.Pattern[str]]], body: str, mode: str) -> float:
+    # A substring test and a regex per name instead of tokenizing each body:
+    # about a microsecond a candidate, not tens (scripts/bench_fusion.py --named).
+    folded = body.lower() if body.isascii() else unicodedata.normalize("NFKC", body).casefold()
+    if not any(name in folded for name, _ in patterns):
+        return 0.0
+    if mode == "mention":
+        speaker = _SPEAKER.match(folded)
+        if speaker:
+            folded = folded[speaker.end():]
+    return sum(1 for _, p in patterns if p.search(folded)) / len(patterns)
+
+
+def add_name_bonus(
+    scores: dict[int, float], query: str, fusion: Fusion, bodies_of: Callable[[list[int]], dict[int, str]]
+) -> dict[int, float]:
+    """``scores`` plus ``fusion.name_boost`` × the share of the query's proper names each memory mentions.
+
+    BM25 counts a name once among many words, and in a conversation every
+    turn of a person carries that name as its speaker; a memory that
+    *mentions* the person or project the question names ("Aiko: Tomás is
+    taking ownership of Quarry" for "what Tomás maintains") is the likelier
+    answer. Bodies are read only when the query names something.
+    """
+    if not fusion.name_boost or not scores:
+        return scores
+    names = query_names(query)
+    if not names:
+        return scores
+    patterns = _name_patterns(names)
+    bodies = bodies_of(list(scores))
+    return {r: s + fusion.name_boost * _share(patterns, bodies.get(r, ""), fusion.name_mode)
+            for r, s in scores.items()}
 
 
 def information(body: str) -> float:
@@ -410,6 +492,9 @@ def fuse(
     if fusion.time_boost and span and created:
         out = {r: s + (fusion.time_boost if r in created and when.inside(created[r], span) else 0.0)
                for r, s in out.items()}
+    if fusion.name_boost and bodies:
+        known = bodies
+        out = add_name_bonus(out, query, fusion, lambda rowids: known)
     if fusion.needs_bodies and bodies:
         out = {r: s * answer_prior(bodies.get(r, ""), fusion) for r, s in out.items()}
     return out

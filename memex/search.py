@@ -30,6 +30,7 @@ from memex.fusion import (  # noqa: F401  (re-exported: the rule lives in memex.
     FUSIONS,
     Calibration,
     Fusion,
+    add_name_bonus,
     apply_priors,
     calibration_for,
     fusion_for,
@@ -346,7 +347,14 @@ def search(
         return []
     # The floor and the duplicate collapse may drop some: keep a margin.
     want = limit * 3 if floor or fusion.collapse_duplicates else limit
-    scores = apply_priors(scores, fusion, lambda rowids: _column(conn, "body", rowids), want)
+    read: dict[int, str] = {}  # bodies read once, for the name bonus and the priors
+
+    def bodies_of(rowids: list[int]) -> dict[int, str]:
+        read.update(_column(conn, "body", [r for r in rowids if r not in read]))
+        return {r: read[r] for r in rowids if r in read}
+
+    scores = add_name_bonus(scores, query, fusion, bodies_of)
+    scores = apply_priors(scores, fusion, bodies_of, want)
     # Ties break on the memory id, so a rebuilt index (new rowids) ranks alike.
     # Only the best few need their ids and rows; cut on score first.
     order = sorted(scores, key=lambda r: -round(scores[r], 9))

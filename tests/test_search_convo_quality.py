@@ -3,8 +3,8 @@
 tests/data/convo_eval.jsonl is written by scripts/gen_convo_eval.py; the
 scoring is scripts/eval_search.py's, so these floors and the figures in
 docs/search.md measure the same thing. Each floor sits a little below the
-measured figure (convo test split, MiniLM int8: chosen rule recall@5 0.647,
-MRR 0.509; BM25 alone 0.402): a regression fails, noise does not.
+measured figure (convo test split, MiniLM int8: chosen rule recall@5 0.676,
+MRR 0.510; BM25 alone 0.402): a regression fails, noise does not.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def results(convo_vault: Vault) -> dict[str, dict[str, Any]]:
 @pytest.mark.model
 def test_chosen_rule_holds_its_measured_quality(results: dict[str, dict[str, Any]]) -> None:
     chosen = results[DEFAULT_FUSION.name]["test"]
-    assert chosen["recall@5"] >= 0.61
+    assert chosen["recall@5"] >= 0.65
     assert chosen["mrr"] >= 0.47
 
 
