@@ -63,10 +63,30 @@ def get_vault(ctx: click.Context, warm: bool = False) -> Vault:
             embedder = warm_server.connect(opened)
             if embedder is not None:
                 opened = Vault(opened.root, embedder=embedder)
+            obj["warm_connected"] = embedder is not None
         obj["vault"] = opened
         ctx.find_root().call_on_close(opened.close)
     vault: Vault = obj["vault"]
     return vault
+
+
+def keep_model_warm(ctx: click.Context) -> None:
+    """After a command run by a person at a terminal that had to load the
+    model itself, start the warm model server (memex/agents/warm.py) so the
+    next searches they type do not load it again (issue 14: a one-shot
+    search costs ~0.4 s of CPU cold, ~0.25 s warm). It exits after
+    ``[agents] warm_seconds`` idle (20 min; 0 turns this off, as does
+    ``MEMEX_WARM=0``). Scripts and agents (stdout not a terminal) never
+    start one this way; hooks start their own."""
+    obj = ctx.find_root().obj or {}
+    if obj.get("warm_connected", True) or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return
+    from memex.agents import warm as warm_server
+
+    try:
+        warm_server.start(obj["vault"])
+    except OSError:
+        pass  # a convenience: never a reason for the command to fail
 
 
 def print_json(data: Any) -> None:

@@ -14,6 +14,7 @@ from memex.cli._common import (
     is_tty,
     json_option,
     key_values,
+    keep_model_warm,
     print_json,
     progress_lines,
     short,
@@ -118,6 +119,7 @@ def search_cmd(
         click.echo("no matches")
     else:
         _hits_table(hits, with_score=True)
+    keep_model_warm(ctx)
 
 
 @click.command("show")
