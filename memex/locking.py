@@ -57,12 +57,10 @@ else:
 
 
 def _open_lock(path: Path) -> IO[bytes]:
-    from memex.permissions import private_dir, private_file
+    from memex.permissions import create_private
 
-    private_dir(path.parent)
-    handle = open(path, "a+b")
-    private_file(path)
-    return handle
+    create_private(path)  # made 0600, never readable by others even for a moment
+    return open(path, "a+b")
 
 
 @contextlib.contextmanager

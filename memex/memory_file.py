@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -246,9 +245,7 @@ def atomic_write(path: Path, text: str) -> None:
     A temp file in the same folder is written, fsynced and renamed over the
     target; the folder is fsynced so the rename itself survives a crash.
     """
-    data = _encode(path, text)
-    permissions.private_dir(path.parent)
-    tmp = _write_temp(path.parent, data)
+    [(tmp, _)] = _write_temps([(path, _encode(path, text))])
     try:
         point("write.temp")
         os.replace(tmp, path)
@@ -304,11 +301,7 @@ def _write_temps(chunk: Sequence[tuple[Path, bytes]]) -> list[tuple[str, Path]]:
     try:
         for path, data in chunk:
             permissions.private_dir(path.parent)
-            # The pid in the name tells a later process whether the writer still
-            # runs: a temp file left by a killed writer is removed (memex/orphans.py),
-            # at the latest when the vault is next opened (memex/writers.py).
-            writers.note_folder(path.parent)
-            fd, tmp = tempfile.mkstemp(prefix=f".memex-{os.getpid()}-", suffix=".tmp", dir=path.parent)
+            fd, tmp = writers.make_temp(path.parent)
             opened.append((fd, tmp, path))
             view = memoryview(data)
             while view:
@@ -333,24 +326,6 @@ def _encode(path: Path, text: str) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:  # lone surrogates, e.g. from undecodable bytes
         raise InvalidArgument("text", f"not valid Unicode at character {exc.start}; {path.name} not written") from exc
-
-
-def _write_temp(folder: Path, data: bytes) -> str:
-    """A fsynced temp file holding ``data`` in ``folder``; its path."""
-    # The pid in the name tells a later process whether the writer still
-    # runs: a temp file left by a killed writer is removed (memex/orphans.py),
-    # at the latest when the vault is next opened (memex/writers.py).
-    writers.note_folder(folder)
-    fd, tmp = tempfile.mkstemp(prefix=f".memex-{os.getpid()}-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
-    return tmp
 
 
 def _unlink_quietly(tmp: str) -> None:

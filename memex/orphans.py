@@ -22,23 +22,14 @@ import re
 import time
 from pathlib import Path
 
-from memex.watch_state import pid_alive
+from memex.writers import PREFIX as PREFIX
+from memex.writers import SUFFIX as SUFFIX
+from memex.writers import pid_alive
 
-PREFIX = ".memex-"
-SUFFIX = ".tmp"
 # Where memex writes files atomically: memory folders and session archives.
 FOLDERS = ("memories", "sessions")
 LEGACY_AGE_SECONDS = 60.0
 _NAME = re.compile(r"\A\.memex-(?:(\d+)-)?[A-Za-z0-9_]+\.tmp\Z")
-
-
-def temp_prefix() -> str:
-    """The prefix of this process's temp files (``mkstemp(prefix=...)``)."""
-    return f"{PREFIX}{os.getpid()}-"
-
-
-def is_temp_name(name: str) -> bool:
-    return _NAME.match(name) is not None
 
 
 def _is_orphan(full: str, name: str, now: float) -> bool:

@@ -23,6 +23,7 @@ from memex import permissions
 from memex.config import setting
 from memex.errors import ConfigError
 from memex.locking import try_file_lock
+from memex.writers import pid_alive as pid_alive  # re-exported: status and the watcher use it
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -105,20 +106,6 @@ def lock_is_held(memex_dir: Path) -> bool:
         return True
     handle.close()  # closing the descriptor releases the probe's lock at once
     return False
-
-
-def pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def watcher_info(memex_dir: Path, now: float | None = None) -> dict[str, Any]:

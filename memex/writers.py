@@ -16,9 +16,14 @@ after one folder listing per folder it names.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 WRITERS_DIR = "writers"  # under .memex/
+# Temp files are named PREFIX + pid + "-" + random + SUFFIX: the pid tells a
+# later process whether the writer still runs.
+PREFIX = ".memex-"
+SUFFIX = ".tmp"
 _noted: set[str] = set()  # folders this process has noted (absolute)
 _vault_of: dict[str, Path | None] = {}  # folder -> its vault's root, cached
 
@@ -46,19 +51,29 @@ def note_folder(folder: Path) -> None:
     from memex import permissions  # lazily: memory_file imports this module
 
     note = root / ".memex" / WRITERS_DIR / str(os.getpid())
-    permissions.private_dir(note.parent)
     with permissions.open_append(note) as handle:
         handle.write(os.path.relpath(folder, root) + "\n")
     _noted.add(str(folder))
 
 
-def _alive(pid: int) -> bool:
+def make_temp(folder: Path) -> tuple[int, str]:
+    """``mkstemp`` in ``folder`` under this process's temp name, the folder
+    noted first (so an open after a kill finds what it left)."""
+    note_folder(folder)
+    return tempfile.mkstemp(prefix=f"{PREFIX}{os.getpid()}-", suffix=SUFFIX, dir=folder)
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True  # someone else's process
+    except PermissionError:  # exists, owned by someone else
+        return True
+    except OSError:
+        return False
     return True
 
 
@@ -75,14 +90,14 @@ def sweep(root: Path) -> list[str]:
         return []
     removed: list[str] = []
     for name in names:
-        if not name.isdigit() or int(name) == os.getpid() or _alive(int(name)):
+        if not name.isdigit() or int(name) == os.getpid() or pid_alive(int(name)):
             continue
         note = notes / name
         try:
             folders = set(note.read_text(encoding="utf-8").splitlines())
         except OSError:
             continue
-        prefix = f".memex-{name}-"
+        prefix = f"{PREFIX}{name}-"
         for rel in sorted(folders):
             folder = (root / rel).resolve()
             if rel.startswith("..") or not folder.is_relative_to(root.resolve()):
@@ -92,7 +107,7 @@ def sweep(root: Path) -> list[str]:
             except OSError:
                 continue
             for entry in entries:
-                if entry.startswith(prefix) and entry.endswith(".tmp"):
+                if entry.startswith(prefix) and entry.endswith(SUFFIX):
                     try:
                         os.unlink(folder / entry)
                     except OSError:
