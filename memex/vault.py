@@ -239,7 +239,7 @@ class Vault:
         path, status, count, last = self._row_by_id(memory_id)
         mf, _ = memory_file.read(self.root / path, self.config.max_file_bytes, self.root)
         row = self.conn.execute(
-            f"SELECT {HIT_COLUMNS.replace('rowid,', 'm.rowid,', 1)} FROM memories m WHERE m.id = ?", (memory_id,)
+            f"SELECT {HIT_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
         ).fetchone()
         if row is None:  # erased between the two reads
             raise MemoryNotFound(memory_id)
@@ -393,14 +393,12 @@ class Vault:
         """Fold a session's similar memories into one representative each."""
         from memex.consolidate import consolidate
 
-        self.check_scope_filter(scope)
         return consolidate(self, session, scope, dry_run)
 
     def consolidate_all(self, scope: str | None = None, dry_run: bool = False) -> Any:
         """Backfill: consolidate every session with active memories."""
         from memex.consolidate import consolidate_all
 
-        self.check_scope_filter(scope)
         return consolidate_all(self, scope, dry_run)
 
     def unsupersede(self, memory_id: str) -> Memory:
