@@ -26,7 +26,7 @@ import ulid
 
 from memex import dedup, embed, memory_file, purge
 from memex.db import write_txn
-from memex.erased_list import allow, is_erased
+from memex.erased_list import Guard, allow
 from memex.errors import InvalidArgument, MemoryFileError
 from memex.memory_file import MemoryFile
 from memex.records import DEFAULT_CONFIDENCE, build_record, check_unicode, now_iso
@@ -103,7 +103,10 @@ def add(
         confidence = DEFAULT_CONFIDENCE
     if not 0.0 <= confidence <= 1.0:
         raise InvalidArgument("confidence", f"must be from 0 to 1, got {confidence}")
-    if not allow_erased and is_erased(vault.memex_dir, body):
+    # Read once here; under the lock it is read again only if it grew (Guard).
+    guard = Guard(vault.memex_dir)
+    guard.refresh()
+    if not allow_erased and guard.erased(body):
         return dedup.AddResult("refused", "", "", "erased")
 
     memory_id = str(ulid.ULID())
@@ -128,7 +131,8 @@ def add(
     with vault.commit():
         # Again under the lock: an erase or an add of the same body by another
         # process may have committed since the checks above.
-        if not allow_erased and is_erased(vault.memex_dir, body):
+        guard.refresh()
+        if not allow_erased and guard.erased(body):
             return dedup.AddResult("refused", "", "", "erased")
         row = vault.conn.execute(
             "SELECT id FROM memories WHERE scope = ? AND body_hash = ? AND status = 'active' "

@@ -196,13 +196,9 @@ def _missing_key(memex_dir: Path) -> IndexStoreError:
 
 def is_erased(memex_dir: Path, body: str) -> bool:
     """Whether a body with the same canonical text was erased from this vault (and not allowed back)."""
-    if not (memex_dir / LIST_NAME).exists():
-        return False
-    key = _key(memex_dir, create=False)
-    if key is None:
-        raise _missing_key(memex_dir)
-    state = _state(memex_dir)
-    return state.get(keyed_hash(key, body)) is True or state.get(legacy_hash(key, body)) is True
+    guard = Guard(memex_dir)
+    guard.refresh()
+    return guard.erased(body)
 
 
 class Guard:
