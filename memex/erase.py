@@ -126,6 +126,14 @@ def _select(
         # Files edited or added while nothing was watching must be seen too.
         vault.reindex()
         start = by_subject(conn, source, source_ref, session)
+        if not start and source_ref:
+            # `memex import CLAUDE.md` records the absolute path: the same
+            # relative path given here must reach what it imported.
+            head, sep, anchor = source_ref.partition("#")
+            local = Path(head).expanduser() if head else None
+            if local is not None and local.exists() and str(local.resolve()) != head:
+                source_ref = str(local.resolve()) + sep + anchor
+                start = by_subject(conn, source, source_ref, session)
         sel = expand(conn, vault.root, start, follow_derived=True, session=session)
     _add_copies(vault, sel, [memory_id] if memory_id else [])
     if memory_id and not sel.memories and not sel.files:
