@@ -355,3 +355,10 @@ def test_tables_print_brackets_literally(cli: click.Group, vault_root: Path) -> 
     ok_json(cli, vault_root, "add", "Use [bold]x[/bold] and [red] literally")
     out = invoke(cli, vault_root, "list").output
     assert "[bold]x[/bold]" in out and "[red]" in out
+
+
+def test_list_with_a_limit_beyond_sqlite_integers_lists_everything(cli: click.Group, vault_root: Path) -> None:
+    """`memex list --limit 99999999999999999999` once crashed with OverflowError."""
+    ok_json(cli, vault_root, "add", "The staging cluster runs in eu-west-1")
+    listed = ok_json(cli, vault_root, "list", "--limit", "99999999999999999999")
+    assert [m["body"] for m in listed] == ["The staging cluster runs in eu-west-1"]
