@@ -362,3 +362,13 @@ def test_list_with_a_limit_beyond_sqlite_integers_lists_everything(cli: click.Gr
     ok_json(cli, vault_root, "add", "The staging cluster runs in eu-west-1")
     listed = ok_json(cli, vault_root, "list", "--limit", "99999999999999999999")
     assert [m["body"] for m in listed] == ["The staging cluster runs in eu-west-1"]
+
+
+def test_a_scope_filter_reaches_what_add_stored_under_the_same_words(cli: click.Group, vault_root: Path) -> None:
+    """`add --scope "project:web "` stores project:web; `list`/`search` with the
+    same (pasted) value must find it instead of answering nothing."""
+    ok_json(cli, vault_root, "add", "The web app builds with Vite", "--scope", "project:web ")
+    assert [m["scope"] for m in ok_json(cli, vault_root, "list", "--scope", "project:web ")] == ["project:web"]
+    assert [m["scope"] for m in ok_json(cli, vault_root, "list", "--scope", " project:web")] == ["project:web"]
+    hits = ok_json(cli, vault_root, "search", "Vite", "--scope", "project:web ")
+    assert [h["scope"] for h in hits] == ["project:web"]
