@@ -372,3 +372,11 @@ def test_a_scope_filter_reaches_what_add_stored_under_the_same_words(cli: click.
     assert [m["scope"] for m in ok_json(cli, vault_root, "list", "--scope", " project:web")] == ["project:web"]
     hits = ok_json(cli, vault_root, "search", "Vite", "--scope", "project:web ")
     assert [h["scope"] for h in hits] == ["project:web"]
+
+
+def test_consolidate_and_fading_take_a_scope_with_spaces_as_add_does(cli: click.Group, vault_root: Path) -> None:
+    ok_json(cli, vault_root, "add", "The web app builds with Vite", "--scope", "project:web", "--session", "s1")
+    report = ok_json(cli, vault_root, "consolidate", "--all", "--scope", "project:web ", "--dry-run")
+    assert report["sessions_seen"] == 1
+    fading = ok_json(cli, vault_root, "fading", "--scope", " project:web", "--within", "1e9")
+    assert [m["scope"] for m in fading["memories"]] == ["project:web"], fading
