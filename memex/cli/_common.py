@@ -36,6 +36,9 @@ class TextCommand(click.Command):
             if token is None or exc.possibilities or "--" in given[: given.index(token)]:
                 raise
             rest = [a for a in given if a is not token]
+            if any(a.startswith("-") and a != "-" and a.split("=", 1)[0] not in known
+                   for a in rest[: rest.index("--") if "--" in rest else len(rest)]):
+                raise  # another unknown option: the hint's command would fail on it in turn
             fixed = shlex.join([*rest, "--", token])
             hint = f"If {token!r} is the text, put -- before it: {ctx.command_path} {fixed}"
             if any(p.name == "text" for p in self.params):
