@@ -380,3 +380,19 @@ def test_consolidate_and_fading_take_a_scope_with_spaces_as_add_does(cli: click.
     assert report["sessions_seen"] == 1
     fading = ok_json(cli, vault_root, "fading", "--scope", " project:web", "--within", "1e9")
     assert [m["scope"] for m in fading["memories"]] == ["project:web"], fading
+
+
+def test_an_empty_answer_from_a_deleted_index_says_to_reindex(cli: click.Group, vault_root: Path) -> None:
+    """`.memex/index.db` may be deleted any time (and a git clone has none):
+    search and list then answered a bare "no matches" over a vault full of
+    memories."""
+    ok_json(cli, vault_root, "add", "Otters hold hands while they sleep")
+    for name in os.listdir(vault_root / ".memex"):
+        if name.startswith("index.db"):
+            os.unlink(vault_root / ".memex" / name)
+    for args in (("search", "otters"), ("list",)):
+        result = invoke(cli, vault_root, *args)
+        assert result.exit_code == 0
+        assert "memex reindex" in result.stderr, result.output
+    ok_json(cli, vault_root, "reindex")
+    assert "memex reindex" not in invoke(cli, vault_root, "search", "zebras").stderr
