@@ -99,6 +99,9 @@ def _check_args(
 ) -> None:
     if not reason or not reason.strip():
         raise InvalidArgument("reason", "say why the memory is erased (the audit log keeps the reason, never the text)")
+    for name, value in (("--source", source), ("--source-ref", source_ref), ("--session", session)):
+        if value is not None and not value.strip():
+            raise InvalidArgument(name, "must not be empty")
     subject = source is not None or source_ref is not None or session is not None
     if memory_id and subject:
         raise InvalidArgument("ID", "give either a memory id or a subject (--source/--source-ref/--session), not both")

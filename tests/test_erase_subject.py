@@ -162,3 +162,13 @@ def test_cli_erase_source_ref_given_as_the_relative_path_that_was_imported(
     assert out.exit_code == 0, out.output
     assert len(json.loads(out.output)["erased"]) == 2
     assert vault.list() == []
+
+
+@pytest.mark.parametrize("option", ["source_ref", "session"])
+def test_an_empty_subject_is_named_as_empty(vault: Vault, option: str) -> None:
+    """`memex erase --session "" --reason x` once answered "nothing to erase:
+    no memory or archive matches " (the value left out)."""
+    vault.add("Ferrets sleep eighteen hours a day", session="s1", source_ref="notes.md")
+    with pytest.raises(InvalidArgument, match="must not be empty"):
+        vault.erase(reason="x", **{option: " "})
+    assert len(vault.list()) == 1
