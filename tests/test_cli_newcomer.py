@@ -104,3 +104,11 @@ def test_an_unknown_option_with_a_dash_value_gets_no_hint_that_fails_again(
     result = run(cli, "--vault", str(vault_root), "search", "CI", "--offset", "-5")
     assert result.exit_code == 2
     assert "--offset" in result.output and "CI -5 --" not in result.output
+
+
+def test_unquoted_text_after_a_dash_word_gets_a_hint_that_works(cli: click.Group, vault_root: Path) -> None:
+    """`memex add -v is verbose` (no quotes) once suggested
+    `memex add is verbose -- -v`, which fails on the extra arguments."""
+    refused = run(cli, "--vault", str(vault_root), "add", "-v", "is", "verbose", "--scope", "user")
+    assert refused.exit_code == 2
+    assert "memex add --scope user -- '-v is verbose'" in refused.output, refused.output
