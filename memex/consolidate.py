@@ -291,6 +291,7 @@ def plan(
     if not session or not session.strip():
         raise InvalidArgument("session", "must not be empty")
     vault.check_scope_filter(scope)
+    scope = scope.strip() if scope else scope  # as add stores it
     settings = load_settings(vault.config)
     items = _candidates(vault, session, scope)
     report = Report(session, scope, dry_run, "lexical" if vault.embedder is None else "hybrid")
@@ -406,6 +407,7 @@ def consolidate_all(
     a person put each of them there on purpose.
     """
     vault.check_scope_filter(scope)
+    scope = scope.strip() if scope else scope  # as add stores it
     sql = "SELECT DISTINCT session FROM memories WHERE session IS NOT NULL AND status = 'active'"
     params: list[Any] = []
     if scope is not None:

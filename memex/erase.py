@@ -99,6 +99,9 @@ def _check_args(
 ) -> None:
     if not reason or not reason.strip():
         raise InvalidArgument("reason", "say why the memory is erased (the audit log keeps the reason, never the text)")
+    for name, value in (("--source", source), ("--source-ref", source_ref), ("--session", session)):
+        if value is not None and not value.strip():
+            raise InvalidArgument(name, "must not be empty")
     subject = source is not None or source_ref is not None or session is not None
     if memory_id and subject:
         raise InvalidArgument("ID", "give either a memory id or a subject (--source/--source-ref/--session), not both")
@@ -126,6 +129,14 @@ def _select(
         # Files edited or added while nothing was watching must be seen too.
         vault.reindex()
         start = by_subject(conn, source, source_ref, session)
+        if not start and source_ref:
+            # `memex import CLAUDE.md` records the absolute path: the same
+            # relative path given here must reach what it imported.
+            head, sep, anchor = source_ref.partition("#")
+            local = Path(head).expanduser() if head else None
+            if local is not None and local.exists() and str(local.resolve()) != head:
+                source_ref = str(local.resolve()) + sep + anchor
+                start = by_subject(conn, source, source_ref, session)
         sel = expand(conn, vault.root, start, follow_derived=True, session=session)
     _add_copies(vault, sel, [memory_id] if memory_id else [])
     if memory_id and not sel.memories and not sel.files:

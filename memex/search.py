@@ -98,7 +98,7 @@ class Filters:
         params: list[Any] = []
         if self.scopes:
             clauses.append(f"m.scope IN ({','.join('?' * len(self.scopes))})")
-            params.extend(self.scopes)
+            params.extend(s.strip() for s in self.scopes)  # as add stores them (ScopeRules.check)
         if self.source:
             clauses.append("m.source = ?")
             params.append(self.source)

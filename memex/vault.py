@@ -262,7 +262,7 @@ class Vault:
         sql = f"SELECT {HIT_COLUMNS} FROM memories m WHERE {where} ORDER BY created DESC, id"
         if limit is not None:
             sql += " LIMIT ?"
-            params.append(limit)
+            params.append(min(limit, 2**63 - 1))  # SQLite's largest integer: more than any vault holds
         hits = [hit_from_row(r) for r in self.conn.execute(sql.replace("rowid,", "m.rowid,", 1), params)]
         decay.annotate(self.conn, hits, decay.load_policy(self.config))
         return hits

@@ -355,3 +355,44 @@ def test_tables_print_brackets_literally(cli: click.Group, vault_root: Path) -> 
     ok_json(cli, vault_root, "add", "Use [bold]x[/bold] and [red] literally")
     out = invoke(cli, vault_root, "list").output
     assert "[bold]x[/bold]" in out and "[red]" in out
+
+
+def test_list_with_a_limit_beyond_sqlite_integers_lists_everything(cli: click.Group, vault_root: Path) -> None:
+    """`memex list --limit 99999999999999999999` once crashed with OverflowError."""
+    ok_json(cli, vault_root, "add", "The staging cluster runs in eu-west-1")
+    listed = ok_json(cli, vault_root, "list", "--limit", "99999999999999999999")
+    assert [m["body"] for m in listed] == ["The staging cluster runs in eu-west-1"]
+
+
+def test_a_scope_filter_reaches_what_add_stored_under_the_same_words(cli: click.Group, vault_root: Path) -> None:
+    """`add --scope "project:web "` stores project:web; `list`/`search` with the
+    same (pasted) value must find it instead of answering nothing."""
+    ok_json(cli, vault_root, "add", "The web app builds with Vite", "--scope", "project:web ")
+    assert [m["scope"] for m in ok_json(cli, vault_root, "list", "--scope", "project:web ")] == ["project:web"]
+    assert [m["scope"] for m in ok_json(cli, vault_root, "list", "--scope", " project:web")] == ["project:web"]
+    hits = ok_json(cli, vault_root, "search", "Vite", "--scope", "project:web ")
+    assert [h["scope"] for h in hits] == ["project:web"]
+
+
+def test_consolidate_and_fading_take_a_scope_with_spaces_as_add_does(cli: click.Group, vault_root: Path) -> None:
+    ok_json(cli, vault_root, "add", "The web app builds with Vite", "--scope", "project:web", "--session", "s1")
+    report = ok_json(cli, vault_root, "consolidate", "--all", "--scope", "project:web ", "--dry-run")
+    assert report["sessions_seen"] == 1
+    fading = ok_json(cli, vault_root, "fading", "--scope", " project:web", "--within", "1e9")
+    assert [m["scope"] for m in fading["memories"]] == ["project:web"], fading
+
+
+def test_an_empty_answer_from_a_deleted_index_says_to_reindex(cli: click.Group, vault_root: Path) -> None:
+    """`.memex/index.db` may be deleted any time (and a git clone has none):
+    search and list then answered a bare "no matches" over a vault full of
+    memories."""
+    ok_json(cli, vault_root, "add", "Otters hold hands while they sleep")
+    for name in os.listdir(vault_root / ".memex"):
+        if name.startswith("index.db"):
+            os.unlink(vault_root / ".memex" / name)
+    for args in (("search", "otters"), ("list",)):
+        result = invoke(cli, vault_root, *args)
+        assert result.exit_code == 0
+        assert "memex reindex" in result.stderr, result.output
+    ok_json(cli, vault_root, "reindex")
+    assert "memex reindex" not in invoke(cli, vault_root, "search", "zebras").stderr

@@ -94,3 +94,21 @@ def test_vault_option_after_the_command(cli: click.Group, vault_root: Path, tmp_
     assert clash.exit_code == 2 and "given twice" in clash.output and str(tmp_path) in clash.output
     # Nested commands take it too.
     assert ok_json(cli, "context", "search", "--session", "s1", "herons", "--vault", str(vault_root)) == []
+
+
+def test_an_unknown_option_with_a_dash_value_gets_no_hint_that_fails_again(
+    cli: click.Group, vault_root: Path
+) -> None:
+    """`memex search CI --offset -5` once suggested `memex search CI -5 -- --offset`,
+    which fails on -5 in turn."""
+    result = run(cli, "--vault", str(vault_root), "search", "CI", "--offset", "-5")
+    assert result.exit_code == 2
+    assert "--offset" in result.output and "CI -5 --" not in result.output
+
+
+def test_unquoted_text_after_a_dash_word_gets_a_hint_that_works(cli: click.Group, vault_root: Path) -> None:
+    """`memex add -v is verbose` (no quotes) once suggested
+    `memex add is verbose -- -v`, which fails on the extra arguments."""
+    refused = run(cli, "--vault", str(vault_root), "add", "-v", "is", "verbose", "--scope", "user")
+    assert refused.exit_code == 2
+    assert "memex add --scope user -- '-v is verbose'" in refused.output, refused.output

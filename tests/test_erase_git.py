@@ -110,3 +110,30 @@ def test_purge_history_in_the_same_erase(git_vault: Vault) -> None:
     assert git(root, "log", "--all", "--reflog", "-S", "Zqorblax", "--format=%H").strip() == ""
     assert "zqorblax" not in all_object_text(root).lower()
     assert git(root, "status", "--porcelain", "--untracked-files=no").strip() == ""
+
+
+def test_writer_notes_stay_out_of_git(git_vault: Vault) -> None:
+    """A clean `memex add` leaves `.memex/writers/<pid>` until the next open
+    removes it. Committed with `git add -A`, that removal left the tree dirty
+    and `erase --purge-history` refused: "uncommitted changes to tracked files
+    would be lost by the rewrite (.memex/writers/25277)"."""
+    vault, root = git_vault, git_vault.root
+    vault.add("Lunch is at noon on Fridays")
+    assert list((root / ".memex" / "writers").iterdir())
+    commit_all(root, "a memory")
+    assert git(root, "ls-files", ".memex/writers") == ""
+
+
+def test_purge_history_is_not_blocked_by_a_writer_note_an_older_vault_committed(git_vault: Vault) -> None:
+    """A vault made before `.memex/writers/` was ignored may hold a committed
+    note; the next command removes it, which must not stop a purge."""
+    from memex import erase_git
+
+    vault, root = git_vault, git_vault.root
+    note = root / ".memex" / "writers" / "999999"
+    note.parent.mkdir(exist_ok=True)
+    note.write_text("memories/user\n")
+    git(root, "add", "-f", ".memex/writers/999999")
+    commit_all(root, "an old vault's commit")
+    note.unlink()
+    erase_git.check_clean(root, [])

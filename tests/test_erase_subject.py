@@ -137,3 +137,38 @@ def test_context_engine_archive_is_erased_with_the_memory_it_quotes(vault: Vault
     assert (vault.root / "sessions" / "chat-2").is_dir()
     assert files_with_text(vault.root, ["zqorblax"]) == {}
     assert ids(vault) == {kept.id}
+
+
+def test_cli_erase_source_ref_given_as_the_relative_path_that_was_imported(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`memex import CLAUDE.md` records the absolute path; `memex erase
+    --source-ref CLAUDE.md` from the same folder must undo that import."""
+    from click.testing import CliRunner
+
+    from memex.cli import _register_commands, main
+
+    _register_commands()
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "CLAUDE.md").write_text("# Notes\n\n- Always run make lint before pushing.\n- Never commit .env files.\n")
+    monkeypatch.chdir(project)
+    runner = CliRunner()
+    root = str(vault.root)
+    out = runner.invoke(main, ["--vault", root, "import", "CLAUDE.md"])
+    assert out.exit_code == 0, out.output
+    assert len(vault.list()) == 2
+    out = runner.invoke(main, ["--vault", root, "erase", "--source-ref", "CLAUDE.md", "--reason", "x", "--json"])
+    assert out.exit_code == 0, out.output
+    assert len(json.loads(out.output)["erased"]) == 2
+    assert vault.list() == []
+
+
+@pytest.mark.parametrize("option", ["source_ref", "session"])
+def test_an_empty_subject_is_named_as_empty(vault: Vault, option: str) -> None:
+    """`memex erase --session "" --reason x` once answered "nothing to erase:
+    no memory or archive matches " (the value left out)."""
+    vault.add("Ferrets sleep eighteen hours a day", session="s1", source_ref="notes.md")
+    with pytest.raises(InvalidArgument, match="must not be empty"):
+        vault.erase(reason="x", **{option: " "})
+    assert len(vault.list()) == 1

@@ -35,7 +35,17 @@ class TextCommand(click.Command):
             # A near miss of a real option (--scpoe) gets click's "did you mean".
             if token is None or exc.possibilities or "--" in given[: given.index(token)]:
                 raise
+            # Unquoted words right after it (`memex add -v is verbose`) are the rest of the text.
+            start = given.index(token)
+            end = start + 1
+            while end < len(given) and not given[end].startswith("-"):
+                end += 1
+            token = " ".join(given[start:end])
+            given = [*given[:start], token, *given[end:]]
             rest = [a for a in given if a is not token]
+            if any(a.startswith("-") and a != "-" and a.split("=", 1)[0] not in known
+                   for a in rest[: rest.index("--") if "--" in rest else len(rest)]):
+                raise  # another unknown option: the hint's command would fail on it in turn
             fixed = shlex.join([*rest, "--", token])
             hint = f"If {token!r} is the text, put -- before it: {ctx.command_path} {fixed}"
             if any(p.name == "text" for p in self.params):

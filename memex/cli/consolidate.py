@@ -123,6 +123,7 @@ def fading_cmd(ctx: click.Context, scope: str | None, within_days: float, as_jso
     """
     vault = get_vault(ctx)
     vault.check_scope_filter(scope)
+    scope = scope.strip() if scope else scope  # as add stores it
     policy = decay.load_policy(vault.config)
     rows = [f for f in decay.schedule(vault.conn, policy, scope) if f.days_left is not None and f.days_left <= within_days]
     if as_json:

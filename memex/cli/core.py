@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -117,6 +118,7 @@ def search_cmd(
         print_json([record_view(h, SCORE_FIELDS) for h in hits])
     elif not hits:
         click.echo("no matches")
+        _hint_unindexed(get_vault(ctx))
     else:
         _hits_table(hits, with_score=True)
     keep_model_warm(ctx)
@@ -137,6 +139,20 @@ def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
     click.echo(body)
 
 
+def _hint_unindexed(vault: Any) -> None:
+    """An empty answer from an empty index over memory files (index.db
+    deleted, a fresh clone): say so on stderr rather than let it pass as
+    "nothing stored"."""
+    from memex.indexer import MEMORIES_DIR
+
+    if vault.conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone():
+        return
+    for _, _, files in os.walk(vault.root / MEMORIES_DIR):
+        if any(f.endswith(".md") for f in files):
+            click.echo("note: the index holds no memories but memories/ has files; run `memex reindex`", err=True)
+            return
+
+
 @click.command("list")
 @click.option("--scope", help="Only this scope.")
 @click.option("--session", help="Only this session.")
@@ -153,6 +169,7 @@ def list_cmd(ctx: click.Context, /, as_json: bool, **filters: Any) -> None:
         print_json([record_view(h) for h in hits])  # no search-only fields (score, semantic)
     elif not hits:
         click.echo("no memories")
+        _hint_unindexed(get_vault(ctx))
     else:
         _hits_table(hits, with_score=False)
 
