@@ -290,8 +290,7 @@ def plan(
     """What consolidating ``session`` would do (nothing is written)."""
     if not session or not session.strip():
         raise InvalidArgument("session", "must not be empty")
-    vault.check_scope_filter(scope)
-    scope = scope.strip() if scope else scope  # as add stores it
+    scope = vault.scope_filter(scope)
     settings = load_settings(vault.config)
     items = _candidates(vault, session, scope)
     report = Report(session, scope, dry_run, "lexical" if vault.embedder is None else "hybrid")
@@ -406,8 +405,7 @@ def consolidate_all(
     Memories without a session (hand-written files) are never consolidated:
     a person put each of them there on purpose.
     """
-    vault.check_scope_filter(scope)
-    scope = scope.strip() if scope else scope  # as add stores it
+    scope = vault.scope_filter(scope)
     sql = "SELECT DISTINCT session FROM memories WHERE session IS NOT NULL AND status = 'active'"
     params: list[Any] = []
     if scope is not None:

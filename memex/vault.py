@@ -212,6 +212,12 @@ class Vault:
         if scope:
             scopes.check_filter(self.scope_rules, self.conn, [scope] if isinstance(scope, str) else scope)
 
+    def scope_filter(self, scope: str | None) -> str | None:
+        """One scope to narrow to, checked (:meth:`check_scope_filter`) and
+        stripped as ``add`` stores it, so ``"project:web "`` reaches ``project:web``."""
+        self.check_scope_filter(scope)
+        return scope.strip() if scope else scope
+
     def embed_query(self, text: str) -> np.ndarray | None:
         if self.embedder is None:
             return None

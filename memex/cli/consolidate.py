@@ -122,8 +122,7 @@ def fading_cmd(ctx: click.Context, scope: str | None, within_days: float, as_jso
     [decay] rates in .memex/config.toml to keep it longer.
     """
     vault = get_vault(ctx)
-    vault.check_scope_filter(scope)
-    scope = scope.strip() if scope else scope  # as add stores it
+    scope = vault.scope_filter(scope)
     policy = decay.load_policy(vault.config)
     rows = [f for f in decay.schedule(vault.conn, policy, scope) if f.days_left is not None and f.days_left <= within_days]
     if as_json:
