@@ -46,3 +46,21 @@ def model_vault(vault_root: Path, real_embedder) -> Iterator[Vault]:  # type: ig
     """A vault with the real all-MiniLM-L6-v2 model (quality tests)."""
     with Vault(vault_root, embedder=real_embedder) as v:
         yield v
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One PostgreSQL + pgvector server for the whole test session (tests/pgkit.py)."""
+    from tests import pgkit
+
+    if pgkit.MISSING is not None:
+        pytest.skip(pgkit.MISSING)
+    server = pgkit.PgServer(tmp_path_factory.mktemp("pg") / "data")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:  # type: ignore[no-untyped-def]
+    """A fresh database on the session's server, with pgvector installed."""
+    return str(pg_server.new_database())
