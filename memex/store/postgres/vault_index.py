@@ -1,0 +1,188 @@
+"""A vault's files indexed in PostgreSQL: sync, search, erase, decay reads.
+
+:class:`PgVaultIndex` is what the SQLite side's ``Indexer`` + ``search`` +
+erasure's purge do, on the PostgreSQL store: it walks ``memories/``, reads
+each changed file into the same :class:`memex.records.Record`, embeds
+through the shared embedding cache, writes under the write lock, purges
+what vanished, and never indexes a body or id on the erased list. Several
+vault clones (one per machine) can sync into one database: rows are keyed
+by the memory id and the path relative to the vault, which agree across
+clones of one vault.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memex import chunking, embed, erased_list, memory_file
+from memex.config import Config
+from memex.errors import MemoryFileError
+from memex.indexer import MEMEX_DIR, MEMORIES_DIR, is_memory_name
+from memex.purge import PurgeCounts
+from memex.records import Record, build_record
+from memex.search import Filters, Hit
+from memex.store.postgres import forensic, query, rows, schema
+from memex.store.postgres.connection import PgConnection, connect
+from memex.store.postgres.search import search as pg_search
+
+BATCH = 256
+
+
+@dataclass
+class PgSyncReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    embedded: int = 0
+    errors: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class PgErasure:
+    purged: dict[str, int]
+    vacuum: dict[str, object]
+
+
+class PgVaultIndex:
+    def __init__(self, root: Path, config: Config, embedder: embed.Embedder | None, url: str) -> None:
+        self.root = root
+        self.config = config
+        self.embedder = embedder
+        self.conn: PgConnection = connect(url)
+        self.chunker = chunking.for_config(config)
+        self.guard = erased_list.Guard(root / MEMEX_DIR)
+        if embedder is not None:
+            schema.ensure_vectors(self.conn, embedder.model_id, embedder.dim)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> PgVaultIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -------------------------------------------------------------
+
+    def _walk(self) -> dict[str, os.stat_result]:
+        found: dict[str, os.stat_result] = {}
+        base = self.root / MEMORIES_DIR
+        for folder, dirs, files in os.walk(base):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(folder, d)))
+            rel_folder = os.path.relpath(folder, self.root).replace(os.sep, "/")
+            for name in files:
+                full = os.path.join(folder, name)
+                if is_memory_name(name) and not os.path.islink(full):
+                    found[f"{rel_folder}/{name}"] = os.lstat(full)
+        return found
+
+    def sync(self) -> PgSyncReport:
+        """Bring the index in step with the files (``memex reindex``)."""
+        report = PgSyncReport()
+        self.guard.refresh()
+        on_disk = self._walk()
+        indexed = {
+            str(p): (int(r), str(h), int(e))
+            for r, p, h, e in self.conn.execute("SELECT rowid, path, file_hash, embedded FROM memories")
+        }
+        records: list[Record] = []
+        for rel, st in sorted(on_disk.items()):
+            try:
+                mf, raw = memory_file.read(self.root / rel, self.config.max_file_bytes, self.root)
+                rec = build_record(rel, mf, raw, os.stat(self.root / rel), self.config.default_scope)
+            except MemoryFileError as exc:
+                report.errors.append({"path": rel, "reason": exc.reason})
+                continue
+            if self.guard.erased(rec.body) or self.guard.erased_id(rec.id):
+                report.errors.append({"path": rel, "reason": "on the erased list; not indexed"})
+                continue
+            have = indexed.get(rel)
+            if have is not None and have[1] == rec.file_hash and (have[2] or self.embedder is None):
+                report.unchanged += 1
+                continue
+            records.append(rec)
+        for start in range(0, len(records), BATCH):
+            self._write(records[start : start + BATCH], report)
+        gone = [row[0] for rel, row in indexed.items() if rel not in on_disk]
+        if gone:
+            with self.conn.write_txn():
+                for rowid in gone:
+                    if rows.purge_memory(self.conn, rowid).memories:
+                        report.removed += 1
+        return report
+
+    def _write(self, batch: list[Record], report: PgSyncReport) -> None:
+        vectors: dict[str, rows.Vectors] = {}
+        cache_rows: list[embed.CacheRow] = []
+        if self.embedder is not None:
+            plan = [(rec, self.chunker(rec.embed_text)) for rec in batch]
+            texts = [t for rec, pieces in plan for t in (rec.embed_text, *pieces)]
+            keys = [embed.text_key(t) for t in texts]
+            found = rows.cached(self.conn, self.embedder.model_id, keys)
+            missing = {k: t for k, t in zip(keys, texts) if k not in found}
+            lookup = embed.CacheLookup(self.embedder.model_id, keys, found, missing)
+            fresh = self.embedder.embed(list(missing.values())) if missing else None
+            blobs, cache_rows = lookup.complete(fresh if fresh is not None else [])  # type: ignore[arg-type]
+            report.embedded += len(cache_rows)
+            i = 0
+            for rec, pieces in plan:
+                vectors[rec.path] = (blobs[i], [(embed.text_key(p), blobs[i + 1 + k]) for k, p in enumerate(pieces)])
+                i += 1 + len(pieces)
+        with self.conn.write_txn():
+            self.guard.refresh()  # an erasure that landed while we embedded is honoured
+            keep = [rec for rec in batch if not (self.guard.erased(rec.body) or self.guard.erased_id(rec.id))]
+            dropped: set[str] = set()
+            for rec in batch:
+                if rec not in keep and rec.path in vectors:
+                    dropped.add(embed.text_key(rec.embed_text))
+                    dropped.update(k for k, _ in vectors[rec.path][1])
+            rows.store_cache(self.conn, [r for r in cache_rows if r[1] not in dropped])
+            for rec in keep:
+                _, outcome = rows.upsert(self.conn, rec, vectors.get(rec.path))
+                setattr(report, outcome, getattr(report, outcome) + 1)
+
+    # -- reading -------------------------------------------------------------
+
+    def search(self, text: str, limit: int = 10, filters: Filters = Filters(), record: bool = True) -> list[Hit]:
+        """Hybrid search; the hits count as recalled (``usage``), as ``Vault.search`` counts them."""
+        hits = pg_search(self.conn, self.embedder, text, limit, filters)
+        if record and hits:
+            now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+            query.record_use(self.conn, [h.id for h in hits], now)
+        return hits
+
+    def usage(self, memory_id: str) -> tuple[int, str | None]:
+        row = self.conn.execute(
+            "SELECT access_count, last_access FROM usage WHERE memory_id = %s", (memory_id,)
+        ).fetchone()
+        return (0, None) if row is None else (int(row[0]), None if row[1] is None else str(row[1]))
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+
+    def get(self, memory_id: str) -> dict[str, Any] | None:
+        cur = self.conn.execute(
+            "SELECT id, path, scope, source, session, category, confidence, created, status, superseded_by, body "
+            "FROM memories WHERE id = %s",
+            (memory_id,),
+        )
+        row = cur.fetchone()
+        return None if row is None else dict(zip([d.name for d in cur.description], row))
+
+    # -- erasure -------------------------------------------------------------
+
+    def purge(self, memory_id: str, vacuum: bool = True) -> PgErasure:
+        """Every trace of one memory out of the index, then VACUUM (the file is the caller's)."""
+        counts = PurgeCounts()
+        with self.conn.write_txn():
+            for (rowid,) in self.conn.execute("SELECT rowid FROM memories WHERE id = %s", (memory_id,)).fetchall():
+                counts.add(rows.purge_memory(self.conn, int(rowid)))
+        report = forensic.vacuum_purged(self.conn) if vacuum else None
+        return PgErasure(counts.as_dict(), report.as_dict() if report else {})
+
