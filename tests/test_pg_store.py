@@ -167,3 +167,31 @@ def test_clones_share_one_index(filled: Vault, pg_url: str, tmp_path: Path) -> N
         docs, tokens = pg.conn.execute("SELECT docs, tokens FROM fts_totals").fetchone()
         assert (docs, tokens) == pg.conn.execute("SELECT count(*), sum(fts_len) FROM memories").fetchone()
         assert pg.conn.execute("SELECT count(*) FROM memory_vec").fetchone()[0] == len(FACTS)
+
+
+def test_config_names_backend_and_url(tmp_path: Path) -> None:
+    from memex.errors import ConfigError
+
+    (tmp_path / ".memex").mkdir()
+    conf = tmp_path / ".memex" / "config.toml"
+    assert load_config(tmp_path).index_backend == "sqlite"
+    conf.write_text('[index]\nbackend = "postgres"\nurl = "postgresql:///memex"\n')
+    assert (load_config(tmp_path).index_backend, load_config(tmp_path).index_url) == ("postgres", "postgresql:///memex")
+    conf.write_text('[index]\nbackend = "postgres"\n')
+    with pytest.raises(ConfigError, match="needs index.url"):
+        load_config(tmp_path)
+    conf.write_text('[index]\nbackend = "mysql"\n')
+    with pytest.raises(ConfigError, match="index.backend must be one of sqlite, postgres, got 'mysql'"):
+        load_config(tmp_path)
+
+
+def test_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
+    from memex.errors import IndexStoreError
+    from memex.store.postgres import connect
+    from tests import pgkit
+
+    if pgkit.MISSING is not None:
+        pytest.skip(pgkit.MISSING)
+
+    with pytest.raises(IndexStoreError, match=r"\[index\] url: cannot connect to PostgreSQL"):
+        connect(f"postgresql:///nope?host={tmp_path}&connect_timeout=2")
