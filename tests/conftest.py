@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,9 +57,14 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
 
     if pgkit.MISSING is not None:
         pytest.skip(pgkit.MISSING)
-    server = pgkit.PgServer(tmp_path_factory.mktemp("pg") / "data")
+    # Not under pytest's temp folder: that is private to root (0700), and the
+    # server runs as another user, who must reach its data folder.
+    base = Path(tempfile.mkdtemp(prefix="memex-pg-"))
+    base.chmod(0o755)
+    server = pgkit.PgServer(base / "data")
     yield server
     server.stop()
+    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

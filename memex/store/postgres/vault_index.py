@@ -177,12 +177,13 @@ class PgVaultIndex:
 
     # -- erasure -------------------------------------------------------------
 
-    def purge(self, memory_id: str, vacuum: bool = True) -> PgErasure:
-        """Every trace of one memory out of the index, then VACUUM (the file is the caller's)."""
+    def purge(self, memory_id: str, vacuum: bool = True, full: bool = True) -> PgErasure:
+        """Every trace of one memory out of the index, then VACUUM (``full``: VACUUM FULL,
+        see :mod:`.forensic`); the file is the caller's."""
         counts = PurgeCounts()
         with self.conn.write_txn():
             for (rowid,) in self.conn.execute("SELECT rowid FROM memories WHERE id = %s", (memory_id,)).fetchall():
                 counts.add(rows.purge_memory(self.conn, int(rowid)))
-        report = forensic.vacuum_purged(self.conn) if vacuum else None
+        report = forensic.vacuum_purged(self.conn, full) if vacuum else None
         return PgErasure(counts.as_dict(), report.as_dict() if report else {})
 
