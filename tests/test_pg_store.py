@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from memex import search as sqlite_search
+from memex.search import hybrid as sqlite_search
 from memex.config import load_config
-from memex.search import Filters
+from memex.search.hybrid import Filters
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 

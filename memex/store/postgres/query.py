@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from memex.search import HIT_COLUMNS, Filters
+from memex.search.hybrid import HIT_COLUMNS, Filters
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.schema import TS_CONFIG
 from memex.text import fts_query

@@ -1,8 +1,8 @@
 """Hybrid search on the PostgreSQL index: the same candidates, fusion and floor.
 
-This is :func:`memex.search.search` with the candidates read from
+This is :func:`memex.search.hybrid.search` with the candidates read from
 PostgreSQL (:mod:`.query`): BM25 by FTS5's formula and cosine from pgvector,
-then the same :mod:`memex.fusion` rule, name bonus, priors, relevance floor,
+then the same :mod:`memex.search.fusion` rule, name bonus, priors, relevance floor,
 supersede cap and duplicate collapse, so both backends answer alike.
 """
 
@@ -12,9 +12,10 @@ import datetime as dt
 
 import numpy as np
 
-from memex import embed, when
-from memex.fusion import add_name_bonus, apply_priors, calibration_for, fuse, fusion_for, relevant
-from memex.search import CANDIDATES, Filters, Hit, hit_from_row, unique_bodies
+from memex.embedding import embed
+from memex.search import when
+from memex.search.fusion import add_name_bonus, apply_priors, calibration_for, fuse, fusion_for, relevant
+from memex.search.hybrid import CANDIDATES, Filters, Hit, hit_from_row, unique_bodies
 from memex.store.postgres import query
 from memex.store.postgres.connection import PgConnection
 from memex.store.postgres.schema import get_meta

@@ -18,13 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memex import chunking, embed, erased_list, memory_file
+from memex.embedding import embed
+from memex.erase import erased_list
+from memex.files import memory_file
+from memex.index import chunking
 from memex.config import Config
 from memex.errors import MemoryFileError
-from memex.indexer import MEMEX_DIR, MEMORIES_DIR, is_memory_name
-from memex.purge import PurgeCounts
+from memex.index.indexer import MEMEX_DIR, MEMORIES_DIR, is_memory_name
+from memex.index.purge import PurgeCounts
 from memex.records import Record, build_record
-from memex.search import Filters, Hit
+from memex.search.hybrid import Filters, Hit
 from memex.store.postgres import forensic, query, rows, schema
 from memex.store.postgres.connection import PgConnection, connect
 from memex.store.postgres.search import search as pg_search
