@@ -104,6 +104,8 @@ def _register_vector(raw: Any) -> None:
             return vec_from_binary(bytes(data))
 
     raw.adapters.register_dumper(Vec, VecDumper)
+    raw.adapters.register_dumper(None, VecDumper)  # by oid: binary COPY (memex.store.postgres.bulk)
+    info.register(raw)
     raw.adapters.register_loader(info.oid, VecLoader)
 
 
