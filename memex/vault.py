@@ -38,6 +38,7 @@ from memex.search.hybrid import HIT_COLUMNS, Filters, Hit, hit_from_row, search
 if TYPE_CHECKING:
     from memex.dedup.pipeline import AddResult  # the write path's; a search need not import it
     from memex.meta_edit import MetaBatch
+    from memex.store.postgres.vault_index import PgVaultIndex
 
 MEMEX_DIR = ".memex"
 INDEX_NAME = "index.db"
@@ -139,6 +140,7 @@ class Vault:
         self._embedder_loaded = False
         self._embedder: embed.Embedder | None = None
         self._indexer: Indexer | None = None
+        self._shared: PgVaultIndex | None = None
         self._scope_rules: scopes.ScopeRules | None = None
         # Temp files (whole memory texts) a killed write left behind go now,
         # not at the next reindex: one listing of a small folder (memex/files/writers.py).
@@ -176,9 +178,42 @@ class Vault:
     def indexer(self) -> Indexer:
         if self._indexer is None:
             self._indexer = Indexer(self.root, self.conn, self.config, self.embedder)
+            if self.shared_index is not None:
+                self._indexer.followers.append(self.shared_index.follow)
         return self._indexer
 
+    @property
+    def shared_index(self) -> PgVaultIndex | None:
+        """The PostgreSQL index when ``[index] backend = "postgres"``, else None.
+
+        It follows every write the local index sees, and search and recall
+        read it (docs/postgres.md says what else does and does not yet)."""
+        if self.config.index_backend != "postgres":
+            return None
+        if self._shared is None:
+            from memex.store.postgres.vault_index import PgVaultIndex
+
+            assert self.config.index_url is not None  # load_config requires it for postgres
+            self._shared = PgVaultIndex(
+                self.root, self.config, self.embedder, self.config.index_url, local_cache=self._cached_locally
+            )
+        return self._shared
+
+    def _cached_locally(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
+        """Vectors the local index's cache holds (what add just embedded): the shared index need not embed them again."""
+        out: dict[str, bytes] = {}
+        for key in keys:
+            row = self.conn.execute(
+                "SELECT vector FROM embedding_cache WHERE model = ? AND text_hash = ?", (model, key)
+            ).fetchone()
+            if row is not None:
+                out[key] = bytes(row[0])
+        return out
+
     def close(self) -> None:
+        if self._shared is not None:
+            self._shared.close()
+            self._shared = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -298,6 +333,8 @@ class Vault:
         # Query vectors come from an in-process LRU, not the index's cache:
         # a search takes no write lock and does not grow the index.
         qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
+        if self.shared_index is not None:
+            return self.shared_index.search(query, limit, filters, qvec)
         hits = search(self.conn, self.embedder, query, limit, filters, qvec)
         decay.annotate(self.conn, hits, decay.load_policy(self.config))
         return hits
@@ -334,6 +371,8 @@ class Vault:
                 "last_access = excluded.last_access",
                 [(i, stamp) for i in ids],
             )
+        if self.shared_index is not None:
+            self.shared_index.record_access(list(ids), stamp)
 
     # -- writing -------------------------------------------------------------
 
@@ -463,7 +502,10 @@ class Vault:
         """Erase one memory, or a subject (source + source_ref, or session), leaving no trace."""
         from memex.erase.steps import erase
 
-        return erase(self, memory_id, reason, source, source_ref, session, purge_history)
+        result = erase(self, memory_id, reason, source, source_ref, session, purge_history)
+        if self.shared_index is not None and result.erased:
+            result.shared_index = self.shared_index.purge(result.erased).as_dict()
+        return result
 
     def entities(self) -> Any:
         """Every entity with the number of memories that name it."""

@@ -19,9 +19,31 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("MEMEX_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "memex-cache"))
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests in a module marked ``both_backends`` run once per index backend."""
+    if "vault_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_backends"):
+        metafunc.parametrize("vault_backend", ["sqlite", "postgres"], indirect=True)
+
+
 @pytest.fixture
-def vault_root(tmp_path: Path) -> Path:
-    return init_vault(tmp_path / "vault", git=False)
+def vault_backend(request: pytest.FixtureRequest) -> str:
+    return str(getattr(request, "param", "sqlite"))
+
+
+def use_postgres(root: Path, url: str) -> None:
+    """Point a vault's [index] at a PostgreSQL database (docs/postgres.md)."""
+    conf = root / ".memex" / "config.toml"
+    text = conf.read_text(encoding="utf-8")
+    assert "\n[index]\n" in text
+    conf.write_text(text.replace("\n[index]\n", f'\n[index]\nbackend = "postgres"\nurl = "{url}"\n', 1))
+
+
+@pytest.fixture
+def vault_root(tmp_path: Path, vault_backend: str, request: pytest.FixtureRequest) -> Path:
+    root = init_vault(tmp_path / "vault", git=False)
+    if vault_backend == "postgres":
+        use_postgres(root, request.getfixturevalue("pg_url"))
+    return root
 
 
 @pytest.fixture

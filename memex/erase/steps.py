@@ -66,9 +66,13 @@ class EraseResult:
     counts: purge.PurgeCounts = field(default_factory=purge.PurgeCounts)
     wal_truncated: bool = False
     git: git_history.GitReport = field(default_factory=git_history.GitReport)
+    # The PostgreSQL index's purge and VACUUM, and what PostgreSQL still holds
+    # ([index] backend = "postgres"; docs/postgres.md).
+    shared_index: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         counts = self.counts.as_dict()
+        shared = {} if self.shared_index is None else {"postgres": self.shared_index}
         return {
             "erased": self.erased,
             "files_deleted": self.files_deleted,
@@ -79,6 +83,7 @@ class EraseResult:
             "forensic": {"fts_segments_rewritten": True, "wal_truncated": self.wal_truncated},
             "git_history": self.git.status,
             "git": self.git.as_dict(),
+            **shared,
         }
 
 

@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from memex import decay
+from memex.config import Config
 from memex.embedding import embed
 from memex.erase import erased_list
 from memex.files import memory_file
 from memex.index import chunking
-from memex.config import Config
 from memex.errors import MemoryFileError
 from memex.index.indexer import MEMEX_DIR, MEMORIES_DIR, is_memory_name
 from memex.index.purge import PurgeCounts
@@ -50,10 +54,21 @@ class PgErasure:
     purged: dict[str, int]
     vacuum: dict[str, object]
 
+    def as_dict(self) -> dict[str, object]:
+        return {"purged": self.purged, **self.vacuum}
+
 
 class PgVaultIndex:
-    def __init__(self, root: Path, config: Config, embedder: embed.Embedder | None, url: str) -> None:
+    def __init__(
+        self,
+        root: Path,
+        config: Config,
+        embedder: embed.Embedder | None,
+        url: str,
+        local_cache: Callable[[str, Sequence[str]], dict[str, bytes]] | None = None,
+    ) -> None:
         self.root = root
+        self.local_cache = local_cache
         self.config = config
         self.embedder = embedder
         self.conn: PgConnection = connect(url)
@@ -86,21 +101,42 @@ class PgVaultIndex:
         return found
 
     def sync(self) -> PgSyncReport:
-        """Bring the index in step with the files (``memex reindex``)."""
+        """Bring the index in step with all the files (``memex reindex``)."""
+        return self._sync(self._walk(), None)
+
+    def sync_paths(self, relpaths: list[str]) -> PgSyncReport:
+        """Index (or purge) just these paths: what a write or the watcher touched."""
+        on_disk: dict[str, os.stat_result] = {}
+        for rel in dict.fromkeys(relpaths):
+            full = self.root / rel
+            if is_memory_name(full.name) and full.is_file() and not full.is_symlink():
+                on_disk[rel] = full.stat()
+        return self._sync(on_disk, list(dict.fromkeys(relpaths)))
+
+    def follow(self, relpaths: list[str] | None) -> None:
+        """What the SQLite indexer calls after it indexed these paths (None: a whole sync)."""
+        if relpaths is None:
+            self.sync()
+        elif relpaths:
+            self.sync_paths(relpaths)
+
+    def _sync(self, on_disk: dict[str, os.stat_result], only: list[str] | None) -> PgSyncReport:
         report = PgSyncReport()
         self.guard.refresh()
-        on_disk = self._walk()
-        indexed = {
-            str(p): (int(r), str(h), int(e))
-            for r, p, h, e in self.conn.execute("SELECT rowid, path, file_hash, embedded FROM memories")
-        }
+        if only is None:
+            found = self.conn.execute("SELECT rowid, path, file_hash, embedded FROM memories")
+        else:
+            found = self.conn.execute(
+                "SELECT rowid, path, file_hash, embedded FROM memories WHERE path = ANY(%s)", (only,)
+            )
+        indexed = {str(p): (int(r), str(h), int(e)) for r, p, h, e in found}
         records: list[Record] = []
         for rel, st in sorted(on_disk.items()):
             try:
                 mf, raw = memory_file.read(self.root / rel, self.config.max_file_bytes, self.root)
                 rec = build_record(rel, mf, raw, os.stat(self.root / rel), self.config.default_scope)
-            except MemoryFileError as exc:
-                report.errors.append({"path": rel, "reason": exc.reason})
+            except (MemoryFileError, OSError) as exc:
+                report.errors.append({"path": rel, "reason": getattr(exc, "reason", str(exc))})
                 continue
             if self.guard.erased(rec.body) or self.guard.erased_id(rec.id):
                 report.errors.append({"path": rel, "reason": "on the erased list; not indexed"})
@@ -128,11 +164,16 @@ class PgVaultIndex:
             texts = [t for rec, pieces in plan for t in (rec.embed_text, *pieces)]
             keys = [embed.text_key(t) for t in texts]
             found = rows.cached(self.conn, self.embedder.model_id, keys)
+            local: dict[str, bytes] = {}
+            if self.local_cache is not None:
+                local = self.local_cache(self.embedder.model_id, [k for k in keys if k not in found])
+                found.update(local)
             missing = {k: t for k, t in zip(keys, texts) if k not in found}
             lookup = embed.CacheLookup(self.embedder.model_id, keys, found, missing)
             fresh = self.embedder.embed(list(missing.values())) if missing else None
             blobs, cache_rows = lookup.complete(fresh if fresh is not None else [])  # type: ignore[arg-type]
-            report.embedded += len(cache_rows)
+            report.embedded += len(cache_rows)  # texts the model had to embed
+            cache_rows += [(self.embedder.model_id, k, b) for k, b in local.items()]
             i = 0
             for rec, pieces in plan:
                 vectors[rec.path] = (blobs[i], [(embed.text_key(p), blobs[i + 1 + k]) for k, p in enumerate(pieces)])
@@ -152,13 +193,27 @@ class PgVaultIndex:
 
     # -- reading -------------------------------------------------------------
 
-    def search(self, text: str, limit: int = 10, filters: Filters = Filters(), record: bool = True) -> list[Hit]:
-        """Hybrid search; the hits count as recalled (``usage``), as ``Vault.search`` counts them."""
-        hits = pg_search(self.conn, self.embedder, text, limit, filters)
-        if record and hits:
-            now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-            query.record_use(self.conn, [h.id for h in hits], now)
+    def search(
+        self, text: str, limit: int = 10, filters: Filters = Filters(), qvec: np.ndarray | None = None
+    ) -> list[Hit]:
+        """Hybrid search, hits annotated with their decayed confidence (as ``Vault.search``)."""
+        hits = pg_search(self.conn, self.embedder, text, limit, filters, qvec)
+        self.annotate(hits)
         return hits
+
+    def annotate(self, hits: list[Hit]) -> None:
+        """``effective_confidence`` from the shared usage counts (:func:`memex.decay.annotate`)."""
+        if not hits:
+            return
+        policy = decay.load_policy(self.config)
+        now = dt.datetime.now(dt.timezone.utc)
+        last = query.last_accesses(self.conn, (h.id for h in hits))
+        for hit in hits:
+            value = decay.effective_confidence(hit.confidence, hit.category, last.get(hit.id), hit.created, policy, now)
+            hit.effective_confidence = round(value, 6)
+
+    def record_access(self, ids: list[str], stamp: str) -> None:
+        query.record_use(self.conn, ids, stamp)
 
     def usage(self, memory_id: str) -> tuple[int, str | None]:
         row = self.conn.execute(
@@ -180,12 +235,13 @@ class PgVaultIndex:
 
     # -- erasure -------------------------------------------------------------
 
-    def purge(self, memory_id: str, vacuum: bool = True, full: bool = True) -> PgErasure:
-        """Every trace of one memory out of the index, then VACUUM (``full``: VACUUM FULL,
-        see :mod:`.forensic`); the file is the caller's."""
+    def purge(self, memory_id: str | list[str], vacuum: bool = True, full: bool = True) -> PgErasure:
+        """Every trace of these memories out of the index, then VACUUM (``full``: VACUUM FULL,
+        see :mod:`.forensic`); the files are the caller's."""
+        ids = [memory_id] if isinstance(memory_id, str) else memory_id
         counts = PurgeCounts()
         with self.conn.write_txn():
-            for (rowid,) in self.conn.execute("SELECT rowid FROM memories WHERE id = %s", (memory_id,)).fetchall():
+            for (rowid,) in self.conn.execute("SELECT rowid FROM memories WHERE id = ANY(%s)", (ids,)).fetchall():
                 counts.add(rows.purge_memory(self.conn, int(rowid)))
         report = forensic.vacuum_purged(self.conn, full) if vacuum else None
         return PgErasure(counts.as_dict(), report.as_dict() if report else {})
