@@ -33,8 +33,9 @@ def test_add_search_erase_through_the_vault(vault: Vault, vault_backend: str) ->
         shared = vault.shared_index
         assert shared is not None
         assert shared.count() == 1 and shared.usage(kept.id)[0] == 1
-        assert result["postgres"]["purged"]["memories"] == 1
-        assert any("pg_wal" in note for note in result["postgres"]["retained"])
+        assert result["postgres"]["purged"]["memories"] == 1 and result["postgres"]["full"] is False
+        notes = result["postgres"]["retained"]
+        assert any("pg_wal" in note for note in notes) and any("VACUUM FULL" in note for note in notes)
     else:
         assert "postgres" not in result
 
@@ -70,7 +71,25 @@ def test_cli_erase_says_what_postgres_keeps(vault_root: Path, vault_backend: str
     out = runner.invoke(main, ["erase", memory_id, "--reason", "test"], env=env)
     assert out.exit_code == 0, out.output
     if vault_backend == "postgres":
-        assert "postgres index: 1 row(s) purged, VACUUM FULL" in out.output
+        assert "postgres index: 1 row(s) purged, VACUUM of" in out.output
         assert "postgres still holds:" in out.output and "pg_wal" in out.output
     else:
         assert "postgres" not in out.output
+
+
+def test_erase_vacuum_full_is_a_setting(vault_root: Path, vault_backend: str) -> None:
+    if vault_backend != "postgres":
+        pytest.skip("a PostgreSQL setting")
+    conf = vault_root / ".memex" / "config.toml"
+    conf.write_text(conf.read_text().replace("[index]\n", '[index]\nerase_vacuum = "full"\n', 1))
+    with Vault(vault_root, embedder=HashEmbedder()) as vault:
+        added = vault.add("The pager rota lives in the ops wiki", scope="user")
+        result = vault.erase(added.id, reason="test").as_dict()
+        assert result["postgres"]["full"] is True and len(result["postgres"]["retained"]) == 1
+    conf.write_text(conf.read_text().replace('erase_vacuum = "full"', 'erase_vacuum = "always"'))
+    from memex.errors import ConfigError
+
+    with Vault(vault_root, embedder=HashEmbedder()) as vault:
+        with pytest.raises(ConfigError, match='erase_vacuum must be "plain" or "full", got \'always\''):
+            vault.add("Another fact about the pager rota", scope="user")
+        assert not list((vault_root / "memories").rglob("*pager*"))

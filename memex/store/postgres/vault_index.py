@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 
 from memex import decay
-from memex.config import Config
+from memex.config import CONFIG_RELPATH, Config, setting
 from memex.embedding import embed
 from memex.erase import erased_list
 from memex.files import memory_file
 from memex.index import chunking
-from memex.errors import MemoryFileError
+from memex.errors import ConfigError, MemoryFileError
 from memex.index.indexer import MEMEX_DIR, MEMORIES_DIR, is_memory_name
 from memex.index.purge import PurgeCounts
 from memex.records import Record, build_record
@@ -37,6 +37,18 @@ from memex.store.postgres.connection import PgConnection, connect
 from memex.store.postgres.search import search as pg_search
 
 BATCH = 256
+
+
+ERASE_VACUUM = ("plain", "full")
+
+
+def erase_vacuum(config: Config) -> str:
+    """``[index] erase_vacuum``: "plain" (VACUUM, fast) or "full" (VACUUM FULL, a clean data folder)."""
+    where = f"{CONFIG_RELPATH} [index]"
+    value = str(setting(config.section("index"), "erase_vacuum", "plain", where))
+    if value not in ERASE_VACUUM:
+        raise ConfigError(f"{where}: erase_vacuum must be \"plain\" or \"full\", got {value!r}")
+    return value
 
 
 @dataclass
@@ -69,6 +81,8 @@ class PgVaultIndex:
     ) -> None:
         self.root = root
         self.local_cache = local_cache
+        # Checked before anything is written: an erasure must not fail half way on a typo.
+        self.erase_full = erase_vacuum(config) == "full"
         self.config = config
         self.embedder = embedder
         self.conn: PgConnection = connect(url)
@@ -235,9 +249,11 @@ class PgVaultIndex:
 
     # -- erasure -------------------------------------------------------------
 
-    def purge(self, memory_id: str | list[str], vacuum: bool = True, full: bool = True) -> PgErasure:
+    def purge(self, memory_id: str | list[str], vacuum: bool = True, full: bool | None = None) -> PgErasure:
         """Every trace of these memories out of the index, then VACUUM (``full``: VACUUM FULL,
-        see :mod:`.forensic`); the files are the caller's."""
+        see :mod:`.forensic`; None: as ``[index] erase_vacuum`` says); the files are the caller's."""
+        if full is None:
+            full = self.erase_full
         ids = [memory_id] if isinstance(memory_id, str) else memory_id
         counts = PurgeCounts()
         with self.conn.write_txn():
