@@ -14,6 +14,9 @@ from memex.cli import _register_commands, main
 from memex.errors import IndexStoreError, InvalidArgument, MemoryNotFound
 from memex.vault import Vault
 
+# Run on the SQLite and on the PostgreSQL index (docs/postgres.md).
+pytestmark = pytest.mark.both_backends
+
 LONG = " ".join(f"Sentence {i} about the quarterly budget review and its owners." for i in range(60))  # three windows of the model
 
 

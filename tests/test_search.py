@@ -9,6 +9,9 @@ from memex.errors import InvalidArgument
 from memex.search.hybrid import Filters, Fusion, fuse
 from memex.vault import Vault
 
+# Run on the SQLite and on the PostgreSQL index (docs/postgres.md).
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def filled(vault: Vault) -> dict[str, str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from memex.erase import erased_list
 from memex.files import memory_file
 from memex.index import chunking
 from memex.errors import ConfigError, MemoryFileError
-from memex.index.indexer import MEMEX_DIR, MEMORIES_DIR, is_memory_name
+from memex.index.indexer import MEMEX_DIR, MEMORIES_DIR, RACY_NS, is_memory_name
 from memex.index.purge import PurgeCounts
 from memex.records import Record, build_record
 from memex.search.hybrid import Filters, Hit
@@ -135,38 +136,54 @@ class PgVaultIndex:
             self.sync_paths(relpaths)
 
     def _sync(self, on_disk: dict[str, os.stat_result], only: list[str] | None) -> PgSyncReport:
+        """Stat first, then the file hash, as the SQLite indexer does (a
+        no-change sync reads no file); a file read within RACY_NS of its
+        mtime is re-read next time (see memex/index/indexer.py)."""
         report = PgSyncReport()
         self.guard.refresh()
+        cols = "rowid, path, file_hash, embedded, size, mtime_ns, racy"
         if only is None:
-            found = self.conn.execute("SELECT rowid, path, file_hash, embedded FROM memories")
+            found = self.conn.execute(f"SELECT {cols} FROM memories")
         else:
-            found = self.conn.execute(
-                "SELECT rowid, path, file_hash, embedded FROM memories WHERE path = ANY(%s)", (only,)
-            )
-        indexed = {str(p): (int(r), str(h), int(e)) for r, p, h, e in found}
+            found = self.conn.execute(f"SELECT {cols} FROM memories WHERE path = ANY(%s)", (only,))
+        indexed = {str(r[1]): r for r in found}
         records: list[Record] = []
+        restat: list[tuple[int, int, int, int]] = []
         for rel, st in sorted(on_disk.items()):
+            have = indexed.get(rel)
+            vectors_ok = have is not None and (have[3] or self.embedder is None)
+            if have is not None and vectors_ok and (have[4], have[5], have[6]) == (st.st_size, st.st_mtime_ns, 0):
+                report.unchanged += 1
+                continue
             try:
                 mf, raw = memory_file.read(self.root / rel, self.config.max_file_bytes, self.root)
-                rec = build_record(rel, mf, raw, os.stat(self.root / rel), self.config.default_scope)
+                st = os.stat(self.root / rel)
+                rec = build_record(rel, mf, raw, st, self.config.default_scope)
             except (MemoryFileError, OSError) as exc:
                 report.errors.append({"path": rel, "reason": getattr(exc, "reason", str(exc))})
                 continue
+            rec.racy = time.time_ns() - st.st_mtime_ns < RACY_NS
             if self.guard.erased(rec.body) or self.guard.erased_id(rec.id):
                 report.errors.append({"path": rel, "reason": "on the erased list; not indexed"})
                 continue
-            have = indexed.get(rel)
-            if have is not None and have[1] == rec.file_hash and (have[2] or self.embedder is None):
+            if have is not None and vectors_ok and have[2] == rec.file_hash:
+                restat.append((rec.size, rec.mtime_ns, int(rec.racy), int(have[0])))
                 report.unchanged += 1
                 continue
             records.append(rec)
+        if restat:
+            with self.conn.write_txn(), self.conn.raw.cursor() as cur:
+                cur.executemany("UPDATE memories SET size = %s, mtime_ns = %s, racy = %s WHERE rowid = %s", restat)
         for start in range(0, len(records), BATCH):
             self._write(records[start : start + BATCH], report)
-        gone = [row[0] for rel, row in indexed.items() if rel not in on_disk]
+        gone = [rel for rel in indexed if rel not in on_disk]
         if gone:
             with self.conn.write_txn():
-                for rowid in gone:
-                    if rows.purge_memory(self.conn, rowid).memories:
+                # Asked again: a row whose file moved was re-pointed by the writes above.
+                for (rowid,) in self.conn.execute(
+                    "SELECT rowid FROM memories WHERE path = ANY(%s)", (gone,)
+                ).fetchall():
+                    if rows.purge_memory(self.conn, int(rowid)).memories:
                         report.removed += 1
         return report
 
