@@ -28,10 +28,12 @@ Prints one JSON object per backend and writes them to ``--out``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -80,9 +82,10 @@ def vocabulary(n: int, rng: random.Random) -> list[str]:
 def bodies(n: int, seed: int) -> Iterator[str]:
     rng = random.Random(seed)
     vocab = vocabulary(30_000, rng)
-    weights = [1.0 / (i + 10) for i in range(len(vocab))]  # Zipf-like: a few common words, a long tail
+    # Zipf-like: a few common words, a long tail (cumulative once: choices() would redo it per call)
+    cum = list(itertools.accumulate(1.0 / (i + 10) for i in range(len(vocab))))
     for _ in range(n):
-        yield " ".join(rng.choices(vocab, weights, k=rng.randint(8, 16)))
+        yield " ".join(rng.choices(vocab, cum_weights=cum, k=rng.randint(8, 16)))
 
 
 def record(i: int, body: str) -> Record:
@@ -283,6 +286,8 @@ def main() -> None:
     parser.add_argument("--workdir", default=None, help="where to build (default: a temporary folder, removed after)")
     parser.add_argument("--out", default=None, help="append the results (JSON lines) to this file")
     args = parser.parse_args()
+    # A stopped run still stops its server and removes its folder (the finally blocks).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     for backend in args.backends.split(","):
         work = Path(tempfile.mkdtemp(prefix=f"bench-{backend}-", dir=args.workdir))
         try:
