@@ -451,20 +451,6 @@ class Vault:
 
     # -- erasure and the entity graph (issue 5; memex/erase/steps.py, memex/index/graph.py)
 
-    def erase(
-        self,
-        memory_id: str | None = None,
-        reason: str = "",
-        source: str | None = None,
-        source_ref: str | None = None,
-        session: str | None = None,
-        purge_history: bool = False,
-    ) -> Any:
-        """Erase one memory, or a subject (source + source_ref, or session), leaving no trace."""
-        from memex.erase.steps import erase
-
-        return erase(self, memory_id, reason, source, source_ref, session, purge_history)
-
     def entities(self) -> Any:
         """Every entity with the number of memories that name it."""
         from memex.index.graph import list_entities

@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from memex.embedding.embed import load_embedder  # noqa: E402
 from memex.files.memory_file import MemoryFile, serialize  # noqa: E402
 from memex.vault import Vault, init_vault  # noqa: E402
+from memex.erase.steps import erase  # noqa: E402
 
 SYLLABLES = "ka lo mi ne ru sa ti vo be da fe gi ho ju ly po qu re so tu va we xi yo ze".split()
 
@@ -113,7 +114,7 @@ def run(count: int, erasures: int, embedder_kind: str, use_git: bool, seed: int)
             answers = []
             for memory_id in rng.sample(ids, erasures):
                 t0 = time.perf_counter()
-                result = vault.erase(memory_id, reason="benchmark")
+                result = erase(vault, memory_id, reason="benchmark")
                 timings.append(time.perf_counter() - t0)
                 answers.append(result)
             assert all(a.counts.memories == 1 and a.wal_truncated for a in answers)

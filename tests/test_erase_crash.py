@@ -15,6 +15,7 @@ from memex.erase import steps as erase_mod
 from memex import health
 from memex.vault import Vault
 from memex.watch.watcher import Watcher, WatchSettings
+from memex.erase.steps import erase
 from tests.erasekit import files_with_text, settle
 from tests.fakes import HashEmbedder
 
@@ -58,7 +59,7 @@ def test_crash_between_file_delete_and_purge_is_repaired(
 
     monkeypatch.setattr(erase_mod, "_purge_index", crash)
     with pytest.raises(Crash):
-        vault.erase(secret.id, reason="test crash")
+        erase(vault, secret.id, reason="test crash")
     assert not path.exists()
     # The failure left the rows behind: still searchable, still on disk.
     assert secret.id in [h.id for h in vault.search("zqorblax spare key")]

@@ -13,6 +13,7 @@ from memex.index import purge
 from memex.index.db import write_txn
 from memex.embedding.embed import from_blob
 from memex.vault import Vault
+from memex.erase.steps import erase
 from tests.erasekit import files_with_bytes, files_with_text, settle
 
 # Words found nowhere else; distinct first two letters so that FTS5's
@@ -77,7 +78,7 @@ def test_erase_leaves_no_text_and_no_vector_bytes(model_vault: Vault, pre_optimi
     for blob in vectors:
         assert ".memex/index.db" in files_with_bytes(vault.root, blob)
 
-    result = vault.erase(secret_id, reason="user asked")
+    result = erase(vault, secret_id, reason="user asked")
     assert result.wal_truncated
 
     assert files_with_text(vault.root, SECRET_WORDS) == {}

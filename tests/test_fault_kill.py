@@ -26,6 +26,7 @@ from memex import health
 from memex.files import memory_file
 from memex.files import orphans
 from memex.vault import Vault, init_vault
+from memex.erase.steps import erase
 from tests.fakes import HashEmbedder
 from tests.faultkit import leaked_bytes, report
 from tests.test_meta_batch import write_session
@@ -40,6 +41,7 @@ CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from memex.vault import Vault
+from memex.erase.steps import erase
 from tests.fakes import HashEmbedder
 root, op, arg = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 with Vault(root, embedder=HashEmbedder()) as v:
@@ -48,7 +50,7 @@ with Vault(root, embedder=HashEmbedder()) as v:
     elif op == "reindex":
         v.reindex()
     elif op == "erase":
-        v.erase(arg["id"], reason="fault suite")
+        erase(v, arg["id"], reason="fault suite")
     elif op == "supersede":
         v.supersede(arg["id"], arg["text"])
     elif op == "consolidate":
@@ -169,7 +171,7 @@ def test_kill_during_erase_leaves_nothing_findable(root: Path, point: str, nth: 
         if path.exists():
             # Killed before the file went: doctor names it, and the erase is run again.
             assert point in ("erase.listed",) and health.drift(vault).erased_restored == [path.relative_to(root).as_posix()]
-            vault.erase(secret.id, reason="finish the killed erase")
+            erase(vault, secret.id, reason="finish the killed erase")
         assert_consistent(vault)
         leaked = leaked_bytes(root, SECRET_WORDS)
         assert leaked == {}

@@ -14,6 +14,7 @@ from memex.cli import app
 from memex.dedup.cleanup import MAX_CHANGES
 from memex.errors import InvalidArgument, MemoryNotFound
 from memex.vault import Vault
+from memex.erase.steps import erase
 
 
 def write_copy(vault: Vault, name: str, body: str, scope: str = "user", **meta: Any) -> None:
@@ -88,7 +89,7 @@ def test_supersede_errors(vault: Vault) -> None:
 
 def test_supersede_with_erased_text_leaves_the_old_memory_alone(vault: Vault) -> None:
     secret = vault.add("The door code is 4711")
-    vault.erase(secret.id, reason="test")
+    erase(vault, secret.id, reason="test")
     old = vault.add("The door code is 1234")
     with pytest.raises(InvalidArgument, match="refused"):
         vault.supersede(old.id, "The door code is 4711")
