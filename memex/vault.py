@@ -397,25 +397,7 @@ class Vault:
 
         return update_meta_many(self, changes)
 
-    # -- consolidation and decay (issue 7; memex/consolidation/consolidate.py, memex/decay.py)
-
-    def consolidate(self, session: str, scope: str | None = None, dry_run: bool = False) -> Any:
-        """Fold a session's similar memories into one representative each."""
-        from memex.consolidation.consolidate import consolidate
-
-        return consolidate(self, session, scope, dry_run)
-
-    def consolidate_all(self, scope: str | None = None, dry_run: bool = False) -> Any:
-        """Backfill: consolidate every session with active memories."""
-        from memex.consolidation.consolidate import consolidate_all
-
-        return consolidate_all(self, scope, dry_run)
-
-    def unsupersede(self, memory_id: str) -> Memory:
-        """Make a superseded memory active again."""
-        from memex.consolidation.consolidate import unsupersede
-
-        return unsupersede(self, memory_id)
+    # -- decay (memex/decay.py)
 
     def effective_confidence(self, memory_id: str) -> float:
         """Confidence after decay since the last recall (computed, never stored)."""

@@ -27,6 +27,7 @@ from memex.files import memory_file
 from memex.files import orphans
 from memex.vault import Vault, init_vault
 from memex.erase.steps import erase
+from memex.consolidation.consolidate import consolidate
 from tests.fakes import HashEmbedder
 from tests.faultkit import leaked_bytes, report
 from tests.test_meta_batch import write_session
@@ -41,6 +42,7 @@ CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from memex.vault import Vault
+from memex.consolidation.consolidate import consolidate
 from memex.erase.steps import erase
 from tests.fakes import HashEmbedder
 root, op, arg = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
@@ -54,7 +56,7 @@ with Vault(root, embedder=HashEmbedder()) as v:
     elif op == "supersede":
         v.supersede(arg["id"], arg["text"])
     elif op == "consolidate":
-        v.consolidate(arg["session"])
+        consolidate(v, arg["session"])
 """
 
 
@@ -259,7 +261,7 @@ def test_kill_during_consolidate_leaves_each_file_old_or_new(root: Path, point: 
     control = init_vault(tmp_path / "control", git=False)
     with Vault(control, embedder=HashEmbedder()) as v:
         write_session(v)
-        expected = {m: g.representative for g in v.consolidate("s1").groups for m in g.superseded}
+        expected = {m: g.representative for g in consolidate(v, "s1").groups for m in g.superseded}
     assert len(expected) == 4
     assert run_child(root, "consolidate", {"session": "s1"}, point, nth) == -signal.SIGKILL
     with reopen(root) as vault:
@@ -276,7 +278,7 @@ def test_kill_during_consolidate_leaves_each_file_old_or_new(root: Path, point: 
             assert vault.get(name).status == ("superseded" if name in changed else "active")
         renamed = {"batch.synced": 0, "batch.replaced": nth}.get(point, len(expected))
         assert len(changed) == renamed
-        vault.consolidate("s1")  # the user runs it again
+        consolidate(vault, "s1")  # the user runs it again
         assert {n: vault.get(n).meta.get("superseded_by") for n in paths} == {n: expected.get(n) for n in paths}
         assert_consistent(vault)
     report("kill-consolidate", 1, 1, 0)

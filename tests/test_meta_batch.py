@@ -20,6 +20,7 @@ from memex import health
 from memex.files import memory_file
 from memex.errors import InvalidArgument
 from memex.vault import Vault
+from memex.consolidation.consolidate import consolidate
 
 # Near-duplicate pairs the fake embedder and Jaccard both fold, in two scopes
 # (two folders), plus one memory per scope that stays on its own.
@@ -79,7 +80,7 @@ def test_consolidation_syncs_each_file_once_and_each_folder_once(
 ) -> None:
     write_session(vault)
     counts = count_fsyncs(monkeypatch)
-    report = vault.consolidate("s1")
+    report = consolidate(vault, "s1")
     monkeypatch.undo()
     assert report.superseded_count == 4
     # One fsync per rewritten file and one per folder holding them (two
