@@ -411,26 +411,6 @@ class Vault:
         policy = decay.load_policy(self.config)
         return round(decay.effective_confidence(float(row[0]), row[1], row[3], row[2], policy), 6)
 
-    # -- dedup: supersede, hand-off note, cleanup (issue 4) --------------------
-
-    def supersede(self, old_id: str, text: str, **add_options: Any) -> Any:
-        """Store ``text`` as the successor of ``old_id`` (which gets ``superseded_by``)."""
-        from memex.dedup.supersede import supersede
-
-        return supersede(self, old_id, text, **add_options)
-
-    def handoff(self, session: str) -> Any:
-        """The note telling an agent what a hook already stored this turn."""
-        from memex.dedup.handoff import handoff
-
-        return handoff(self, session)
-
-    def dedup_existing(self, apply: bool = False, limit: int = 200) -> Any:
-        """Find exact duplicates already in the vault; with ``apply``, supersede them."""
-        from memex.dedup.cleanup import dedup_existing
-
-        return dedup_existing(self, apply, limit)
-
     # -- erasure and the entity graph (issue 5; memex/erase/steps.py, memex/index/graph.py)
 
     def entities(self) -> Any:

@@ -28,6 +28,7 @@ from memex.files import orphans
 from memex.vault import Vault, init_vault
 from memex.erase.steps import erase
 from memex.consolidation.consolidate import consolidate
+from memex.dedup.supersede import supersede
 from tests.fakes import HashEmbedder
 from tests.faultkit import leaked_bytes, report
 from tests.test_meta_batch import write_session
@@ -43,6 +44,7 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 from memex.vault import Vault
 from memex.consolidation.consolidate import consolidate
+from memex.dedup.supersede import supersede
 from memex.erase.steps import erase
 from tests.fakes import HashEmbedder
 root, op, arg = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
@@ -54,7 +56,7 @@ with Vault(root, embedder=HashEmbedder()) as v:
     elif op == "erase":
         erase(v, arg["id"], reason="fault suite")
     elif op == "supersede":
-        v.supersede(arg["id"], arg["text"])
+        supersede(v, arg["id"], arg["text"])
     elif op == "consolidate":
         consolidate(v, arg["session"])
 """
@@ -199,7 +201,7 @@ def test_kill_during_supersede_can_be_finished(root: Path, point: str, nth: int)
         copies = [p for p in (root / "memories").rglob("*.md") if "spring fair" in p.read_text()]
         assert len(copies) <= 1
         if vault.get(old.id).meta.get("superseded_by") is None:
-            vault.supersede(old.id, NEWER)  # the user runs it again
+            supersede(vault, old.id, NEWER)  # the user runs it again
         new_id = vault.get(old.id).meta["superseded_by"]
         assert vault.get(new_id).body.strip() == NEWER
         assert len([p for p in (root / "memories").rglob("*.md") if "spring fair" in p.read_text()]) == 1
