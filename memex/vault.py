@@ -410,32 +410,3 @@ class Vault:
             raise MemoryNotFound(memory_id)
         policy = decay.load_policy(self.config)
         return round(decay.effective_confidence(float(row[0]), row[1], row[3], row[2], policy), 6)
-
-    # -- erasure and the entity graph (issue 5; memex/erase/steps.py, memex/index/graph.py)
-
-    def entities(self) -> Any:
-        """Every entity with the number of memories that name it."""
-        from memex.index.graph import list_entities
-
-        return list_entities(self.conn)
-
-    def entity_graph(self, name: str) -> Any:
-        """One entity: its memories, relations and neighbouring entities."""
-        from memex.index.graph import entity_graph
-
-        return entity_graph(self.conn, name)
-
-    # -- watching (issue 3; memex/watch/watcher.py, memex/watch/state.py) ---------------
-
-    def watcher(self, **settings: Any) -> Any:
-        """A :class:`memex.watch.watcher.Watcher` for this vault; ``run()`` blocks until
-        stopped. Keyword arguments override the ``[watch]`` settings."""
-        from memex.watch.watcher import Watcher, settings_for
-
-        return Watcher(self, settings_for(self, **settings))
-
-    def status(self) -> dict[str, Any]:
-        """Is a watcher running, and how many files differ from the index right now."""
-        from memex.watch.state import status
-
-        return status(self)

@@ -14,6 +14,7 @@ from memex.cli import _register_commands, main
 from memex.errors import IndexStoreError, InvalidArgument, MemoryNotFound
 from memex.vault import Vault
 from memex.erase.steps import erase
+from memex.index.graph import list_entities
 
 LONG = " ".join(f"Sentence {i} about the quarterly budget review and its owners." for i in range(60))  # three windows of the model
 
@@ -50,7 +51,7 @@ def test_erase_by_id_purges_every_derived_row(vault: Vault) -> None:
     assert data["cache_entries"] == before["embedding_cache"] - after["embedding_cache"] >= 1 + data["chunks"]
     # Budget and Finance had only this memory; SQLite is shared and stays.
     assert data["entities"] == 2 and data["relations"] == 1
-    assert {e.name for e in vault.entities()} == {"SQLite"}
+    assert {e.name for e in list_entities(vault.conn)} == {"SQLite"}
     assert after["relations"] == 0 and after["memories"] == 1 and after["fts"] == 1
     assert after["memory_vec"] == 1 and after["chunk_vec"] == after["chunks"]
     assert data["git_history"] == "not_a_repository"

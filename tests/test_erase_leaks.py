@@ -27,6 +27,7 @@ from memex.cli import _register_commands, main
 from memex.errors import GitHistoryError
 from memex.vault import Vault, init_vault
 from memex.erase.steps import erase
+from memex.watch.watcher import Watcher, settings_for
 from tests.erasekit import files_with_text, settle
 from tests.fakes import HashEmbedder
 from tests.hook_helpers import lexical_only
@@ -261,7 +262,7 @@ def test_orphan_temp_files_are_reported_removed_and_never_indexed(vault: Vault) 
     vault.reindex()
     assert not tmp.exists()
     tmp = _orphan(vault, vault.get(secret.id).path)
-    watcher = vault.watcher(reconcile_seconds=3600.0)
+    watcher = Watcher(vault, settings_for(vault, reconcile_seconds=3600.0))
     watcher.start()
     watcher.close()
     assert not tmp.exists()
