@@ -31,7 +31,7 @@ from typing import Any
 import apsw
 
 from memex.config import CONFIG_RELPATH, Config, fraction, setting
-from memex.errors import ConfigError
+from memex.errors import ConfigError, MemoryNotFound
 
 DEFAULT_RATE = 0.01
 DEFAULT_MIN_CONFIDENCE = 0.3
@@ -135,6 +135,18 @@ def last_accesses(conn: apsw.Connection, ids: Iterable[str]) -> dict[str, str | 
         ):
             out[str(memory_id)] = None if last is None else str(last)
     return out
+
+
+def confidence_now(conn: apsw.Connection, config: Config, memory_id: str) -> float:
+    """One memory's confidence after decay since its last recall (computed, never stored)."""
+    row = conn.execute(
+        "SELECT m.confidence, m.category, m.created, u.last_access FROM memories m "
+        "LEFT JOIN usage u ON u.memory_id = m.id WHERE m.id = ?",
+        (memory_id,),
+    ).fetchone()
+    if row is None:
+        raise MemoryNotFound(memory_id)
+    return round(effective_confidence(float(row[0]), row[1], row[3], row[2], load_policy(config)), 6)
 
 
 def days_until(confidence: float, category: str | None, policy: DecayPolicy) -> float | None:

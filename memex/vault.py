@@ -37,7 +37,6 @@ from memex.search.hybrid import HIT_COLUMNS, Filters, Hit, hit_from_row, search
 
 if TYPE_CHECKING:
     from memex.dedup.pipeline import AddResult  # the write path's; a search need not import it
-    from memex.meta_edit import MetaBatch
 
 MEMEX_DIR = ".memex"
 INDEX_NAME = "index.db"
@@ -383,30 +382,3 @@ class Vault:
             self, text, scope=scope, source=source, session=session, source_ref=source_ref, category=category,
             confidence=confidence, entities=entities, extra=extra, supersedes=supersedes, allow_erased=allow_erased,
         )
-
-    def update_meta(self, memory_id: str, changes: dict[str, Any]) -> Memory:
-        """Set (or, with None, remove) frontmatter keys of one memory, atomically."""
-        from memex.meta_edit import update_meta
-
-        return update_meta(self, memory_id, changes)
-
-    def update_meta_many(self, changes: dict[str, dict[str, Any]]) -> MetaBatch:
-        """:meth:`update_meta` for many memories in one write pass: the ids
-        done and the ids refused, with why (memex/meta_edit.py)."""
-        from memex.meta_edit import update_meta_many
-
-        return update_meta_many(self, changes)
-
-    # -- decay (memex/decay.py)
-
-    def effective_confidence(self, memory_id: str) -> float:
-        """Confidence after decay since the last recall (computed, never stored)."""
-        row = self.conn.execute(
-            "SELECT m.confidence, m.category, m.created, u.last_access FROM memories m "
-            "LEFT JOIN usage u ON u.memory_id = m.id WHERE m.id = ?",
-            (memory_id,),
-        ).fetchone()
-        if row is None:
-            raise MemoryNotFound(memory_id)
-        policy = decay.load_policy(self.config)
-        return round(decay.effective_confidence(float(row[0]), row[1], row[3], row[2], policy), 6)

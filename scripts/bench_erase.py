@@ -3,7 +3,7 @@
 Builds a throwaway vault of N generated memories (about 10% longer than the
 chunk size, so chunk vectors exist; entities on most), indexes it, commits it
 to git (as ``memex init`` vaults are repositories), then erases memories one
-at a time with :meth:`Vault.erase` and times each call: file deletion, the
+at a time with :func:`memex.erase.steps.erase` and times each call: file deletion, the
 one-transaction purge, FTS5 segment rewrite, WAL checkpoint, git history
 check and the audit log.
 

@@ -14,6 +14,7 @@ from memex.cli import _register_commands, main
 from memex.errors import InvalidArgument, MemoryNotFound
 from memex.vault import Vault, init_vault
 from memex.erase.steps import erase
+from memex.meta_edit import update_meta
 from tests.fakes import HashEmbedder
 
 SECRET = "The Zqorblax vault combination is seven left, three right"
@@ -54,7 +55,7 @@ def test_retained_history_is_reported_then_purged_after_the_fact(git_vault: Vaul
     keep = vault.add("Lunch is at noon on Fridays")
     secret = vault.add(SECRET)
     first = commit_all(root, "two memories")
-    vault.update_meta(secret.id, {"category": "secret"})
+    update_meta(vault, secret.id, {"category": "secret"})
     second = commit_all(root, "categorize")
     git(root, "branch", "old-branch", first)
     git(root, "remote", "add", "origin", "https://example.org/vault.git")
