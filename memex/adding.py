@@ -9,7 +9,7 @@ adding one body still produce one file), the file write and its index rows
 loop used to queue behind each other's model loading and time out after
 30 s; now an add waits for the lock as long as it takes (``Vault.lock_wait``;
 a flock dies with its holder), and the lock is never held while waiting for
-SQLite (:func:`memex.files.locking.locked_txn`).
+SQLite (:func:`memex.index.db.locked_txn`).
 
 A body the index would refuse is refused here, before anything is written:
 over ``[index] max_file_bytes`` or holding a NUL byte (item 9). Answering
@@ -19,9 +19,11 @@ over ``[index] max_file_bytes`` or holding a NUL byte (item 9). Answering
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+import apsw
 import ulid
 
 from memex.dedup import pipeline
@@ -30,13 +32,37 @@ from memex.files import memory_file
 from memex.index import purge
 from memex.index.db import write_txn
 from memex.erase.erased_list import Guard, allow
+from memex.config import Config
 from memex.errors import InvalidArgument, MemoryFileError
+from memex.index.indexer import Indexer
 from memex.files.memory_file import MemoryFile
 from memex.records import DEFAULT_CONFIDENCE, build_record, check_unicode, now_iso
 from memex.text import body_hash, normalize, strip_injected
 
-if TYPE_CHECKING:
-    from memex.vault import Vault
+
+class VaultLike(Protocol):
+    """What an add needs of the vault. :class:`memex.vault.Vault` is one; it
+    is named here, not imported, because vault.py imports this module
+    (``Vault.add``) and an import back would make a cycle
+    (tests/test_architecture.py)."""
+
+    @property
+    def root(self) -> Path: ...
+    @property
+    def memex_dir(self) -> Path: ...
+    @property
+    def config(self) -> Config: ...
+    @property
+    def conn(self) -> apsw.Connection: ...
+    @property
+    def embedder(self) -> embed.Embedder | None: ...
+    @property
+    def indexer(self) -> Indexer: ...
+    def commit(self, timeout: float | None = None) -> AbstractContextManager[None]: ...
+    def check_scope(self, scope: str | None) -> str: ...
+    def new_path(self, scope: str, body: str, memory_id: str) -> Path: ...
+    def record_access(self, ids: Sequence[str]) -> None: ...
+    def _row_by_id(self, memory_id: str) -> tuple[Any, ...]: ...
 
 
 def check_storable(text: str, max_bytes: int, what: str = "text") -> None:
@@ -54,7 +80,7 @@ def check_storable(text: str, max_bytes: int, what: str = "text") -> None:
         )
 
 
-def _vectors(vault: Vault, body: str, content: str) -> tuple[Any, list[embed.CacheRow]]:
+def _vectors(vault: VaultLike, body: str, content: str) -> tuple[Any, list[embed.CacheRow]]:
     """The dedup query vector of ``body`` and the cache rows the index will
     need for this file (body and chunk vectors), computed without any lock."""
     embedder = vault.embedder
@@ -73,7 +99,7 @@ def _vectors(vault: Vault, body: str, content: str) -> tuple[Any, list[embed.Cac
 
 
 def add(
-    vault: Vault,
+    vault: VaultLike,
     text: str,
     scope: str | None = None,
     source: str | None = "user",
@@ -127,7 +153,7 @@ def add(
 
     qvec, cache_rows = _vectors(vault, body, content)
     cand = pipeline.Candidate(body=body, scope=scope, source=source, session=session, supersedes=supersedes, qvec=qvec)
-    decision = pipeline.check(vault, cand)
+    decision = pipeline.check(vault.conn, vault.config, vault.embedder, cand)
     if decision.status != "created":
         return _known(vault, decision)
 
@@ -171,7 +197,7 @@ def _check_file(content: str, max_bytes: int) -> None:
         raise InvalidArgument("text", f"would not read back as a memory file ({exc.reason}); nothing was stored") from exc
 
 
-def _known(vault: Vault, decision: pipeline.Decision) -> pipeline.AddResult:
+def _known(vault: VaultLike, decision: pipeline.Decision) -> pipeline.AddResult:
     """The answer for a body the pipeline found already stored (or refused)."""
     existing = decision.existing_id or ""
     if decision.status == "duplicate" and existing:
@@ -183,7 +209,7 @@ def _known(vault: Vault, decision: pipeline.Decision) -> pipeline.AddResult:
     )
 
 
-def vectors_for_files(vault: Vault, relpaths: Sequence[str]) -> list[embed.CacheRow]:
+def vectors_for_files(vault: VaultLike, relpaths: Sequence[str]) -> list[embed.CacheRow]:
     """Embed, without any lock, what indexing these files will need and the
     cache lacks; the caller stores the rows in its commit (the watcher). A
     file that cannot be read is skipped: the indexer reports it then."""

@@ -13,9 +13,10 @@ import os
 import shutil
 import subprocess
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import apsw
 import numpy as np
@@ -26,10 +27,10 @@ from memex.files import memory_file
 from memex.files import permissions
 from memex.files import writers
 from memex.config import Config, load_config
-from memex.index.db import connect, write_txn
+from memex.index.db import connect, locked_txn, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.index.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
-from memex.files.locking import file_lock, locked_txn
+from memex.files.locking import file_lock
 from memex.files.names import scope_dir_parts, slug
 from memex.records import Memory as Memory  # public here since before it moved
 from memex.records import now_iso, record_view
@@ -189,12 +190,12 @@ class Vault:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def write_lock(self, timeout: float = 30.0) -> Any:
+    def write_lock(self, timeout: float = 30.0) -> AbstractContextManager[IO[bytes]]:
         return file_lock(self.memex_dir / "write.lock", timeout)
 
-    def commit(self, timeout: float | None = None) -> Any:
+    def commit(self, timeout: float | None = None) -> AbstractContextManager[None]:
         """``write.lock`` plus a write transaction, for a short commit; never
-        holds the lock while SQLite is busy (memex.files.locking.locked_txn).
+        holds the lock while SQLite is busy (memex.index.db.locked_txn).
         ``timeout`` None means :attr:`lock_wait`."""
         return locked_txn(self.conn, self.memex_dir / "write.lock", timeout if timeout is not None else self.lock_wait)
 

@@ -74,7 +74,7 @@ def judge(vault: Any, a: str, bs: list[str], n: int) -> list[Any]:
             cand = pipeline.Candidate(body=body, scope=SCOPE, source="claude-code", session=f"b-{n}")
             with vault.write_lock():
                 cand.qvec = vault.embed_query(body)
-                decisions.append(pipeline.check(vault, cand))
+                decisions.append(pipeline.check(vault.conn, vault.config, vault.embedder, cand))
     finally:
         # Removing the file purges its row (and its cached vector) at once.
         (vault.root / added.path).unlink()

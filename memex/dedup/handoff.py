@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from memex.dedup.pipeline import Thresholds, echo_cutoff
 from memex.errors import InvalidArgument
-from memex.context.inject import escape
-from memex.text import preview
+from memex.text import escape, preview
 
 if TYPE_CHECKING:
     from memex.vault import Vault

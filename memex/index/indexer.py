@@ -265,7 +265,9 @@ class Indexer:
             with write_txn(self.conn):
                 for rel in stale:
                     self._drop_error(rel)
-        guard.drop_erased_rows(self, report)
+        removed, erased_errors = guard.drop_erased_rows(self.conn, self.root, self.guard, self._record_error)
+        report.removed += removed
+        report.errors.extend(erased_errors)
         # Temp files in memories/ were seen by the walk above; sessions/ is walked for them.
         found = orphans.orphans_among(self.root, self.temp_names)
         found += orphans.find_orphans(self.root, tuple(f for f in orphans.FOLDERS if f != MEMORIES_DIR))
@@ -469,7 +471,7 @@ class Indexer:
         vectors, cache_rows = self._vector_finish(item)
         report.embedded += len(cache_rows)  # texts the model had to embed
         with write_txn(self.conn):
-            records, late_errors, cache_rows = guard.recheck(self, item, cache_rows)
+            records, late_errors, cache_rows = guard.recheck(self.root, self.guard, item.records, item.plan, cache_rows)
             embed.store_cache(self.conn, cache_rows)
             late_paths = {rel for rel, _, _ in late_errors}
             for rel, reason, st in [*item.errors, *late_errors]:
