@@ -21,7 +21,9 @@ import os
 from typing import TYPE_CHECKING
 
 from memex.embedding import embed
-from memex.index.db import get_meta, set_meta, write_txn
+from memex.store import memories
+from memex.store.meta import get_meta, set_meta
+from memex.store.schema import write_txn
 
 if TYPE_CHECKING:
     from memex.index.indexer import Indexer, SyncReport, _Batch
@@ -52,9 +54,9 @@ def drop_erased_rows(ix: Indexer, report: SyncReport) -> None:
     if seen == str(ix.guard.size):
         return
     hits = [
-        (int(rowid), str(mid), str(path))
-        for rowid, mid, path, body in ix.conn.execute("SELECT rowid, id, path, body FROM memories")
-        if ix.guard.erased(str(body)) or ix.guard.erased_id(str(mid))
+        (rowid, mid, path)
+        for rowid, mid, path, body in memories.bodies(ix.conn)
+        if ix.guard.erased(body) or ix.guard.erased_id(mid)
     ]
     with write_txn(ix.conn):
         for rowid, mid, path in hits:
