@@ -36,7 +36,8 @@ import numpy as np
 
 from memex.embedding.onnx import wanted as embed_onnx_wanted
 from memex.errors import ConfigError
-from memex.store import cache
+from memex.store import IndexStore
+from memex.store.sqlite import as_store
 # Re-exported: the cache key and the cache row live in memex.text and memex.store.cache.
 from memex.store.cache import CacheRow as CacheRow
 from memex.text import text_key as text_key
@@ -374,10 +375,10 @@ class CacheLookup:
         return [found[k] for k in self.keys], rows
 
 
-def lookup_cached(conn: apsw.Connection, embedder: Embedder, texts: Sequence[str]) -> CacheLookup:
+def lookup_cached(conn: apsw.Connection | IndexStore, embedder: Embedder, texts: Sequence[str]) -> CacheLookup:
     """Look ``texts`` up in the embedding cache (a read; embeds nothing)."""
     keys = [text_key(t) for t in texts]
-    found = cache.get(conn, embedder.model_id, list(dict.fromkeys(keys)))
+    found = as_store(conn).cache_get(embedder.model_id, list(dict.fromkeys(keys)))
     missing: dict[str, str] = {}
     for key, text in zip(keys, texts):
         if key not in found and key not in missing:
@@ -386,7 +387,7 @@ def lookup_cached(conn: apsw.Connection, embedder: Embedder, texts: Sequence[str
 
 
 def cached_vectors(
-    conn: apsw.Connection, embedder: Embedder, texts: Sequence[str]
+    conn: apsw.Connection | IndexStore, embedder: Embedder, texts: Sequence[str]
 ) -> tuple[list[bytes], list[CacheRow]]:
     """Vectors for ``texts`` from the cache, embedding the misses.
 
@@ -426,5 +427,5 @@ def query_vector(embedder: Embedder, text: str) -> np.ndarray:
     return vector
 
 
-def store_cache(conn: apsw.Connection, rows: Sequence[CacheRow]) -> None:
-    cache.put(conn, rows)
+def store_cache(conn: apsw.Connection | IndexStore, rows: Sequence[CacheRow]) -> None:
+    as_store(conn).cache_put(rows)

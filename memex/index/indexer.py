@@ -52,10 +52,9 @@ from memex.files import orphans
 from memex.embedding import profiles
 from memex.index import purge
 from memex.config import Config
-from memex.store import memories
+from memex.store import IndexStore, SqliteStore
+from memex.store.memories import IndexError_
 from memex.store.memories import SyncRow as _Row
-from memex.store.meta import set_meta
-from memex.store.schema import ensure_chunk_rule, ensure_model_profile, ensure_vector_tables, write_txn
 from memex.errors import MemoryFileError
 from memex.faults import point
 from memex.records import BAD_NAME, Record, build_record, is_text_name, shown_name
@@ -128,6 +127,7 @@ class Indexer:
     ) -> None:
         self.root = root
         self.conn = conn
+        self.store: IndexStore = SqliteStore(conn)
         self.config = config
         self.embedder = embedder
         self._error_paths: set[str] = set()  # paths with a recorded error, per _apply
@@ -138,9 +138,9 @@ class Indexer:
         self.orphans_removed: list[str] = []  # temp files the last sync removed
         self.temp_names: list[str] = []  # temp-file names the last walk passed
         if embedder is not None:
-            ensure_vector_tables(conn, embedder.model_id, embedder.dim)
-            ensure_model_profile(conn, profiles.for_model(embedder.model_id).as_meta())
-            ensure_chunk_rule(conn, self.chunker.rule, self.chunker.shortest)
+            self.store.ensure_vectors(embedder.model_id, embedder.dim)
+            self.store.ensure_model_profile(profiles.for_model(embedder.model_id).as_meta())
+            self.store.ensure_chunk_rule(self.chunker.rule, self.chunker.shortest)
 
     # -- the file side -------------------------------------------------------
 
@@ -204,10 +204,10 @@ class Indexer:
     # -- the index side ------------------------------------------------------
 
     def _rows(self) -> dict[str, _Row]:
-        return memories.sync_rows(self.conn)
+        return self.store.sync_rows()
 
-    def _known_errors(self) -> dict[str, memories.IndexError_]:
-        return memories.index_errors(self.conn)
+    def _known_errors(self) -> dict[str, IndexError_]:
+        return self.store.index_errors()
 
     def sync(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
         """Bring the whole index in line with the files (``memex reindex``)."""
@@ -241,7 +241,7 @@ class Indexer:
         self._apply(sorted(candidates), on_disk, rows, vanished, report, full, progress)
         stale = [p for p in known_errors if p not in on_disk]
         if stale:  # no write transaction (and no write lock) when nothing changed
-            with write_txn(self.conn):
+            with self.store.write_txn():
                 for rel in stale:
                     self._drop_error(rel)
         guard.drop_erased_rows(self, report)
@@ -277,7 +277,7 @@ class Indexer:
             elif row is not None:
                 vanished.append(rel)
             else:
-                with write_txn(self.conn):
+                with self.store.write_txn():
                     self._drop_error(rel)
         candidates = []
         for rel, st in on_disk.items():
@@ -295,7 +295,7 @@ class Indexer:
         return os.path.commonpath([root_real, os.path.realpath(full)]) == root_real
 
     def _row_at(self, rel: str) -> _Row | None:
-        return memories.sync_row_at(self.conn, rel)
+        return self.store.sync_row_at(rel)
 
     # -- the shared path -----------------------------------------------------
 
@@ -319,7 +319,7 @@ class Indexer:
         retry_clashes: bool = True,
     ) -> None:
         by_id = {row.id: path for path, row in rows.items()}
-        self._error_paths = set(memories.index_errors(self.conn))
+        self._error_paths = set(self.store.index_errors())
         self.guard.refresh()
         self._clashed = []
         self._real_dirs = {}
@@ -354,7 +354,7 @@ class Indexer:
                 pool.shutdown(wait=True)
         leftover = [p for p in vanished if p in vanished_set]
         if leftover:
-            with write_txn(self.conn):
+            with self.store.write_txn():
                 for rel in leftover:
                     row = self._row_at(rel)
                     # A regular file there now was written after our walk (by
@@ -423,7 +423,7 @@ class Indexer:
         copy (``cp a.md b.md``) would take the id over from a file that
         still holds it, as if it were a move.
         """
-        row = memories.rowid_path_of(self.conn, memory_id)
+        row = self.store.rowid_path_of(memory_id)
         if row is None:
             return None
         path = row[1]
@@ -444,9 +444,9 @@ class Indexer:
         """Wait for a batch's vectors, then write it in one transaction; returns its size."""
         vectors, cache_rows = self._vector_finish(item)
         report.embedded += len(cache_rows)  # texts the model had to embed
-        with write_txn(self.conn):
+        with self.store.write_txn():
             records, late_errors, cache_rows = guard.recheck(self, item, cache_rows)
-            embed.store_cache(self.conn, cache_rows)
+            self.store.cache_put(cache_rows)
             late_paths = {rel for rel, _, _ in late_errors}
             for rel, reason, st in [*item.errors, *late_errors]:
                 self._record_error(rel, reason, st)
@@ -473,7 +473,7 @@ class Indexer:
             return [], None
         current: dict[str, tuple[str | None, int]] = {}
         if not full:  # one query per batch, not one per file
-            current = memories.embed_state(self.conn, [rec.id for rec in records])
+            current = self.store.embed_state([rec.id for rec in records])
         wanted: list[Record] = []
         for rec in records:
             have = current.get(rec.id)
@@ -486,7 +486,7 @@ class Indexer:
             plan.append((rec, pieces))
             texts.append(rec.embed_text)
             texts.extend(pieces)
-        return plan, embed.lookup_cached(self.conn, self.embedder, texts)
+        return plan, embed.lookup_cached(self.store, self.embedder, texts)
 
     def _embed_missing(self, lookup: embed.CacheLookup) -> np.ndarray:
         """Runs in the worker thread: the model only, no database."""
@@ -516,15 +516,15 @@ class Indexer:
         """Forget a path's error (caller holds the txn). The error of a restored
         erased file names it, and its name is made from the erased text's first
         words: the index is scrubbed of it as of a purged row."""
-        gone = memories.drop_index_error(self.conn, rel)
+        gone = self.store.drop_index_error(rel)
         if any(reason.startswith(guard.ERASED_REASON) for reason in gone):
-            set_meta(self.conn, purge.SCRUB_KEY, "1")
+            self.store.set_meta(purge.SCRUB_KEY, "1")
 
     def _record_error(self, rel: str, reason: str, st: os.stat_result | None) -> None:
         # A path that fails now may be written later in the same run (an id
         # clash retried once the other file is gone): its error row must go then.
         self._error_paths.add(rel)
-        memories.record_index_error(self.conn, rel, reason, st)
+        self.store.record_index_error(rel, reason, st)
 
     def _write(
         self,
@@ -536,11 +536,11 @@ class Indexer:
         full: bool = False,
     ) -> str:
         """Upsert one record; returns the report field it counts toward."""
-        conn = self.conn
+        store = self.store
         if rec.path in self._error_paths:
             self._drop_error(rec.path)
         at_path = self._row_at(rec.path)
-        by_own_id = memories.rowid_path_of(conn, rec.id)
+        by_own_id = store.rowid_path_of(rec.id)
         outcome = "updated"
         if at_path is not None and at_path.id != rec.id:
             # The file now carries another id: the old memory left this path.
@@ -557,7 +557,7 @@ class Indexer:
             if old is not None and moved_from is not None:
                 # Same bytes under a new path (a hand-written file renamed):
                 # the row moves, keeping its vectors and usage.
-                memories.move_row(conn, old.rowid, old.id, rec.id, rec.path)
+                store.move_row(old.rowid, old.id, rec.id, rec.path)
                 by_own_id = (old.rowid, rec.path)
                 vanished.discard(moved_from)
                 outcome = "moved"
@@ -567,10 +567,10 @@ class Indexer:
             and vectors is None
         ):
             # `created` too: a file without one is dated by its mtime, as a rebuild would.
-            memories.touch_row(conn, at_path.rowid, rec)
+            store.touch_row(at_path.rowid, rec)
             return "unchanged"
-        memories.write_memory(
-            conn, None if by_own_id is None else by_own_id[0], rec, text.fts_document(rec.embed_text), vectors
+        store.write_memory(
+            None if by_own_id is None else by_own_id[0], rec, text.fts_document(rec.embed_text), vectors
         )
         by_id[rec.id] = rec.path
         if full and outcome == "updated" and at_path is not None and at_path.file_hash == rec.file_hash:
@@ -581,4 +581,4 @@ class Indexer:
 
     def purge_row(self, rowid: int) -> purge.PurgeCounts:
         """Purge one memory row and everything derived from it (caller holds the txn)."""
-        return purge.purge_memory(self.conn, rowid)
+        return self.store.purge_memory(rowid)

@@ -16,7 +16,6 @@ split, and every figure: docs/search.md (``scripts/eval_search.py``).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -26,10 +25,10 @@ import numpy as np
 from memex.embedding import embed
 from memex.index import vecmatrix
 from memex.search import when
-from memex.store import memories, vectors
+from memex.store import IndexStore
 from memex.store.memories import Filters as Filters  # re-exported: search and list narrow alike
 from memex.store.memories import MemoryRow
-from memex.store.schema import has_vector_tables
+from memex.store.sqlite import as_store
 from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in memex.search.fusion)
     DEFAULT_FUSION,
     FUSIONS,
@@ -81,7 +80,7 @@ def hit_from_row(row: MemoryRow, score: float = 0.0) -> Hit:
     )
 
 
-def _lexical(conn: apsw.Connection, query: str, filters: Filters, k: int) -> dict[int, float]:
+def _lexical(store: IndexStore, query: str, filters: Filters, k: int) -> dict[int, float]:
     """Top ``k`` memories by BM25 that pass the filters.
 
     Joining the FTS table to ``memories`` before the LIMIT makes SQLite look
@@ -93,16 +92,16 @@ def _lexical(conn: apsw.Connection, query: str, filters: Filters, k: int) -> dic
     if fts_query(query) is None:
         return {}
     if not filters.narrowing:
-        top = memories.fts_top(conn, query, 2 * k)
-        keep = memories.passing(conn, [r for r, _ in top], filters)
+        top = store.fts_top(query, 2 * k)
+        keep = store.passing([r for r, _ in top], filters)
         found = [(r, score) for r, score in top if r in keep][:k]
         if len(found) >= k or len(top) < 2 * k:
             return dict(found)
-    return memories.fts_top_passing(conn, query, filters, k)
+    return store.fts_top_passing(query, filters, k)
 
 
 def _semantic(
-    conn: apsw.Connection,
+    store: IndexStore,
     matrix: vecmatrix.VectorMatrix | None,
     qvec: np.ndarray,
     filters: Filters,
@@ -113,18 +112,18 @@ def _semantic(
         # Exact over what passes the filters: the k nearest of all memories,
         # filtered afterwards, could leave a narrow scope with nothing.
         if matrix is None:
-            return vectors.scan(conn, embed.to_blob(qvec), filters, k)
-        allowed = np.fromiter(memories.all_passing(conn, filters), dtype=np.int64)
+            return store.scan(embed.to_blob(qvec), filters, k)
+        allowed = np.fromiter(store.all_passing(filters), dtype=np.int64)
         return matrix.nearest(qvec, k, allowed)
-    sims = matrix.nearest(qvec, k) if matrix is not None else vectors.knn(conn, embed.to_blob(qvec), k)
+    sims = matrix.nearest(qvec, k) if matrix is not None else store.knn(embed.to_blob(qvec), k)
     if not sims:
         return sims
-    keep = memories.passing(conn, list(sims), filters)
+    keep = store.passing(list(sims), filters)
     return {r: s for r, s in sims.items() if r in keep}
 
 
 def _fill_semantic(
-    conn: apsw.Connection, matrix: vecmatrix.VectorMatrix | None, qvec: np.ndarray, rowids: list[int]
+    store: IndexStore, matrix: vecmatrix.VectorMatrix | None, qvec: np.ndarray, rowids: list[int]
 ) -> dict[int, float]:
     """Cosine for candidates that only the lexical side found."""
     if not rowids:
@@ -132,7 +131,7 @@ def _fill_semantic(
     if matrix is not None:
         return matrix.cosines(qvec, rowids)
     out: dict[int, float] = {}
-    for rowid, blob in vectors.vectors_of(conn, rowids):
+    for rowid, blob in store.vectors_of(rowids):
         sim = float(np.dot(embed.from_blob(blob), qvec))
         if sim > out.get(rowid, -2.0):
             out[rowid] = sim
@@ -150,37 +149,41 @@ class Candidates:
 
 
 def candidates(
-    conn: apsw.Connection,
+    conn: apsw.Connection | IndexStore,
     embedder: embed.Embedder | None,
     query: str,
     k: int = CANDIDATES,
     filters: Filters = Filters(),
     qvec: np.ndarray | None = None,
 ) -> Candidates:
-    """Candidates from both sides, each with both signals (the cosine filled in)."""
-    lexical = _lexical(conn, query, filters, k)
+    """Candidates from both sides, each with both signals (the cosine filled in).
+
+    ``conn``: the SQLite index's connection, or any backend's store.
+    """
+    store = as_store(conn)
+    lexical = _lexical(store, query, filters, k)
     semantic: dict[int, float] = {}
-    use_vectors = embedder is not None and has_vector_tables(conn)
+    use_vectors = embedder is not None and store.has_vectors()
     if not use_vectors:
         return Candidates(lexical, semantic, False)
     assert embedder is not None
     if qvec is None:
         # The model's query side (e5: "query: "), as Vault.search embeds a question.
         qvec = embed.embed_queries(embedder, [query])[0]
-    # One look at the in-process copy per search (None: use sqlite-vec).
-    matrix = vecmatrix.for_connection(conn)
-    semantic = _semantic(conn, matrix, qvec, filters, k)
+    # One look at the in-process copy per search (None: ask the store).
+    matrix = vecmatrix.for_connection(conn) if isinstance(conn, apsw.Connection) else None
+    semantic = _semantic(store, matrix, qvec, filters, k)
     missing = [r for r in lexical if r not in semantic]
-    semantic.update(_fill_semantic(conn, matrix, qvec, missing))
+    semantic.update(_fill_semantic(store, matrix, qvec, missing))
     return Candidates(lexical, semantic, True, embedder.model_id)
 
 
-def _below_replacements(conn: apsw.Connection, rows: dict[int, MemoryRow], scores: dict[int, float]) -> None:
+def _below_replacements(store: IndexStore, rows: dict[int, MemoryRow], scores: dict[int, float]) -> None:
     """A superseded memory never outranks its replacement: cap its score just below it."""
     replaced = {r: row.superseded_by for r, row in rows.items() if row.superseded_by}
     if not replaced:
         return
-    by_id = memories.rowids_by_ids(conn, sorted(set(replaced.values())))
+    by_id = store.rowids_by_ids(sorted(set(replaced.values())))
     for rowid, newer in replaced.items():
         other = by_id.get(newer)
         if other is not None and other in scores and scores[rowid] >= scores[other]:
@@ -200,7 +203,7 @@ def unique_bodies(ranked: list[int], bodies: dict[int, str]) -> list[int]:
 
 
 def search(
-    conn: apsw.Connection,
+    conn: apsw.Connection | IndexStore,
     embedder: embed.Embedder | None,
     query: str,
     limit: int = 10,
@@ -218,6 +221,7 @@ def search(
     ``fusion``: the ranking rule (default: the one measured for the model,
     :func:`memex.search.fusion.fusion_for`).
     """
+    store = as_store(conn)
     found = candidates(conn, embedder, query, max(CANDIDATES, limit * 4), filters, qvec)
     lexical, semantic = found.lexical, found.semantic
     calibration = calibration_for(found.model_id)
@@ -225,7 +229,7 @@ def search(
         fusion = fusion_for(found.model_id)
     pool = list(set(lexical) | set(semantic))
     span = when.window(query, now or dt.datetime.now(dt.timezone.utc)) if fusion.time_boost else None
-    created = memories.text_column(conn, "created", pool) if fusion.recency or span else None
+    created = store.text_column("created", pool) if fusion.recency or span else None
     scores = fuse(lexical, semantic, fusion, found.use_vectors, query, calibration, created, None, span)
     if not scores:
         return []
@@ -234,7 +238,7 @@ def search(
     read: dict[int, str] = {}  # bodies read once, for the name bonus and the priors
 
     def bodies_of(rowids: list[int]) -> dict[int, str]:
-        read.update(memories.text_column(conn, "body", [r for r in rowids if r not in read]))
+        read.update(store.text_column("body", [r for r in rowids if r not in read]))
         return {r: read[r] for r in rowids if r in read}
 
     scores = add_name_bonus(scores, query, fusion, bodies_of)
@@ -244,9 +248,9 @@ def search(
     order = sorted(scores, key=lambda r: -round(scores[r], 9))
     cutoff = round(scores[order[min(want, len(order)) - 1]], 9)
     short = [r for r in order if round(scores[r], 9) >= cutoff]
-    rows = memories.rows_by_rowids(conn, short)
+    rows = store.rows_by_rowids(short)
     if filters.include_superseded:
-        _below_replacements(conn, rows, scores)
+        _below_replacements(store, rows, scores)
     ranked = sorted((r for r in short if r in rows), key=lambda r: (-round(scores[r], 9), rows[r].id))
     if floor:
         ranked = [r for r in ranked if relevant(query, rows[r].body, semantic.get(r), calibration)]

@@ -205,5 +205,11 @@ class SqliteStore:
         return entities.neighbours(self.conn, entity_rowid)
 
 
+def as_store(conn: apsw.Connection | IndexStore) -> IndexStore:
+    """The store for a connection (functions that take either: callers that
+    hold an apsw connection, and those that hold another backend's store)."""
+    return SqliteStore(conn) if isinstance(conn, apsw.Connection) else conn
+
+
 def _conforms(store: SqliteStore) -> IndexStore:
     return store  # mypy checks here that SqliteStore implements every operation of IndexStore
