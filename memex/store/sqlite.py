@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from memex.store import cache, entities, memories, meta, purge, schema, usage, vectors
+from memex.store import cache, entities, memories, meta, purge, queries, schema, usage, vectors
 from memex.store.cache import CacheRow
-from memex.store.entities import EntityCount, EntityMemory, EntityRelation, Neighbour
+from memex.store.entities import EntityCount, EntityMemory, EntityRelation
+from memex.store.entities import Neighbour as EntityNeighbour
 from memex.store.memories import Filters, IndexError_, MemoryRow, SyncRow, Vectors
 from memex.store.purge import PurgeCounts
+from memex.store.queries import DuplicateRow, Neighbour, SessionItem, SessionRow, Stats, TargetRow
 from memex.store.usage import DecayRow, Usage
 from memex.store.vectors import OwnedVector
 
@@ -150,8 +152,14 @@ class SqliteStore:
     def scan(self, blob: bytes, filters: Filters, k: int) -> dict[int, float]:
         return vectors.scan(self.conn, blob, filters, k)
 
+    def knn_bodies(self, blob: bytes, k: int) -> dict[int, float]:
+        return vectors.knn_bodies(self.conn, blob, k)
+
     def vectors_of(self, rowids: Sequence[int]) -> list[tuple[int, bytes]]:
         return vectors.vectors_of(self.conn, rowids)
+
+    def memory_vectors_of(self, rowids: Sequence[int]) -> list[OwnedVector]:
+        return vectors.memory_vectors_of(self.conn, rowids)
 
     def all_memory_vectors(self) -> list[OwnedVector]:
         return vectors.all_memory_vectors(self.conn)
@@ -187,6 +195,78 @@ class SqliteStore:
     def active_decay_rows(self, scope: str | None = None) -> list[DecayRow]:
         return usage.active_decay_rows(self.conn, scope)
 
+    # -- what the features select
+
+    def exact_duplicate(self, scope: str, body_hash: str, exclude_id: str | None) -> str | None:
+        return queries.exact_duplicate(self.conn, scope, body_hash, exclude_id)
+
+    def fts_neighbours(self, text: str, scope: str, exclude_id: str | None, k: int) -> list[Neighbour]:
+        return queries.fts_neighbours(self.conn, text, scope, exclude_id, k)
+
+    def neighbours_among(self, rowids: Sequence[int], scope: str, exclude_id: str | None) -> list[Neighbour]:
+        return queries.neighbours_among(self.conn, rowids, scope, exclude_id)
+
+    def session_rowids(self, session: str, scope: str, k: int) -> list[int]:
+        return queries.session_rowids(self.conn, session, scope, k)
+
+    def session_rows(
+        self, session: str, sources: Sequence[str], since: str, k: int, newest_first: bool
+    ) -> list[SessionRow]:
+        return queries.session_rows(self.conn, session, sources, since, k, newest_first)
+
+    def duplicate_keys(self) -> list[tuple[str, str]]:
+        return queries.duplicate_keys(self.conn)
+
+    def active_with_hash(self, scope: str, body_hash: str) -> list[DuplicateRow]:
+        return queries.active_with_hash(self.conn, scope, body_hash)
+
+    def targets_by_id(self, memory_id: str) -> list[TargetRow]:
+        return queries.targets_by_id(self.conn, memory_id)
+
+    def targets_of_subject(
+        self, source: str | None, source_ref: str | None, session: str | None
+    ) -> list[TargetRow]:
+        return queries.targets_of_subject(self.conn, source, source_ref, session)
+
+    def targets_from_ref(self, ref: str) -> list[TargetRow]:
+        return queries.targets_from_ref(self.conn, ref)
+
+    def supersede_children(self, ids: Sequence[str]) -> list[TargetRow]:
+        return queries.supersede_children(self.conn, ids)
+
+    def superseded_by(self, memory_id: str) -> set[str]:
+        return queries.superseded_by(self.conn, memory_id)
+
+    def has_id(self, memory_id: str) -> bool:
+        return queries.has_id(self.conn, memory_id)
+
+    def targets_containing(self, word: str | None) -> list[TargetRow]:
+        return queries.targets_containing(self.conn, word)
+
+    def session_items(self, session: str, scope: str | None) -> list[SessionItem]:
+        return queries.session_items(self.conn, session, scope)
+
+    def active_sessions(self, scope: str | None) -> list[str]:
+        return queries.active_sessions(self.conn, scope)
+
+    def has_path(self, path: str) -> bool:
+        return queries.has_path(self.conn, path)
+
+    def known_paths(self) -> list[str]:
+        return queries.known_paths(self.conn)
+
+    def is_empty(self) -> bool:
+        return queries.is_empty(self.conn)
+
+    def stats(self) -> Stats:
+        return queries.stats(self.conn)
+
+    def orphan_vectors(self) -> int:
+        return vectors.orphan_count(self.conn)
+
+    def remove_orphan_vectors(self) -> int:
+        return vectors.remove_orphans(self.conn)
+
     # -- entities
 
     def entity_counts(self) -> list[EntityCount]:
@@ -201,7 +281,7 @@ class SqliteStore:
     def entity_relations(self, entity_rowid: int) -> list[EntityRelation]:
         return entities.entity_relations(self.conn, entity_rowid)
 
-    def neighbours(self, entity_rowid: int) -> list[Neighbour]:
+    def neighbours(self, entity_rowid: int) -> list[EntityNeighbour]:
         return entities.neighbours(self.conn, entity_rowid)
 
 

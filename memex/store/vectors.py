@@ -146,3 +146,36 @@ def chunk_vectors_of(conn: apsw.Connection, chunk_rowids: Sequence[int]) -> list
             list(chunk_rowids),
         )
     ]
+
+
+def knn_bodies(conn: apsw.Connection, blob: bytes, k: int) -> dict[int, float]:
+    """sqlite-vec's k-nearest memories by body vector alone: memory rowid -> cosine."""
+    return {
+        int(rowid): 1.0 - float(dist)
+        for rowid, dist in conn.execute(
+            "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ?", (blob, k)
+        )
+    }
+
+
+# Each vector table and the table its rowids point into.
+_OWNERS = (("memory_vec", "memories"), ("chunk_vec", "chunks"))
+
+
+def orphan_count(conn: apsw.Connection) -> int:
+    """Vectors whose memory or chunk row is gone (a crash between the two writes)."""
+    total = 0
+    for table, owner in _OWNERS:
+        row = conn.execute(f"SELECT count(*) FROM {table} WHERE rowid NOT IN (SELECT rowid FROM {owner})").fetchone()
+        total += int(row[0] or 0) if row else 0
+    return total
+
+
+def remove_orphans(conn: apsw.Connection) -> int:
+    """Delete those vectors (caller holds the write transaction); returns how many."""
+    removed = 0
+    for table, owner in _OWNERS:
+        stray = [r[0] for r in conn.execute(f"SELECT rowid FROM {table} WHERE rowid NOT IN (SELECT rowid FROM {owner})")]
+        conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r,) for r in stray])
+        removed += len(stray)
+    return removed
