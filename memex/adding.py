@@ -9,7 +9,7 @@ adding one body still produce one file), the file write and its index rows
 loop used to queue behind each other's model loading and time out after
 30 s; now an add waits for the lock as long as it takes (``Vault.lock_wait``;
 a flock dies with its holder), and the lock is never held while waiting for
-SQLite (:func:`memex.index.db.locked_txn`).
+SQLite (:func:`memex.store.schema.locked_txn`).
 
 A body the index would refuse is refused here, before anything is written:
 over ``[index] max_file_bytes`` or holding a NUL byte (item 9). Answering
@@ -36,6 +36,7 @@ from memex.config import Config
 from memex.errors import InvalidArgument, MemoryFileError
 from memex.index.indexer import Indexer
 from memex.files.memory_file import MemoryFile
+from memex.store.memories import MemoryRow
 from memex.records import DEFAULT_CONFIDENCE, build_record, check_unicode, now_iso
 from memex.text import body_hash, normalize, strip_injected
 
@@ -62,7 +63,7 @@ class VaultLike(Protocol):
     def check_scope(self, scope: str | None) -> str: ...
     def new_path(self, scope: str, body: str, memory_id: str) -> Path: ...
     def record_access(self, ids: Sequence[str]) -> None: ...
-    def _row_by_id(self, memory_id: str) -> tuple[Any, ...]: ...
+    def _row_by_id(self, memory_id: str) -> MemoryRow: ...
 
 
 def check_storable(text: str, max_bytes: int, what: str = "text") -> None:
@@ -202,7 +203,7 @@ def _known(vault: VaultLike, decision: pipeline.Decision) -> pipeline.AddResult:
     existing = decision.existing_id or ""
     if decision.status == "duplicate" and existing:
         vault.record_access([existing])
-    path = vault._row_by_id(existing)[0] if existing else ""
+    path = vault._row_by_id(existing).path if existing else ""
     return pipeline.AddResult(
         decision.status, existing, path, decision.method, decision.existing_id,
         decision.similarity, decision.similar_facts,

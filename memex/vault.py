@@ -9,6 +9,7 @@ search is consistent without a running watcher.
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 import shutil
 import subprocess
@@ -27,14 +28,16 @@ from memex.files import memory_file
 from memex.files import permissions
 from memex.files import writers
 from memex.config import Config, load_config
-from memex.index.db import connect, locked_txn, write_txn
+from memex.store import memories, usage
+from memex.store.memories import MemoryRow
+from memex.store.schema import connect, locked_txn, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.index.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
 from memex.files.locking import file_lock
 from memex.files.names import scope_dir_parts, slug
 from memex.records import Memory as Memory  # public here since before it moved
 from memex.records import now_iso, record_view
-from memex.search.hybrid import HIT_COLUMNS, Filters, Hit, hit_from_row, search
+from memex.search.hybrid import Filters, Hit, hit_from_row, search
 
 if TYPE_CHECKING:
     from memex.dedup.pipeline import AddResult  # the write path's; a search need not import it
@@ -195,7 +198,7 @@ class Vault:
 
     def commit(self, timeout: float | None = None) -> AbstractContextManager[None]:
         """``write.lock`` plus a write transaction, for a short commit; never
-        holds the lock while SQLite is busy (memex.index.db.locked_txn).
+        holds the lock while SQLite is busy (memex.store.schema.locked_txn).
         ``timeout`` None means :attr:`lock_wait`."""
         return locked_txn(self.conn, self.memex_dir / "write.lock", timeout if timeout is not None else self.lock_wait)
 
@@ -214,7 +217,8 @@ class Vault:
     def check_scope_filter(self, scope: str | Sequence[str] | None) -> None:
         """A scope to narrow a search or listing to: valid, or held by some memory."""
         if scope:
-            scopes.check_filter(self.scope_rules, self.conn, [scope] if isinstance(scope, str) else scope)
+            in_use = functools.partial(memories.scope_in_use, self.conn)
+            scopes.check_filter(self.scope_rules, in_use, [scope] if isinstance(scope, str) else scope)
 
     def scope_filter(self, scope: str | None) -> str | None:
         """One scope to narrow to, checked (:meth:`check_scope_filter`) and
@@ -234,29 +238,21 @@ class Vault:
 
     # -- reading -------------------------------------------------------------
 
-    def _row_by_id(self, memory_id: str) -> tuple[Any, ...]:
-        row = self.conn.execute(
-            "SELECT m.path, m.status, u.access_count, u.last_access FROM memories m "
-            "LEFT JOIN usage u ON u.memory_id = m.id WHERE m.id = ?",
-            (memory_id,),
-        ).fetchone()
+    def _row_by_id(self, memory_id: str) -> MemoryRow:
+        row = memories.row_by_id(self.conn, memory_id)
         if row is None:
             raise MemoryNotFound(memory_id)
-        return tuple(row)
+        return row
 
     def get(self, memory_id: str) -> Memory:
         """The memory with this id, read from its file."""
-        path, status, count, last = self._row_by_id(memory_id)
-        mf, _ = memory_file.read(self.root / path, self.config.max_file_bytes, self.root)
-        row = self.conn.execute(
-            f"SELECT {HIT_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
-        ).fetchone()
-        if row is None:  # erased between the two reads
-            raise MemoryNotFound(memory_id)
+        row = self._row_by_id(memory_id)
+        count, last = usage.usage_of(self.conn, memory_id)
+        mf, _ = memory_file.read(self.root / row.path, self.config.max_file_bytes, self.root)
         hit = hit_from_row(row)
         decay.annotate(self.conn, [hit], decay.load_policy(self.config))
         record = {k: v for k, v in record_view(hit).items() if k != "body"}
-        return Memory(memory_id, path, dict(mf.meta), mf.body, status, int(count or 0), last, record)
+        return Memory(memory_id, row.path, dict(mf.meta), mf.body, row.status, count, last, record)
 
     def list(
         self,
@@ -268,12 +264,7 @@ class Vault:
     ) -> list[Hit]:
         self.check_scope_filter(scope)
         filters = Filters(tuple([scope]) if scope else None, source, session, include_superseded)
-        where, params = filters.sql()
-        sql = f"SELECT {HIT_COLUMNS} FROM memories m WHERE {where} ORDER BY created DESC, id"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(min(limit, 2**63 - 1))  # SQLite's largest integer: more than any vault holds
-        hits = [hit_from_row(r) for r in self.conn.execute(sql.replace("rowid,", "m.rowid,", 1), params)]
+        hits = [hit_from_row(r) for r in memories.list_rows(self.conn, filters, limit)]
         decay.annotate(self.conn, hits, decay.load_policy(self.config))
         return hits
 
@@ -328,12 +319,7 @@ class Vault:
             return
         stamp = now_iso()
         with write_txn(self.conn):
-            self.conn.executemany(
-                "INSERT INTO usage(memory_id, access_count, last_access) VALUES (?, 1, ?) "
-                "ON CONFLICT(memory_id) DO UPDATE SET access_count = access_count + 1, "
-                "last_access = excluded.last_access",
-                [(i, stamp) for i in ids],
-            )
+            usage.record_use(self.conn, ids, stamp)
 
     # -- writing -------------------------------------------------------------
 

@@ -28,7 +28,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "memex"
 
 # Lowest first. Each module may import from its own layer and the layers below.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("base", ["memex.errors", "memex.config", "memex.faults", "memex.text", "memex.scopes", "memex.layout"]),
+    ("base", [
+        "memex.errors", "memex.config", "memex.faults", "memex.text", "memex.scopes", "memex.layout", "memex.fields",
+    ]),
     ("files", ["memex.files"]),
     # The erased list is read at index time (the indexer refuses an erased
     # body), so it sits with the index although the erase package holds it.

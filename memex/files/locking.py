@@ -7,7 +7,7 @@ pipeline) runs before the lock is taken (issue 12, item 6). Other features
 take their own named lock (the watcher takes ``watch.lock`` and holds it
 while it runs).
 
-:func:`memex.index.db.locked_txn` takes ``write.lock`` and then SQLite's
+:func:`memex.store.schema.locked_txn` takes ``write.lock`` and then SQLite's
 write transaction without holding the lock while waiting for SQLite.
 """
 

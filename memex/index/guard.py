@@ -21,13 +21,10 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import apsw
-
 from memex.embedding import embed
 from memex.erase.erased_list import Guard
-from memex.index import purge
-from memex.index.db import get_meta, set_meta, write_txn
 from memex.records import Record
+from memex.store.protocol import IndexStore
 
 # The indexer's error row for one path (Indexer._record_error): passed in, so
 # that this module needs nothing of the indexer's.
@@ -46,7 +43,7 @@ def erased_reason(rel: str, memory_id: str) -> str:
 
 
 def drop_erased_rows(
-    conn: apsw.Connection, root: Path, erased: Guard, record_error: RecordError
+    store: IndexStore, root: Path, erased: Guard, record_error: RecordError
 ) -> tuple[int, list[dict[str, str]]]:
     """Rows whose text went on the erased list after they were indexed:
     how many went, and the errors to report (one per file still on disk).
@@ -57,18 +54,18 @@ def drop_erased_rows(
     when the list grew since the last sync (its size is kept in meta).
     """
     erased.refresh()
-    seen = get_meta(conn, ERASED_SEEN_KEY) or "0"
+    seen = store.get_meta(ERASED_SEEN_KEY) or "0"
     if seen == str(erased.size):
         return 0, []
     hits = [
-        (int(rowid), str(mid), str(path))
-        for rowid, mid, path, body in conn.execute("SELECT rowid, id, path, body FROM memories")
-        if erased.erased(str(body)) or erased.erased_id(str(mid))
+        (rowid, mid, path)
+        for rowid, mid, path, body in store.bodies()
+        if erased.erased(body) or erased.erased_id(mid)
     ]
     errors: list[dict[str, str]] = []
-    with write_txn(conn):
+    with store.write_txn():
         for rowid, mid, path in hits:
-            purge.purge_memory(conn, rowid)
+            store.purge_memory(rowid)
             try:
                 st: os.stat_result | None = os.stat(root / path)
             except OSError:
@@ -77,7 +74,7 @@ def drop_erased_rows(
                 reason = erased_reason(path, mid)
                 record_error(path, reason, st)
                 errors.append({"path": path, "reason": reason})
-        set_meta(conn, ERASED_SEEN_KEY, str(erased.size))
+        store.set_meta(ERASED_SEEN_KEY, str(erased.size))
     return len(hits), errors
 
 
