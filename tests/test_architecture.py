@@ -20,11 +20,13 @@ so a new module is placed on purpose.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memex"
+DESIGN = PACKAGE.parent / "docs" / "design.md"
 
 # Lowest first. Each module may import from its own layer and the layers below.
 LAYERS: list[tuple[str, list[str]]] = [
@@ -216,3 +218,18 @@ def test_imports_are_read_from_the_source(tmp_path: Path, source: str, expected:
     fake = tmp_path / "probe.py"
     fake.write_text(source, encoding="utf-8")
     assert imports_of("memex.index.probe", fake, set(modules())) == expected
+
+
+def test_design_md_lists_these_layers() -> None:
+    """docs/design.md's "Layers" table names the same modules, layer by layer."""
+    text = DESIGN.read_text(encoding="utf-8")
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    documented = []
+    for title, cell in rows[1:]:  # the first row is the header
+        names = []
+        for word in re.findall(r"`([^`]+)`", cell):
+            name = "memex" if word == "memex" else "memex." + word.strip("/").replace("/", ".")
+            names.append(name)
+        documented.append((title.strip(), sorted(names)))
+    assert documented == [(title, sorted(prefixes)) for title, prefixes in LAYERS]
