@@ -4,6 +4,13 @@
 all call; it is the one write path (principle 2 of docs/design.md). Adding a
 memory writes its file atomically and indexes it at once (write-through), so
 search is consistent without a running watcher.
+
+``Vault`` is the small core: the files, the index, add/get/list/search/
+recall/reindex, and the plumbing features use (config, connection, model,
+indexer, write lock, scope checks). Features are functions in their packages
+that take the vault (``memex.erase.steps.erase(vault, ...)``,
+``memex.consolidation.consolidate.consolidate(vault, ...)``, ...); this
+module imports none of them (docs/design.md, "Layers").
 """
 
 from __future__ import annotations
