@@ -123,7 +123,7 @@ def stats(vault: Vault) -> dict[str, Any]:
     by_scope: dict[Any, Any] = {
         s: n for s, n in conn.execute("SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY 2 DESC")
     }
-    index_path = vault.memex_dir / "index.db"
+    index_path = vault.paths.index
     index_bytes = sum(
         os.path.getsize(p) for p in (index_path, index_path.with_name("index.db-wal")) if p.exists()
     )

@@ -62,7 +62,7 @@ class AgentSettings:
     @classmethod
     def of(cls, vault: Vault) -> AgentSettings:
         table = vault.config.section("agents")
-        where = f"{vault.root}/.memex/config.toml [agents]"
+        where = f"{vault.paths.config} [agents]"
         window = setting(table, "context_window", 200_000, where)
         limit = setting(table, "session_start_limit", 6, where)
         if window < 1000:

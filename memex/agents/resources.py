@@ -27,6 +27,7 @@ from typing import Any
 
 from memex.config import string_list
 from memex.errors import InvalidArgument, MemexError
+from memex.layout import CONFIG_RELPATH
 from memex.vault import Vault
 
 DEFAULT_SCOPE = "resources"
@@ -84,7 +85,7 @@ def allowed_roots(vault: Vault, cwd: str | os.PathLike[str] | None = None) -> li
     # taking it as one would allow every file the user can read.
     if project != Path(project.anchor) and project != Path.home().resolve():
         roots.append(project)
-    where = "[resources] in .memex/config.toml"
+    where = f"[resources] in {CONFIG_RELPATH}"
     for entry in string_list(vault.config.section("resources"), "roots", (), where):
         root = Path(entry).expanduser()
         roots.append(root if root.is_absolute() else vault.root / root)
@@ -100,7 +101,7 @@ def _refusal(given: Path, real: Path, roots: Sequence[Path]) -> str:
     listed = ", ".join(str(r) for r in roots)
     return (
         f"{given}{via} is outside the folders resources may be imported from ({listed}); "
-        "add its folder to [resources] roots in .memex/config.toml to allow it"
+        f"add its folder to [resources] roots in {CONFIG_RELPATH} to allow it"
     )
 
 

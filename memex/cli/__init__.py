@@ -24,6 +24,7 @@ import click
 
 from memex.cli import _preload
 from memex.errors import MemexError
+from memex.layout import MEMEX_DIR
 
 
 # Command name -> the module of this package that registers it.
@@ -96,7 +97,7 @@ class MemexGroup(click.Group):
             raise click.ClickException(f"{where}{exc.strerror or exc}") from exc
 
 
-VAULT_HELP = "Vault folder (default: $MEMEX_VAULT, else the nearest folder up with .memex/)."
+VAULT_HELP = f"Vault folder (default: $MEMEX_VAULT, else the nearest folder up with {MEMEX_DIR}/)."
 
 
 @click.group(cls=MemexGroup)

@@ -21,6 +21,8 @@ import os
 import threading
 from pathlib import Path
 
+from memex.layout import is_vault
+
 COMMANDS = frozenset({"search", "add"})
 
 
@@ -44,10 +46,10 @@ def _guess_root(vault_path: str | None) -> Path | None:
     given = vault_path or os.environ.get("MEMEX_VAULT")
     if given:
         root = Path(given).expanduser()
-        return root if (root / ".memex").is_dir() else None
+        return root if is_vault(root) else None
     here = Path.cwd()
     for folder in (here, *here.parents):
-        if (folder / ".memex").is_dir():
+        if is_vault(folder):
             return folder
     return None
 

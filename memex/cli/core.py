@@ -22,6 +22,7 @@ from memex.cli._common import (
     table,
 )
 from memex.errors import InvalidArgument
+from memex.layout import MEMORIES_DIR
 from memex.records import SCORE_FIELDS, record_view
 from memex.search.hybrid import Hit
 from memex.vault import init_vault
@@ -143,13 +144,12 @@ def _hint_unindexed(vault: Any) -> None:
     """An empty answer from an empty index over memory files (index.db
     deleted, a fresh clone): say so on stderr rather than let it pass as
     "nothing stored"."""
-    from memex.index.indexer import MEMORIES_DIR
 
     if vault.conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone():
         return
-    for _, _, files in os.walk(vault.root / MEMORIES_DIR):
+    for _, _, files in os.walk(vault.paths.memories):
         if any(f.endswith(".md") for f in files):
-            click.echo("note: the index holds no memories but memories/ has files; run `memex reindex`", err=True)
+            click.echo(f"note: the index holds no memories but {MEMORIES_DIR}/ has files; run `memex reindex`", err=True)
             return
 
 
@@ -308,8 +308,9 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     if problems:
         unknown_left = data.get("unknown_scopes_after", unknown)
         if unknown_left:
+            m = MEMORIES_DIR
             click.echo(
-                "move those files under memories/user/, memories/project/NAME/ or memories/agent/NAME/, "
+                f"move those files under {m}/user/, {m}/project/NAME/ or {m}/agent/NAME/, "
                 "set scope: in their frontmatter, or add the kind to [scopes] extra_kinds"
             )
         fixable = found["differing"] or found["unembedded"] or found["orphan_vectors"]

@@ -45,10 +45,11 @@ from pathlib import Path
 
 from memex.files import permissions
 from memex.errors import IndexStoreError
+from memex.layout import ERASE_KEY_NAME, ERASED_LIST_NAME
 from memex.text import body_hash, normalize, strip_injected
 
-KEY_NAME = "erase.key"
-LIST_NAME = "erased.txt"
+KEY_NAME = ERASE_KEY_NAME
+LIST_NAME = ERASED_LIST_NAME
 ALLOW = "allow"
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from memex.erase.erased_list import canonical
 from memex.errors import GitHistoryError, InvalidArgument
+from memex.layout import MEMEX_DIR, WRITERS_DIR
 
 GIT_TIMEOUT = 600
 UNREACHABLE = (
@@ -236,7 +237,7 @@ def _refuse_dirty(top: Path, allowed: set[str]) -> None:
         entry[3:] for entry in out.split("\0")
         if len(entry) > 3 and entry[3:] not in allowed
         # a writer note (memex/files/writers.py) an older vault committed: runtime state the next open removes
-        and "/.memex/writers/" not in "/" + entry[3:]
+        and f"/{MEMEX_DIR}/{WRITERS_DIR}/" not in "/" + entry[3:]
     ]
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")

@@ -56,10 +56,9 @@ from memex.config import Config
 from memex.index.db import ensure_chunk_rule, ensure_model_profile, ensure_vector_tables, set_meta, write_txn
 from memex.errors import MemoryFileError
 from memex.faults import point
+from memex.layout import MEMEX_DIR, MEMORIES_DIR
 from memex.records import BAD_NAME, Record, build_record, is_text_name, shown_name
 
-MEMORIES_DIR = "memories"
-MEMEX_DIR = ".memex"
 BATCH = 256
 Progress = Callable[[int, int], None]
 
