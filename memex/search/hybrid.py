@@ -29,7 +29,6 @@ from memex.search import when
 from memex.index.db import has_vector_tables
 from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in memex.search.fusion)
     DEFAULT_FUSION,
-    FUSIONS,
     Calibration,
     Fusion,
     add_name_bonus,
