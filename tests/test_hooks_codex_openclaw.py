@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memex import context
-from memex.agents import claude_code, codex, hook_io, openclaw
+from memex.agents import claude_code, codex, hook_io, hooks, openclaw
 from memex.vault import Vault
 from tests.hook_helpers import copy_transcript, fixture, lexical_only, run_hook, set_config
 
@@ -151,4 +151,4 @@ def test_capture_scope_is_configurable(vault_root: Path, fake_embedder: Any, tmp
     with Vault(vault_root, embedder=fake_embedder) as vault:
         out = finish(openclaw.handle(vault, fixture("openclaw", "message_received.json")))
         assert vault.get(out["captured"]["id"]).meta["scope"] == "agent:ops"
-        assert claude_code.AgentSettings.of(vault).capture_scope == "agent:ops"
+        assert hooks.AgentSettings.of(vault).capture_scope == "agent:ops"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from memex import context
-from memex.agents import claude_code, codex, transcript
+from memex.agents import claude_code, codex, hooks, transcript
 from memex.context.assemble import BLOCK_ALLOWANCE_CHARS
 from memex.context.inject import CLOSE_TAG, OPEN_TAG
 from memex.context.tokens import count_text
@@ -120,7 +120,7 @@ def test_assemble_block_is_bounded_after_escaping(vault_root: Path, fake_embedde
         vault.add("canary <&> " + "<>&\"" * 975, scope="user")  # 3,911 characters, each escaped to 4-6
         out = context.assemble(vault, "s", [{"role": "user", "content": "canary?"}], 200_000)
         limit = context.load_settings(vault).recall_max_injected_chars + BLOCK_ALLOWANCE_CHARS
-    block = claude_code.injected_block(out)
+    block = hooks.injected_block(out)
     assert block and len(block) <= limit
     well_formed(block)
 
@@ -218,5 +218,5 @@ def test_session_start_without_a_project_fills_by_recency(vault: Vault, project:
     payload = event("claude-code", "SessionStart", project)
     del payload["cwd"]
     text = added_context(claude_code.handle(vault, payload), "SessionStart")
-    limit = claude_code.AgentSettings.of(vault).session_start_limit
+    limit = hooks.AgentSettings.of(vault).session_start_limit
     assert [i for i in ids if i in text] == ids[-limit:]  # the newest, every place
