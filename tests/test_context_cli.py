@@ -10,15 +10,14 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from memex.cli import _register_commands, main
+from memex.cli import app
 
 UUID = "5F0C1A2B-3C4D-4E5F-8A9B-0C1D2E3F4A5B"
 
 
 @pytest.fixture(scope="module")
 def cli() -> click.Group:
-    _register_commands()
-    return main
+    return app()
 
 
 @pytest.fixture

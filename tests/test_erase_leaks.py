@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from memex import health
 from memex.erase import git_history
-from memex.cli import _register_commands, main
+from memex.cli import app
 from memex.errors import GitHistoryError
 from memex.vault import Vault, init_vault
 from tests.erasekit import files_with_text, settle
@@ -72,7 +72,7 @@ def cli(root: Path, *args: str) -> tuple[int, str]:
     """The command line, lexical only: the test's vaults use the fake embedder."""
     if 'model = "none"' not in (root / ".memex" / "config.toml").read_text():
         lexical_only(root)
-    _register_commands()
+    main = app()  # the memex group with every command, as users run it
     out = CliRunner().invoke(main, ["--vault", str(root), *args])
     assert out.exception is None or isinstance(out.exception, SystemExit), out.output
     return out.exit_code, out.output

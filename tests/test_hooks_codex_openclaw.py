@@ -23,10 +23,7 @@ def finish(result: hook_io.HookResult) -> dict[str, Any]:
 
 
 
-@pytest.fixture(autouse=True)
-def _no_warm_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    """SessionStart would start a warm model server; tests/test_hooks_warm.py covers it."""
-    monkeypatch.setenv("MEMEX_WARM", "0")
+pytestmark = pytest.mark.usefixtures("no_warm_server")
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:

@@ -29,9 +29,7 @@ CLAUDE_CODE_LIMIT = 10_000  # characters of additionalContext kept in context
 CODEX_PREVIEW_TOKENS = 2_500
 
 
-@pytest.fixture(autouse=True)
-def _no_warm_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEMEX_WARM", "0")
+pytestmark = pytest.mark.usefixtures("no_warm_server")
 
 
 @pytest.fixture
