@@ -396,3 +396,19 @@ def test_an_empty_answer_from_a_deleted_index_says_to_reindex(cli: click.Group, 
         assert "memex reindex" in result.stderr, result.output
     ok_json(cli, vault_root, "reindex")
     assert "memex reindex" not in invoke(cli, vault_root, "search", "zebras").stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-nan", "1e400"])
+@pytest.mark.parametrize(("args", "option"), [
+    (("fading", "--within"), "--within"),
+    (("add", "The deploy window is Friday", "--confidence"), "--confidence"),
+    (("supersede", "01NOSUCHMEMORY", "The deploy window is Monday", "--confidence"), "--confidence"),
+])
+def test_a_number_option_refuses_what_is_not_a_finite_number(
+    cli: click.Group, vault_root: Path, args: tuple[str, ...], option: str, value: str
+) -> None:
+    result = invoke(cli, vault_root, *args, value)
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}'" in result.output
+    assert "not a finite number" in result.output or "not in the range" in result.output
+    assert ok_json(cli, vault_root, "list") == []  # nothing was stored

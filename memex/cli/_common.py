@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import sys
 import time
@@ -15,6 +16,17 @@ from memex.index.indexer import Progress
 from memex.vault import Vault, open_vault
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A number in a range that is a number: click's FloatRange lets ``nan``
+    through (every comparison with it is false) and ``inf`` past an open end."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 class TextCommand(click.Command):

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from memex.cli._common import (
+    FiniteFloatRange,
     TextCommand,
     get_vault,
     human_bytes,
@@ -58,7 +59,7 @@ def init_cmd(path: str, no_git: bool) -> None:
 @click.option("--session", help="Session that wrote it.")
 @click.option("--source-ref", help="Opaque handle to where it came from (used for subject erasure).")
 @click.option("--category", help="preference, constraint, decision, observation, ...")
-@click.option("--confidence", type=click.FloatRange(0.0, 1.0), help="0 to 1 (default 0.8).")
+@click.option("--confidence", type=FiniteFloatRange(0.0, 1.0), help="0 to 1 (default 0.8).")
 @click.option("--entity", "entities", multiple=True, help="An entity the memory is about (repeatable).")
 @click.option("--allow-erased", is_flag=True, help="Store it even though this text was erased before.")
 @json_option
