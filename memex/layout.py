@@ -91,6 +91,11 @@ class VaultPaths:
         return self.memex_dir / INDEX_NAME
 
     @property
+    def index_wal(self) -> Path:
+        """SQLite's write-ahead log beside the index (part of its size on disk)."""
+        return self.memex_dir / (INDEX_NAME + "-wal")
+
+    @property
     def write_lock(self) -> Path:
         return self.memex_dir / WRITE_LOCK_NAME
 

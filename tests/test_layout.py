@@ -39,7 +39,8 @@ def spellings(source: str) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
             text = node.value
-            if text in FILE_NAMES or ".memex/" in text or any(f"{w}/" in text for w in ("memories", "sessions")):
+            if (text in FILE_NAMES or any(text.startswith((n + "-", n + ".")) for n in FILE_NAMES - {".memex"})
+                    or ".memex/" in text or any(f"{w}/" in text for w in ("memories", "sessions"))):
                 found.append(text)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
             for side in (node.left, node.right):
@@ -71,11 +72,12 @@ def test_the_scan_sees_the_forms_it_forbids() -> None:
         'z = f"in .memex/config.toml"\n'
         'FOLDERS = ("memories", "sessions")\n'
         'ref = "sessions/a/turns.jsonl#1"\n'
+        'wal = "index.db-wal"\n'
         'ok = {"memories": [], "sessions": 1}\n'
         'def f():\n    """Writes .memex/index.db."""\n'
     )
     assert sorted(spellings(source)) == sorted(
-        [".memex", "write.lock", "memories", "in .memex/config.toml", "memories", "sessions", "sessions/a/turns.jsonl#1"]
+        [".memex", "write.lock", "memories", "in .memex/config.toml", "memories", "sessions", "sessions/a/turns.jsonl#1", "index.db-wal"]
     )
 
 

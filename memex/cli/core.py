@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -26,7 +25,7 @@ from memex.errors import InvalidArgument
 from memex.layout import MEMORIES_DIR
 from memex.records import SCORE_FIELDS, record_view
 from memex.search.hybrid import Hit
-from memex.vault import init_vault
+from memex.vault import Vault, init_vault
 
 
 MAX_LISTED = 20  # doctor names this many loose paths; --json has them all
@@ -141,17 +140,13 @@ def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
     click.echo(body)
 
 
-def _hint_unindexed(vault: Any) -> None:
-    """An empty answer from an empty index over memory files (index.db
-    deleted, a fresh clone): say so on stderr rather than let it pass as
-    "nothing stored"."""
+def _hint_unindexed(vault: Vault) -> None:
+    """An empty answer from an empty index over memory files: say so on stderr."""
+    from memex import health  # not on search's start-up path: only after an empty answer
 
-    if vault.conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone():
-        return
-    for _, _, files in os.walk(vault.paths.memories):
-        if any(f.endswith(".md") for f in files):
-            click.echo(f"note: the index holds no memories but {MEMORIES_DIR}/ has files; run `memex reindex`", err=True)
-            return
+    hint = health.unindexed_hint(vault)
+    if hint:
+        click.echo(f"note: {hint}", err=True)
 
 
 @click.command("list")

@@ -46,7 +46,7 @@ from memex.index import purge
 from memex.index.db import write_txn
 from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.faults import point
-from memex.layout import ERASURE_LOG_NAME, MEMORIES_DIR, VaultPaths
+from memex.layout import ERASURE_LOG_NAME, INDEX_NAME, MEMORIES_DIR, VaultPaths
 from memex.erase.select import Selection, by_id, by_subject, claiming_files, expand, files_to_read, same_text
 from memex.index.indexer import Indexer
 from memex.files.memory_file import fsync_dir, read
@@ -363,7 +363,7 @@ def _remains(done: list[str], purge_history: bool) -> list[str]:
     if "index" not in done:
         out.append("index rows (the next reindex, doctor --fix or watcher start purges them)")
     if "wal" not in done:
-        out.append("index.db-wal page images (truncated at the next scrub: reindex or doctor --fix)")
+        out.append(f"{INDEX_NAME}-wal page images (truncated at the next scrub: reindex or doctor --fix)")
     if "git" not in done:
         out.append(
             "git history: the rewrite did not finish; run the erase again with --purge-history"
