@@ -13,7 +13,7 @@ from tests.scriptkit import load_script
 pytestmark = pytest.mark.model
 
 DATA = Path(__file__).resolve().parent / "data"
-# Measured with `scripts/eval_dedup.py` (docs/design.md, "Dedup"): precision 1.0 on
+# Measured with `scripts/eval_dedup.py` (docs/write-path.md, "Dedup"): precision 1.0 on
 # both sets; recall 0.872 on the 430 tuning pairs and 0.879 on the 165
 # held-out pairs written after the rules were fixed. The floors leave room
 # for model noise only.
