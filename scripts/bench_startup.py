@@ -32,7 +32,7 @@ so that a change in the machine's load touches them alike. Prints JSON:
 p50 / p95 / max wall milliseconds and median CPU milliseconds (user + system
 of the child) per case, and the load average before and after.
 
-The target (issue 14): one-shot ``memex search`` p50 <= 350 ms on a 10k vault
+The target (docs/benchmarks.md, "Start-up"): one-shot ``memex search`` p50 <= 350 ms on a 10k vault
 on a quiet machine. On a shared machine, compare CPU time and the ratios.
 """
 

@@ -1,5 +1,5 @@
 """The core CLI: each command, its --json shape, its tables, vault discovery,
-and one-line errors for bad arguments (issue 2, items 3, 9 and 10)."""
+and one-line errors for bad arguments (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -262,7 +262,7 @@ def test_doctor_reports_and_fixes_drift(cli: click.Group, vault_root: Path, fill
     wal.write_text(wal.read_text() + "Checkpoints run every 1000 pages.\n")  # stale row
     (vault_root / "memories" / "user" / "hand.md").write_text("Hand-written: lunch is at noon.\n")  # missing row
     found = invoke(cli, vault_root, "doctor", "--json")
-    assert found.exit_code == 1  # not clean: scripts can tell (issue 14, item 3)
+    assert found.exit_code == 1  # not clean: scripts can tell (docs/cli.md)
     drift = json.loads(found.stdout)["drift"]
     assert drift["orphaned"] == [tabs.relative_to(vault_root).as_posix()]
     assert drift["stale"] == [wal.relative_to(vault_root).as_posix()]

@@ -1,4 +1,4 @@
-"""A search typed at a terminal leaves the model warm for the next one (issue 14 item 7)."""
+"""A search typed at a terminal leaves the model warm for the next one (docs/cli.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``memex context ...``: JSON on stdin, JSON out (issue 6, item 4)."""
+"""``memex context ...``: JSON on stdin, JSON out (docs/context-engine.md)."""
 
 from __future__ import annotations
 

@@ -56,7 +56,7 @@ def test_done_when(model_vault: Vault) -> None:
     assert (agent_copy.status, agent_copy.existing_id) == ("duplicate", gateway.id)
 
     # A paraphrase re-save by the agent right after the hook capture is not stored: it points at
-    # the stored id. ("uv, not pip" is a contrast, no negation, so since issue 17 the cosine layer
+    # the stored id. ("uv, not pip" is a contrast, no negation, so since the value guards were shared with consolidation the cosine layer
     # already calls it a duplicate; before, the polarity guard sent it on to the turn-echo guard.)
     para = model_vault.add(
         "Dependencies should be installed with uv rather than pip", source="tool", session="turn-1"

@@ -1,4 +1,4 @@
-"""Erasure leaks found from outside (issue 12 items 1-5, issue 14 item 8).
+"""Erasure leaks found from outside (docs/forgetting.md, docs/reliability.md).
 
 Each test here failed on the code before its fix: a copy survived, a
 concurrent reindex put the memory back, a killed write's temp file kept the
@@ -429,7 +429,7 @@ def test_audit_log_says_partial_when_a_step_after_deletion_fails(
     assert "zqorblax" not in json.dumps(log).lower()
 
 
-# -- issue 14 item 8: punctuation at the ends ------------------------------------
+# -- punctuation at the ends (docs/forgetting.md) ------------------------------------
 
 
 @pytest.mark.parametrize("variant", [

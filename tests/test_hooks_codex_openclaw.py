@@ -77,7 +77,7 @@ OPENCLAW_SESSION = context.session_id(session_key="agent:main:telegram:dm:4242")
 def test_openclaw_received_and_sent(vault: Vault) -> None:
     received = fixture("openclaw", "message_received.json")
     out = finish(openclaw.handle(vault, received))
-    assert out["session"] == OPENCLAW_SESSION  # the conversation's, not the channel's (issue 13)
+    assert out["session"] == OPENCLAW_SESSION  # the conversation's, not the channel's (docs/openclaw.md)
     assert out["captured"]["status"] == "created"
     [stored] = vault.list(source="openclaw")
     assert stored.session == OPENCLAW_SESSION and stored.body == received["context"]["content"]
@@ -116,7 +116,7 @@ def test_same_turn_through_gateway_and_backend_is_stored_once(vault_root: Path, 
     """The gateway sees the message, then drives Claude Code, whose hooks see it again.
 
     Gateway captures have a scope of their own unless its owner puts them in
-    ``user`` (issue 13); then both captures meet there and are stored once.
+    ``user`` (docs/agents.md); then both captures meet there and are stored once.
     """
     lexical_only(vault_root)
     set_config(vault_root, "openclaw", 'capture_scope = "user"')

@@ -1,4 +1,4 @@
-"""Claude Code and Codex hooks within the agents' documented limits (issue 13).
+"""Claude Code and Codex hooks within the agents' documented limits (docs/agents.md, "Size limits").
 
 Payloads are the official ones (tests/data/hooks). Claude Code saves an
 ``additionalContext`` over 10,000 characters to a file and shows the model a

@@ -1,4 +1,4 @@
-"""The OpenClaw gateway message hook (issue 13): turns archived in order, one
+"""The OpenClaw gateway message hook (docs/openclaw.md): turns archived in order, one
 memex session per conversation, captures in a scope of the gateway's own."""
 
 from __future__ import annotations

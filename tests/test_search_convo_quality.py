@@ -1,4 +1,4 @@
-"""Search quality on the conversation set's test split, with the real model (issue 11).
+"""Search quality on the conversation set's test split, with the real model (docs/search.md).
 
 tests/data/convo_eval.jsonl is written by scripts/gen_convo_eval.py; the
 scoring is scripts/eval_search.py's, so these floors and the figures in

@@ -144,7 +144,7 @@ def handle(vault: Vault, payload: Payload) -> HookResult:
         if not delivered or not text.strip():
             return HookResult({"session": session, "archived": False})
         # Archived now, before the hook exits: the handler waits for it, so
-        # the next message of this conversation comes after (issue 13).
+        # the next message of this conversation comes after (docs/openclaw.md).
         _archive(vault, session, "assistant", text, scope)
         return HookResult({"session": session, "archived": True})
     captured = None

@@ -10,7 +10,7 @@ the same file again finds every unchanged section already stored (exact
 dedup), so re-imports are cheap and create nothing twice.
 
 An agent names the path, so it may only name files under the allowed roots
-(issue 12, item 11): the vault, the agent's project folder (the server's
+(docs/write-path.md, "Resources come only from allowed roots"): the vault, the agent's project folder (the server's
 working folder, unless that is ``/`` or the home folder itself) and the
 folders listed in ``[resources] roots`` of the vault config. A path is
 judged by where it really is: a symbolic link out of the roots is refused,

@@ -50,7 +50,7 @@ def watch_cmd(ctx: click.Context, debounce_ms: int | None, reconcile_seconds: fl
 def _serve_model(vault: Vault) -> tuple[threading.Event, threading.Thread | None]:
     """The watcher holds the vault's model anyway: it serves it to one-shot
     commands (`memex search`, `memex add`) as an agent session's warm server
-    does (memex/agents/warm.py), so they need not load it (start-up, issue 14).
+    does (memex/agents/warm.py), so they need not load it (start-up: docs/benchmarks.md).
     Off with [agents] warm_seconds = 0 or MEMEX_WARM=0, like that server."""
     from memex.agents import warm
 

@@ -12,7 +12,7 @@ names the remotes it saw.
 
 The text is looked for by reading every object (``git cat-file
 --batch-all-objects``), not with ``git log -S TEXT``: a body is an argument
-there, and the kernel refuses arguments over 128 KB (issue 12 item 5). A blob
+there, and the kernel refuses arguments over 128 KB. A blob
 holds an erased file when it has the erased id line (``id: ID``), or when it
 is a memory file whose body is an erased one as the erased list compares, or
 (bodies of at least :data:`QUOTE_MIN` characters, so a short body does not

@@ -1,4 +1,4 @@
-"""Temp files that a write killed half way left behind (issue 12 item 3).
+"""Temp files that a write killed half way left behind (docs/reliability.md).
 
 :func:`memex.files.memory_file.atomic_write` writes ``.memex-<pid>-XXXX.tmp`` next
 to its target, then renames it over the target. ``kill -9`` (or a power cut)

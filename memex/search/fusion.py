@@ -75,7 +75,7 @@ def _normalized_lexical(lexical: dict[int, float], how: str) -> dict[int, float]
 def _median(values: list[float]) -> float:
     """``np.median`` of a few floats, to the bit (the mean of the middle two
     is their sum halved either way), without ``np.median``'s import of
-    ``numpy.ma`` (15-20 ms of a one-shot ``memex search``, issue 14)."""
+    ``numpy.ma`` (15-20 ms of a one-shot ``memex search``; docs/benchmarks.md)."""
     ordered = sorted(values)
     half = len(ordered) // 2
     return float(ordered[half]) if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
