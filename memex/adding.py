@@ -36,6 +36,7 @@ from memex.config import Config
 from memex.errors import InvalidArgument, MemoryFileError
 from memex.index.indexer import Indexer
 from memex.files.memory_file import MemoryFile
+from memex.layout import CONFIG_RELPATH
 from memex.store.memories import MemoryRow
 from memex.records import DEFAULT_CONFIDENCE, build_record, check_unicode, now_iso
 from memex.text import body_hash, normalize, strip_injected
@@ -76,7 +77,7 @@ def check_storable(text: str, max_bytes: int, what: str = "text") -> None:
     if size > max_bytes:
         raise InvalidArgument(
             what,
-            f"is {size} bytes, over the vault's [index] max_file_bytes ({max_bytes}) in .memex/config.toml; "
+            f"is {size} bytes, over the vault's [index] max_file_bytes ({max_bytes}) in {CONFIG_RELPATH}; "
             "a file that big is never indexed, so nothing was stored",
         )
 

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memex.files import orphans
+from memex.index.indexer import is_memory_name
+from memex.layout import MEMORIES_DIR
+from memex.store import queries
 from memex.index.db import SCHEMA_VERSION, has_vector_tables, scalar, write_txn
 from memex.index.guard import ERASED_REASON
 
@@ -123,10 +126,7 @@ def stats(vault: Vault) -> dict[str, Any]:
     by_scope: dict[Any, Any] = {
         s: n for s, n in conn.execute("SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY 2 DESC")
     }
-    index_path = vault.memex_dir / "index.db"
-    index_bytes = sum(
-        os.path.getsize(p) for p in (index_path, index_path.with_name("index.db-wal")) if p.exists()
-    )
+    index_bytes = sum(os.path.getsize(p) for p in (vault.paths.index, vault.paths.index_wal) if p.exists())
     return {
         "vault": str(vault.root),
         "memories": sum(by_status.values()),
@@ -143,3 +143,15 @@ def stats(vault: Vault) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "index_bytes": index_bytes,
     }
+
+
+def unindexed_hint(vault: Vault) -> str | None:
+    """What to tell someone whose search or list came back empty from an empty
+    index over memory files (index.db deleted, a fresh clone), so that it does
+    not pass as "nothing stored"; None when the index is not the reason."""
+    if not queries.is_empty(vault.conn):
+        return None
+    for _, _, files in os.walk(vault.paths.memories):
+        if any(is_memory_name(f) for f in files):
+            return f"the index holds no memories but {MEMORIES_DIR}/ has files; run `memex reindex`"
+    return None

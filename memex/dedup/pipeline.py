@@ -39,6 +39,7 @@ from memex.index import vecmatrix
 from memex.config import Config, fraction, setting, string_list
 from memex.index.db import has_vector_tables
 from memex.errors import ConfigError
+from memex.layout import CONFIG_RELPATH
 from memex.embedding.profiles import ModelProfile
 from memex.text import body_hash, content_tokens, fts_query, jaccard
 from memex.dedup.values import conflicts, differs_in_number
@@ -123,7 +124,7 @@ class Thresholds:
         """The vault's ``[dedup]`` over the defaults; the cosine defaults are
         those of the loaded model's profile (:mod:`memex.embedding.profiles`)."""
         section = config.section("dedup")
-        where = "[dedup] in .memex/config.toml"
+        where = f"[dedup] in {CONFIG_RELPATH}"
         model = profile if profile is not None else profiles.for_model(None)
         defaults: dict[str, Any] = {
             "cosine_duplicate": model.cosine_duplicate,

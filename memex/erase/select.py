@@ -41,10 +41,10 @@ from memex.files import memory_file
 from memex.erase.erased_list import canonical
 from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.files.names import safe_name
+from memex.layout import SESSIONS_DIR
 from memex.records import path_id
 from memex.text import tokens
 
-SESSIONS_DIR = "sessions"
 _JSON_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[nrtbf\"\\/])")
 _COLUMNS = "rowid, id, path, body, source, source_ref, session, supersedes, superseded_by"
 

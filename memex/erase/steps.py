@@ -46,6 +46,7 @@ from memex.index import purge
 from memex.index.db import write_txn
 from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.faults import point
+from memex.layout import ERASURE_LOG_NAME, INDEX_NAME, MEMORIES_DIR, VaultPaths
 from memex.erase.select import Selection, by_id, by_subject, claiming_files, expand, files_to_read, same_text
 from memex.index.indexer import Indexer
 from memex.files.memory_file import fsync_dir, read
@@ -54,7 +55,6 @@ from memex.records import path_id
 if TYPE_CHECKING:
     from memex.vault import Vault
 
-LOG_NAME = "erasure.log"
 
 
 @dataclass
@@ -89,7 +89,7 @@ def _now() -> str:
 def audit(memex_dir: Path, entry: dict[str, Any]) -> None:
     """Append one JSON line to the erasure log (O_APPEND: lines never interleave)."""
     line = json.dumps({"time": _now(), **entry}, ensure_ascii=False, sort_keys=True) + "\n"
-    fd = os.open(memex_dir / LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = os.open(memex_dir / ERASURE_LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         os.write(fd, line.encode("utf-8"))
         os.fsync(fd)
@@ -200,7 +200,7 @@ def _delete_files(root: Path, rels: list[str]) -> int:
 
 
 def _remove_empty_session_dirs(root: Path, archives: list[str]) -> None:
-    base = (root / "sessions").resolve()
+    base = VaultPaths(root).sessions.resolve()
     for rel in archives:
         folder = (root / rel).parent
         while folder.resolve() != base and base in folder.resolve().parents:
@@ -309,7 +309,7 @@ def erase(
         result.files_deleted = _delete_files(vault.root, paths)
         # A write killed half way left its whole text in a temp file.
         found = orphans.orphans_among(vault.root, sel.temp_names)
-        found += orphans.find_orphans(vault.root, tuple(f for f in orphans.FOLDERS if f != "memories"))
+        found += orphans.find_orphans(vault.root, tuple(f for f in orphans.FOLDERS if f != MEMORIES_DIR))
         temps = orphans.remove_orphans(vault.root, found)
         _remove_empty_session_dirs(vault.root, sel.archives)
         audit(vault.memex_dir, {
@@ -363,7 +363,7 @@ def _remains(done: list[str], purge_history: bool) -> list[str]:
     if "index" not in done:
         out.append("index rows (the next reindex, doctor --fix or watcher start purges them)")
     if "wal" not in done:
-        out.append("index.db-wal page images (truncated at the next scrub: reindex or doctor --fix)")
+        out.append(f"{INDEX_NAME}-wal page images (truncated at the next scrub: reindex or doctor --fix)")
     if "git" not in done:
         out.append(
             "git history: the rewrite did not finish; run the erase again with --purge-history"

@@ -57,10 +57,9 @@ from memex.store.memories import IndexError_
 from memex.store.memories import SyncRow as _Row
 from memex.errors import MemoryFileError
 from memex.faults import point
+from memex.layout import MEMEX_DIR, MEMORIES_DIR
 from memex.records import BAD_NAME, Record, build_record, is_text_name, shown_name
 
-MEMORIES_DIR = "memories"
-MEMEX_DIR = ".memex"
 BATCH = 256
 Progress = Callable[[int, int], None]
 

@@ -67,7 +67,8 @@ from memex.embedding import embed
 from memex.watch import state as watch_state
 from memex.adding import vectors_for_files
 from memex.errors import LockTimeout, WatcherRunning
-from memex.index.indexer import MEMORIES_DIR, SyncReport, is_memory_name
+from memex.index.indexer import SyncReport, is_memory_name
+from memex.layout import MEMORIES_DIR
 from memex.files.locking import try_file_lock
 from memex.index.db import get_meta
 from memex.index.purge import SCRUB_KEY, drop_unused_cache, scrub_if_pending
