@@ -145,7 +145,7 @@ def _hint_unindexed(vault: Any) -> None:
     "nothing stored"."""
     from memex.index.indexer import MEMORIES_DIR
 
-    if vault.conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone():
+    if not vault.store.is_empty():
         return
     for _, _, files in os.walk(vault.root / MEMORIES_DIR):
         if any(f.endswith(".md") for f in files):
