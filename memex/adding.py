@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import ulid
 
+from memex import fields
 from memex.dedup import pipeline
 from memex.embedding import embed
 from memex.files import memory_file
@@ -111,13 +112,11 @@ def add(
         return pipeline.AddResult("refused", "", "", "erased")
 
     memory_id = str(ulid.ULID())
-    meta: dict[str, Any] = {
+    meta = fields.frontmatter({
         "id": memory_id, "scope": scope, "source": source, "session": session, "source_ref": source_ref,
         "category": category, "confidence": confidence, "created": now_iso(), "supersedes": supersedes,
-    }
-    if entities:
-        meta["entities"] = list(entities)
-    meta = {k: v for k, v in meta.items() if v is not None}
+        "entities": list(entities) if entities else None,
+    })
     for key, value in (extra or {}).items():
         meta.setdefault(key, value)
     content = memory_file.serialize(MemoryFile(meta, body + "\n"))
