@@ -26,17 +26,17 @@ from typing import Any, Protocol
 import apsw
 import ulid
 
+from memex import fields
 from memex.dedup import pipeline
 from memex.embedding import embed
 from memex.files import memory_file
-from memex.index import purge
-from memex.index.db import write_txn
 from memex.erase.erased_list import Guard, allow
 from memex.config import Config
 from memex.errors import InvalidArgument, MemoryFileError
 from memex.index.indexer import Indexer
 from memex.files.memory_file import MemoryFile
 from memex.layout import CONFIG_RELPATH
+from memex.store import IndexStore
 from memex.store.memories import MemoryRow
 from memex.records import DEFAULT_CONFIDENCE, build_record, check_unicode, now_iso
 from memex.text import body_hash, normalize, strip_injected
@@ -56,6 +56,8 @@ class VaultLike(Protocol):
     def config(self) -> Config: ...
     @property
     def conn(self) -> apsw.Connection: ...
+    @property
+    def store(self) -> IndexStore: ...
     @property
     def embedder(self) -> embed.Embedder | None: ...
     @property
@@ -93,7 +95,7 @@ def _vectors(vault: VaultLike, body: str, content: str) -> tuple[Any, list[embed
     embed_text = normalize(strip_injected(mf.body))
     pieces = indexer.chunker(embed_text)
     texts = [body, embed_text, *pieces]
-    blobs, rows = embed.cached_vectors(vault.conn, embedder, texts)
+    blobs, rows = embed.cached_vectors(vault.store, embedder, texts)
     # Only what the new memory's rows use goes into the cache; the query
     # vector of the raw body is kept out (one derived copy fewer to erase).
     keep = {embed.text_key(t) for t in texts[1:]}
@@ -141,13 +143,11 @@ def add(
         return pipeline.AddResult("refused", "", "", "erased")
 
     memory_id = str(ulid.ULID())
-    meta: dict[str, Any] = {
+    meta = fields.frontmatter({
         "id": memory_id, "scope": scope, "source": source, "session": session, "source_ref": source_ref,
         "category": category, "confidence": confidence, "created": now_iso(), "supersedes": supersedes,
-    }
-    if entities:
-        meta["entities"] = list(entities)
-    meta = {k: v for k, v in meta.items() if v is not None}
+        "entities": list(entities) if entities else None,
+    })
     for key, value in (extra or {}).items():
         meta.setdefault(key, value)
     content = memory_file.serialize(MemoryFile(meta, body + "\n"))
@@ -165,22 +165,18 @@ def add(
         guard.refresh()
         if not allow_erased and guard.erased(body):
             return pipeline.AddResult("refused", "", "", "erased")
-        row = vault.conn.execute(
-            "SELECT id FROM memories WHERE scope = ? AND body_hash = ? AND status = 'active' "
-            "AND id IS NOT ? LIMIT 1",
-            (scope, body_hash(body), supersedes),
-        ).fetchone()
-        if row is not None:
-            return _known(vault, pipeline.Decision("duplicate", "exact", row[0], 1.0, decision.similar_facts))
+        existing = vault.store.exact_duplicate(scope, body_hash(body), supersedes)
+        if existing is not None:
+            return _known(vault, pipeline.Decision("duplicate", "exact", existing, 1.0, decision.similar_facts))
         path = vault.new_path(scope, body, memory_id)
         if allow_erased:  # the deliberate way back; the indexer would refuse it otherwise
             allow(vault.memex_dir, [body])
         memory_file.atomic_write(path, content)
         rel = path.relative_to(vault.root).as_posix()
-        embed.store_cache(vault.conn, cache_rows)
+        vault.store.cache_put(cache_rows)
         vault.indexer.index_paths([rel])
         # Vectors stored for a file the indexer then refused go again.
-        purge.drop_unused_cache(vault.conn, {r[1] for r in cache_rows})
+        vault.store.cache_drop_unused({r[1] for r in cache_rows})
     return pipeline.AddResult("created", memory_id, rel, None, None, None, decision.similar_facts)
 
 

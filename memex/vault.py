@@ -35,7 +35,7 @@ from memex.files import memory_file
 from memex.files import permissions
 from memex.files import writers
 from memex.config import Config, load_config
-from memex.store import memories, usage
+from memex.store import IndexStore, SqliteStore, memories, usage
 from memex.store.memories import MemoryRow
 from memex.store.schema import connect, locked_txn, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
@@ -166,6 +166,11 @@ class Vault:
         if self._conn is None:
             self._conn = connect(self.paths.index)
         return self._conn
+
+    @property
+    def store(self) -> IndexStore:
+        """The index as typed operations (docs/store.md), on this vault's connection."""
+        return SqliteStore(self.conn)
 
     @property
     def embedder(self) -> embed.Embedder | None:

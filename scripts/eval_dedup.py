@@ -48,7 +48,7 @@ def _body(text: str) -> str:
 def warm_cache(vault: Any, pairs: list[dict[str, Any]]) -> None:
     """Embed every text once, in batches (the loop then reads the cache)."""
     from memex.embedding import embed
-    from memex.index.db import write_txn
+    from memex.store.schema import write_txn
     from memex.text import normalize
 
     if vault.embedder is None:
