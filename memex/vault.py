@@ -4,18 +4,27 @@
 all call; it is the one write path (principle 2 of docs/design.md). Adding a
 memory writes its file atomically and indexes it at once (write-through), so
 search is consistent without a running watcher.
+
+``Vault`` is the small core: the files, the index, add/get/list/search/
+recall/reindex, and the plumbing features use (config, connection, model,
+indexer, write lock, scope checks). Features are functions in their packages
+that take the vault (``memex.erase.steps.erase(vault, ...)``,
+``memex.consolidation.consolidate.consolidate(vault, ...)``, ...); this
+module imports none of them (docs/design.md, "Layers").
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 import shutil
 import subprocess
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import apsw
 import numpy as np
@@ -26,22 +35,22 @@ from memex.files import memory_file
 from memex.files import permissions
 from memex.files import writers
 from memex.config import Config, load_config
-from memex.index.db import connect, write_txn
+from memex.store import IndexStore, SqliteStore, memories, usage
+from memex.store.memories import MemoryRow
+from memex.store.schema import connect, locked_txn, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
-from memex.index.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
-from memex.files.locking import file_lock, locked_txn
+from memex.index.indexer import Indexer, Progress, SyncReport
+from memex.layout import CONFIG_RELPATH, MEMEX_DIR, VaultPaths
+from memex.files.locking import file_lock
 from memex.files.names import scope_dir_parts, slug
 from memex.records import Memory as Memory  # public here since before it moved
 from memex.records import now_iso, record_view
-from memex.search.hybrid import HIT_COLUMNS, Filters, Hit, hit_from_row, search
+from memex.search.hybrid import Filters, Hit, hit_from_row, search
 
 if TYPE_CHECKING:
     from memex.dedup.pipeline import AddResult  # the write path's; a search need not import it
-    from memex.meta_edit import MetaBatch
     from memex.store.postgres.vault_index import PgVaultIndex
 
-MEMEX_DIR = ".memex"
-INDEX_NAME = "index.db"
 ENV_VAR = "MEMEX_VAULT"
 
 
@@ -102,7 +111,8 @@ def init_vault(path: str | os.PathLike[str], git: bool = True) -> Path:
     if root.exists() and not root.is_dir():
         raise InvalidArgument("PATH", f"{root} exists and is not a folder")
     permissions.private_dir(root)  # a new vault folder is 0700; an existing one keeps its mode
-    for folder in (root / MEMEX_DIR, root / MEMORIES_DIR):
+    paths = VaultPaths(root)
+    for folder in (paths.memex_dir, paths.memories):
         permissions.private_dir(folder)
     # An existing folder (notes you already keep) keeps its own files; its
     # .gitignore only gains the lines that keep the index out of git.
@@ -114,7 +124,7 @@ def init_vault(path: str | os.PathLike[str], git: bool = True) -> Path:
         lacking = [ln for ln in template_ignore.splitlines() if ln.strip() and ln not in own_ignore.splitlines()]
         if any(not ln.startswith("#") for ln in lacking):
             gitignore.write_text(own_ignore.rstrip("\n") + "\n\n" + "\n".join(lacking) + "\n", encoding="utf-8")
-    permissions.private_dir(root / MEMORIES_DIR)
+    permissions.private_dir(paths.memories)
     if git and shutil.which("git") and not _inside_git_work_tree(root):
         subprocess.run(["git", "init", "-q", str(root)], check=False, capture_output=True)
     Vault(root).reindex()
@@ -134,6 +144,7 @@ class Vault:
 
     def __init__(self, root: str | os.PathLike[str], embedder: embed.Embedder | None | str = "config") -> None:
         self.root = Path(root)
+        self.paths = VaultPaths(self.root)
         self.config: Config = load_config(self.root)
         self._conn: apsw.Connection | None = None
         self._embedder_choice = embedder
@@ -150,13 +161,18 @@ class Vault:
 
     @property
     def memex_dir(self) -> Path:
-        return self.root / MEMEX_DIR
+        return self.paths.memex_dir
 
     @property
     def conn(self) -> apsw.Connection:
         if self._conn is None:
-            self._conn = connect(self.memex_dir / INDEX_NAME)
+            self._conn = connect(self.paths.index)
         return self._conn
+
+    @property
+    def store(self) -> IndexStore:
+        """The index as typed operations (docs/store.md), on this vault's connection."""
+        return SqliteStore(self.conn)
 
     @property
     def embedder(self) -> embed.Embedder | None:
@@ -201,14 +217,7 @@ class Vault:
 
     def _cached_locally(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
         """Vectors the local index's cache holds (what add just embedded): the shared index need not embed them again."""
-        out: dict[str, bytes] = {}
-        for key in keys:
-            row = self.conn.execute(
-                "SELECT vector FROM embedding_cache WHERE model = ? AND text_hash = ?", (model, key)
-            ).fetchone()
-            if row is not None:
-                out[key] = bytes(row[0])
-        return out
+        return self.store.cache_get(model, keys)
 
     def close(self) -> None:
         if self._shared is not None:
@@ -225,14 +234,14 @@ class Vault:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def write_lock(self, timeout: float = 30.0) -> Any:
-        return file_lock(self.memex_dir / "write.lock", timeout)
+    def write_lock(self, timeout: float = 30.0) -> AbstractContextManager[IO[bytes]]:
+        return file_lock(self.paths.write_lock, timeout)
 
-    def commit(self, timeout: float | None = None) -> Any:
+    def commit(self, timeout: float | None = None) -> AbstractContextManager[None]:
         """``write.lock`` plus a write transaction, for a short commit; never
-        holds the lock while SQLite is busy (memex.files.locking.locked_txn).
+        holds the lock while SQLite is busy (memex.store.schema.locked_txn).
         ``timeout`` None means :attr:`lock_wait`."""
-        return locked_txn(self.conn, self.memex_dir / "write.lock", timeout if timeout is not None else self.lock_wait)
+        return locked_txn(self.conn, self.paths.write_lock, timeout if timeout is not None else self.lock_wait)
 
     @property
     def scope_rules(self) -> scopes.ScopeRules:
@@ -243,13 +252,14 @@ class Vault:
     def check_scope(self, scope: str | None) -> str:
         """A valid scope for a new memory: ``scope``, else the configured default."""
         if not scope:
-            return self.scope_rules.check(self.config.default_scope, "[vault] default_scope in .memex/config.toml")
+            return self.scope_rules.check(self.config.default_scope, f"[vault] default_scope in {CONFIG_RELPATH}")
         return self.scope_rules.check(scope)
 
     def check_scope_filter(self, scope: str | Sequence[str] | None) -> None:
         """A scope to narrow a search or listing to: valid, or held by some memory."""
         if scope:
-            scopes.check_filter(self.scope_rules, self.conn, [scope] if isinstance(scope, str) else scope)
+            in_use = functools.partial(memories.scope_in_use, self.conn)
+            scopes.check_filter(self.scope_rules, in_use, [scope] if isinstance(scope, str) else scope)
 
     def scope_filter(self, scope: str | None) -> str | None:
         """One scope to narrow to, checked (:meth:`check_scope_filter`) and
@@ -269,29 +279,21 @@ class Vault:
 
     # -- reading -------------------------------------------------------------
 
-    def _row_by_id(self, memory_id: str) -> tuple[Any, ...]:
-        row = self.conn.execute(
-            "SELECT m.path, m.status, u.access_count, u.last_access FROM memories m "
-            "LEFT JOIN usage u ON u.memory_id = m.id WHERE m.id = ?",
-            (memory_id,),
-        ).fetchone()
+    def _row_by_id(self, memory_id: str) -> MemoryRow:
+        row = memories.row_by_id(self.conn, memory_id)
         if row is None:
             raise MemoryNotFound(memory_id)
-        return tuple(row)
+        return row
 
     def get(self, memory_id: str) -> Memory:
         """The memory with this id, read from its file."""
-        path, status, count, last = self._row_by_id(memory_id)
-        mf, _ = memory_file.read(self.root / path, self.config.max_file_bytes, self.root)
-        row = self.conn.execute(
-            f"SELECT {HIT_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
-        ).fetchone()
-        if row is None:  # erased between the two reads
-            raise MemoryNotFound(memory_id)
+        row = self._row_by_id(memory_id)
+        count, last = usage.usage_of(self.conn, memory_id)
+        mf, _ = memory_file.read(self.root / row.path, self.config.max_file_bytes, self.root)
         hit = hit_from_row(row)
         decay.annotate(self.conn, [hit], decay.load_policy(self.config))
         record = {k: v for k, v in record_view(hit).items() if k != "body"}
-        return Memory(memory_id, path, dict(mf.meta), mf.body, status, int(count or 0), last, record)
+        return Memory(memory_id, row.path, dict(mf.meta), mf.body, row.status, count, last, record)
 
     def list(
         self,
@@ -303,12 +305,7 @@ class Vault:
     ) -> list[Hit]:
         self.check_scope_filter(scope)
         filters = Filters(tuple([scope]) if scope else None, source, session, include_superseded)
-        where, params = filters.sql()
-        sql = f"SELECT {HIT_COLUMNS} FROM memories m WHERE {where} ORDER BY created DESC, id"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(min(limit, 2**63 - 1))  # SQLite's largest integer: more than any vault holds
-        hits = [hit_from_row(r) for r in self.conn.execute(sql.replace("rowid,", "m.rowid,", 1), params)]
+        hits = [hit_from_row(r) for r in memories.list_rows(self.conn, filters, limit)]
         decay.annotate(self.conn, hits, decay.load_policy(self.config))
         return hits
 
@@ -365,12 +362,7 @@ class Vault:
             return
         stamp = now_iso()
         with write_txn(self.conn):
-            self.conn.executemany(
-                "INSERT INTO usage(memory_id, access_count, last_access) VALUES (?, 1, ?) "
-                "ON CONFLICT(memory_id) DO UPDATE SET access_count = access_count + 1, "
-                "last_access = excluded.last_access",
-                [(i, stamp) for i in ids],
-            )
+            usage.record_use(self.conn, ids, stamp)
         if self.shared_index is not None:
             self.shared_index.record_access(list(ids), stamp)
 
@@ -387,7 +379,7 @@ class Vault:
         return report
 
     def new_path(self, scope: str, body: str, memory_id: str) -> Path:
-        folder = self.root / MEMORIES_DIR / Path(*scope_dir_parts(scope))
+        folder = self.paths.memories / Path(*scope_dir_parts(scope))
         stem = slug(body)
         tail = memory_id[-6:].lower()
         path = folder / f"{stem}-{tail}.md"
@@ -422,114 +414,3 @@ class Vault:
             self, text, scope=scope, source=source, session=session, source_ref=source_ref, category=category,
             confidence=confidence, entities=entities, extra=extra, supersedes=supersedes, allow_erased=allow_erased,
         )
-
-    def update_meta(self, memory_id: str, changes: dict[str, Any]) -> Memory:
-        """Set (or, with None, remove) frontmatter keys of one memory, atomically."""
-        from memex.meta_edit import update_meta
-
-        return update_meta(self, memory_id, changes)
-
-    def update_meta_many(self, changes: dict[str, dict[str, Any]]) -> MetaBatch:
-        """:meth:`update_meta` for many memories in one write pass: the ids
-        done and the ids refused, with why (memex/meta_edit.py)."""
-        from memex.meta_edit import update_meta_many
-
-        return update_meta_many(self, changes)
-
-    # -- consolidation and decay (issue 7; memex/consolidation/consolidate.py, memex/decay.py)
-
-    def consolidate(self, session: str, scope: str | None = None, dry_run: bool = False) -> Any:
-        """Fold a session's similar memories into one representative each."""
-        from memex.consolidation.consolidate import consolidate
-
-        return consolidate(self, session, scope, dry_run)
-
-    def consolidate_all(self, scope: str | None = None, dry_run: bool = False) -> Any:
-        """Backfill: consolidate every session with active memories."""
-        from memex.consolidation.consolidate import consolidate_all
-
-        return consolidate_all(self, scope, dry_run)
-
-    def unsupersede(self, memory_id: str) -> Memory:
-        """Make a superseded memory active again."""
-        from memex.consolidation.consolidate import unsupersede
-
-        return unsupersede(self, memory_id)
-
-    def effective_confidence(self, memory_id: str) -> float:
-        """Confidence after decay since the last recall (computed, never stored)."""
-        row = self.conn.execute(
-            "SELECT m.confidence, m.category, m.created, u.last_access FROM memories m "
-            "LEFT JOIN usage u ON u.memory_id = m.id WHERE m.id = ?",
-            (memory_id,),
-        ).fetchone()
-        if row is None:
-            raise MemoryNotFound(memory_id)
-        policy = decay.load_policy(self.config)
-        return round(decay.effective_confidence(float(row[0]), row[1], row[3], row[2], policy), 6)
-
-    # -- dedup: supersede, hand-off note, cleanup (issue 4) --------------------
-
-    def supersede(self, old_id: str, text: str, **add_options: Any) -> Any:
-        """Store ``text`` as the successor of ``old_id`` (which gets ``superseded_by``)."""
-        from memex.dedup.supersede import supersede
-
-        return supersede(self, old_id, text, **add_options)
-
-    def handoff(self, session: str) -> Any:
-        """The note telling an agent what a hook already stored this turn."""
-        from memex.dedup.handoff import handoff
-
-        return handoff(self, session)
-
-    def dedup_existing(self, apply: bool = False, limit: int = 200) -> Any:
-        """Find exact duplicates already in the vault; with ``apply``, supersede them."""
-        from memex.dedup.cleanup import dedup_existing
-
-        return dedup_existing(self, apply, limit)
-
-    # -- erasure and the entity graph (issue 5; memex/erase/steps.py, memex/index/graph.py)
-
-    def erase(
-        self,
-        memory_id: str | None = None,
-        reason: str = "",
-        source: str | None = None,
-        source_ref: str | None = None,
-        session: str | None = None,
-        purge_history: bool = False,
-    ) -> Any:
-        """Erase one memory, or a subject (source + source_ref, or session), leaving no trace."""
-        from memex.erase.steps import erase
-
-        result = erase(self, memory_id, reason, source, source_ref, session, purge_history)
-        if self.shared_index is not None and result.erased:
-            result.shared_index = self.shared_index.purge(result.erased).as_dict()
-        return result
-
-    def entities(self) -> Any:
-        """Every entity with the number of memories that name it."""
-        from memex.index.graph import list_entities
-
-        return list_entities(self.conn)
-
-    def entity_graph(self, name: str) -> Any:
-        """One entity: its memories, relations and neighbouring entities."""
-        from memex.index.graph import entity_graph
-
-        return entity_graph(self.conn, name)
-
-    # -- watching (issue 3; memex/watch/watcher.py, memex/watch/state.py) ---------------
-
-    def watcher(self, **settings: Any) -> Any:
-        """A :class:`memex.watch.watcher.Watcher` for this vault; ``run()`` blocks until
-        stopped. Keyword arguments override the ``[watch]`` settings."""
-        from memex.watch.watcher import Watcher, settings_for
-
-        return Watcher(self, settings_for(self, **settings))
-
-    def status(self) -> dict[str, Any]:
-        """Is a watcher running, and how many files differ from the index right now."""
-        from memex.watch.state import status
-
-        return status(self)

@@ -26,6 +26,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
+def no_warm_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SessionStart would start a warm model server that outlives the test;
+    tests/test_hooks_warm.py covers it. Hook test files use this for every test
+    (``pytestmark = pytest.mark.usefixtures("no_warm_server")``)."""
+    monkeypatch.setenv("MEMEX_WARM", "0")
+
+
+@pytest.fixture
 def vault_backend(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", "sqlite"))
 

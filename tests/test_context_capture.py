@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,9 @@ from memex.context.extract import extract_rules, is_remember_request
 from memex.context.inject import render_memories_block
 from memex.errors import InvalidArgument, MemoryNotFound
 from memex.vault import Vault
+from memex.erase.steps import erase
 from tests.fakes import HashEmbedder
+from tests.watchkit import wait_for
 
 DATA = Path(__file__).parent / "data" / "context"
 
@@ -101,9 +102,7 @@ def test_background_commit_runs_detached(vault_root: Path) -> None:
     with Vault(vault_root) as v:
         res = after_turn(v, "bg", [user("We decided to use Caddy as the proxy.")], 0)
         assert res["commit_pid"] > 0 and not res["committed"]
-        deadline = time.monotonic() + 60
-        while archive.load_state(v, "bg").committed_seq < 1 and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_for(lambda: archive.load_state(v, "bg").committed_seq >= 1, 60, "the detached commit")
         assert archive.load_state(v, "bg").committed_seq == 1
         assert [h.body for h in v.list(session="bg")] == ["We decided to use Caddy as the proxy."]
 
@@ -305,7 +304,7 @@ def test_erasing_a_session_takes_its_archive_and_extracted_memories(vault_root: 
         done = after_turn(v, "gone", [user("We decided to store card numbers in Vault.")], 0, commit="sync")
         extracted = done["memories"][0]["id"]
         kept = v.add("An unrelated memory from elsewhere.", session="other").id
-        v.erase(session="gone", reason="test")
+        erase(v, session="gone", reason="test")
         assert not list((vault_root / "sessions").rglob("turns.jsonl"))
         assert [h.id for h in v.list()] == [kept]
         with pytest.raises(MemoryNotFound):

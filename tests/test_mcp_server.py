@@ -113,14 +113,27 @@ def test_mcp_round_trip_over_stdio(vault_root: Path, tmp_path: Path) -> None:
 
 
 def test_forget_by_query_erases_only_a_single_confident_match(model_vault: Vault) -> None:
-    if not hasattr(model_vault, "erase"):
-        pytest.skip("Vault.erase (issue 5) is not in this tree yet")
     tools = mcp_server.Tools(model_vault)
     keep = model_vault.add("The user's favourite editor is Helix")
     gone = model_vault.add("The wifi password at the cabin is hunter2-cabin")
     answer = tools.memory_forget(query="the wifi password at the cabin is hunter2-cabin", reason="test")
     assert answer["erased"] == [gone.id]
     assert [h.id for h in model_vault.list()] == [keep.id]
+
+
+def test_search_on_an_empty_index_over_memory_files_says_to_reindex(vault_root: Path) -> None:
+    """`.memex/index.db` deleted (or a fresh clone): `memex search` says to
+    reindex on stderr; the MCP answer says it too, not a bare empty list."""
+    with Vault(vault_root, embedder=None) as vault:
+        vault.add("Otters hold hands while they sleep")
+    for name in os.listdir(vault_root / ".memex"):
+        if name.startswith("index.db"):
+            os.unlink(vault_root / ".memex" / name)
+    with Vault(vault_root, embedder=None) as vault:
+        answer = mcp_server.Tools(vault).memory_search(query="otters")
+        assert answer["hits"] == [] and "memex reindex" in answer["note"]
+        vault.reindex()
+        assert "note" not in mcp_server.Tools(vault).memory_search(query="zebras")
 
 
 def test_tools_default_to_the_session_a_hook_saw(vault: Vault) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from memex.search import hybrid as sqlite_search
 from memex.config import load_config
+from memex.erase.steps import erase
 from memex.search.hybrid import Filters
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
@@ -58,7 +59,7 @@ def test_bm25_equals_fts5(filled: Vault, pg_url: str) -> None:
         by_id = {str(i): int(r) for r, i in pg.conn.execute("SELECT rowid, id FROM memories")}
         compared = 0
         for q in QUERIES:
-            lite = sqlite_search._lexical(filled.conn, q, Filters(), 100)
+            lite = sqlite_search._lexical(filled.store, q, Filters(), 100)
             lite_ids = {str(filled.conn.execute("SELECT id FROM memories WHERE rowid = ?", (r,)).fetchone()[0]): s
                         for r, s in lite.items()}
             pg_scores = query.bm25_top(pg.conn, q, Filters(), 100)
@@ -111,7 +112,7 @@ def test_purge_leaves_no_derived_row(filled: Vault, pg_url: str) -> None:
         pg.sync()
         rowid = pg.conn.execute("SELECT rowid FROM memories WHERE id = %s", (added.id,)).fetchone()[0]
         assert pg.conn.execute("SELECT count(*) FROM chunks WHERE memory_rowid = %s", (rowid,)).fetchone()[0] > 1
-        pg.search("kafka partitions tenant")
+        pg.record_access([added.id], "2026-01-01T00:00:00+00:00")
         assert pg.usage(added.id)[0] == 1
         result = pg.purge(added.id)
         assert result.purged["memories"] == 1 and result.purged["chunks"] > 1 and result.purged["entities"] == 1
@@ -136,7 +137,7 @@ def test_erased_memory_is_never_indexed_again(filled: Vault, pg_url: str) -> Non
     copy = (filled.root / hit.path).read_bytes()
     with _pg(filled, pg_url) as pg:
         pg.sync()
-        filled.erase(hit.id, reason="test")
+        erase(filled, hit.id, reason="test")
         assert pg.sync().removed == 1
         (filled.root / hit.path).write_bytes(copy)  # restored from a backup
         report = pg.sync()

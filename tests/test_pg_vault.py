@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from memex.cli import main
+from memex.erase.steps import erase
 from memex.vault import Vault
 from tests.conftest import use_postgres
 from tests.fakes import HashEmbedder
@@ -27,7 +28,7 @@ def test_add_search_erase_through_the_vault(vault: Vault, vault_backend: str) ->
     assert vault.search("launch password")[0].id == gone.id
     recalled = vault.recall("staging database port")
     assert kept.id in [h.id for h in recalled]
-    result = vault.erase(gone.id, reason="test").as_dict()
+    result = erase(vault, gone.id, reason="test").as_dict()
     assert gone.id not in [h.id for h in vault.search("launch password hunter2")]
     if vault_backend == "postgres":
         shared = vault.shared_index
@@ -84,7 +85,7 @@ def test_erase_vacuum_full_is_a_setting(vault_root: Path, vault_backend: str) ->
     conf.write_text(conf.read_text().replace("[index]\n", '[index]\nerase_vacuum = "full"\n', 1))
     with Vault(vault_root, embedder=HashEmbedder()) as vault:
         added = vault.add("The pager rota lives in the ops wiki", scope="user")
-        result = vault.erase(added.id, reason="test").as_dict()
+        result = erase(vault, added.id, reason="test").as_dict()
         assert result["postgres"]["full"] is True and len(result["postgres"]["retained"]) == 1
     conf.write_text(conf.read_text().replace('erase_vacuum = "full"', 'erase_vacuum = "always"'))
     from memex.errors import ConfigError

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from memex import decay
-from memex.cli._common import get_vault, json_option, key_values, print_json, short, table
+from memex.cli._common import FiniteFloatRange, get_vault, json_option, key_values, print_json, short, table
 from memex.errors import InvalidArgument
 
 # The summary fields both reports carry (only one session's report has an
@@ -102,7 +102,9 @@ def consolidate_cmd(
 @click.pass_context
 def unsupersede_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
     """Make a superseded memory active again (removes its superseded_by)."""
-    memory = get_vault(ctx).unsupersede(memory_id)
+    from memex.consolidation.consolidate import unsupersede  # numpy: only when run
+
+    memory = unsupersede(get_vault(ctx), memory_id)
     if as_json:
         print_json(memory.as_dict())
     else:
@@ -111,7 +113,7 @@ def unsupersede_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
 
 @click.command("fading")
 @click.option("--scope", help="Only this scope.")
-@click.option("--within", "within_days", type=click.FloatRange(0), default=30.0, show_default=True,
+@click.option("--within", "within_days", type=FiniteFloatRange(0), default=30.0, show_default=True,
               help="Show memories that fade from recall within this many days (faded ones too).")
 @json_option
 @click.pass_context

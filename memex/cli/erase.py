@@ -5,11 +5,12 @@ from __future__ import annotations
 import click
 
 from memex.cli._common import get_vault, json_option, key_values, print_json, table
+from memex.layout import ERASURE_LOG_NAME, MEMEX_DIR
 
 
 @click.command("erase")
 @click.argument("memory_id", required=False)
-@click.option("--reason", required=True, help="Why (kept in .memex/erasure.log; the erased text never is).")
+@click.option("--reason", required=True, help=f"Why (kept in {MEMEX_DIR}/{ERASURE_LOG_NAME}; the erased text never is).")
 @click.option("--source", help="Subject: only memories from this source.")
 @click.option("--source-ref", help="Subject: memories whose source_ref is REF or REF#anchor.")
 @click.option("--session", help="Subject: every memory and archive of this session.")
@@ -28,8 +29,10 @@ def erase_cmd(
     The files go first, then every row the index derived from them; the
     index files are scrubbed so the text cannot be read back from disk.
     """
-    result = get_vault(ctx).erase(
-        memory_id, reason, source=source, source_ref=source_ref, session=session,
+    from memex.erase.steps import erase  # not on search's start-up path
+
+    result = erase(
+        get_vault(ctx), memory_id, reason, source=source, source_ref=source_ref, session=session,
         purge_history=purge_history,
     )
     data = result.as_dict()
@@ -51,9 +54,7 @@ def erase_cmd(
         click.echo(f"next step: {git['next_step']}")
         click.echo(f"out of reach: {git['unreachable']}" + (f" (remotes: {', '.join(git['remotes'])})" if git["remotes"] else ""))
     if shared is not None:
-        how = "VACUUM FULL" if shared["full"] else "VACUUM"
-        click.echo(f"postgres index: {shared['purged']['memories']} row(s) purged, {how} of {shared['tables']} tables"
-                   + ("" if shared["checkpoint"] else "; CHECKPOINT not allowed to this role"))
+        click.echo(f"postgres index: {shared['summary']}")
         for note in shared["retained"]:
             click.echo(f"postgres still holds: {note}")
 

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memex.errors import InvalidArgument
+from memex.meta_edit import update_meta
 from memex.text import preview
 
 if TYPE_CHECKING:
@@ -43,27 +44,15 @@ class CleanupReport:
 
 
 def _plan(vault: Vault) -> list[DuplicateGroup]:
-    conn = vault.conn
+    store = vault.store
     groups: list[DuplicateGroup] = []
-    keys = conn.execute(
-        "SELECT scope, body_hash FROM memories WHERE status = 'active' "
-        "GROUP BY scope, body_hash HAVING count(*) > 1 ORDER BY scope, min(created)"
-    ).fetchall()
-    for scope, digest in keys:
-        rows = conn.execute(
-            "SELECT id, confidence, created, body FROM memories "
-            "WHERE scope = ? AND body_hash = ? AND status = 'active'",
-            (scope, digest),
-        ).fetchall()
+    for scope, digest in store.duplicate_keys():
+        rows = store.active_with_hash(scope, digest)
         # Highest confidence first, then the newest; the id breaks ties so
         # two runs over the same vault agree.
-        rows.sort(key=lambda r: (-float(str(r[1])), _neg(str(r[2])), str(r[0])))
+        rows.sort(key=lambda r: (-r.confidence, _neg(r.created), r.id))
         keep = rows[0]
-        groups.append(
-            DuplicateGroup(
-                str(scope), str(keep[0]), [str(r[0]) for r in rows[1:]], preview(str(keep[3]), 80)
-            )
-        )
+        groups.append(DuplicateGroup(scope, keep.id, [r.id for r in rows[1:]], preview(keep.body, 80)))
     return groups
 
 
@@ -93,5 +82,5 @@ def dedup_existing(vault: Vault, apply: bool = False, limit: int = MAX_CHANGES) 
             budget -= len(taken)
             if apply:
                 for memory_id in taken:
-                    vault.update_meta(memory_id, {"superseded_by": group.keep})
+                    update_meta(vault, memory_id, {"superseded_by": group.keep})
     return report

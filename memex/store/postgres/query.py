@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from memex.search.hybrid import HIT_COLUMNS, Filters
+from memex.search.hybrid import Filters
+from memex.store.memories import MemoryRow
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.schema import TS_CONFIG
 from memex.text import fts_query
@@ -144,13 +145,16 @@ def column(conn: PgConnection, name: str, rowids: Iterable[int]) -> dict[int, st
     return {int(r): str(c) for r, c in conn.execute(f"SELECT rowid, {name} FROM memories WHERE rowid = ANY(%s)", (ids,))}
 
 
-def hit_rows(conn: PgConnection, rowids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
-    """The rows :func:`memex.search.hit_from_row` reads (``HIT_COLUMNS``)."""
+_SHOWN = ", ".join(MemoryRow._fields)
+
+
+def hit_rows(conn: PgConnection, rowids: Sequence[int]) -> dict[int, MemoryRow]:
+    """The shown rows (:class:`memex.store.memories.MemoryRow`) of these memories."""
     if not rowids:
         return {}
     return {
-        int(r[0]): tuple(r)
-        for r in conn.execute(f"SELECT {HIT_COLUMNS} FROM memories WHERE rowid = ANY(%s)", (list(rowids),))
+        int(r[0]): MemoryRow(*r)
+        for r in conn.execute(f"SELECT {_SHOWN} FROM memories WHERE rowid = ANY(%s)", (list(rowids),))
     }
 
 

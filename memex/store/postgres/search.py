@@ -16,6 +16,7 @@ from memex.embedding import embed
 from memex.search import when
 from memex.search.fusion import add_name_bonus, apply_priors, calibration_for, fuse, fusion_for, relevant
 from memex.search.hybrid import CANDIDATES, Filters, Hit, hit_from_row, unique_bodies
+from memex.store.memories import MemoryRow
 from memex.store.postgres import query
 from memex.store.postgres.connection import PgConnection
 from memex.store.postgres.schema import get_meta
@@ -65,11 +66,11 @@ def search(
     rows = query.hit_rows(conn, short)
     if filters.include_superseded:
         _below_replacements(conn, rows, scores)
-    ranked = sorted((r for r in short if r in rows), key=lambda r: (-round(scores[r], 9), rows[r][1]))
+    ranked = sorted((r for r in short if r in rows), key=lambda r: (-round(scores[r], 9), rows[r].id))
     if floor:
-        ranked = [r for r in ranked if relevant(text, rows[r][2], semantic.get(r), calibration)]
+        ranked = [r for r in ranked if relevant(text, rows[r].body, semantic.get(r), calibration)]
     if fusion.collapse_duplicates:
-        ranked = unique_bodies(ranked, {r: rows[r][2] for r in ranked})
+        ranked = unique_bodies(ranked, {r: rows[r].body for r in ranked})
     best_lex = max(lexical.values(), default=0.0)
     hits = []
     for rowid in ranked[:limit]:
@@ -80,9 +81,9 @@ def search(
     return hits
 
 
-def _below_replacements(conn: PgConnection, rows: dict[int, tuple[object, ...]], scores: dict[int, float]) -> None:
+def _below_replacements(conn: PgConnection, rows: dict[int, MemoryRow], scores: dict[int, float]) -> None:
     """A superseded memory never outranks its replacement (as on SQLite)."""
-    replaced = {r: str(row[12]) for r, row in rows.items() if row[12]}
+    replaced = {r: row.superseded_by for r, row in rows.items() if row.superseded_by}
     by_id = query.rowids_of(conn, sorted(set(replaced.values())))
     for rowid, newer in replaced.items():
         other = by_id.get(newer)

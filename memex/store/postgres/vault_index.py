@@ -29,7 +29,8 @@ from memex.erase import erased_list
 from memex.files import memory_file
 from memex.index import chunking
 from memex.errors import ConfigError, MemoryFileError
-from memex.index.indexer import MEMEX_DIR, MEMORIES_DIR, RACY_NS, is_memory_name
+from memex.index.indexer import RACY_NS, is_memory_name
+from memex.layout import MEMEX_DIR, MEMORIES_DIR
 from memex.index.purge import PurgeCounts
 from memex.records import Record, build_record
 from memex.search.hybrid import Filters, Hit
@@ -68,7 +69,15 @@ class PgErasure:
     vacuum: dict[str, object]
 
     def as_dict(self) -> dict[str, object]:
-        return {"purged": self.purged, **self.vacuum}
+        return {"purged": self.purged, **self.vacuum, "summary": self.summary()}
+
+    def summary(self) -> str:
+        """One line for ``memex erase``: what was purged and how it was vacuumed."""
+        if not self.vacuum:
+            return f"{self.purged['memories']} row(s) purged, not vacuumed"
+        how = "VACUUM FULL" if self.vacuum["full"] else "VACUUM"
+        line = f"{self.purged['memories']} row(s) purged, {how} of {self.vacuum['tables']} tables"
+        return line + ("" if self.vacuum["checkpoint"] else "; CHECKPOINT not allowed to this role")
 
 
 class PgVaultIndex:
