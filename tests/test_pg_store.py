@@ -196,3 +196,22 @@ def test_unreachable_server_is_a_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(IndexStoreError, match=r"\[index\] url: cannot connect to PostgreSQL"):
         connect(f"postgresql:///nope?host={tmp_path}&connect_timeout=2")
+
+
+def test_a_row_left_by_a_failed_postgres_step_goes_at_the_next_sync(filled: Vault, pg_url: str) -> None:
+    """The erasure's PostgreSQL step did not run (server down) and the file came
+    back with its old bytes and mtime (cp -p from a backup): the next sync purges it."""
+    import os
+
+    hit = filled.search("redis ttl", limit=1)[0]
+    path = filled.root / hit.path
+    copy, st = path.read_bytes(), path.stat()
+    with _pg(filled, pg_url) as pg:
+        pg.sync()
+        erase(filled, hit.id, reason="test")  # this vault's backend is SQLite: PostgreSQL not told
+        path.write_bytes(copy)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        report = pg.sync()
+        assert report.removed == 1 and any("erased" in e["reason"] for e in report.errors)
+        assert pg.get(hit.id) is None
+        assert hit.id not in {h.id for h in pg.search("redis ttl")}

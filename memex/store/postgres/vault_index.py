@@ -150,7 +150,7 @@ class PgVaultIndex:
         mtime is re-read next time (see memex/index/indexer.py)."""
         report = PgSyncReport()
         self.guard.refresh()
-        cols = "rowid, path, file_hash, embedded, size, mtime_ns, racy"
+        cols = "rowid, path, file_hash, embedded, size, mtime_ns, racy, id"
         if only is None:
             found = self.conn.execute(f"SELECT {cols} FROM memories")
         else:
@@ -158,8 +158,14 @@ class PgVaultIndex:
         indexed = {str(r[1]): r for r in found}
         records: list[Record] = []
         restat: list[tuple[int, int, int, int]] = []
+        stale: list[int] = []
         for rel, st in sorted(on_disk.items()):
             have = indexed.get(rel)
+            if have is not None and self.guard.erased_id(str(have[7])):
+                # Erased (by id) while its file stayed or came back unchanged: never trust the stat.
+                report.errors.append({"path": rel, "reason": "on the erased list; not indexed"})
+                stale.append(int(have[0]))
+                continue
             vectors_ok = have is not None and (have[3] or self.embedder is None)
             if have is not None and vectors_ok and (have[4], have[5], have[6]) == (st.st_size, st.st_mtime_ns, 0):
                 report.unchanged += 1
@@ -174,6 +180,8 @@ class PgVaultIndex:
             rec.racy = time.time_ns() - st.st_mtime_ns < RACY_NS
             if self.guard.erased(rec.body) or self.guard.erased_id(rec.id):
                 report.errors.append({"path": rel, "reason": "on the erased list; not indexed"})
+                if have is not None:  # a row left by an erasure whose PostgreSQL step failed
+                    stale.append(int(have[0]))
                 continue
             if have is not None and vectors_ok and have[2] == rec.file_hash:
                 restat.append((rec.size, rec.mtime_ns, int(rec.racy), int(have[0])))
@@ -185,6 +193,10 @@ class PgVaultIndex:
                 cur.executemany("UPDATE memories SET size = %s, mtime_ns = %s, racy = %s WHERE rowid = %s", restat)
         for start in range(0, len(records), BATCH):
             self._write(records[start : start + BATCH], report)
+        if stale:
+            with self.conn.write_txn():
+                for rowid in stale:
+                    report.removed += rows.purge_memory(self.conn, rowid).memories
         gone = [rel for rel in indexed if rel not in on_disk]
         if gone:
             with self.conn.write_txn():
