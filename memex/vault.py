@@ -330,8 +330,12 @@ class Vault:
         # Query vectors come from an in-process LRU, not the index's cache:
         # a search takes no write lock and does not grow the index.
         qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
-        if self.shared_index is not None:
-            return self.shared_index.search(query, limit, filters, qvec)
+        if self.shared_index is not None:  # [index] backend = "postgres" (docs/postgres.md)
+            from memex.search.postgres import search as shared_search
+
+            hits = shared_search(self.shared_index.conn, self.embedder, query, limit, filters, qvec)
+            decay.annotate_from(self.shared_index.last_accesses, hits, decay.load_policy(self.config))
+            return hits
         hits = search(self.conn, self.embedder, query, limit, filters, qvec)
         decay.annotate(self.conn, hits, decay.load_policy(self.config))
         return hits

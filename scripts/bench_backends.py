@@ -218,8 +218,8 @@ def bench_postgres(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
     from memex.store.postgres import bulk, forensic, rows, schema
-    from memex.store.postgres.connection import connect
-    from memex.store.postgres.search import search
+    from memex.store.postgres.schema import connect
+    from memex.search.postgres import search
 
     embedder = RandomEmbedder()
     conn = connect(url)

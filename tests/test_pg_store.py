@@ -50,6 +50,12 @@ def _pg(vault: Vault, url: str):  # type: ignore[no-untyped-def]
     return PgVaultIndex(vault.root, load_config(vault.root), vault.embedder, url)
 
 
+def _pg_search(pg, text: str, limit: int = 10, filters: Filters = Filters()):  # type: ignore[no-untyped-def]
+    from memex.search.postgres import search
+
+    return search(pg.conn, pg.embedder, text, limit, filters)
+
+
 def test_bm25_equals_fts5(filled: Vault, pg_url: str) -> None:
     """The lexical score is FTS5's BM25, so fusion and the floor see the same numbers."""
     from memex.store.postgres import query
@@ -77,7 +83,7 @@ def test_same_answers_as_sqlite(filled: Vault, pg_url: str) -> None:
         for q in QUERIES:
             for filters in (Filters(), Filters(scopes=("project:memex",))):
                 lite = filled.search(q, limit=5, scope=list(filters.scopes or []) or None)
-                post = pg.search(q, limit=5, filters=filters)
+                post = _pg_search(pg, q, limit=5, filters=filters)
                 # The same memories with the same scores, rank by rank; cosines
                 # differ in the last float32 bits, so exact ties may swap.
                 assert len(post) == len(lite) and lite, (q, filters)
@@ -128,7 +134,7 @@ def test_purge_leaves_no_derived_row(filled: Vault, pg_url: str) -> None:
             "OR EXISTS (SELECT 1 FROM chunks WHERE text_hash = c.text_hash)"
         ).fetchone()[0]
         assert keys == used  # nothing cached for text no memory has
-        assert added.id not in {h.id for h in pg.search("kafka partitions tenant")}
+        assert added.id not in {h.id for h in _pg_search(pg, "kafka partitions tenant")}
         assert result.vacuum["checkpoint"] is True
 
 
@@ -214,4 +220,4 @@ def test_a_row_left_by_a_failed_postgres_step_goes_at_the_next_sync(filled: Vaul
         report = pg.sync()
         assert report.removed == 1 and any("erased" in e["reason"] for e in report.errors)
         assert pg.get(hit.id) is None
-        assert hit.id not in {h.id for h in pg.search("redis ttl")}
+        assert hit.id not in {h.id for h in _pg_search(pg, "redis ttl")}

@@ -109,16 +109,16 @@ def _register_vector(raw: Any) -> None:
     raw.adapters.register_loader(info.oid, VecLoader)
 
 
-def connect(url: str, *, create_extension: bool = True) -> PgConnection:
-    """Open the index at ``url`` (a libpq connection string or URI) and bring its schema up to date."""
+def open_connection(url: str, *, create_extension: bool = True) -> PgConnection:
+    """Connect to ``url`` (a libpq connection string or URI): pgvector ready,
+    vectors adapted, HNSW scans set; :func:`memex.store.postgres.schema.connect`
+    then brings the schema up to date."""
     try:
         import psycopg
     except ImportError as exc:
         raise IndexStoreError(
             "[index] backend = \"postgres\" needs the postgres extra: pip install 'memex[postgres]'"
         ) from exc
-    from memex.store.postgres import schema
-
     try:
         raw = psycopg.connect(url, autocommit=False)
     except psycopg.Error as exc:
@@ -133,9 +133,7 @@ def connect(url: str, *, create_extension: bool = True) -> PgConnection:
         _register_vector(raw)
         raw.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
         raw.execute("SET hnsw.iterative_scan = relaxed_order")
-        conn = PgConnection(raw, url)
-        schema.migrate(conn)
     except psycopg.Error as exc:
         raw.close()
         raise IndexStoreError(f"[index] url: cannot set up the PostgreSQL index: {str(exc).strip()}") from exc
-    return conn
+    return PgConnection(raw, url)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from memex.search.hybrid import Filters
+from memex.store.memories import Filters
 from memex.store.memories import MemoryRow
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.schema import TS_CONFIG
@@ -32,7 +32,7 @@ from memex.text import fts_query
 
 @dataclass(frozen=True)
 class PgFilters:
-    """:class:`memex.search.Filters` as a PostgreSQL WHERE clause over ``memories m``."""
+    """:class:`memex.store.memories.Filters` as a PostgreSQL WHERE clause over ``memories m``."""
 
     filters: Filters
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from memex.errors import SchemaTooNew
-from memex.store.postgres.connection import PgConnection
+from memex.errors import IndexStoreError, SchemaTooNew
+from memex.store.postgres.connection import PgConnection, open_connection
 
 TS_CONFIG = "memex"
 
@@ -128,6 +128,22 @@ TABLES = (
     "memories", "memory_vec", "chunks", "chunk_vec", "embedding_cache", "usage", "index_errors",
     "entities", "entity_links", "relations", "fts_totals",
 )
+
+
+def connect(url: str) -> PgConnection:
+    """Open the index at ``url`` and bring its schema up to date."""
+    import psycopg
+
+    conn = open_connection(url)
+    try:
+        migrate(conn)
+    except psycopg.Error as exc:
+        conn.close()
+        raise IndexStoreError(f"[index] url: cannot set up the PostgreSQL index: {str(exc).strip()}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def migrate(conn: PgConnection) -> None:

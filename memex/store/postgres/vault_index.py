@@ -12,17 +12,13 @@ clones of one vault.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from memex import decay
 from memex.config import CONFIG_RELPATH, Config, setting
 from memex.embedding import embed
 from memex.erase import erased_list
@@ -33,10 +29,9 @@ from memex.index.indexer import RACY_NS, is_memory_name
 from memex.layout import MEMEX_DIR, MEMORIES_DIR
 from memex.index.purge import PurgeCounts
 from memex.records import Record, build_record
-from memex.search.hybrid import Filters, Hit
 from memex.store.postgres import forensic, query, rows, schema
-from memex.store.postgres.connection import PgConnection, connect
-from memex.store.postgres.search import search as pg_search
+from memex.store.postgres.connection import PgConnection
+from memex.store.postgres.schema import connect
 
 BATCH = 256
 
@@ -245,24 +240,9 @@ class PgVaultIndex:
 
     # -- reading -------------------------------------------------------------
 
-    def search(
-        self, text: str, limit: int = 10, filters: Filters = Filters(), qvec: np.ndarray | None = None
-    ) -> list[Hit]:
-        """Hybrid search, hits annotated with their decayed confidence (as ``Vault.search``)."""
-        hits = pg_search(self.conn, self.embedder, text, limit, filters, qvec)
-        self.annotate(hits)
-        return hits
-
-    def annotate(self, hits: list[Hit]) -> None:
-        """``effective_confidence`` from the shared usage counts (:func:`memex.decay.annotate`)."""
-        if not hits:
-            return
-        policy = decay.load_policy(self.config)
-        now = dt.datetime.now(dt.timezone.utc)
-        last = query.last_accesses(self.conn, (h.id for h in hits))
-        for hit in hits:
-            value = decay.effective_confidence(hit.confidence, hit.category, last.get(hit.id), hit.created, policy, now)
-            hit.effective_confidence = round(value, 6)
+    def last_accesses(self, ids: Iterable[str]) -> dict[str, str | None]:
+        """The shared ``usage.last_access`` of these memories (what decay reads)."""
+        return query.last_accesses(self.conn, ids)
 
     def record_access(self, ids: list[str], stamp: str) -> None:
         query.record_use(self.conn, ids, stamp)

@@ -1,4 +1,4 @@
-"""Hybrid search on the PostgreSQL index: the same candidates, fusion and floor.
+"""Hybrid search on the PostgreSQL index (``memex/store/postgres/``): the same fusion and floor.
 
 This is :func:`memex.search.hybrid.search` with the candidates read from
 PostgreSQL (:mod:`.query`): BM25 by FTS5's formula and cosine from pgvector,
