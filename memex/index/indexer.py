@@ -14,7 +14,7 @@ under a new path with the id or the bytes of a vanished one is a move.
 Unreadable files are recorded in ``index_errors`` with their reason and are
 not read again until their size or mtime changes.
 
-Two kinds of file are never indexed (issue 12):
+Two kinds of file are never indexed (docs/forgetting.md, docs/reliability.md):
 
 * a file whose body is on the erased list (:class:`memex.erase.erased_list.Guard`):
   restored from git or a backup, or a sync tool's copy. It is recorded as an
@@ -576,7 +576,7 @@ class Indexer:
         by_id[rec.id] = rec.path
         if full and outcome == "updated" and at_path is not None and at_path.file_hash == rec.file_hash:
             # `reindex --full` rewrites every row; a file whose bytes are what
-            # the row was built from did not change (issue 14: not "updated 24").
+            # the row was built from did not change (docs/cli.md: not "updated 24").
             return "unchanged"
         return outcome
 

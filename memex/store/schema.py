@@ -155,7 +155,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 def vec_extension_path() -> str:
     """What ``sqlite_vec.loadable_path()`` returns, found without running the
     package's ``__init__``: that imports ``numpy.typing`` (about 10 ms of a
-    one-shot command's start-up, issue 14) for a helper memex never uses."""
+    one-shot command's start-up: docs/benchmarks.md) for a helper memex never uses."""
     spec = importlib.util.find_spec("sqlite_vec")
     if spec is None or not spec.submodule_search_locations:
         raise IndexStoreError("the sqlite-vec package is not installed (pip install sqlite-vec)")
