@@ -66,7 +66,7 @@ class VaultLike(Protocol):
     def check_scope(self, scope: str | None) -> str: ...
     def new_path(self, scope: str, body: str, memory_id: str) -> Path: ...
     def record_access(self, ids: Sequence[str]) -> None: ...
-    def _row_by_id(self, memory_id: str) -> MemoryRow: ...
+    def row_by_id(self, memory_id: str) -> MemoryRow: ...
 
 
 def check_storable(text: str, max_bytes: int, what: str = "text") -> None:
@@ -200,7 +200,7 @@ def _known(vault: VaultLike, decision: pipeline.Decision) -> pipeline.AddResult:
     existing = decision.existing_id or ""
     if decision.status == "duplicate" and existing:
         vault.record_access([existing])
-    path = vault._row_by_id(existing).path if existing else ""
+    path = vault.row_by_id(existing).path if existing else ""
     return pipeline.AddResult(
         decision.status, existing, path, decision.method, decision.existing_id,
         decision.similarity, decision.similar_facts,

@@ -251,7 +251,8 @@ class Vault:
 
     # -- reading -------------------------------------------------------------
 
-    def _row_by_id(self, memory_id: str) -> MemoryRow:
+    def row_by_id(self, memory_id: str) -> MemoryRow:
+        """The index row of one memory (its path, status, fields); MemoryNotFound if none."""
         row = memories.row_by_id(self.conn, memory_id)
         if row is None:
             raise MemoryNotFound(memory_id)
@@ -259,7 +260,7 @@ class Vault:
 
     def get(self, memory_id: str) -> Memory:
         """The memory with this id, read from its file."""
-        row = self._row_by_id(memory_id)
+        row = self.row_by_id(memory_id)
         count, last = usage.usage_of(self.conn, memory_id)
         mf, _ = memory_file.read(self.root / row.path, self.config.max_file_bytes, self.root)
         hit = hit_from_row(row)
