@@ -293,7 +293,7 @@ def run_one(size: int, searches: int, adds: int) -> dict[str, Any]:
             # Where an add's time goes: the steps of Vault.add, timed in place.
             watch = _Stopwatch()
             watch.wrap(Vault, "embed_query", "embed_body")
-            watch.wrap(dedup, "check", "dedup_check")
+            watch.wrap(pipeline, "check", "dedup_check")
             watch.wrap(memory_file, "atomic_write", "atomic_write")
             watch.wrap(Indexer, "index_paths", "index_file")
             new_bodies = [memory_text(rng, size + 1000 + n) for n in range(adds)]
