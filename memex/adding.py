@@ -5,7 +5,7 @@ embedding the body and its chunks, and the dedup pipeline. The lock then
 covers only a short commit: the erased-list and exact-duplicate checks again
 (another process may have stored the same body meanwhile: two processes
 adding one body still produce one file), the file write and its index rows
-(issue 12, item 6). Eight concurrent adds beside a watcher and a reindex
+(docs/write-path.md). Eight concurrent adds beside a watcher and a reindex
 loop used to queue behind each other's model loading and time out after
 30 s; now an add waits for the lock as long as it takes (``Vault.lock_wait``;
 a flock dies with its holder), and the lock is never held while waiting for
