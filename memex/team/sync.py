@@ -1,0 +1,418 @@
+"""``memex sync``: share one vault through a git remote (docs/team.md).
+
+Git is the engine; memex adds its rules around it. One sync, under the
+vault's sync lock:
+
+1. check the clone (a git repository, on a branch, with a remote; no
+   rebase or merge left unfinished) and set up the merge drivers
+   (memex/team/wiring.py);
+2. fetch, and check this clone's erasure key against the team's fingerprint
+   (memex/team/tombstones.py);
+3. commit memex's own files (memory files, the erased list, the key's
+   fingerprint, ``.gitattributes``; never the index), then rebase them onto
+   the remote branch. Memory files merge by rule (memex/team/merge.py); a
+   memory deleted on one side and edited on the other is kept (an erasure
+   takes it below); any other conflict aborts the rebase and names the file;
+4. reindex, erase here what teammates erased (the real erase path), and
+   retire exact duplicates of the merged tree (``memex dedup``'s rule, which
+   picks the same survivor on every clone); commit that;
+5. push. Rejected because a teammate pushed meanwhile: fetch and go again
+   from 3, at most ``[team] push_attempts`` times.
+
+A history rewrite (``memex erase --purge-history``) is coordinated, not
+assumed: the clone that rewrote publishes it with a force-push only if
+nobody pushed since its last sync; every other clone sees the remote
+rewritten at its next sync, moves its own commits onto the new history as
+one commit (so erased text it still held never reaches the remote), and
+drops the old objects; each sync report says what this clone's history
+still holds.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memex import erased_list
+from memex.config import setting
+from memex.errors import SyncError
+from memex.locking import file_lock
+from memex.memory_file import read
+from memex.team import tombstones, wiring
+from memex.team.gitrepo import Repo
+from memex.team.merge import CONFLICT_KEY, LOCAL_ENV
+
+if TYPE_CHECKING:
+    from memex.vault import Vault
+
+STATE_NAME = "memex-sync.json"  # in .git/: per clone, never shared
+LOG_NAME = "erasure.log"
+SHARED = ("memories", ".memex/erased.txt", f".memex/{tombstones.KEY_ID_NAME}", wiring.ATTRIBUTES_NAME)
+FIRST_TIME = (".gitignore", ".memex/config.toml")  # committed once, when still untracked
+MAX_CONTINUES = 200
+
+
+@dataclass
+class SyncReport:
+    remote: str
+    branch: str
+    dry_run: bool = False
+    set_up: list[str] = field(default_factory=list)
+    key: str = "ok"
+    local_changes: int = 0  # files memex committed before pulling
+    incoming: int = 0  # commits the remote had that this clone did not
+    outgoing: int = 0  # commits pushed
+    attempts: int = 0
+    kept_edited: list[str] = field(default_factory=list)  # deleted there, edited here: kept
+    conflicts: list[dict[str, str]] = field(default_factory=list)
+    erased: list[str] = field(default_factory=list)
+    deduplicated: list[dict[str, Any]] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)
+    history: dict[str, Any] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- per-clone state -----------------------------------------------------------
+
+
+def _state(repo: Repo) -> dict[str, Any]:
+    try:
+        data = json.loads((repo.git_dir / STATE_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_state(repo: Repo, state: dict[str, Any]) -> None:
+    (repo.git_dir / STATE_NAME).write_text(json.dumps(state, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _rewrites(memex_dir: Path) -> int:
+    """How many history rewrites (``erase --purge-history``) this clone's audit log records."""
+    try:
+        lines = (memex_dir / LOG_NAME).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return 0
+    count = 0
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and (entry.get("phase") == "history_purged" or entry.get("git_history") == "purged"):
+            count += 1
+    return count
+
+
+def _rewritten_here(repo: Repo, state: dict[str, Any]) -> bool:
+    """This clone's history no longer holds what it last synced (checked with the audit log's word)."""
+    last = state.get("remote_tip")
+    if not isinstance(last, str) or not repo.rev("HEAD"):
+        return False
+    return repo.run("merge-base", "--is-ancestor", last, "HEAD", check=False).code != 0
+
+
+# -- steps -----------------------------------------------------------------------
+
+
+def _team_key_id(repo: Repo, ref: str | None, root: Path) -> str | None:
+    path = root / ".memex" / tombstones.KEY_ID_NAME
+    if ref is not None:
+        done = repo.run("show", f"{ref}:{repo.prefix}.memex/{tombstones.KEY_ID_NAME}", check=False)
+        if done.code == 0 and done.out.strip():
+            return done.out.strip()
+    return path.read_text(encoding="utf-8").strip() if path.is_file() else None
+
+
+def _settle_key(vault: Vault, repo: Repo, ref: str | None, report: SyncReport) -> None:
+    team_id = _team_key_id(repo, ref, vault.root)
+    status = tombstones.check_key(vault.memex_dir, team_id)
+    if status == "new":
+        key = tombstones.local_key(vault.memex_dir) or tombstones.create_key(vault.memex_dir)
+        (vault.memex_dir / tombstones.KEY_ID_NAME).write_text(tombstones.fingerprint(key) + "\n", encoding="utf-8")
+        report.key = "created: share .memex/erase.key with each teammate over a private channel (docs/team.md)"
+
+
+def _tracked(repo: Repo, path: str) -> bool:
+    return bool(repo.run("ls-files", "-z", "--", path).out)
+
+
+def _commit(vault: Vault, repo: Repo, message: str) -> int:
+    """Stage memex's own files and commit them; returns how many files changed."""
+    paths = [p for p in SHARED if (vault.root / p).exists() or _tracked(repo, p)]
+    paths += [p for p in FIRST_TIME if (vault.root / p).exists() and not _tracked(repo, p)]
+    if paths:
+        repo.run("add", "-A", "--", *paths)
+    if _tracked(repo, "sessions"):
+        repo.run("add", "-u", "--", "sessions")  # archives an erasure deleted
+    staged = [p for p in repo.out("diff", "--cached", "--name-only", "-z").split("\0") if p]
+    if not staged:
+        return 0
+    repo.run("commit", "-q", "--no-verify", "-m", message, env=repo.identity_env())
+    return len(staged)
+
+
+def _message(what: str) -> str:
+    return f"memex sync: {what} ({socket.gethostname()})"
+
+
+def _both_sides(repo: Repo) -> set[str]:
+    """Unmerged paths with both sides' versions (a content conflict, not deleted on one side)."""
+    stages: dict[str, set[str]] = {}
+    for entry in repo.out("ls-files", "-u", "-z").split("\0"):
+        meta, _, path = entry.partition("\t")
+        if path:
+            stages.setdefault(path, set()).add(meta.split()[-1])
+    return {p for p, s in stages.items() if {"2", "3"} <= s}
+
+
+def _continue_rebase(vault: Vault, repo: Repo, report: SyncReport) -> None:
+    """Settle what the drivers could not: a memory deleted on one side and edited on the other."""
+    for _ in range(MAX_CONTINUES):
+        if repo.busy() != "rebase":
+            return
+        unmerged = repo.unmerged()
+        both = _both_sides(repo)
+        # A memory file both sides changed is the driver's; if it is still unmerged, the driver failed.
+        other = [p for p in unmerged if not (p.startswith("memories/") and p.endswith(".md")) or p in both]
+        gone = [p for p in unmerged if p not in other and not (vault.root / p).exists()]
+        if other or gone or not unmerged:
+            repo.run("rebase", "--abort", check=False)
+            names = ", ".join((other or gone or ["(none listed)"])[:5])
+            raise SyncError(
+                f"the rebase onto the team's branch stopped on a conflict memex does not resolve ({names}); "
+                "nothing was pushed and your commits are as they were: resolve it with git "
+                "(`git pull --rebase`, fix, `git rebase --continue`), then run `memex sync` again"
+            )
+        # Deleted on one side, edited on the other: the edited file is in the work tree; keep it.
+        repo.run("add", "--", *unmerged)
+        report.kept_edited += [p for p in unmerged if p not in report.kept_edited]
+        done = repo.run("-c", "core.editor=true", "rebase", "--continue", check=False, env=repo.identity_env())
+        if done.code == 0 and repo.busy() != "rebase":
+            return
+    repo.run("rebase", "--abort", check=False)
+    raise SyncError("the rebase did not finish after many steps; nothing was pushed; run `memex sync` again")
+
+
+def _rebase(vault: Vault, repo: Repo, onto: str, since: str | None, report: SyncReport) -> None:
+    head = repo.rev("HEAD")
+    env = {LOCAL_ENV: head or ""}
+    args = ["rebase", "-q", "--autostash"] + (["--onto", onto, since] if since else [onto])
+    with vault.write_lock():
+        done = repo.run(*args, check=False, env={**env, **repo.identity_env()})
+        if done.code != 0:
+            if repo.busy() != "rebase":
+                raise SyncError(f"git rebase failed in {repo.root}: {(done.err or done.out).strip()}")
+            _continue_rebase(vault, repo, report)
+
+
+def _conflicts(vault: Vault, repo: Repo) -> list[dict[str, str]]:
+    """Second memories the merge driver wrote for body conflicts (untracked until committed)."""
+    out: list[dict[str, str]] = []
+    for rel in repo.untracked("memories"):
+        if not rel.endswith(".md"):
+            continue
+        try:
+            mf, _ = read(vault.root / rel, vault.config.max_file_bytes, vault.root)
+        except Exception:  # not ours to judge here: the reindex reports unreadable files
+            continue
+        original = mf.meta.get(CONFLICT_KEY)
+        if original in (None, ""):
+            continue
+        out.append({
+            "id": str(original), "other_id": str(mf.meta.get("id")), "other_path": rel, "suggestion": "supersede",
+            "next_step": f"both versions are kept; read them (`memex show {original}`, `memex show {mf.meta.get('id')}`) "
+                         f"and supersede the one that is out of date (`memex supersede OLD_ID TEXT`)",
+        })
+    return out
+
+
+def _settle_tree(vault: Vault, report: SyncReport) -> bool:
+    """Reindex, apply teammates' erasures, retire exact duplicates; True when something was erased."""
+    from memex.dedup_cleanup import dedup_existing
+
+    started = time.perf_counter()
+    done = vault.reindex()
+    report.seconds["index"] = report.seconds.get("index", 0.0) + time.perf_counter() - started
+    for key in ("added", "updated", "removed"):
+        report.index[key] = report.index.get(key, 0) + int(getattr(done, key, 0) or 0)
+    applied = tombstones.apply(vault)
+    report.erased += [i for i in applied.ids if i not in report.erased]
+    for _ in range(100):  # memex dedup changes at most 200 memories a run
+        cleanup = dedup_existing(vault, apply=True)
+        report.deduplicated += [{"keep": g.keep, "superseded": g.supersede} for g in cleanup.groups]
+        if not cleanup.remaining:
+            break
+    return bool(applied.ids)
+
+
+def _history(vault: Vault, repo: Repo, report: SyncReport, rewritten: bool) -> None:
+    if rewritten:
+        repo.run("reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+        repo.run("gc", "--prune=now", "--quiet")
+    guard = erased_list.Guard(vault.memex_dir)
+    guard.refresh()
+    if guard.size == 0:
+        report.history = {"status": "nothing_erased", "erased_blobs": 0}
+        return
+    count = tombstones.erased_blobs(repo.top, vault.memex_dir)
+    report.history["erased_blobs"] = count
+    if count:
+        report.history.setdefault("status", "retained")
+        report.history["next_step"] = (
+            f"{count} git object(s) in this clone still hold erased memories (older commits); to remove them "
+            "everywhere, run `memex erase ID --reason ... --purge-history` on one clone, then `memex sync` "
+            "there (it publishes the rewrite) and on every other clone (each adopts it)"
+        )
+    else:
+        report.history.setdefault("status", "clean")
+
+
+def _publish_rewrite(vault: Vault, repo: Repo, remote: str, branch: str, state: dict[str, Any],
+                     report: SyncReport) -> None:
+    """This clone rewrote history: force-push it, if nobody pushed since this clone's last sync."""
+    tip = repo.rev(f"refs/remotes/{remote}/{branch}")
+    known = state.get("remote_tip")
+    if tip is not None and tip != known:
+        raise SyncError(
+            "this clone rewrote its git history (`memex erase --purge-history`), and a teammate pushed to "
+            f"{remote}/{branch} since this clone last synced, on the old history; to keep their work, re-clone "
+            "from the remote, copy your .memex/erase.key and erased.txt lines in, run `memex sync`, and "
+            "run the erase with --purge-history again there"
+        )
+    report.local_changes += _commit(vault, repo, _message("local changes"))
+    _settle_tree(vault, report)
+    report.local_changes += _commit(vault, repo, _message("erasures and duplicates"))
+    lease = f"--force-with-lease=refs/heads/{branch}:{tip}" if tip else "--force-with-lease"
+    repo.run("push", "-q", lease, remote, f"HEAD:refs/heads/{branch}")
+    report.history["status"] = "rewritten_here_and_published"
+    report.notes.append(
+        "this clone's rewritten history is now on the remote; each teammate's next `memex sync` adopts it and "
+        "drops the old objects; copies outside git clones (backups, forks, a host's caches) are out of reach"
+    )
+
+
+def _push(repo: Repo, remote: str, branch: str, exists: bool) -> bool:
+    ahead = int(repo.out("rev-list", "--count", f"{remote}/{branch}..HEAD").strip()) if exists else 1
+    if not ahead:
+        return True
+    done = repo.run("push", "-q", *([] if exists else ["-u"]), remote, f"HEAD:refs/heads/{branch}", check=False)
+    if done.code == 0:
+        return True
+    text = done.err + done.out
+    if "rejected" in text or "fetch first" in text or "non-fast-forward" in text:
+        return False
+    raise SyncError(f"git push to {remote} failed: {' / '.join(text.strip().splitlines()[-3:])}")
+
+
+def _fetch(repo: Repo, remote: str, branch: str) -> tuple[str | None, str | None]:
+    """(the remote branch before, after); None when the remote does not have the branch."""
+    before = repo.rev(f"refs/remotes/{remote}/{branch}")
+    done = repo.run("fetch", "-q", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}", check=False)
+    if done.code != 0:
+        text = (done.err or done.out).strip()
+        if "couldn't find remote ref" in text:
+            return before, None
+        raise SyncError(f"git fetch from {remote} failed: {' / '.join(text.splitlines()[-3:])}")
+    return before, repo.rev(f"refs/remotes/{remote}/{branch}")
+
+
+def _dry_run(vault: Vault, repo: Repo, remote: str, branch: str, after: str | None, report: SyncReport) -> SyncReport:
+    report.set_up = wiring.missing(repo, vault.root)
+    team_id = _team_key_id(repo, f"{remote}/{branch}" if after else None, vault.root)
+    report.key = tombstones.check_key(vault.memex_dir, team_id)
+    paths = [p for p in SHARED if (vault.root / p).exists() or _tracked(repo, p)]
+    status = repo.out("status", "--porcelain", "-z", "--untracked-files=all", "--", *paths) if paths else ""
+    report.local_changes = len([e for e in status.split("\0") if len(e) > 3])
+    if after:
+        report.incoming = int(repo.out("rev-list", "--count", f"HEAD..{after}").strip())
+        report.outgoing = int(repo.out("rev-list", "--count", f"{after}..HEAD").strip())
+    else:
+        report.outgoing = int(repo.out("rev-list", "--count", "HEAD").strip()) if repo.rev("HEAD") else 0
+    return report
+
+
+def sync(vault: Vault, remote: str | None = None, dry_run: bool = False, key_file: Path | None = None) -> SyncReport:
+    """Sync the vault with its team remote (see the module doc); raises SyncError with what to do."""
+    started = time.perf_counter()
+    repo = Repo(vault.root)
+    busy = repo.busy()
+    if busy:
+        raise SyncError(f"{repo.top}: a git {busy} is unfinished; finish it or abort it (`git {busy} --abort`), then run `memex sync`")
+    branch = repo.branch()
+    team = vault.config.section("team")
+    where = str(vault.root / ".memex" / "config.toml") + " [team]"
+    remote_name, remote_branch = repo.upstream(branch, remote or setting(team, "remote", "", where) or None)
+    attempts = int(setting(team, "push_attempts", 5, where))
+    if attempts < 1:
+        raise SyncError(f"{where}: push_attempts must be at least 1")
+    report = SyncReport(remote=remote_name, branch=remote_branch, dry_run=dry_run)
+    if key_file is not None:
+        report.key = tombstones.install_key(vault.memex_dir, key_file)
+    with file_lock(vault.memex_dir / "sync.lock", timeout=600):
+        before, after = _fetch(repo, remote_name, remote_branch)
+        if dry_run:
+            return _dry_run(vault, repo, remote_name, remote_branch, after, report)
+        report.set_up = wiring.ensure(repo, vault.root)
+        _settle_key(vault, repo, f"{remote_name}/{remote_branch}" if after else None, report)
+        state = _state(repo)
+        rewrites = _rewrites(vault.memex_dir)
+        git_started = time.perf_counter()
+        if rewrites > int(state.get("rewrites", 0)) and _rewritten_here(repo, state):
+            _publish_rewrite(vault, repo, remote_name, remote_branch, state, report)
+            rewritten = True
+        else:
+            rewritten = _sync_loop(vault, repo, remote_name, remote_branch, before, after, attempts, report)
+        state.update(rewrites=rewrites, remote_tip=repo.rev("HEAD"))
+        _save_state(repo, state)
+        _history(vault, repo, report, rewritten)
+        report.seconds["git_and_rules"] = time.perf_counter() - git_started - report.seconds.get("index", 0.0)
+    report.seconds["total"] = time.perf_counter() - started
+    return report
+
+
+def _sync_loop(vault: Vault, repo: Repo, remote: str, branch: str, before: str | None, after: str | None,
+               attempts: int, report: SyncReport) -> bool:
+    """Commit, rebase, settle, push; again while the push is rejected. True when the remote was rewritten."""
+    rewritten = False
+    for attempt in range(1, attempts + 1):
+        report.attempts = attempt
+        report.local_changes += _commit(vault, repo, _message("local changes"))
+        if after is not None and repo.rev("HEAD"):
+            report.incoming += int(repo.out("rev-list", "--count", f"HEAD..{after}").strip())
+            forced = before is not None and repo.run("merge-base", "--is-ancestor", before, after, check=False).code != 0
+            if forced:
+                # The team rewrote history: keep only this clone's own commits, as one commit below.
+                rewritten = True
+                report.history["status"] = "rewrite_adopted"
+                report.notes.append(
+                    "the remote's history was rewritten (a teammate's `memex erase --purge-history`); this "
+                    "clone moved its own changes onto it and dropped the old objects"
+                )
+                _rebase(vault, repo, after, before, report)
+            else:
+                _rebase(vault, repo, after, None, report)
+        report.conflicts += _conflicts(vault, repo)
+        erased = _settle_tree(vault, report)
+        if after is not None and (rewritten or erased) and repo.rev(after):
+            # Erased text may sit in this clone's unpushed commits: push one commit holding the settled tree.
+            repo.run("reset", "-q", "--soft", after)
+        report.local_changes += _commit(vault, repo, _message("merged, erasures and duplicates"))
+        if after is not None:
+            report.outgoing = int(repo.out("rev-list", "--count", f"{after}..HEAD").strip())
+        if _push(repo, remote, branch, after is not None):
+            return rewritten
+        before, after = _fetch(repo, remote, branch)
+        report.notes.append(f"push rejected (a teammate pushed meanwhile); pulled again (attempt {attempt})")
+    raise SyncError(
+        f"the push to {remote}/{branch} was rejected {attempts} times (teammates kept pushing); "
+        "your changes are committed locally; run `memex sync` again"
+    )
