@@ -27,17 +27,17 @@ from memex.errors import (
 )
 
 if TYPE_CHECKING:
-    from memex.dedup import AddResult, SimilarFact
-    from memex.indexer import SyncReport
-    from memex.search import Hit
+    from memex.dedup.pipeline import AddResult, SimilarFact
+    from memex.index.indexer import SyncReport
+    from memex.search.hybrid import Hit
     from memex.vault import Memory, Vault, find_vault_root, init_vault, open_vault
 
 # Imported on first use (PEP 562): `memex --version`, `memex --help` and the
 # hooks that never touch the index do not pay for numpy, SQLite and the rest
 # (start-up, issue 14).
 _LAZY = {
-    "AddResult": "memex.dedup", "SimilarFact": "memex.dedup", "SyncReport": "memex.indexer",
-    "Hit": "memex.search", "Memory": "memex.vault", "Vault": "memex.vault",
+    "AddResult": "memex.dedup.pipeline", "SimilarFact": "memex.dedup.pipeline", "SyncReport": "memex.index.indexer",
+    "Hit": "memex.search.hybrid", "Memory": "memex.vault", "Vault": "memex.vault",
     "find_vault_root": "memex.vault", "init_vault": "memex.vault", "open_vault": "memex.vault",
 }
 

@@ -9,7 +9,7 @@ adding one body still produce one file), the file write and its index rows
 loop used to queue behind each other's model loading and time out after
 30 s; now an add waits for the lock as long as it takes (``Vault.lock_wait``;
 a flock dies with its holder), and the lock is never held while waiting for
-SQLite (:func:`memex.locking.locked_txn`).
+SQLite (:func:`memex.files.locking.locked_txn`).
 
 A body the index would refuse is refused here, before anything is written:
 over ``[index] max_file_bytes`` or holding a NUL byte (item 9). Answering
@@ -24,11 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import ulid
 
-from memex import dedup, embed, memory_file, purge
-from memex.db import write_txn
-from memex.erased_list import Guard, allow
+from memex.dedup import pipeline
+from memex.embedding import embed
+from memex.files import memory_file
+from memex.index import purge
+from memex.index.db import write_txn
+from memex.erase.erased_list import Guard, allow
 from memex.errors import InvalidArgument, MemoryFileError
-from memex.memory_file import MemoryFile
+from memex.files.memory_file import MemoryFile
 from memex.records import DEFAULT_CONFIDENCE, build_record, check_unicode, now_iso
 from memex.text import body_hash, normalize, strip_injected
 
@@ -82,7 +85,7 @@ def add(
     extra: dict[str, Any] | None = None,
     supersedes: str | None = None,
     allow_erased: bool = False,
-) -> dedup.AddResult:
+) -> pipeline.AddResult:
     """See :meth:`memex.vault.Vault.add`."""
     check_unicode(
         text=text, scope=scope, source=source, session=session, source_ref=source_ref,
@@ -107,7 +110,7 @@ def add(
     guard = Guard(vault.memex_dir)
     guard.refresh()
     if not allow_erased and guard.erased(body):
-        return dedup.AddResult("refused", "", "", "erased")
+        return pipeline.AddResult("refused", "", "", "erased")
 
     memory_id = str(ulid.ULID())
     meta: dict[str, Any] = {
@@ -123,8 +126,8 @@ def add(
     _check_file(content, max_bytes)
 
     qvec, cache_rows = _vectors(vault, body, content)
-    cand = dedup.Candidate(body=body, scope=scope, source=source, session=session, supersedes=supersedes, qvec=qvec)
-    decision = dedup.check(vault, cand)
+    cand = pipeline.Candidate(body=body, scope=scope, source=source, session=session, supersedes=supersedes, qvec=qvec)
+    decision = pipeline.check(vault, cand)
     if decision.status != "created":
         return _known(vault, decision)
 
@@ -133,14 +136,14 @@ def add(
         # process may have committed since the checks above.
         guard.refresh()
         if not allow_erased and guard.erased(body):
-            return dedup.AddResult("refused", "", "", "erased")
+            return pipeline.AddResult("refused", "", "", "erased")
         row = vault.conn.execute(
             "SELECT id FROM memories WHERE scope = ? AND body_hash = ? AND status = 'active' "
             "AND id IS NOT ? LIMIT 1",
             (scope, body_hash(body), supersedes),
         ).fetchone()
         if row is not None:
-            return _known(vault, dedup.Decision("duplicate", "exact", row[0], 1.0, decision.similar_facts))
+            return _known(vault, pipeline.Decision("duplicate", "exact", row[0], 1.0, decision.similar_facts))
         path = vault.new_path(scope, body, memory_id)
         if allow_erased:  # the deliberate way back; the indexer would refuse it otherwise
             allow(vault.memex_dir, [body])
@@ -150,7 +153,7 @@ def add(
         vault.indexer.index_paths([rel])
         # Vectors stored for a file the indexer then refused go again.
         purge.drop_unused_cache(vault.conn, {r[1] for r in cache_rows})
-    return dedup.AddResult("created", memory_id, rel, None, None, None, decision.similar_facts)
+    return pipeline.AddResult("created", memory_id, rel, None, None, None, decision.similar_facts)
 
 
 def _check_file(content: str, max_bytes: int) -> None:
@@ -168,13 +171,13 @@ def _check_file(content: str, max_bytes: int) -> None:
         raise InvalidArgument("text", f"would not read back as a memory file ({exc.reason}); nothing was stored") from exc
 
 
-def _known(vault: Vault, decision: dedup.Decision) -> dedup.AddResult:
+def _known(vault: Vault, decision: pipeline.Decision) -> pipeline.AddResult:
     """The answer for a body the pipeline found already stored (or refused)."""
     existing = decision.existing_id or ""
     if decision.status == "duplicate" and existing:
         vault.record_access([existing])
     path = vault._row_by_id(existing)[0] if existing else ""
-    return dedup.AddResult(
+    return pipeline.AddResult(
         decision.status, existing, path, decision.method, decision.existing_id,
         decision.similarity, decision.similar_facts,
     )

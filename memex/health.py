@@ -10,9 +10,9 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memex import orphans
-from memex.db import SCHEMA_VERSION, has_vector_tables, scalar, write_txn
-from memex.index_guard import ERASED_REASON
+from memex.files import orphans
+from memex.index.db import SCHEMA_VERSION, has_vector_tables, scalar, write_txn
+from memex.index.guard import ERASED_REASON
 
 if TYPE_CHECKING:
     from memex.vault import Vault

@@ -2,7 +2,7 @@
 
 Setting ``superseded_by`` (consolidation, supersede, dedup cleanup) or a
 category rewrites a memory file with one frontmatter key changed and every
-other key and the body kept exactly (memex/memory_file.py).
+other key and the body kept exactly (memex/files/memory_file.py).
 
 A session's consolidation supersedes dozens of memories. Edited one at a
 time, each costs two fsyncs (file and folder) and a write transaction, which
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memex import memory_file
+from memex.files import memory_file
 from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 
 if TYPE_CHECKING:

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-from memex import graph
+from memex.index import graph
 from memex.errors import InvalidArgument, MemoryFileError
-from memex.memory_file import MemoryFile
-from memex.names import check_scope, scope_from_dir_parts
+from memex.files.memory_file import MemoryFile
+from memex.files.names import check_scope, scope_from_dir_parts
 from memex.text import body_hash, normalize, strip_injected
 
 DEFAULT_CONFIDENCE = 0.8

@@ -20,19 +20,23 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import numpy as np
 
-from memex import decay, embed, memory_file, permissions, scopes, writers
+from memex import decay, scopes
+from memex.embedding import embed
+from memex.files import memory_file
+from memex.files import permissions
+from memex.files import writers
 from memex.config import Config, load_config
-from memex.db import connect, write_txn
+from memex.index.db import connect, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
-from memex.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
-from memex.locking import file_lock, locked_txn
-from memex.names import scope_dir_parts, slug
+from memex.index.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
+from memex.files.locking import file_lock, locked_txn
+from memex.files.names import scope_dir_parts, slug
 from memex.records import Memory as Memory  # public here since before it moved
 from memex.records import now_iso, record_view
-from memex.search import HIT_COLUMNS, Filters, Hit, hit_from_row, search
+from memex.search.hybrid import HIT_COLUMNS, Filters, Hit, hit_from_row, search
 
 if TYPE_CHECKING:
-    from memex import dedup  # the write path's; a search need not import it (start-up, issue 14)
+    from memex.dedup.pipeline import AddResult  # the write path's; a search need not import it
     from memex.meta_edit import MetaBatch
 
 MEMEX_DIR = ".memex"
@@ -137,7 +141,7 @@ class Vault:
         self._indexer: Indexer | None = None
         self._scope_rules: scopes.ScopeRules | None = None
         # Temp files (whole memory texts) a killed write left behind go now,
-        # not at the next reindex: one listing of a small folder (memex/writers.py).
+        # not at the next reindex: one listing of a small folder (memex/files/writers.py).
         writers.sweep(self.root)
 
     # -- plumbing ------------------------------------------------------------
@@ -191,7 +195,7 @@ class Vault:
 
     def commit(self, timeout: float | None = None) -> Any:
         """``write.lock`` plus a write transaction, for a short commit; never
-        holds the lock while SQLite is busy (memex.locking.locked_txn).
+        holds the lock while SQLite is busy (memex.files.locking.locked_txn).
         ``timeout`` None means :attr:`lock_wait`."""
         return locked_txn(self.conn, self.memex_dir / "write.lock", timeout if timeout is not None else self.lock_wait)
 
@@ -337,8 +341,8 @@ class Vault:
         """Bring the index in line with the files; ``full`` re-reads every file."""
         report = self.indexer.sync(full=full, progress=progress)
         # Rows of vanished files were purged (a crashed erase, a file deleted by
-        # hand): make their text unreadable on disk too (issue 5, memex/purge.py).
-        from memex.purge import scrub_if_pending
+        # hand): make their text unreadable on disk too (issue 5, memex/index/purge.py).
+        from memex.index.purge import scrub_if_pending
 
         scrub_if_pending(self.conn)
         return report
@@ -365,11 +369,11 @@ class Vault:
         extra: dict[str, Any] | None = None,
         supersedes: str | None = None,
         allow_erased: bool = False,
-    ) -> dedup.AddResult:
+    ) -> AddResult:
         """Store a memory unless the dedup pipeline finds it is already known.
 
         A body that was erased before is refused (method "erased") unless
-        ``allow_erased`` (issue 5, memex/erased_list.py). A body the index
+        ``allow_erased`` (issue 5, memex/erase/erased_list.py). A body the index
         would never hold (over ``[index] max_file_bytes``, a NUL byte) raises
         InvalidArgument and nothing is written. See memex/adding.py.
         """
@@ -393,23 +397,23 @@ class Vault:
 
         return update_meta_many(self, changes)
 
-    # -- consolidation and decay (issue 7; memex/consolidate.py, memex/decay.py)
+    # -- consolidation and decay (issue 7; memex/consolidation/consolidate.py, memex/decay.py)
 
     def consolidate(self, session: str, scope: str | None = None, dry_run: bool = False) -> Any:
         """Fold a session's similar memories into one representative each."""
-        from memex.consolidate import consolidate
+        from memex.consolidation.consolidate import consolidate
 
         return consolidate(self, session, scope, dry_run)
 
     def consolidate_all(self, scope: str | None = None, dry_run: bool = False) -> Any:
         """Backfill: consolidate every session with active memories."""
-        from memex.consolidate import consolidate_all
+        from memex.consolidation.consolidate import consolidate_all
 
         return consolidate_all(self, scope, dry_run)
 
     def unsupersede(self, memory_id: str) -> Memory:
         """Make a superseded memory active again."""
-        from memex.consolidate import unsupersede
+        from memex.consolidation.consolidate import unsupersede
 
         return unsupersede(self, memory_id)
 
@@ -429,23 +433,23 @@ class Vault:
 
     def supersede(self, old_id: str, text: str, **add_options: Any) -> Any:
         """Store ``text`` as the successor of ``old_id`` (which gets ``superseded_by``)."""
-        from memex.supersede import supersede
+        from memex.dedup.supersede import supersede
 
         return supersede(self, old_id, text, **add_options)
 
     def handoff(self, session: str) -> Any:
         """The note telling an agent what a hook already stored this turn."""
-        from memex.handoff import handoff
+        from memex.dedup.handoff import handoff
 
         return handoff(self, session)
 
     def dedup_existing(self, apply: bool = False, limit: int = 200) -> Any:
         """Find exact duplicates already in the vault; with ``apply``, supersede them."""
-        from memex.dedup_cleanup import dedup_existing
+        from memex.dedup.cleanup import dedup_existing
 
         return dedup_existing(self, apply, limit)
 
-    # -- erasure and the entity graph (issue 5; memex/erase.py, memex/graph.py)
+    # -- erasure and the entity graph (issue 5; memex/erase/steps.py, memex/index/graph.py)
 
     def erase(
         self,
@@ -457,33 +461,33 @@ class Vault:
         purge_history: bool = False,
     ) -> Any:
         """Erase one memory, or a subject (source + source_ref, or session), leaving no trace."""
-        from memex.erase import erase
+        from memex.erase.steps import erase
 
         return erase(self, memory_id, reason, source, source_ref, session, purge_history)
 
     def entities(self) -> Any:
         """Every entity with the number of memories that name it."""
-        from memex.graph import list_entities
+        from memex.index.graph import list_entities
 
         return list_entities(self.conn)
 
     def entity_graph(self, name: str) -> Any:
         """One entity: its memories, relations and neighbouring entities."""
-        from memex.graph import entity_graph
+        from memex.index.graph import entity_graph
 
         return entity_graph(self.conn, name)
 
-    # -- watching (issue 3; memex/watch.py, memex/watch_state.py) ---------------
+    # -- watching (issue 3; memex/watch/watcher.py, memex/watch/state.py) ---------------
 
     def watcher(self, **settings: Any) -> Any:
-        """A :class:`memex.watch.Watcher` for this vault; ``run()`` blocks until
+        """A :class:`memex.watch.watcher.Watcher` for this vault; ``run()`` blocks until
         stopped. Keyword arguments override the ``[watch]`` settings."""
-        from memex.watch import Watcher, settings_for
+        from memex.watch.watcher import Watcher, settings_for
 
         return Watcher(self, settings_for(self, **settings))
 
     def status(self) -> dict[str, Any]:
         """Is a watcher running, and how many files differ from the index right now."""
-        from memex.watch_state import status
+        from memex.watch.state import status
 
         return status(self)

@@ -19,7 +19,7 @@ cache. Figures per size:
   (``_cpu``: the same ratio in CPU seconds, less sensitive to other load).
 - ``embed_raw_with_chunks_per_s`` / ``reindex_vs_raw_with_chunks``: bodies
   longer than the model's 256-word-piece window also get chunk vectors for
-  what lies past it (``memex/chunking.py``), so the index embeds more text
+  what lies past it (``memex/index/chunking.py``), so the index embeds more text
   than the bodies alone; this is the model alone on all of it. Every 40th
   synthetic memory is such a long body, about 300 pieces (``--long-every N``).
 - ``fastembed_defaults_per_s`` (with ``--fastembed-defaults N``): for
@@ -35,7 +35,7 @@ cache. Figures per size:
   ``search_cpu_ms_p50`` is CPU time, which other load inflates less.
   ``search_first_two_ms``: the first search (through sqlite-vec, as a
   one-shot ``memex search`` does) and the second (which loads the
-  in-process vector copy, see ``memex/vecmatrix.py``).
+  in-process vector copy, see ``memex/index/vecmatrix.py``).
 - ``add_ms_p50/p95``: ``Vault.add`` of new distinct bodies (the full path:
   embedding, dedup, atomic file write with fsync, write-through indexing),
   with ``add_breakdown_ms_p50`` per step.
@@ -175,7 +175,7 @@ def queries(rng: random.Random, count: int) -> list[str]:
 
 def write_vault(root: Path, bodies: list[str]) -> None:
     """Memory files as `memex add` writes them (plain writes: generating is not measured)."""
-    from memex import memory_file
+    from memex.files import memory_file
     from memex.vault import init_vault
 
     init_vault(root, git=False)
@@ -240,8 +240,10 @@ def _timed(fn: Any, items: list[Any]) -> tuple[list[float], list[float]]:
 
 
 def run_one(size: int, searches: int, adds: int) -> dict[str, Any]:
-    from memex import dedup, embed, memory_file
-    from memex.indexer import Indexer
+    from memex.dedup import pipeline
+    from memex.embedding import embed
+    from memex.files import memory_file
+    from memex.index.indexer import Indexer
     from memex.text import normalize
     from memex.vault import Vault
 

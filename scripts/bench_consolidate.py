@@ -27,7 +27,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from memex.embed import load_embedder
+from memex.embedding.embed import load_embedder
 from memex.vault import Vault, init_vault
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

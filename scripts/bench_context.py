@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from memex.context import after_turn, assemble, commit_session  # noqa: E402
 from memex.context.tokens import clear_count_cache, count_text  # noqa: E402
-from memex.embed import load_embedder  # noqa: E402
+from memex.embedding.embed import load_embedder  # noqa: E402
 from memex.vault import Vault, init_vault  # noqa: E402
 
 TARGETS = {

@@ -16,14 +16,14 @@ Figures (milliseconds, p50 and p95 over ``--adds`` new distinct bodies, in
 a session, from an agent source, so every layer including the same-session
 check and the turn-echo guard runs):
 
-- ``check_ms``: ``memex.dedup.check`` alone (exact lookup, FTS top-k,
+- ``check_ms``: ``memex.dedup.pipeline.check`` alone (exact lookup, FTS top-k,
   vector KNN, session vectors, echo query, Jaccard and value rules);
 - ``embed_ms``: the real model embedding one body;
 - ``add_ms``: the whole ``Vault.add`` (lock, embed, check, atomic write
   with fsync, write-through indexing).
 
 ``vector_copy_used`` says whether the KNN ran over the in-process vector
-copy (``memex/vecmatrix.py``, loaded in a process that has searched twice:
+copy (``memex/index/vecmatrix.py``, loaded in a process that has searched twice:
 ``--long-lived``) or over sqlite-vec (a one-shot ``memex add``).
 """
 
@@ -76,8 +76,9 @@ def _stats(values: list[float]) -> dict[str, float]:
 def run(size: int, adds: int, long_lived: bool) -> dict[str, Any]:
     from bench import memory_text, write_vault
 
-    from memex import dedup, vecmatrix
-    from memex.embed import load_embedder
+    from memex.dedup import pipeline
+    from memex.index import vecmatrix
+    from memex.embedding.embed import load_embedder
     from memex.vault import Vault
 
     model = load_embedder("auto")
@@ -107,9 +108,9 @@ def run(size: int, adds: int, long_lived: bool) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 qvec = model.embed([body])[0]
                 embed_ms.append((time.perf_counter() - t0) * 1000)
-                cand = dedup.Candidate(body, "project:atlas", "tool", f"s{n % 7}", qvec)
+                cand = pipeline.Candidate(body, "project:atlas", "tool", f"s{n % 7}", qvec)
                 t0 = time.perf_counter()
-                dedup.check(vault, cand)
+                pipeline.check(vault, cand)
                 check_ms.append((time.perf_counter() - t0) * 1000)
                 t0 = time.perf_counter()
                 result = vault.add(body, scope="project:atlas", source="tool", session=f"s{n % 7}")

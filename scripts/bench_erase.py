@@ -36,8 +36,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memex.embed import load_embedder  # noqa: E402
-from memex.memory_file import MemoryFile, serialize  # noqa: E402
+from memex.embedding.embed import load_embedder  # noqa: E402
+from memex.files.memory_file import MemoryFile, serialize  # noqa: E402
 from memex.vault import Vault, init_vault  # noqa: E402
 
 SYLLABLES = "ka lo mi ne ru sa ti vo be da fe gi ho ju ly po qu re so tu va we xi yo ze".split()

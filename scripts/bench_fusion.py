@@ -7,7 +7,7 @@ scripts/bench.py measures the whole search (query embedding included) and
 needs a quiet machine; on a shared one its wall times mostly measure the
 neighbours. This runs both rules on the same vault, the same queries and the
 same query vectors, interleaved, so load hits both alike, and reports the
-p50 / p95 of wall and CPU milliseconds of :func:`memex.search.search`
+p50 / p95 of wall and CPU milliseconds of :func:`memex.search.hybrid.search`
 (query embedding excluded: it is the same for every rule). The vault holds
 bench.py's synthetic memories with random unit vectors (bench_erase.py's
 ``random384``): the cost of a search does not depend on what the vectors
@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import bench  # noqa: E402
 import bench_erase  # noqa: E402
 
-from memex.fusion import DEFAULT_FUSION, MULTILINGUAL_FUSION, PREVIOUS_FUSION, query_names  # noqa: E402
-from memex.search import search  # noqa: E402
+from memex.search.fusion import DEFAULT_FUSION, MULTILINGUAL_FUSION, PREVIOUS_FUSION, query_names  # noqa: E402
+from memex.search.hybrid import search  # noqa: E402
 from memex.vault import Vault  # noqa: E402
 
 

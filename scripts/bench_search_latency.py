@@ -52,7 +52,7 @@ class RandomStoreRealQuery:
         return normed
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
-        from memex.embed import embed_queries
+        from memex.embedding.embed import embed_queries
 
         return embed_queries(self.model, texts)
 
@@ -64,7 +64,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def run(setting: str, count: int, searches: int) -> dict[str, Any]:
     import scripts.bench as bench
-    from memex import embed
+    from memex.embedding import embed
     from memex.vault import Vault
 
     model = embed.load_embedder(setting)

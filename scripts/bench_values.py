@@ -1,7 +1,7 @@
 """Benchmark: the value checks on large bodies, alone and inside a real add.
 
 Issue 12 item 8: an add beside a similar large memory ran the value checks
-(memex.values.conflicts) inside the write lock, and they were quadratic.
+(memex.dedup.values.conflicts) inside the write lock, and they were quadratic.
 For each kind of body (prose, a log, numbers, names, CJK) this builds a
 --kb KB body and a similar one (one value changed), times ``conflicts`` on
 the pair, then times a real ``Vault.add`` of the second beside the first
@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from memex.embed import load_embedder
-from memex.values import conflicts
+from memex.embedding.embed import load_embedder
+from memex.dedup.values import conflicts
 from memex.vault import Vault, init_vault
 
 

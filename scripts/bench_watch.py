@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memex import watch_state
+from memex.watch import state as watch_state
 from memex.vault import Vault, init_vault
 
 

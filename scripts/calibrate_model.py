@@ -4,7 +4,7 @@
     .venv/bin/python scripts/calibrate_model.py --model auto
     .venv/bin/python scripts/calibrate_model.py --model multilingual
 
-What a threshold on cosine means depends on the model (memex/profiles.py).
+What a threshold on cosine means depends on the model (memex/embedding/profiles.py).
 This prints, for one model, quantiles (min, p05, p25, p50, p75, p95, max)
 of the cosine of:
 
@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--model", default="auto", help='[embedding] model setting ("auto", "multilingual")')
     parser.add_argument("--seed", type=int, default=5)
     args = parser.parse_args()
-    from memex.embed import embed_queries, load_embedder, why_no_embedder
+    from memex.embedding.embed import embed_queries, load_embedder, why_no_embedder
     from memex.text import strip_injected
 
     embedder = load_embedder(args.model)

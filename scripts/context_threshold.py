@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from memex import profiles
-from memex.embed import load_embedder
+from memex.embedding import profiles
+from memex.embedding.embed import load_embedder
 from memex.vault import Vault, init_vault
 
 CASES = Path(__file__).resolve().parent.parent / "tests" / "data" / "context" / "recall_cases.json"
@@ -63,7 +63,7 @@ def measure(threshold: float, model: str = "auto") -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threshold", type=float, default=None,
-                        help="default: the model's profile value (memex/profiles.py)")
+                        help="default: the model's profile value (memex/embedding/profiles.py)")
     parser.add_argument("--model", default="auto", help='[embedding] model setting: "auto" or "multilingual"')
     args = parser.parse_args()
     threshold = args.threshold

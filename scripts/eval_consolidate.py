@@ -13,7 +13,7 @@ alternate) can be scored with --data.
 
 What it does, with the real model:
 
-1. fits the logistic pair score (memex.pairscore) on dev pairs the guards
+1. fits the logistic pair score (memex.consolidation.pairscore) on dev pairs the guards
    let through, and picks the merge threshold with the most dev recall at
    pair precision >= --min-precision;
 2. reports pair precision/recall with 95% bootstrap CIs (resampling topics,
@@ -21,7 +21,7 @@ What it does, with the real model:
    old OR of two thresholds, the calibrated score; all with the guards;
 3. per guard: among pairs the score would merge, how many it refused and
    how many of those refusals were right (not the same fact), with CIs;
-4. runs the real consolidation (memex.consolidate, dry run) on each split
+4. runs the real consolidation (memex.consolidation.consolidate, dry run) on each split
    as one session and scores its complete-link clusters: at the configured
    profile, over a sweep of merge thresholds on dev, and on test at the
    configured threshold and the one with the most dev cluster recall at
@@ -29,7 +29,7 @@ What it does, with the real model:
 
     .venv/bin/python scripts/eval_consolidate.py [--min-precision 0.97] [--boot 1000] [--model auto]
 
-Prints JSON (``fitted_profile`` is what memex.pairscore.PROFILES holds for
+Prints JSON (``fitted_profile`` is what memex.consolidation.pairscore.PROFILES holds for
 the model; with --model another model's profile is fitted the same way).
 """
 
@@ -45,10 +45,10 @@ from typing import Any
 
 import numpy as np
 
-from memex.embed import load_embedder
+from memex.embedding.embed import load_embedder
 from memex.errors import MemexError
-from memex.pairscore import LEXICAL_PROFILE, PROFILES, ScoreProfile, fit_logistic, pair_matrices, profile_for
-from memex.values import GUARDS
+from memex.consolidation.pairscore import LEXICAL_PROFILE, PROFILES, ScoreProfile, fit_logistic, pair_matrices, profile_for
+from memex.dedup.values import GUARDS
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "consolidate_pairs.jsonl"
 

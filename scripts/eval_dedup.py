@@ -2,7 +2,7 @@
 
 Each pair (a, b) of tests/data/dedup_pairs.jsonl is run through the real
 pipeline: ``a`` is added to an otherwise empty vault, then ``b`` is judged by
-:func:`memex.dedup.check` exactly as ``Vault.add`` would judge it (with a
+:func:`memex.dedup.pipeline.check` exactly as ``Vault.add`` would judge it (with a
 different session and an agent source that the turn-echo guard ignores),
 then ``a`` is removed again. "Duplicate" means b would not be stored.
 
@@ -47,8 +47,8 @@ def _body(text: str) -> str:
 
 def warm_cache(vault: Any, pairs: list[dict[str, Any]]) -> None:
     """Embed every text once, in batches (the loop then reads the cache)."""
-    from memex import embed
-    from memex.db import write_txn
+    from memex.embedding import embed
+    from memex.index.db import write_txn
     from memex.text import normalize
 
     if vault.embedder is None:
@@ -64,17 +64,17 @@ def warm_cache(vault: Any, pairs: list[dict[str, Any]]) -> None:
 
 def judge(vault: Any, a: str, bs: list[str], n: int) -> list[Any]:
     """The decisions the pipeline makes on each b with only a stored."""
-    from memex import dedup
+    from memex.dedup import pipeline
 
     added = vault.add(a, scope=SCOPE, source="user", session=f"a-{n}")
     decisions = []
     try:
         for b in bs:
             body = _body(b)
-            cand = dedup.Candidate(body=body, scope=SCOPE, source="claude-code", session=f"b-{n}")
+            cand = pipeline.Candidate(body=body, scope=SCOPE, source="claude-code", session=f"b-{n}")
             with vault.write_lock():
                 cand.qvec = vault.embed_query(body)
-                decisions.append(dedup.check(vault, cand))
+                decisions.append(pipeline.check(vault, cand))
     finally:
         # Removing the file purges its row (and its cached vector) at once.
         (vault.root / added.path).unlink()
@@ -139,7 +139,7 @@ def main() -> None:
     parser.add_argument("--show-missed", action="store_true", help="list missed duplicates too")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from memex.embed import load_embedder, why_no_embedder
+    from memex.embedding.embed import load_embedder, why_no_embedder
     from memex.vault import Vault, init_vault
 
     embedder = None if args.no_model else load_embedder(args.model)

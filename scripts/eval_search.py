@@ -13,7 +13,7 @@ queries; no split field, so queries alternate dev/test in id order) and
 conversation turns, 209 questions with a fixed dev/test split). Each set is
 written as files into a throwaway vault and indexed with the real model.
 Every query's candidates (BM25 and cosine) are taken once, then each rule in
-:data:`memex.fusion.FUSIONS` ranks the same candidates (ties on the memory
+:data:`memex.search.fusion.FUSIONS` ranks the same candidates (ties on the memory
 id, as search does).
 
 Metrics: recall@k = share of queries with any relevant memory in the top k
@@ -39,8 +39,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memex import embed, memory_file, when  # noqa: E402
-from memex.fusion import (  # noqa: E402
+from memex.embedding import embed  # noqa: E402
+from memex.files import memory_file
+from memex.search import when
+from memex.search.fusion import (  # noqa: E402
     DEFAULT_FUSION,
     FUSIONS,
     NAMED_FUSIONS,
@@ -50,7 +52,7 @@ from memex.fusion import (  # noqa: E402
     fuse,
     fusion_for,
 )
-from memex.search import Candidates, candidates, search, unique_bodies  # noqa: E402
+from memex.search.hybrid import Candidates, candidates, search, unique_bodies  # noqa: E402
 from memex.vault import Vault, init_vault  # noqa: E402
 
 DATA = ROOT / "tests" / "data"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from memex.embed import load_embedder
+from memex.embedding.embed import load_embedder
 from memex.vault import Vault, init_vault
 from tests.fakes import HashEmbedder
 

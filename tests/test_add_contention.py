@@ -17,13 +17,13 @@ import apsw
 import numpy as np
 import pytest
 
-from memex import embed
-from memex.db import connect
+from memex.embedding import embed
+from memex.index.db import connect
 from memex.errors import LockTimeout
-from memex.locking import try_file_lock
+from memex.files.locking import try_file_lock
 from memex.vault import Vault
-from memex.watch import Watcher
-from memex.watch_state import WatchSettings
+from memex.watch.watcher import Watcher
+from memex.watch.state import WatchSettings
 from tests.fakes import HashEmbedder
 
 
@@ -152,7 +152,7 @@ def test_a_hook_capture_that_cannot_get_the_lock_in_time_is_skipped_not_raised(
     vault_root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from memex import context
-    from memex.locking import file_lock
+    from memex.files.locking import file_lock
 
     with Vault(vault_root, embedder=HashEmbedder()) as vault:
         vault.lock_wait = 0.3  # as hook_io.hook_vault sets it (20 s there)

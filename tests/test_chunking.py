@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memex import chunking, embed, purge
+from memex.index import chunking
+from memex.embedding import embed
+from memex.index import purge
 from memex.config import Config
-from memex.db import get_meta, set_meta
+from memex.index.db import get_meta, set_meta
 from memex.text import chunks as char_chunks
 from memex.text import normalize
 from memex.vault import Vault

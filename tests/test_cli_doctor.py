@@ -11,7 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from memex import embed
+from memex.embedding import embed
 from memex.cli import app, run
 from tests.fakes import HashEmbedder
 

@@ -20,7 +20,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from memex import embed
+from memex.embedding import embed
 from memex.cli import app
 from memex.vault import Vault, init_vault
 from tests.fakes import HashEmbedder

@@ -11,7 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from memex import embed
+from memex.embedding import embed
 from memex.cli import app
 from memex.errors import InvalidArgument
 from memex.vault import Vault

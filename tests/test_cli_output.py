@@ -11,7 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from memex import embed
+from memex.embedding import embed
 from memex.cli import _common, app
 from tests.fakes import HashEmbedder
 from tests.test_cli_every_command import walk

@@ -11,7 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from memex import embed
+from memex.embedding import embed
 from memex.cli import app
 from memex.records import RECORD_FIELDS, SCORE_FIELDS
 from tests.fakes import HashEmbedder

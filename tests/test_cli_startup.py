@@ -52,14 +52,14 @@ def test_every_command_is_in_the_lazy_map() -> None:
 def test_version_imports_nothing_heavy() -> None:
     modules = _modules_after(["--version"])
     assert "memex.cli" in modules
-    for heavy in ("numpy", "apsw", "memex.vault", "memex.cli.core", "memex.watch", "fastembed", "onnxruntime"):
+    for heavy in ("numpy", "apsw", "memex.vault", "memex.cli.core", "memex.watch.watcher", "fastembed", "onnxruntime"):
         assert heavy not in modules, heavy
 
 
 def test_a_command_imports_only_its_own_module(tmp_path: pytest.TempPathFactory) -> None:
     modules = _modules_after(["--vault", str(tmp_path), "list"])  # not a vault: an error, after loading
     assert "memex.cli.core" in modules
-    for other in ("memex.cli.watch", "memex.cli.context", "memex.cli.agents", "memex.watch", "fastembed"):
+    for other in ("memex.cli.watch", "memex.cli.context", "memex.cli.agents", "memex.watch.watcher", "fastembed"):
         assert other not in modules, other
 
 
@@ -188,8 +188,8 @@ def test_search_imports_only_what_it_needs(vault_root: Path, monkeypatch: pytest
         vault.add("The billing service is owned by the payments team", scope="user")
     out, modules = _run(["--vault", str(vault_root), "search", "who owns billing"])
     assert "payments team" in out
-    assert "onnxruntime" in modules and "memex.fusion" in modules  # the path ran whole
-    for unneeded in ("memex.health", "memex.dedup", "memex.values", "numpy.ma", "numpy.typing", "sqlite_vec", "difflib"):
+    assert "onnxruntime" in modules and "memex.search.fusion" in modules  # the path ran whole
+    for unneeded in ("memex.health", "memex.dedup.pipeline", "memex.dedup.values", "numpy.ma", "numpy.typing", "sqlite_vec", "difflib"):
         assert unneeded not in modules, unneeded
 
 
@@ -199,7 +199,7 @@ def test_the_median_of_lexical_scores_is_numpys() -> None:
 
     import numpy as np
 
-    from memex.fusion import _median
+    from memex.search.fusion import _median
 
     rng = random.Random(7)
     for size in (1, 2, 3, 4, 5, 10, 11, 50):
@@ -209,10 +209,10 @@ def test_the_median_of_lexical_scores_is_numpys() -> None:
 
 
 def test_the_vector_extension_is_the_one_sqlite_vec_names() -> None:
-    """memex.db finds sqlite-vec's library without importing the package; it
+    """memex.index.db finds sqlite-vec's library without importing the package; it
     must be the file the package itself would load."""
     import sqlite_vec
 
-    from memex.db import vec_extension_path
+    from memex.index.db import vec_extension_path
 
     assert vec_extension_path() == sqlite_vec.loadable_path()

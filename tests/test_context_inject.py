@@ -6,7 +6,7 @@ import re
 
 from memex.context import after_turn, archive_expand, assemble, render_memories_block
 from memex.context.inject import CLOSE_TAG, OPEN_TAG, strip_blocks, strip_message
-from memex.search import Hit
+from memex.search.hybrid import Hit
 from memex.text import strip_injected
 from memex.vault import Vault
 

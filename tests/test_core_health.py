@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from memex import embed, health
-from memex.db import write_txn
+from memex import health
+from memex.embedding import embed
+from memex.index.db import write_txn
 from memex.vault import Vault
 
 

@@ -240,7 +240,8 @@ def test_the_in_process_vector_copy_gives_the_same_decisions_as_sqlite_vec(
     add against sqlite-vec. Both must decide alike on the labelled pairs."""
     import json
 
-    from memex import dedup, vecmatrix
+    from memex.dedup import pipeline
+    from memex.index import vecmatrix
 
     vault = model_vault
     lines = (Path(__file__).parent / "data" / "dedup_pairs.jsonl").read_text(encoding="utf-8").splitlines()
@@ -254,8 +255,8 @@ def test_the_in_process_vector_copy_gives_the_same_decisions_as_sqlite_vec(
     assert vault.embedder is not None
 
     def decide(body: str) -> tuple[str, str | None, str | None, list[str]]:
-        cand = dedup.Candidate(body, "user", "test", None, qvec=vault.embedder.embed([body])[0])  # type: ignore[union-attr]
-        d = dedup.check(vault, cand)
+        cand = pipeline.Candidate(body, "user", "test", None, qvec=vault.embedder.embed([body])[0])  # type: ignore[union-attr]
+        d = pipeline.check(vault, cand)
         return d.status, d.method, d.existing_id, [f.id for f in d.similar_facts]
 
     with_copy = [decide(p["b"]) for p in pairs]

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from memex import memory_file
+from memex.files import memory_file
 from memex.cli import app
 from tests.hook_helpers import set_config
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memex import embed
+from memex.embedding import embed
 
 
 @given(st.lists(st.integers(min_value=1, max_value=256), max_size=300))

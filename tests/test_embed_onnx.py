@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from memex import embed, embed_onnx
+from memex.embedding import embed
+from memex.embedding import onnx
 
 TEXTS = [
     "Use ruff for linting.",
@@ -34,10 +35,10 @@ def test_direct_onnx_vectors_equal_fastembeds() -> None:
     assert a.dtype == b.dtype == np.float32
     assert float(np.abs(a - b).max()) <= 1e-5
     # Past the first texts the process builds the optimized session
-    # (memex/embed_onnx.py): its vectors agree as well.
+    # (memex/onnx.py): its vectors agree as well.
     model = direct._run.__self__  # type: ignore[attr-defined]
-    assert isinstance(model, embed_onnx.OnnxModel) and not model.optimized
-    many = [f"{t} (variant {i})" for i in range(embed_onnx.QUICK_TEXTS // len(TEXTS) + 1) for t in TEXTS]
+    assert isinstance(model, onnx.OnnxModel) and not model.optimized
+    many = [f"{t} (variant {i})" for i in range(onnx.QUICK_TEXTS // len(TEXTS) + 1) for t in TEXTS]
     c, d = direct.embed(many), through_fastembed.embed(many)
     assert model.optimized
     assert float(np.abs(c - d).max()) <= 1e-5
@@ -48,7 +49,7 @@ def test_direct_onnx_vectors_equal_fastembeds() -> None:
 
 
 def _imported_after(code: str, env_backend: str | None = None) -> set[str]:
-    env_line = "" if env_backend is None else f"import os; os.environ['{embed_onnx.ENV_BACKEND}'] = '{env_backend}'; "
+    env_line = "" if env_backend is None else f"import os; os.environ['{onnx.ENV_BACKEND}'] = '{env_backend}'; "
     out = subprocess.run(
         [sys.executable, "-c", f"{env_line}{code}; import sys; print(' '.join(sorted(sys.modules)))"],
         capture_output=True, text=True, check=True,
@@ -58,7 +59,7 @@ def _imported_after(code: str, env_backend: str | None = None) -> set[str]:
 
 @pytest.mark.model
 def test_loading_the_bundled_model_does_not_import_fastembed() -> None:
-    modules = _imported_after("from memex import embed; assert embed.load_embedder('auto') is not None")
+    modules = _imported_after("from memex.embedding import embed; assert embed.load_embedder('auto') is not None")
     assert "onnxruntime" in modules
     assert "fastembed" not in modules
 
@@ -66,16 +67,16 @@ def test_loading_the_bundled_model_does_not_import_fastembed() -> None:
 @pytest.mark.model
 def test_the_environment_can_send_the_bundled_model_through_fastembed() -> None:
     modules = _imported_after(
-        "from memex import embed; assert embed.load_embedder('auto') is not None", env_backend="fastembed"
+        "from memex.embedding import embed; assert embed.load_embedder('auto') is not None", env_backend="fastembed"
     )
     assert "fastembed" in modules
 
 
 def test_backend_choice_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(embed_onnx.ENV_BACKEND, raising=False)
-    assert embed_onnx.wanted()
-    monkeypatch.setenv(embed_onnx.ENV_BACKEND, "FastEmbed ")
-    assert not embed_onnx.wanted()
+    monkeypatch.delenv(onnx.ENV_BACKEND, raising=False)
+    assert onnx.wanted()
+    monkeypatch.setenv(onnx.ENV_BACKEND, "FastEmbed ")
+    assert not onnx.wanted()
 
 
 @pytest.mark.model
@@ -86,11 +87,11 @@ def test_the_quick_session_does_not_busy_wait() -> None:
     model_dir = embed._bundled_model_dir()
     assert model_dir is not None
     model = embed.FastEmbedder(model_dir, "direct", direct=True)._run.__self__  # type: ignore[attr-defined]
-    assert isinstance(model, embed_onnx.OnnxModel) and not model.optimized
+    assert isinstance(model, onnx.OnnxModel) and not model.optimized
     options = model.session.get_session_options()
     for key in ("session.intra_op.allow_spinning", "session.inter_op.allow_spinning"):
         assert options.get_session_config_entry(key) == "0", key
-    model.embed([f"text {i}" for i in range(embed_onnx.QUICK_TEXTS + 1)])
+    model.embed([f"text {i}" for i in range(onnx.QUICK_TEXTS + 1)])
     assert model.optimized
     with pytest.raises(RuntimeError, match="does not have configuration"):  # never set: the default
         model.session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from memex import erase as erase_mod
+from memex.erase import steps as erase_mod
 from memex import health
 from memex.vault import Vault
-from memex.watch import Watcher, WatchSettings
+from memex.watch.watcher import Watcher, WatchSettings
 from tests.erasekit import files_with_text, settle
 from tests.fakes import HashEmbedder
 

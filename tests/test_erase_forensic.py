@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from memex import purge
-from memex.db import write_txn
-from memex.embed import from_blob
+from memex.index import purge
+from memex.index.db import write_txn
+from memex.embedding.embed import from_blob
 from memex.vault import Vault
 from tests.erasekit import files_with_bytes, files_with_text, settle
 

@@ -127,7 +127,7 @@ def test_writer_notes_stay_out_of_git(git_vault: Vault) -> None:
 def test_purge_history_is_not_blocked_by_a_writer_note_an_older_vault_committed(git_vault: Vault) -> None:
     """A vault made before `.memex/writers/` was ignored may hold a committed
     note; the next command removes it, which must not stop a purge."""
-    from memex import erase_git
+    from memex.erase import git_history
 
     vault, root = git_vault, git_vault.root
     note = root / ".memex" / "writers" / "999999"
@@ -136,4 +136,4 @@ def test_purge_history_is_not_blocked_by_a_writer_note_an_older_vault_committed(
     git(root, "add", "-f", ".memex/writers/999999")
     commit_all(root, "an old vault's commit")
     note.unlink()
-    erase_git.check_clean(root, [])
+    git_history.check_clean(root, [])

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from memex import erase_git, health
+from memex import health
+from memex.erase import git_history
 from memex.cli import _register_commands, main
 from memex.errors import GitHistoryError
 from memex.vault import Vault, init_vault
@@ -413,10 +414,10 @@ def test_audit_log_says_partial_when_a_step_after_deletion_fails(
     secret = vault.add(SECRET)
     commit_all(root, "secret")
 
-    def broken(*_args: object) -> erase_git.GitReport:
+    def broken(*_args: object) -> git_history.GitReport:
         raise GitHistoryError("git-filter-repo failed: disk full")
 
-    monkeypatch.setattr(erase_git, "purge", broken)
+    monkeypatch.setattr(git_history, "purge", broken)
     with pytest.raises(GitHistoryError):
         vault.erase(secret.id, reason="r", purge_history=True)
     log = [json.loads(line) for line in (vault.memex_dir / "erasure.log").read_text().splitlines()]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memex.errors import InvalidArgument
-from memex.memory_file import MemoryFile, serialize
+from memex.files.memory_file import MemoryFile, serialize
 from memex.vault import Vault
 from tests.erasekit import files_with_text
 

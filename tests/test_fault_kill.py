@@ -22,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from memex import health, memory_file, orphans
+from memex import health
+from memex.files import memory_file
+from memex.files import orphans
 from memex.vault import Vault, init_vault
 from tests.fakes import HashEmbedder
 from tests.faultkit import leaked_bytes, report

@@ -34,9 +34,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from memex import health
-from memex.memory_file import parse, serialize
+from memex.files.memory_file import parse, serialize
 from memex.vault import Vault, init_vault
-from memex.watch import Watcher, WatchSettings
+from memex.watch.watcher import Watcher, WatchSettings
 from tests.fakes import HashEmbedder
 from tests.faultkit import leaked_bytes, report
 

@@ -192,7 +192,7 @@ def test_texts_are_embedded_in_batches_and_nothing_refused_reaches_the_cache(
     """The import embeds ahead in batches (memex.importers.Prefetched), in
     memory only: an erased text it meets is refused and leaves no vector in
     the index's embedding cache, as with `memex add`."""
-    from memex import embed
+    from memex.embedding import embed
 
     vault.add("Deploys happen on Tuesdays", scope="user")
     erased_id = vault.list()[0].id

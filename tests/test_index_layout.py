@@ -8,7 +8,8 @@ import apsw
 import numpy as np
 import sqlite_vec
 
-from memex import db, embed
+from memex.index import db
+from memex.embedding import embed
 from memex.vault import Vault
 
 

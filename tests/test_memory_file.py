@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memex import memory_file
+from memex.files import memory_file
 from memex.errors import MemoryFileError
-from memex.memory_file import KNOWN_KEYS, MemoryFile
+from memex.files.memory_file import KNOWN_KEYS, MemoryFile
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 

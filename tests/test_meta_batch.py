@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from memex import health, memory_file
+from memex import health
+from memex.files import memory_file
 from memex.errors import InvalidArgument
 from memex.vault import Vault
 

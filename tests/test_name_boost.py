@@ -3,7 +3,7 @@ or project a question names outranks one that only carries the name as its speak
 
 from __future__ import annotations
 
-from memex.fusion import DEFAULT_FUSION, MULTILINGUAL_FUSION, Fusion, add_name_bonus, name_share, query_names
+from memex.search.fusion import DEFAULT_FUSION, MULTILINGUAL_FUSION, Fusion, add_name_bonus, name_share, query_names
 from memex.vault import Vault
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memex.errors import InvalidArgument
-from memex.names import MAX_NAME, check_scope, safe_name, scope_dir_parts, scope_from_dir_parts, slug
+from memex.files.names import MAX_NAME, check_scope, safe_name, scope_dir_parts, scope_from_dir_parts, slug
 
 WINDOWS_ILLEGAL = set('<>:"/\\|?*') | {chr(c) for c in range(32)} | {"\x7f"}
 WINDOWS_RESERVED = {"con", "prn", "aux", "nul"} | {f"com{i}" for i in range(1, 10)} | {f"lpt{i}" for i in range(1, 10)}

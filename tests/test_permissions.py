@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memex import context, permissions
+from memex import context
+from memex.files import permissions
 from memex.agents import hook_io
 from memex.cli import app
 from memex.vault import Vault, init_vault
@@ -105,7 +106,7 @@ def test_the_erased_list_is_private(tmp_path: Path) -> None:
     import os
     import stat
 
-    from memex.erased_list import remember
+    from memex.erase.erased_list import remember
 
     old = os.umask(0o022)
     try:

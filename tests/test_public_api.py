@@ -1,6 +1,10 @@
 """Pins the public Python API (issue 2, item 8): hooks, the MCP server and
 users' scripts call it, so a change must be deliberate. If you change one of
-these on purpose, update the pin here in the same commit and say so."""
+these on purpose, update the pin here in the same commit and say so.
+
+Changes: Vault.add is annotated `-> AddResult` (was `dedup.AddResult`):
+the dedup module became the package memex/dedup/; the class is the same.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ SIGNATURES = {
         "session: 'str | None' = None, source_ref: 'str | None' = None, category: 'str | None' = None, "
         "confidence: 'float | None' = None, entities: 'Sequence[str] | None' = None, "
         "extra: 'dict[str, Any] | None' = None, supersedes: 'str | None' = None, "
-        "allow_erased: 'bool' = False) -> 'dedup.AddResult'"
+        "allow_erased: 'bool' = False) -> 'AddResult'"
     ),
     "Vault.get": "(self, memory_id: 'str') -> 'Memory'",
     "Vault.search": (

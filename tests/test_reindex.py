@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from memex import health, memory_file
-from memex.db import scalar
+from memex import health
+from memex.files import memory_file
+from memex.index.db import scalar
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 
@@ -256,7 +257,7 @@ def test_reindex_reports_progress(vault: Vault) -> None:
 
 
 def test_model_package_missing_means_lexical_and_says_why(vault_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memex import embed
+    from memex.embedding import embed
 
     monkeypatch.setattr(embed, "_bundled_model_dir", lambda: None)
     monkeypatch.setattr(embed, "_LOADED", {})

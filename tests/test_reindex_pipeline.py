@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memex import indexer
+from memex.index import indexer
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 

@@ -11,7 +11,8 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from memex import context, embed
+from memex import context
+from memex.embedding import embed
 from memex.agents import claude_code, mcp_server
 from memex.cli import app
 from memex.errors import ConfigError, InvalidArgument, ScopeError

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memex import search as search_mod
+from memex.search import hybrid as search_mod
 from memex.errors import InvalidArgument
-from memex.search import Filters, Fusion, fuse
+from memex.search.hybrid import Filters, Fusion, fuse
 from memex.vault import Vault
 
 

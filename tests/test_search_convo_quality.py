@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from memex.fusion import DEFAULT_FUSION, PREVIOUS_FUSION, Fusion
-from memex.search import search
+from memex.search.fusion import DEFAULT_FUSION, PREVIOUS_FUSION, Fusion
+from memex.search.hybrid import search
 from memex.vault import Vault
-from memex.when import inside, window
+from memex.search.when import inside, window
 from tests.scriptkit import load_script
 
 EVAL = load_script("eval_search")

@@ -1,6 +1,6 @@
 """"No matches" is an answer (issue 11, item 3): the relevance floor.
 
-The floor is in :func:`memex.fusion.relevant`; its figures on the eval
+The floor is in :func:`memex.search.fusion.relevant`; its figures on the eval
 vaults (unrelated queries answered with nothing, real questions never
 emptied) are in tests/test_search_convo_quality.py and docs/search.md.
 """
@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from memex.cli import app
 from memex.context import assemble
-from memex.fusion import CALIBRATIONS, calibration_for, relevant
+from memex.search.fusion import CALIBRATIONS, calibration_for, relevant
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 

@@ -2,7 +2,7 @@
 
 multilingual-e5 packs every cosine into about 0.72..0.96, so the MiniLM
 floor (cos >= 0.30) would pass everything; its row in
-:data:`memex.fusion.CALIBRATIONS` was measured with
+:data:`memex.search.fusion.CALIBRATIONS` was measured with
 ``scripts/eval_search.py --model multilingual --floor`` (docs/search.md).
 Without that row the model counted as unmeasured and every hit cleared the
 floor, so an unrelated query never found nothing.
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from memex import embed
-from memex.fusion import DEFAULT_FUSION, FUSION_BY_MODEL, Fusion, calibration_for, fusion_for
-from memex.search import search
+from memex.embedding import embed
+from memex.search.fusion import DEFAULT_FUSION, FUSION_BY_MODEL, Fusion, calibration_for, fusion_for
+from memex.search.hybrid import search
 from memex.vault import Vault
 from tests.scriptkit import load_script
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from memex.search import DEFAULT_FUSION, Fusion, search
+from memex.search.hybrid import DEFAULT_FUSION, Fusion, search
 from memex.vault import Vault
 from tests.scriptkit import load_script
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memex import memory_file
-from memex.search import search
+from memex.files import memory_file
+from memex.search.hybrid import search
 from memex.vault import Vault
-from memex.when import window
+from memex.search.when import window
 from tests.fakes import HashEmbedder
 
 NOW = dt.datetime(2026, 4, 16, 12, 0, tzinfo=dt.timezone.utc)  # a Thursday

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from memex.cli import app
-from memex.dedup_cleanup import MAX_CHANGES
+from memex.dedup.cleanup import MAX_CHANGES
 from memex.errors import InvalidArgument, MemoryNotFound
 from memex.vault import Vault
 

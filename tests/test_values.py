@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memex.values import (
+from memex.dedup.values import (
     conflicts,
     differs_in_number,
     differs_in_opposites,
@@ -166,7 +166,7 @@ def test_conflict_checks_stay_linear_on_large_repetitive_bodies(kind: str) -> No
 
     a, b = _PATHOLOGICAL[kind]
     code = (
-        "import sys\nfrom memex.values import conflicts, substitutes_one_word\n"
+        "import sys\nfrom memex.dedup.values import conflicts, substitutes_one_word\n"
         f"a = {a!r} * (400_000 // {len(a)}); b = {b!r} * (400_000 // {len(b)})\n"
         "conflicts(a, b); substitutes_one_word(a, b); print('done')\n"
     )

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from memex import embed, vecmatrix
+from memex.embedding import embed
+from memex.index import vecmatrix
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 

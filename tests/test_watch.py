@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memex import indexer as indexer_mod
-from memex import watch as watch_mod
+from memex.index import indexer as indexer_mod
+from memex.watch import watcher as watch_mod
 from memex.errors import ConfigError, WatcherRunning
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
@@ -230,7 +230,7 @@ def test_a_crash_on_one_file_is_logged_with_its_path_and_the_watcher_goes_on(
         return real_read(self, rel, st)
 
     monkeypatch.setattr(indexer_mod.Indexer, "_read", flaky_read)
-    caplog.set_level(logging.ERROR, logger="memex.watch")
+    caplog.set_level(logging.ERROR, logger="memex.watch.watcher")
     with running_watcher(vault.root) as watcher:
         _write(vault.root / MEM / "boom.md", "this one crashes\n")
         _write(vault.root / MEM / "fine.md", "this one is fine: gecko\n")
@@ -307,7 +307,7 @@ def test_without_inotify_watches_it_falls_back_to_polling(
             raise OSError(28, "inotify watch limit reached")
 
     monkeypatch.setattr(watch_mod, "Observer", NoWatchesLeft)
-    caplog.set_level(logging.WARNING, logger="memex.watch")
+    caplog.set_level(logging.WARNING, logger="memex.watch.watcher")
     with running_watcher(vault.root) as watcher:
         assert isinstance(watcher._observer, watch_mod.PollingObserver)
         assert any("polling" in r.getMessage() for r in caplog.records)

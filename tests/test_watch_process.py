@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memex import watch_state
+from memex.watch import state as watch_state
 from memex.cli import _register_commands, main
 from memex.vault import Vault, init_vault
 from tests.watchkit import TIMEOUT, found, index_matches_disk, running_watcher, wait_for

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memex.vault import Vault
-from memex.watch import Watcher, WatchSettings
+from memex.watch.watcher import Watcher, WatchSettings
 from tests.fakes import HashEmbedder
 
 # Generous: the machine is shared; the conditions are asserted, not slept on.

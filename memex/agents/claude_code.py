@@ -39,7 +39,7 @@ from memex.agents.hook_io import HookResult, Payload
 from memex.config import setting
 from memex.context import inject
 from memex.errors import InvalidArgument
-from memex.search import Hit
+from memex.search.hybrid import Hit
 from memex.vault import Vault
 
 _BLOCK = re.compile(r"<relevant-memories\b.*?</relevant-memories\s*>", re.DOTALL | re.IGNORECASE)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from memex import permissions
+from memex.files import permissions
 from memex.errors import InvalidArgument, VaultNotFound
 from memex.vault import MEMEX_DIR, Vault, init_vault
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memex import permissions
+from memex.files import permissions
 from memex.errors import InvalidArgument
-from memex.locking import file_lock
-from memex.names import safe_name
+from memex.files.locking import file_lock
+from memex.files.names import safe_name
 from memex.vault import Vault
 
 Message = dict[str, Any]

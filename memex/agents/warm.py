@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memex import embed
+from memex.embedding import embed
 from memex.config import setting as config_setting
 
 if TYPE_CHECKING:  # imported where used: the CLI's model preload reads socket_path early
@@ -89,7 +89,7 @@ def _ask(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
 
 
 class WarmEmbedder:
-    """An :class:`memex.embed.Embedder` whose model runs in the warm server."""
+    """An :class:`memex.embedding.embed.Embedder` whose model runs in the warm server."""
 
     def __init__(self, path: Path, model_id: str, dim: int) -> None:
         self.path = path
@@ -100,7 +100,7 @@ class WarmEmbedder:
         return self._vectors(texts, query=False)
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
-        """Search questions: the model's query side (see :func:`memex.embed.embed_queries`)."""
+        """Search questions: the model's query side (see :func:`memex.embedding.embed.embed_queries`)."""
         return self._vectors(texts, query=True)
 
     def _vectors(self, texts: Sequence[str], query: bool) -> np.ndarray:

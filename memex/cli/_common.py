@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from memex.indexer import Progress
+from memex.index.indexer import Progress
 from memex.vault import Vault, open_vault
 
 F = TypeVar("F", bound=Callable[..., Any])

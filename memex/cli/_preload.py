@@ -4,7 +4,7 @@ Such a command needs the model (about 0.2 s, most of it onnxruntime building
 its session, which runs outside the GIL) and the rest of memex (about 0.15 s
 of imports, which hold it). Loading the model on a thread started before
 those imports overlaps the two (start-up, issue 14). It is only a head
-start: the vault later asks :func:`memex.embed.load_embedder` for the same
+start: the vault later asks :func:`memex.embedding.embed.load_embedder` for the same
 setting, which returns the model or waits for this thread (its lock). When
 the vault's warm model server runs (memex/agents/warm.py) nothing is loaded,
 as the command will embed through the server. Any failure here is ignored:
@@ -64,7 +64,7 @@ def _load(root: Path) -> None:
         sock = warm.socket_path(root)
         if sock is not None and _answers(sock):
             return
-        from memex import embed
+        from memex.embedding import embed
 
         embed.load_embedder(setting)
     except Exception:  # a head start only; the command reports real problems

@@ -26,7 +26,7 @@ def _groups_table(groups: list[dict[str, Any]]) -> None:
 
 
 def _explain_table(pairs: list[dict[str, Any]], threshold: float) -> None:
-    from memex.values import GUARD_MEANING
+    from memex.dedup.values import GUARD_MEANING
 
     rows = []
     for p in sorted(pairs, key=lambda p: (-p["score"], p["a"], p["b"])):
@@ -57,7 +57,7 @@ def consolidate_cmd(
     The others get `superseded_by` (hidden from search, never deleted);
     `memex unsupersede ID` undoes one.
     """
-    from memex.consolidate import EXPLAIN_FLOOR, consolidate, consolidate_all  # numpy: only when run
+    from memex.consolidation.consolidate import EXPLAIN_FLOOR, consolidate, consolidate_all  # numpy: only when run
 
     if bool(session) == all_sessions:
         raise InvalidArgument("--session/--all", "give exactly one of --session S or --all")

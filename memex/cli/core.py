@@ -23,7 +23,7 @@ from memex.cli._common import (
 )
 from memex.errors import InvalidArgument
 from memex.records import SCORE_FIELDS, record_view
-from memex.search import Hit
+from memex.search.hybrid import Hit
 from memex.vault import init_vault
 
 
@@ -143,7 +143,7 @@ def _hint_unindexed(vault: Any) -> None:
     """An empty answer from an empty index over memory files (index.db
     deleted, a fresh clone): say so on stderr rather than let it pass as
     "nothing stored"."""
-    from memex.indexer import MEMORIES_DIR
+    from memex.index.indexer import MEMORIES_DIR
 
     if vault.conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone():
         return
@@ -186,7 +186,7 @@ def reindex_cmd(ctx: click.Context, full: bool, allow_paths: tuple[str, ...], as
     """Bring the index in line with the files."""
     vault = get_vault(ctx)
     if allow_paths:
-        from memex.erase import allow_files
+        from memex.erase.steps import allow_files
 
         allowed = allow_files(vault, list(allow_paths))
         if not as_json:
@@ -248,12 +248,13 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     a valid one (a hand-written file in an unknown folder). Exit status: 0
     clean (after --fix: everything was fixed), 1 problems remain, 2 usage error.
     """
-    from memex import health, permissions, scopes  # not on search's start-up path (issue 14)
+    from memex import health, scopes  # not on search's start-up path (issue 14)
+    from memex.files import permissions
 
     vault = get_vault(ctx)
     found = health.drift(vault).as_dict()
     unknown = scopes.unknown_scopes(vault.scope_rules, vault.conn)
-    # A vault is private to its user (memex/permissions.py): modes others can use.
+    # A vault is private to its user (memex/files/permissions.py): modes others can use.
     loose = permissions.loose_modes(vault.root)
     data: dict[str, Any] = {
         "drift": found, "unknown_scopes": unknown, "model": vault.embedder_status(),

@@ -9,10 +9,10 @@ from typing import Any
 
 import click
 
-from memex import watch_state
+from memex.watch import state as watch_state
 from memex.cli._common import get_vault, json_option, key_values, print_json
 from memex.vault import Vault
-from memex.watch import Watcher, settings_for
+from memex.watch.watcher import Watcher, settings_for
 
 _SHOWN_PATHS = 10
 

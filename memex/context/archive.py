@@ -24,12 +24,12 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memex import permissions
+from memex.files import permissions
 from memex.context.tokens import content_text
 from memex.errors import InvalidArgument
-from memex.locking import file_lock
-from memex.memory_file import atomic_write
-from memex.names import safe_name
+from memex.files.locking import file_lock
+from memex.files.memory_file import atomic_write
+from memex.files.names import safe_name
 from memex.records import now_iso
 from memex.text import content_tokens, preview
 
@@ -177,7 +177,7 @@ def source_ref(record: dict[str, Any]) -> str:
     """The ``source_ref`` of a memory extracted from an archived turn.
 
     It is the archive file's vault path plus ``#<seq>``, the form subject
-    erasure follows (memex.erase_select): erasing the archive erases the
+    erasure follows (memex.erase.select): erasing the archive erases the
     memories extracted from it. :func:`archive_expand` accepts it too.
     """
     folder, _, seq = str(record["id"]).rpartition("#")

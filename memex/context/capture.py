@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from memex import permissions
+from memex.files import permissions
 from memex.context import archive, extract
 from memex.context.budget import budget_plan
 from memex.context.inject import strip_blocks, strip_message

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memex.search import Hit
+from memex.search.hybrid import Hit
 from memex.text import strip_injected
 
 OPEN_TAG = "<relevant-memories>"

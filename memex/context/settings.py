@@ -9,19 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memex import profiles
+from memex.embedding import profiles
 from memex.config import CONFIG_RELPATH, setting, string_list
 from memex.errors import ConfigError
 
 if TYPE_CHECKING:
     from memex.vault import Vault
 
-# Recall goes through Vault.search, so the relevance floor (memex.fusion.relevant)
+# Recall goes through Vault.search, so the relevance floor (memex.search.fusion.relevant)
 # already drops unrelated memories; this threshold is a second cut on the fused
 # score. Midpoint between the lowest relevant (0.399) and the highest unrelated
 # or wrong (0.224) score with the fusion of docs/search.md, measured with the
 # real model by scripts/context_threshold.py (tests/test_context_recall_quality.py).
-# For the MiniLM model; another model's is in its profile (memex/profiles.py).
+# For the MiniLM model; another model's is in its profile (memex/embedding/profiles.py).
 DEFAULT_SCORE_THRESHOLD = 0.31
 
 
@@ -46,7 +46,7 @@ _RECALL_KEYS = ("recall_limit", "recall_score_threshold", "recall_max_injected_c
 
 def load_settings(vault: Vault) -> ContextSettings:
     """Read ``[context]`` and ``[recall]`` from the vault config; the score
-    threshold's default is the configured model's (:mod:`memex.profiles`)."""
+    threshold's default is the configured model's (:mod:`memex.embedding.profiles`)."""
     model = profiles.for_setting(vault.config.embedding_model)
     defaults = ContextSettings(recall_score_threshold=model.recall_score_threshold)
     values: dict[str, Any] = {}

@@ -18,7 +18,7 @@ import re
 from collections import OrderedDict
 from typing import Any
 
-from memex.chunking import load_tokenizer
+from memex.index.chunking import load_tokenizer
 
 # Role, separators and framing a chat API adds around each message.
 MESSAGE_OVERHEAD = 4

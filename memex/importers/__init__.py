@@ -231,7 +231,7 @@ def import_path(
     progress: Progress | None = None,
 ) -> ImportReport:
     """Import the memories ``path`` holds into ``vault`` (nothing is written with ``dry_run``)."""
-    from memex.names import check_scope
+    from memex.files.names import check_scope
 
     where = Path(path).expanduser()
     if not where.exists():

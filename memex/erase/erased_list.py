@@ -1,0 +1,247 @@
+"""The list of erased bodies, kept only as keyed hashes (issue 5, "never again").
+
+After an erasure, an agent hook re-reading an old transcript must not store
+the same text again. So memex remembers what it erased, but only as
+HMAC-SHA256 of the body's dedup hash under a per-vault secret: without the
+secret nobody can test a guess ("was 'my salary is X' erased?") against the
+list, and with it the list still holds no text.
+
+Both live in files under ``.memex/`` so that they survive deleting
+``index.db`` (the index is derived; this list is not):
+
+- ``erase.key``: 32 random bytes, hex, created on first use, mode 0600,
+  git-ignored (committing it next to the list would make the list guessable).
+- ``erased.txt``: one hex digest per line, appended, never rewritten. A
+  line ``allow <digest>`` records a deliberate way back (``memex add
+  --allow-erased``, ``memex reindex --allow-erased PATH``); a later erasure
+  of the same text appends the digest again. The last line about a digest
+  decides.
+
+What counts as the same text: the body as dedup normalizes it (provenance
+prefix and injected blocks removed, Unicode NFC, whitespace runs collapsed,
+case folded), then with punctuation and symbols at either end trimmed, so
+"My PIN is 4711." and "my pin is 4711" are one text (issue 14 item 8). Lists
+written before that trimming existed hold the untrimmed form; both forms are
+checked.
+
+The list holds at index time too (:class:`Guard`): a file whose body was
+erased (restored from git or a backup, a sync tool's copy) is not indexed,
+and doctor names it. The list also holds the erased memories' own ids (those
+written in frontmatter; an id made from a file's path would refuse the next
+file written there), so an older version of an erased memory that git brings
+back is refused as well, though its text was edited away before the erasure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import secrets
+import unicodedata
+from collections.abc import Iterable
+from pathlib import Path
+
+from memex.files import permissions
+from memex.errors import IndexStoreError
+from memex.text import body_hash, normalize, strip_injected
+
+KEY_NAME = "erase.key"
+LIST_NAME = "erased.txt"
+ALLOW = "allow"
+
+
+def _key(memex_dir: Path, create: bool) -> bytes | None:
+    path = memex_dir / KEY_NAME
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        if not create:
+            return None
+        text = secrets.token_hex(32)
+        # O_EXCL: two processes erasing at once must not each write a key.
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return _key(memex_dir, create=False)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(text + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise IndexStoreError(f"{path}: cannot read the erasure key: {exc}") from exc
+    try:
+        key = bytes.fromhex(text)
+    except ValueError as exc:
+        raise IndexStoreError(f"{path}: the erasure key is not hex; restore it from a backup") from exc
+    if len(key) < 16:
+        raise IndexStoreError(f"{path}: the erasure key is too short ({len(key)} bytes)")
+    return key
+
+
+def _trim_ends(text: str) -> str:
+    """Drop punctuation, symbols and spaces at both ends (inner ones stay)."""
+    start, end = 0, len(text)
+    while start < end and _edge(text[start]):
+        start += 1
+    while end > start and _edge(text[end - 1]):
+        end -= 1
+    return text[start:end]
+
+
+def _edge(ch: str) -> bool:
+    return ch.isspace() or unicodedata.category(ch)[0] in "PS"
+
+
+def canonical(body: str) -> str:
+    """The text an erasure is keyed on (see the module doc)."""
+    folded = normalize(strip_injected(body)).casefold()
+    # A body of punctuation only keeps its punctuation, or it would match every such body.
+    return _trim_ends(folded) or folded
+
+
+def keyed_hash(key: bytes, body: str) -> str:
+    """HMAC of the body's canonical form (case, whitespace, end punctuation folded)."""
+    digest = hashlib.sha256(("v2\0" + canonical(body)).encode("utf-8")).hexdigest()
+    return hmac.new(key, digest.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def id_hash(key: bytes, memory_id: str) -> str:
+    """HMAC of an erased memory's id (another domain than bodies: never equal to one)."""
+    return hmac.new(key, ("id\0" + memory_id).encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+_PATH_ID = re.compile(r"\Ap[0-9a-f]{25}\Z")
+
+
+def explicit_ids(ids: Iterable[str]) -> list[str]:
+    """The ids that a file's frontmatter gives (not made from its path: see records.path_id)."""
+    return [i for i in ids if not _PATH_ID.match(i)]
+
+
+def legacy_hash(key: bytes, body: str) -> str:
+    """The form lists written before end punctuation was folded hold."""
+    return hmac.new(key, body_hash(body).encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def _append(memex_dir: Path, lines: list[str]) -> None:
+    with permissions.open_append(memex_dir / LIST_NAME) as handle:  # private, like the rest of .memex/
+        handle.write("".join(line + "\n" for line in lines))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def remember(memex_dir: Path, bodies: Iterable[str], ids: Iterable[str] = ()) -> int:
+    """List ``bodies`` (and the frontmatter ``ids``) as erased, again if they were
+    allowed back; returns how many lines were new."""
+    key = _key(memex_dir, create=True)
+    assert key is not None
+    state = _state(memex_dir)
+    digests = [keyed_hash(key, b) for b in bodies] + [id_hash(key, i) for i in explicit_ids(ids)]
+    fresh = list(dict.fromkeys(h for h in digests if state.get(h) is not True))
+    if fresh:
+        _append(memex_dir, fresh)
+    return len(fresh)
+
+
+def allow(memex_dir: Path, bodies: Iterable[str], ids: Iterable[str] = ()) -> int:
+    """The deliberate way back: these erased bodies (and ids) may be stored and indexed again.
+
+    Returns how many digests were erased (and are now allowed).
+    """
+    key = _key(memex_dir, create=False)
+    if key is None:
+        return 0
+    state = _state(memex_dir)
+    lines: list[str] = []
+    digests = [h for body in bodies for h in (keyed_hash(key, body), legacy_hash(key, body))]
+    digests += [id_hash(key, i) for i in ids]
+    for h in digests:
+        if state.get(h) is True:
+            lines.append(f"{ALLOW} {h}")
+            state[h] = False
+    if lines:
+        _append(memex_dir, list(dict.fromkeys(lines)))
+    return len(lines)
+
+
+def _state(memex_dir: Path) -> dict[str, bool]:
+    """digest -> erased now (True) or allowed back (False); the last line decides."""
+    path = memex_dir / LIST_NAME
+    try:
+        text = path.read_text(encoding="ascii")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise IndexStoreError(f"{path}: cannot read the erased list: {exc}") from exc
+    state: dict[str, bool] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 1:
+            state[parts[0]] = True
+        elif len(parts) == 2 and parts[0] == ALLOW:
+            state[parts[1]] = False
+    return state
+
+
+def _missing_key(memex_dir: Path) -> IndexStoreError:
+    # A list without its key cannot be checked; say so rather than
+    # silently letting erased text back in.
+    return IndexStoreError(
+        f"{memex_dir / KEY_NAME}: missing, so {memex_dir / LIST_NAME} cannot be checked; "
+        "restore the key, or delete the list to forget what was erased"
+    )
+
+
+def is_erased(memex_dir: Path, body: str) -> bool:
+    """Whether a body with the same canonical text was erased from this vault (and not allowed back)."""
+    guard = Guard(memex_dir)
+    guard.refresh()
+    return guard.erased(body)
+
+
+class Guard:
+    """The erased list as the indexer checks it, re-read only when it grew.
+
+    The list is append-only, so its size tells whether it changed; the
+    indexer asks again inside each write transaction, so an erasure that
+    lands while a reindex is embedding is seen before the reindex commits.
+    """
+
+    def __init__(self, memex_dir: Path) -> None:
+        self.memex_dir = memex_dir
+        self._size = -1
+        self._key: bytes | None = None
+        self._erased: set[str] = set()
+
+    def refresh(self) -> None:
+        try:
+            size = os.stat(self.memex_dir / LIST_NAME).st_size
+        except FileNotFoundError:
+            size = 0
+        if size == self._size:
+            return
+        state = _state(self.memex_dir) if size else {}
+        self._erased = {h for h, erased in state.items() if erased}
+        self._key = _key(self.memex_dir, create=False) if self._erased else None
+        if self._erased and self._key is None:
+            raise _missing_key(self.memex_dir)
+        self._size = size
+
+    @property
+    def size(self) -> int:
+        """The list's size in bytes at the last :meth:`refresh` (it only grows)."""
+        return max(self._size, 0)
+
+    def erased_id(self, memory_id: str) -> bool:
+        """Whether an erased memory had this (frontmatter) id, as of the last :meth:`refresh`."""
+        if not self._erased or self._key is None:
+            return False
+        return id_hash(self._key, memory_id) in self._erased
+
+    def erased(self, body: str) -> bool:
+        """Whether ``body`` was erased, as of the last :meth:`refresh`."""
+        if not self._erased or self._key is None:
+            return False
+        return keyed_hash(self._key, body) in self._erased or legacy_hash(self._key, body) in self._erased

@@ -1,0 +1,409 @@
+"""Right to erasure: forget a memory, or a whole subject, with no trace on disk.
+
+The order matters for crash safety (docs/forgetting.md, "Order and crash safety"):
+
+1. choose what to erase (:mod:`memex.erase.select`: the memory or subject,
+   what derives from it, the session archives that quote it, every copy:
+   files claiming an erased id, memories with the same text);
+2. remember the erased bodies as keyed hashes (:mod:`memex.erase.erased_list`), so
+   that even if we crash below, nothing re-adds them;
+3. delete the files (and temp files killed writes left behind, which may
+   hold the text), and write an audit line;
+4. one index transaction purges every row (:func:`memex.index.purge.purge_memory`,
+   the same purge a sync does for a vanished file) and rewrites the FTS5
+   segments; then the WAL is checkpointed and truncated. A crash between 3
+   and 4 leaves rows of missing files, which the next reindex, ``doctor
+   --fix`` or watcher start purges and scrubs (``scrub_pending``);
+5. report what git history still holds, or rewrite it (``--purge-history``);
+6. a final audit line with the counts: ``phase: complete``, or, when a step
+   after the deletion fails, ``phase: partial`` naming what remains and how
+   it is repaired (the error is raised after that line is written).
+
+Commits serialize with a running reindex through the erased list: it is
+written before any file is deleted, and the indexer checks it again inside
+each write transaction, so a reindex that read the file before the erasure
+cannot put it back; rows it committed before that are found by id and path
+inside the purge transaction.
+
+The audit log (``.memex/erasure.log``) is append-only JSON lines holding
+time, reason, ids and counts, never text or file names (memory file names
+are made from the body's first words).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memex.erase import git_history
+from memex.erase import erased_list
+from memex.files import orphans
+from memex.index import purge
+from memex.index.db import write_txn
+from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
+from memex.faults import point
+from memex.erase.select import Selection, by_id, by_subject, claiming_files, expand, files_to_read, same_text
+from memex.index.indexer import Indexer
+from memex.files.memory_file import _fsync_dir, read
+from memex.records import path_id
+
+if TYPE_CHECKING:
+    from memex.vault import Vault
+
+LOG_NAME = "erasure.log"
+
+
+@dataclass
+class EraseResult:
+    erased: list[str] = field(default_factory=list)
+    derived: list[str] = field(default_factory=list)
+    archives: list[str] = field(default_factory=list)
+    files_deleted: int = 0
+    counts: purge.PurgeCounts = field(default_factory=purge.PurgeCounts)
+    wal_truncated: bool = False
+    git: git_history.GitReport = field(default_factory=git_history.GitReport)
+
+    def as_dict(self) -> dict[str, Any]:
+        counts = self.counts.as_dict()
+        return {
+            "erased": self.erased,
+            "files_deleted": self.files_deleted,
+            **{k: counts[k] for k in ("memories", "fts_rows", "vectors", "chunks", "chunk_vectors")},
+            **{k: counts[k] for k in ("cache_entries", "entities", "relations", "usage")},
+            "derived": self.derived,
+            "archives": self.archives,
+            "forensic": {"fts_segments_rewritten": True, "wal_truncated": self.wal_truncated},
+            "git_history": self.git.status,
+            "git": self.git.as_dict(),
+        }
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def audit(memex_dir: Path, entry: dict[str, Any]) -> None:
+    """Append one JSON line to the erasure log (O_APPEND: lines never interleave)."""
+    line = json.dumps({"time": _now(), **entry}, ensure_ascii=False, sort_keys=True) + "\n"
+    fd = os.open(memex_dir / LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, line.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _check_args(
+    memory_id: str | None, reason: str, source: str | None, source_ref: str | None, session: str | None
+) -> None:
+    if not reason or not reason.strip():
+        raise InvalidArgument("reason", "say why the memory is erased (the audit log keeps the reason, never the text)")
+    for name, value in (("--source", source), ("--source-ref", source_ref), ("--session", session)):
+        if value is not None and not value.strip():
+            raise InvalidArgument(name, "must not be empty")
+    subject = source is not None or source_ref is not None or session is not None
+    if memory_id and subject:
+        raise InvalidArgument("ID", "give either a memory id or a subject (--source/--source-ref/--session), not both")
+    if not memory_id and not subject:
+        raise InvalidArgument("ID", "give a memory id, or a subject with --source-ref or --session")
+    if not memory_id and source_ref is None and session is None:
+        raise InvalidArgument("--source", "needs --source-ref or --session to name the subject")
+
+
+def _select(
+    vault: Vault, memory_id: str | None, source: str | None, source_ref: str | None, session: str | None
+) -> Selection:
+    conn = vault.conn
+    if memory_id:
+        try:
+            start = by_id(conn, memory_id)
+        except MemoryNotFound:
+            vault.reindex()  # a file written by hand since the last sync
+            try:
+                start = by_id(conn, memory_id)
+            except MemoryNotFound:
+                start = []  # not indexed: maybe a restored file the index refused
+        sel = expand(conn, vault.root, start, follow_derived=False)
+    else:
+        # Files edited or added while nothing was watching must be seen too.
+        vault.reindex()
+        start = by_subject(conn, source, source_ref, session)
+        if not start and source_ref:
+            # `memex import CLAUDE.md` records the absolute path: the same
+            # relative path given here must reach what it imported.
+            head, sep, anchor = source_ref.partition("#")
+            local = Path(head).expanduser() if head else None
+            if local is not None and local.exists() and str(local.resolve()) != head:
+                source_ref = str(local.resolve()) + sep + anchor
+                start = by_subject(conn, source, source_ref, session)
+        sel = expand(conn, vault.root, start, follow_derived=True, session=session)
+    _add_copies(vault, sel, [memory_id] if memory_id else [])
+    if memory_id and not sel.memories and not sel.files:
+        raise MemoryNotFound(memory_id)
+    if not memory_id and not sel.memories and not sel.archives:
+        what = ", ".join(
+            f"{k} {v!r}" for k, v in (("source", source), ("source_ref", source_ref), ("session", session)) if v
+        )
+        raise InvalidArgument("subject", f"nothing to erase: no memory or archive matches {what}")
+    return sel
+
+
+def _add_copies(vault: Vault, sel: Selection, ids: list[str]) -> None:
+    """Every copy of what is erased (issue 12 item 1; see memex.erase.select)."""
+    # An Indexer without a model: walking and purging must not load it.
+    walker = Indexer(vault.root, vault.conn, vault.config, None)
+    on_disk, _ = walker.walk()
+    sel.temp_names = walker.temp_names
+    indexed = {t.path for t in sel.memories.values()}
+    wanted = list(dict.fromkeys([*ids, *sel.memories]))
+    unknown = files_to_read(vault.conn, on_disk, wanted)
+    for rel, (memory_id, body) in claiming_files(vault.root, unknown, wanted).items():
+        if rel not in indexed:
+            sel.files[rel] = body
+    bodies = [t.body for t in sel.memories.values()] + list(sel.files.values())
+    for t in same_text(vault.conn, bodies, set(sel.memories)):
+        sel.memories[t.id] = t
+        sel.copies.append(t.id)
+
+
+def _bodies(vault: Vault, sel: Selection) -> list[str]:
+    """Erased texts: as indexed, and as the file says now if it was edited since."""
+    out = [t.body for t in sel.memories.values()] + list(sel.files.values())
+    for t in sel.memories.values():
+        try:
+            mf, _ = read(vault.root / t.path, vault.config.max_file_bytes)
+        except MemoryFileError:  # missing or unreadable: nothing more to remember
+            continue
+        if mf.body != t.body:
+            out.append(mf.body)
+    return out
+
+
+def _delete_files(root: Path, rels: list[str]) -> int:
+    deleted = 0
+    folders: set[Path] = set()
+    for rel in rels:
+        full = root / rel
+        try:
+            full.unlink()
+        except FileNotFoundError:
+            continue
+        deleted += 1
+        folders.add(full.parent)
+    for folder in folders:
+        _fsync_dir(folder)
+    return deleted
+
+
+def _remove_empty_session_dirs(root: Path, archives: list[str]) -> None:
+    base = (root / "sessions").resolve()
+    for rel in archives:
+        folder = (root / rel).parent
+        while folder.resolve() != base and base in folder.resolve().parents:
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+            folder = folder.parent
+
+
+def _purge_index(vault: Vault, sel: Selection, paths: list[str]) -> purge.PurgeCounts:
+    """One transaction: every row of every erased memory, then the FTS rewrite.
+
+    Rows are looked up again by id and by path inside the transaction: a
+    reindex that read a file before the erasure may have written its row
+    (under the same id, or at the same path) since the selection.
+    """
+    counts = purge.PurgeCounts()
+    conn = vault.conn
+    # Purging needs no embedding model: an Indexer without one does not load it.
+    indexer = Indexer(vault.root, conn, vault.config, None)
+    ids = sorted({*sel.memories, *(t.id for t in sel.memories.values())})
+    with write_txn(conn):
+        rowids = {t.rowid for t in sel.memories.values()}
+        for memory_id in ids:
+            rowids.update(int(r[0]) for r in conn.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)))
+        for rel in paths:
+            rowids.update(int(r[0]) for r in conn.execute("SELECT rowid FROM memories WHERE path = ?", (rel,)))
+        for rowid in sorted(rowids):
+            counts.add(indexer.purge_row(rowid))
+        conn.executemany("DELETE FROM index_errors WHERE path = ?", [(p,) for p in paths])
+        _drop_errors_naming(conn, paths)
+        purge.optimize_fts(conn)
+    return counts
+
+
+def _drop_errors_naming(conn: Any, paths: list[str]) -> None:
+    """Error rows whose path or reason holds an erased file's name (caller holds the txn).
+
+    A memory file's name is made from its text's first words, and copies keep
+    it (``note.sync-conflict-1.md``): a clash recorded for a copy since renamed
+    away, say, would keep the erased words in the index until the next sync,
+    and in the database file after that sync deleted it (only an erasure
+    checkpoints at once). Dropping an error row costs a re-read at the next
+    sync, which records it again if the file is still there.
+    """
+    stems = {Path(p).stem for p in paths if p.endswith(".md") and Path(p).stem}
+    if not stems:
+        return
+    stale = [
+        str(path) for path, reason in conn.execute("SELECT path, reason FROM index_errors")
+        if any(s in str(path) or s in str(reason) for s in stems)
+    ]
+    conn.executemany("DELETE FROM index_errors WHERE path = ?", [(p,) for p in stale])
+
+
+def _purge_history_only(vault: Vault, memory_id: str, reason: str) -> EraseResult:
+    """``--purge-history`` for a memory erased earlier: only git still holds it.
+
+    Its file is found in history by its ``id:`` line; raises MemoryNotFound
+    when no commit holds it either.
+    """
+    try:
+        report = git_history.purge(vault.root, [], [], [memory_id])
+    except Exception as exc:
+        audit(vault.memex_dir, {
+            "phase": "partial", "reason": reason, "erased": [memory_id],
+            "remains": [f"git history: the rewrite failed ({type(exc).__name__}); run the erase again"],
+        })
+        raise
+    if report.status != "purged":
+        raise MemoryNotFound(memory_id)
+    result = EraseResult(git=report)
+    audit(vault.memex_dir, {
+        "phase": "history_purged", "reason": reason, "erased": [memory_id],
+        "git_history": report.status, "git_commits": len(report.commits),
+    })
+    return result
+
+
+def erase(
+    vault: Vault,
+    memory_id: str | None = None,
+    reason: str = "",
+    source: str | None = None,
+    source_ref: str | None = None,
+    session: str | None = None,
+    purge_history: bool = False,
+) -> EraseResult:
+    """Erase one memory (by id) or a subject; see the module doc for the steps."""
+    _check_args(memory_id, reason, source, source_ref, session)
+    with vault.write_lock():
+        try:
+            sel = _select(vault, memory_id, source, source_ref, session)
+        except MemoryNotFound:
+            if not (purge_history and memory_id):
+                raise
+            return _purge_history_only(vault, memory_id, reason)
+        bodies = _bodies(vault, sel)
+        mem_paths = [t.path for t in sel.memories.values()] + sorted(sel.files)
+        paths = list(dict.fromkeys(mem_paths + sel.archives))
+        if purge_history:
+            git_history.check_clean(vault.root, paths)  # before anything is deleted
+        ids = sorted({*sel.memories, *([memory_id] if memory_id else [])})
+        erased_list.remember(vault.memex_dir, bodies, ids)
+        point("erase.listed")
+        result = EraseResult(erased=ids, derived=list(sel.derived), archives=list(sel.archives))
+        result.files_deleted = _delete_files(vault.root, paths)
+        # A write killed half way left its whole text in a temp file.
+        found = orphans.orphans_among(vault.root, sel.temp_names)
+        found += orphans.find_orphans(vault.root, tuple(f for f in orphans.FOLDERS if f != "memories"))
+        temps = orphans.remove_orphans(vault.root, found)
+        _remove_empty_session_dirs(vault.root, sel.archives)
+        audit(vault.memex_dir, {
+            "phase": "files_deleted", "reason": reason, "erased": result.erased,
+            "derived": result.derived, "copies": list(sel.copies), "archives": len(sel.archives),
+            "files_deleted": result.files_deleted, "temp_files_removed": len(temps),
+        })
+        point("erase.deleted")
+        _finish(vault, result, sel, reason, paths + temps, bodies, ids, purge_history)
+    return result
+
+
+def _finish(
+    vault: Vault, result: EraseResult, sel: Selection, reason: str, paths: list[str],
+    bodies: list[str], ids: list[str], purge_history: bool,
+) -> None:
+    """The steps after the files are gone; the audit log ends ``complete`` or ``partial``."""
+    done: list[str] = []
+    try:
+        purge.mark_scrub(vault.conn)  # a kill before the checkpoint: the next sync scrubs
+        result.counts = _purge_index(vault, sel, paths)
+        done.append("index")
+        point("erase.purged")
+        result.wal_truncated = purge.checkpoint(vault.conn)
+        if result.wal_truncated:
+            purge.scrub_done(vault.conn)
+        done.append("wal")
+        if purge_history:
+            result.git = git_history.purge(vault.root, paths, bodies, ids)
+        else:
+            result.git = git_history.history(vault.root, paths, bodies, ids)
+        done.append("git")
+    except BaseException as exc:
+        audit(vault.memex_dir, {
+            "phase": "partial", "reason": reason, "erased": result.erased,
+            "error": type(exc).__name__, "remains": _remains(done, purge_history),
+        })
+        raise
+    remains = [] if result.wal_truncated else _remains(["index", "git"], purge_history)
+    audit(vault.memex_dir, {
+        "phase": "complete" if not remains else "partial", "reason": reason, "erased": result.erased,
+        "counts": {k: v for k, v in result.as_dict().items() if isinstance(v, int)},
+        "wal_truncated": result.wal_truncated, "git_history": result.git.status,
+        "git_commits": len(result.git.commits), **({"remains": remains} if remains else {}),
+    })
+
+
+def _remains(done: list[str], purge_history: bool) -> list[str]:
+    """What still holds the erased text when the steps in ``done`` are all that finished."""
+    out: list[str] = []
+    if "index" not in done:
+        out.append("index rows (the next reindex, doctor --fix or watcher start purges them)")
+    if "wal" not in done:
+        out.append("index.db-wal page images (truncated at the next scrub: reindex or doctor --fix)")
+    if "git" not in done:
+        out.append(
+            "git history: the rewrite did not finish; run the erase again with --purge-history"
+            if purge_history else "git history: not checked; run `memex erase ID --purge-history`"
+        )
+    return out
+
+
+def allow_files(vault: Vault, paths: list[str]) -> list[str]:
+    """``memex reindex --allow-erased PATH``: index these files although their text was erased.
+
+    The deliberate way back for a file (``memex add --allow-erased`` is the
+    one for text): the bodies and ids are marked allowed on the erased list (a
+    later erasure lists them again) and the files are indexed. Returns the
+    vault-relative paths whose text or id had been erased. Paths may be given
+    relative to the vault or to the current folder, or absolute.
+    """
+    rels: list[str] = []
+    bodies: dict[str, str] = {}
+    ids: dict[str, str] = {}
+    root = vault.root.resolve()
+    for given in paths:
+        full = Path(given) if Path(given).is_absolute() else Path.cwd() / given
+        if not full.exists() and (vault.root / given).exists():
+            full = vault.root / given
+        try:
+            rel = full.resolve().relative_to(root).as_posix()
+        except ValueError:
+            raise InvalidArgument("--allow-erased", f"{given} is not inside the vault {vault.root}") from None
+        mf, _ = read(vault.root / rel, vault.config.max_file_bytes, vault.root)
+        rels.append(rel)
+        bodies[rel] = mf.body
+        ids[rel] = str(mf.meta.get("id") or path_id(rel))
+    guard = erased_list.Guard(vault.memex_dir)
+    guard.refresh()
+    allowed = [r for r in rels if guard.erased(bodies[r]) or guard.erased_id(ids[r])]
+    with vault.write_lock():
+        erased_list.allow(vault.memex_dir, [bodies[r] for r in allowed], [ids[r] for r in allowed])
+        audit(vault.memex_dir, {"phase": "allowed_back", "reason": "reindex --allow-erased", "files": len(allowed)})
+        vault.indexer.index_paths(rels, verify=True)
+    return allowed

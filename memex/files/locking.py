@@ -1,0 +1,138 @@
+"""Inter-process file locks under ``.memex/``.
+
+``write.lock`` serializes the short commit of ``add`` (re-check the exact
+duplicate, write the file, index it), so two processes adding the same body
+produce one file; the slow work (loading the model, embedding, the dedup
+pipeline) runs before the lock is taken (issue 12, item 6). Other features
+take their own named lock (the watcher takes ``watch.lock`` and holds it
+while it runs).
+
+:func:`locked_txn` takes ``write.lock`` and then SQLite's write transaction,
+but never holds the lock while waiting for SQLite: a ``reindex`` batch holds
+SQLite's write lock without ``write.lock``, and whoever waited for it while
+holding ``write.lock`` made every ``add`` behind it wait too (and time out).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import apsw
+
+from memex.index.db import BUSY_TIMEOUT_MS
+from memex.errors import LockTimeout
+
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def _try_lock(handle: IO[bytes]) -> bool:
+        try:
+            msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+
+    def _unlock(handle: IO[bytes]) -> None:
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def _try_lock(handle: IO[bytes]) -> bool:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
+    def _unlock(handle: IO[bytes]) -> None:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _open_lock(path: Path) -> IO[bytes]:
+    from memex.files.permissions import create_private
+
+    create_private(path)  # made 0600, never readable by others even for a moment
+    return open(path, "a+b")
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, timeout: float | None = 30.0) -> Iterator[IO[bytes]]:
+    """Hold an exclusive lock on ``path``; wait at most ``timeout`` seconds
+    (None: as long as it takes; a lock dies with its holder, so a crashed
+    process never leaves one behind)."""
+    handle = _open_lock(path)
+    try:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.002
+        while not _try_lock(handle):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise LockTimeout(f"{path}: held by another process for over {timeout:.0f}s")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        try:
+            yield handle
+        finally:
+            _unlock(handle)
+    finally:
+        handle.close()
+
+
+def try_file_lock(path: Path) -> IO[bytes] | None:
+    """Take the lock without waiting; the caller keeps the handle open to hold it."""
+    handle = _open_lock(path)
+    if _try_lock(handle):
+        return handle
+    handle.close()
+    return None
+
+
+# How long BEGIN IMMEDIATE may wait while write.lock is held: long enough
+# for another writer's short commit, short enough that the lock is not held
+# through a reindex batch (it is let go and taken again instead).
+_SQLITE_WAIT_MS = 50
+
+
+@contextlib.contextmanager
+def locked_txn(conn: apsw.Connection, path: Path, timeout: float | None = None) -> Iterator[None]:
+    """``write.lock`` plus a ``BEGIN IMMEDIATE`` transaction on ``conn``.
+
+    When SQLite is busy (a reindex batch is writing), the lock is released
+    and both are tried again after a pause, so nobody waits for the lock
+    behind someone who is only waiting for SQLite. ``timeout`` bounds the
+    whole wait (None: wait as long as it takes). Nested transactions
+    (``write_txn``) inside join this one.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        with file_lock(path, left):
+            conn.set_busy_timeout(_SQLITE_WAIT_MS)
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                began = True
+            except apsw.BusyError:
+                began = False
+            finally:
+                conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            if began:
+                try:
+                    yield
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+                return
+        if deadline is not None and time.monotonic() >= deadline:
+            raise LockTimeout(f"{path}: the index stayed busy for over {timeout:.0f}s")
+        # Jitter: processes that let go together must not retry in lockstep.
+        time.sleep(pause * (0.5 + int.from_bytes(os.urandom(1), "big") / 255))
+        pause = min(pause * 2, 0.2)

@@ -1,0 +1,104 @@
+"""The erased list at index time (issue 12 items 2 and 4).
+
+The indexer refuses a file whose body is on the erased list (restored by
+git or a backup, a sync tool's copy) and records it as an error that names
+the way out; doctor shows it. Two moments need more than the check at
+parse time, and live here:
+
+* :func:`recheck`, inside each batch's write transaction: an erasure lists
+  its bodies before it deletes any file, so a batch read before the erasure
+  and committed after it drops the erased records (and a file deleted since
+  is left to the purge of vanished files);
+* :func:`drop_erased_rows`, at the end of a sync, when the list grew since
+  the last check: a row whose file is unchanged is never read again, so an
+  erase killed after listing the text but before deleting the file would
+  otherwise leave it searchable.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from memex.embedding import embed
+from memex.index.db import get_meta, set_meta, write_txn
+
+if TYPE_CHECKING:
+    from memex.index.indexer import Indexer, SyncReport, _Batch
+    from memex.records import Record
+
+ERASED_REASON = "erased content restored in"
+ERASED_SEEN_KEY = "erased_list_size"  # meta: the erased list's size at the last check of every row
+
+
+def erased_reason(rel: str, memory_id: str) -> str:
+    """The index error of a file whose body is on the erased list (doctor shows it)."""
+    return (
+        f"{ERASED_REASON} {rel}: not indexed; delete it with `memex erase {memory_id} --reason ...`, "
+        f"or bring it back deliberately with `memex reindex --allow-erased {rel}`"
+    )
+
+
+def drop_erased_rows(ix: Indexer, report: SyncReport) -> None:
+    """Rows whose text went on the erased list after they were indexed.
+
+    An erase killed after listing the text but before deleting the file
+    leaves a file that looks unchanged to a sync; the erasure still holds:
+    the row goes and the file is reported like a restored one. Runs only
+    when the list grew since the last sync (its size is kept in meta).
+    """
+    ix.guard.refresh()
+    seen = get_meta(ix.conn, ERASED_SEEN_KEY) or "0"
+    if seen == str(ix.guard.size):
+        return
+    hits = [
+        (int(rowid), str(mid), str(path))
+        for rowid, mid, path, body in ix.conn.execute("SELECT rowid, id, path, body FROM memories")
+        if ix.guard.erased(str(body)) or ix.guard.erased_id(str(mid))
+    ]
+    with write_txn(ix.conn):
+        for rowid, mid, path in hits:
+            ix.purge_row(rowid)
+            report.removed += 1
+            try:
+                st: os.stat_result | None = os.stat(ix.root / path)
+            except OSError:
+                st = None
+            if st is not None:
+                reason = erased_reason(path, mid)
+                ix._record_error(path, reason, st)
+                report.errors.append({"path": path, "reason": reason})
+        set_meta(ix.conn, ERASED_SEEN_KEY, str(ix.guard.size))
+
+
+def recheck(
+    ix: Indexer, item: _Batch, cache_rows: list[embed.CacheRow]
+) -> tuple[list[Record], list[tuple[str, str, os.stat_result | None]], list[embed.CacheRow]]:
+    """Inside the write transaction: what was read may not be written now.
+
+    An erasure (which lists the body before it deletes the file) may have
+    run since the batch was read: its text is refused, and a file deleted
+    since is left to the purge of vanished files. Returns the records to
+    write, the refusals, and the cache rows of text still wanted.
+    """
+    ix.guard.refresh()
+    keep: list[Record] = []
+    late: list[tuple[str, str, os.stat_result | None]] = []
+    dropped: set[str] = set()
+    for rec in item.records:
+        if not os.path.lexists(ix.root / rec.path):
+            dropped.add(rec.path)  # even its error row would keep its name (the body's first words)
+        elif ix.guard.erased(rec.body) or ix.guard.erased_id(rec.id):
+            late.append((rec.path, erased_reason(rec.path, rec.id), None))
+            dropped.add(rec.path)
+        else:
+            keep.append(rec)
+    if not dropped:
+        return keep, late, cache_rows
+    wanted: set[str] = set()
+    unwanted: set[str] = set()
+    for rec, pieces in item.plan:
+        keys = {embed.text_key(rec.embed_text), *(embed.text_key(p) for p in pieces)}
+        (unwanted if rec.path in dropped else wanted).update(keys)
+    gone = unwanted - wanted
+    return keep, late, [row for row in cache_rows if row[1] not in gone]
