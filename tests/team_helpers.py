@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from memex.memory_file import read
+from memex.files.memory_file import read
 from memex.team.sync import SyncReport, sync
 from memex.vault import Vault, init_vault
 from tests.fakes import HashEmbedder

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memex.memory_file import MemoryFile, parse, serialize
+from memex.files.memory_file import MemoryFile, parse, serialize
 from memex.team.merge import CONFLICT_KEY, conflict_id, merge_erased, merge_memory, merge_meta
 from memex.team.wiring import ensure
 from memex.team.gitrepo import Repo

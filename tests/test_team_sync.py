@@ -12,11 +12,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from memex import embed
+from memex.embedding import embed
 from memex.cli import app
-from memex.erase import erase
+from memex.erase.steps import erase
 from memex.errors import SyncError
-from memex.memory_file import parse
+from memex.files.memory_file import parse
 from memex.team.merge import CONFLICT_KEY
 from memex.team.sync import sync
 from memex.vault import Vault, init_vault

@@ -43,7 +43,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from memex.errors import MemoryFileError
-from memex.memory_file import MemoryFile, parse, serialize
+from memex.files.memory_file import MemoryFile, parse, serialize
 
 CONFLICT_KEY = "conflict_of"
 SET_KEYS = ("entities", "relations")
@@ -156,7 +156,7 @@ def _own_id(mf: MemoryFile, path: str) -> str:
 
 def _extra(path: str, memory_id: str, meta: dict[str, Any], body: str) -> tuple[str, str, str]:
     """(file name, text, id) of the memory that keeps the other body."""
-    from memex.names import slug
+    from memex.files.names import slug
 
     new_id = conflict_id(memory_id, body)
     extra_meta = {k: v for k, v in meta.items() if k not in ("supersedes", CONFLICT_KEY)}

@@ -37,11 +37,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memex import erased_list
+from memex.erase import erased_list
 from memex.config import setting
 from memex.errors import SyncError
-from memex.locking import file_lock
-from memex.memory_file import read
+from memex.files.locking import file_lock
+from memex.files.memory_file import read
 from memex.team import tombstones, wiring
 from memex.team.gitrepo import Repo
 from memex.team.merge import CONFLICT_KEY, LOCAL_ENV
@@ -237,7 +237,7 @@ def _conflicts(vault: Vault, repo: Repo) -> list[dict[str, str]]:
 
 def _settle_tree(vault: Vault, report: SyncReport) -> bool:
     """Reindex, apply teammates' erasures, retire exact duplicates; True when something was erased."""
-    from memex.dedup_cleanup import dedup_existing
+    from memex.dedup.cleanup import dedup_existing
 
     started = time.perf_counter()
     done = vault.reindex()

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memex import erased_list
+from memex.erase import erased_list
 from memex.errors import MemoryFileError, MemoryNotFound, SyncError
-from memex.memory_file import decode, parse, read
+from memex.files.memory_file import decode, parse, read
 from memex.records import path_id
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def _erased_ids(vault: Vault) -> list[str]:
 
 def apply(vault: Vault) -> Applied:
     """Erase here what teammates erased (call after a reindex has seen the pulled files)."""
-    from memex.erase import erase
+    from memex.erase.steps import erase
 
     done = Applied([], 0)
     for memory_id in _erased_ids(vault):
