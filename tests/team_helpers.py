@@ -79,8 +79,11 @@ class Team:
             return sorted((m.id, m.path, m.status, m.body) for m in v.list(limit=100000, include_superseded=True))
 
     def path_of(self, name: str, memory_id: str) -> Path:
-        with self.vault(name) as v:
-            return v.root / v.get(memory_id).path
+        """Where the index says the memory's file is (it may have been deleted since)."""
+        for found, path, _, _ in self.index(name):
+            if found == memory_id:
+                return self.roots[name] / path
+        raise KeyError(memory_id)
 
     def body(self, name: str, memory_id: str) -> str:
         mf, _ = read(self.path_of(name, memory_id), 1 << 20)

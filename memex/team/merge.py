@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ LINK_KEYS = ("supersedes", "superseded_by")
 # The local branch tip before a sync's rebase: lets the driver tell which side is newer.
 LOCAL_ENV = "MEMEX_SYNC_LOCAL"
 _MISSING = object()
+CONFLICT_ID = re.compile(r"\Ac[0-9a-f]{25}\Z")  # what conflict_id() makes
 
 
 @dataclass

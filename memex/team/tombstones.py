@@ -131,7 +131,28 @@ def _erased_ids(vault: Vault) -> list[str]:
             continue
         value = mf.meta.get("id")
         found.append(str(value) if value not in (None, "") else path_id(rel))
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(found + _conflict_copies(vault)))
+
+
+def _conflict_copies(vault: Vault) -> list[str]:
+    """Second versions a body conflict made (memex/team/merge.py) of a memory now erased.
+
+    They are copies of it, as the files ``cp`` makes are: an erasure takes them too.
+    """
+    from memex.team.merge import CONFLICT_KEY, CONFLICT_ID
+
+    guard = erased_list.Guard(vault.memex_dir)
+    guard.refresh()
+    if guard.size == 0:
+        return []
+    found: list[str] = []
+    for hit in vault.list(include_superseded=True):
+        if not CONFLICT_ID.match(hit.id):
+            continue
+        original = vault.get(hit.id).meta.get(CONFLICT_KEY)
+        if original not in (None, "") and guard.erased_id(str(original)):
+            found.append(hit.id)
+    return found
 
 
 def apply(vault: Vault) -> Applied:
