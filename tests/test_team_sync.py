@@ -236,3 +236,21 @@ def test_sync_rejects_an_unfinished_rebase(team: Team) -> None:
         with Vault(team.roots["a"], embedder=team.embedder) as v:
             sync(v)
     subprocess.run(["rmdir", str(team.roots["a"] / ".git" / "rebase-merge")], check=True)
+
+
+def test_a_list_made_before_the_team_key_existed_needs_that_key(tmp_path: Path, cli: click.Group) -> None:
+    """A vault pushed by hand, erased list included, before anyone ran memex sync."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    first = init_vault(tmp_path / "first", git=True)
+    with Vault(first, embedder=HashEmbedder()) as v:
+        erase(v, v.add(SECRET).id, reason="before the team")
+    for args in (("symbolic-ref", "HEAD", "refs/heads/main"), ("add", "-A"), ("-c", "user.name=t", "-c",
+                 "user.email=t@example.org", "commit", "-qm", "by hand"), ("push", "-q", str(remote), "main")):
+        git(first, *args)
+    git(tmp_path, "clone", "-q", str(remote), str(tmp_path / "second"))
+    code, out = run(cli, tmp_path / "second")
+    assert code == 1 and "erased list but no key fingerprint" in out
+    assert not (tmp_path / "second" / ".memex" / "erase.key").exists()
+    code, out = run(cli, tmp_path / "second", "--key-file", str(first / ".memex" / "erase.key"))
+    assert code == 0, out

@@ -132,13 +132,32 @@ def _team_key_id(repo: Repo, ref: str | None, root: Path) -> str | None:
     return path.read_text(encoding="utf-8").strip() if path.is_file() else None
 
 
+def _has_list(repo: Repo, ref: str | None, memex_dir: Path) -> bool:
+    """Whether the vault (here or on the remote) already holds erased-list lines."""
+    local = memex_dir / erased_list.LIST_NAME
+    if local.is_file() and local.stat().st_size:
+        return True
+    if ref is None:
+        return False
+    done = repo.run("show", f"{ref}:{repo.prefix}.memex/{erased_list.LIST_NAME}", check=False)
+    return done.code == 0 and bool(done.out.strip())
+
+
 def _settle_key(vault: Vault, repo: Repo, ref: str | None, report: SyncReport) -> None:
     team_id = _team_key_id(repo, ref, vault.root)
     status = tombstones.check_key(vault.memex_dir, team_id)
-    if status == "new":
-        key = tombstones.local_key(vault.memex_dir) or tombstones.create_key(vault.memex_dir)
-        (vault.memex_dir / tombstones.KEY_ID_NAME).write_text(tombstones.fingerprint(key) + "\n", encoding="utf-8")
-        report.key = "created: share .memex/erase.key with each teammate over a private channel (docs/team.md)"
+    if status != "new":
+        return
+    key = tombstones.local_key(vault.memex_dir)
+    if key is None and _has_list(repo, ref, vault.memex_dir):
+        # Lines made under a key this clone does not have: a new key could not read them.
+        raise SyncError(
+            "the vault has an erased list but no key fingerprint yet: run the first `memex sync` on the clone "
+            "whose .memex/erase.key made the list, or install that key here with `memex sync --key-file PATH`"
+        )
+    key = key or tombstones.create_key(vault.memex_dir)
+    (vault.memex_dir / tombstones.KEY_ID_NAME).write_text(tombstones.fingerprint(key) + "\n", encoding="utf-8")
+    report.key = "created: share .memex/erase.key with each teammate over a private channel (docs/team.md)"
 
 
 def _tracked(repo: Repo, path: str) -> bool:
@@ -235,7 +254,7 @@ def _conflicts(vault: Vault, repo: Repo) -> list[dict[str, str]]:
     return out
 
 
-def _settle_tree(vault: Vault, report: SyncReport) -> bool:
+def _settle_tree(vault: Vault, report: SyncReport, state: dict[str, Any]) -> bool:
     """Reindex, apply teammates' erasures, retire exact duplicates; True when something was erased."""
     from memex.dedup.cleanup import dedup_existing
 
@@ -244,7 +263,14 @@ def _settle_tree(vault: Vault, report: SyncReport) -> bool:
     report.seconds["index"] = report.seconds.get("index", 0.0) + time.perf_counter() - started
     for key in ("added", "updated", "removed"):
         report.index[key] = report.index.get(key, 0) + int(getattr(done, key, 0) or 0)
-    applied = tombstones.apply(vault)
+    size = erased_list.Guard(vault.memex_dir)
+    size.refresh()
+    # Conflict copies of erased memories need a look at every memory id: only
+    # when the list grew since the last sync, or this sync made conflict copies.
+    deep = size.size != state.get("erased_size") or bool(report.conflicts)
+    applied = tombstones.apply(vault, conflict_copies=deep)
+    size.refresh()
+    state["erased_size"] = size.size
     report.erased += [i for i in applied.ids if i not in report.erased]
     for _ in range(100):  # memex dedup changes at most 200 memories a run
         cleanup = dedup_existing(vault, apply=True)
@@ -289,7 +315,7 @@ def _publish_rewrite(vault: Vault, repo: Repo, remote: str, branch: str, state: 
             "run the erase with --purge-history again there"
         )
     report.local_changes += _commit(vault, repo, _message("local changes"))
-    _settle_tree(vault, report)
+    _settle_tree(vault, report, state)
     report.local_changes += _commit(vault, repo, _message("erasures and duplicates"))
     lease = f"--force-with-lease=refs/heads/{branch}:{tip}" if tip else "--force-with-lease"
     repo.run("push", "-q", lease, remote, f"HEAD:refs/heads/{branch}")
@@ -370,7 +396,7 @@ def sync(vault: Vault, remote: str | None = None, dry_run: bool = False, key_fil
             _publish_rewrite(vault, repo, remote_name, remote_branch, state, report)
             rewritten = True
         else:
-            rewritten = _sync_loop(vault, repo, remote_name, remote_branch, before, after, attempts, report)
+            rewritten = _sync_loop(vault, repo, remote_name, remote_branch, before, after, attempts, report, state)
         state.update(rewrites=rewrites, remote_tip=repo.rev("HEAD"))
         _save_state(repo, state)
         _history(vault, repo, report, rewritten)
@@ -380,7 +406,7 @@ def sync(vault: Vault, remote: str | None = None, dry_run: bool = False, key_fil
 
 
 def _sync_loop(vault: Vault, repo: Repo, remote: str, branch: str, before: str | None, after: str | None,
-               attempts: int, report: SyncReport) -> bool:
+               attempts: int, report: SyncReport, state: dict[str, Any]) -> bool:
     """Commit, rebase, settle, push; again while the push is rejected. True when the remote was rewritten."""
     rewritten = False
     for attempt in range(1, attempts + 1):
@@ -401,7 +427,7 @@ def _sync_loop(vault: Vault, repo: Repo, remote: str, branch: str, before: str |
             else:
                 _rebase(vault, repo, after, None, report)
         report.conflicts += _conflicts(vault, repo)
-        erased = _settle_tree(vault, report)
+        erased = _settle_tree(vault, report, state)
         if after is not None and (rewritten or erased) and repo.rev(after):
             # Erased text may sit in this clone's unpushed commits: push one commit holding the settled tree.
             repo.run("reset", "-q", "--soft", after)

@@ -119,7 +119,7 @@ class Applied:
     files: int
 
 
-def _erased_ids(vault: Vault) -> list[str]:
+def _erased_ids(vault: Vault, conflict_copies: bool) -> list[str]:
     """Ids of memory files on disk whose body or id is on the erased list."""
     from memex.health import drift
 
@@ -131,7 +131,7 @@ def _erased_ids(vault: Vault) -> list[str]:
             continue
         value = mf.meta.get("id")
         found.append(str(value) if value not in (None, "") else path_id(rel))
-    return list(dict.fromkeys(found + _conflict_copies(vault)))
+    return list(dict.fromkeys(found + (_conflict_copies(vault) if conflict_copies else [])))
 
 
 def _conflict_copies(vault: Vault) -> list[str]:
@@ -155,12 +155,12 @@ def _conflict_copies(vault: Vault) -> list[str]:
     return found
 
 
-def apply(vault: Vault) -> Applied:
+def apply(vault: Vault, conflict_copies: bool = True) -> Applied:
     """Erase here what teammates erased (call after a reindex has seen the pulled files)."""
     from memex.erase.steps import erase
 
     done = Applied([], 0)
-    for memory_id in _erased_ids(vault):
+    for memory_id in _erased_ids(vault, conflict_copies):
         try:
             result = erase(vault, memory_id, reason=REASON)
         except MemoryNotFound:
