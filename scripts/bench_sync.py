@@ -118,7 +118,7 @@ def run(changes: int, base: int, embedder_kind: str, seed: int) -> dict[str, obj
             rows.append({"clone": name, "wall_s": round(wall, 3), "index_s": round(index, 3),
                          "without_index_s": round(wall - index, 3), "pulled": report.incoming,
                          "committed_files": report.local_changes, "conflicts": len(report.conflicts),
-                         "indexed": report.index})
+                         "indexed": report.index, "steps": {k: round(v, 3) for k, v in report.seconds.items()}})
         trees = {name: sorted(p.read_bytes() for p in (roots[name] / "memories").rglob("*.md")) for name in "abc"}
         return {
             "changes": share * 3, "base": base, "embedder": embedder_kind, "syncs": rows,

@@ -33,6 +33,8 @@ from __future__ import annotations
 import json
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,6 +80,15 @@ class SyncReport:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@contextmanager
+def _timed(report: SyncReport, step: str) -> Iterator[None]:
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        report.seconds[step] = report.seconds.get(step, 0.0) + time.perf_counter() - started
 
 
 # -- per-clone state -----------------------------------------------------------
@@ -268,15 +279,17 @@ def _settle_tree(vault: Vault, report: SyncReport, state: dict[str, Any]) -> boo
     # Conflict copies of erased memories need a look at every memory id: only
     # when the list grew since the last sync, or this sync made conflict copies.
     deep = size.size != state.get("erased_size") or bool(report.conflicts)
-    applied = tombstones.apply(vault, conflict_copies=deep)
+    with _timed(report, "erasures"):
+        applied = tombstones.apply(vault, conflict_copies=deep)
     size.refresh()
     state["erased_size"] = size.size
     report.erased += [i for i in applied.ids if i not in report.erased]
-    for _ in range(100):  # memex dedup changes at most 200 memories a run
-        cleanup = dedup_existing(vault, apply=True)
-        report.deduplicated += [{"keep": g.keep, "superseded": g.supersede} for g in cleanup.groups]
-        if not cleanup.remaining:
-            break
+    with _timed(report, "dedup"):
+        for _ in range(100):  # memex dedup changes at most 200 memories a run
+            cleanup = dedup_existing(vault, apply=True)
+            report.deduplicated += [{"keep": g.keep, "superseded": g.supersede} for g in cleanup.groups]
+            if not cleanup.remaining:
+                break
     return bool(applied.ids)
 
 
@@ -399,7 +412,8 @@ def sync(vault: Vault, remote: str | None = None, dry_run: bool = False, key_fil
             rewritten = _sync_loop(vault, repo, remote_name, remote_branch, before, after, attempts, report, state)
         state.update(rewrites=rewrites, remote_tip=repo.rev("HEAD"))
         _save_state(repo, state)
-        _history(vault, repo, report, rewritten)
+        with _timed(report, "history"):
+            _history(vault, repo, report, rewritten)
         report.seconds["git_and_rules"] = time.perf_counter() - git_started - report.seconds.get("index", 0.0)
     report.seconds["total"] = time.perf_counter() - started
     return report
@@ -423,9 +437,11 @@ def _sync_loop(vault: Vault, repo: Repo, remote: str, branch: str, before: str |
                     "the remote's history was rewritten (a teammate's `memex erase --purge-history`); this "
                     "clone moved its own changes onto it and dropped the old objects"
                 )
-                _rebase(vault, repo, after, before, report)
+                with _timed(report, "rebase"):
+                    _rebase(vault, repo, after, before, report)
             else:
-                _rebase(vault, repo, after, None, report)
+                with _timed(report, "rebase"):
+                    _rebase(vault, repo, after, None, report)
         report.conflicts += _conflicts(vault, repo)
         erased = _settle_tree(vault, report, state)
         if after is not None and (rewritten or erased) and repo.rev(after):
