@@ -448,8 +448,9 @@ def _sync_loop(vault: Vault, repo: Repo, remote: str, branch: str, before: str |
             # Erased text may sit in this clone's unpushed commits: push one commit holding the settled tree.
             repo.run("reset", "-q", "--soft", after)
         report.local_changes += _commit(vault, repo, _message("merged, erasures and duplicates"))
-        if after is not None:
-            report.outgoing = int(repo.out("rev-list", "--count", f"{after}..HEAD").strip())
+        if repo.rev("HEAD"):
+            span = f"{after}..HEAD" if after is not None else "HEAD"
+            report.outgoing = int(repo.out("rev-list", "--count", span).strip())
         if _push(repo, remote, branch, after is not None):
             return rewritten
         before, after = _fetch(repo, remote, branch)

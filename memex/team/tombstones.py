@@ -100,9 +100,9 @@ def check_key(memex_dir: Path, team_id: str | None) -> str:
         return "new"
     if key is None:
         raise SyncError(
-            f"this clone has no erasure key, and the team vault's erased list needs it to keep erased "
-            f"text out: ask a teammate for their .memex/erase.key (over a private channel) and run "
-            f"`memex sync --key-file PATH`"
+            "this clone has no erasure key, and the team's is needed to read the vault's erased list "
+            "(and to add to it): ask a teammate for their .memex/erase.key (over a private channel) "
+            "and run `memex sync --key-file PATH`"
         )
     if fingerprint(key) != team_id.strip():
         raise SyncError(
