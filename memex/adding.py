@@ -176,7 +176,7 @@ def _known(vault: Vault, decision: pipeline.Decision) -> pipeline.AddResult:
     existing = decision.existing_id or ""
     if decision.status == "duplicate" and existing:
         vault.record_access([existing])
-    path = vault._row_by_id(existing)[0] if existing else ""
+    path = vault._row_by_id(existing).path if existing else ""
     return pipeline.AddResult(
         decision.status, existing, path, decision.method, decision.existing_id,
         decision.similarity, decision.similar_facts,

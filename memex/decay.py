@@ -31,7 +31,8 @@ from typing import Any
 import apsw
 
 from memex.config import CONFIG_RELPATH, Config, fraction, setting
-from memex.errors import ConfigError
+from memex.errors import ConfigError, MemoryNotFound
+from memex.store import usage
 
 DEFAULT_RATE = 0.01
 DEFAULT_MIN_CONFIDENCE = 0.3
@@ -125,16 +126,16 @@ def effective_confidence(
 
 def last_accesses(conn: apsw.Connection, ids: Iterable[str]) -> dict[str, str | None]:
     """``usage.last_access`` of these memories (absent ones are left out)."""
-    wanted = list(dict.fromkeys(ids))
-    out: dict[str, str | None] = {}
-    for start in range(0, len(wanted), 500):
-        part = wanted[start : start + 500]
-        for memory_id, last in conn.execute(
-            f"SELECT memory_id, last_access FROM usage WHERE memory_id IN ({','.join('?' * len(part))})",
-            part,
-        ):
-            out[str(memory_id)] = None if last is None else str(last)
-    return out
+    return usage.last_accesses(conn, ids)
+
+
+def confidence_now(conn: apsw.Connection, config: Config, memory_id: str) -> float:
+    """One memory's confidence after decay since its last recall (computed, never stored)."""
+    row = usage.decay_row(conn, memory_id)
+    if row is None:
+        raise MemoryNotFound(memory_id)
+    value = effective_confidence(row.confidence, row.category, row.last_access, row.created, load_policy(config))
+    return round(value, 6)
 
 
 def days_until(confidence: float, category: str | None, policy: DecayPolicy) -> float | None:
@@ -184,17 +185,9 @@ class Fade:
 
 def schedule(conn: apsw.Connection, policy: DecayPolicy, scope: str | None = None) -> list[Fade]:
     """Every active memory with its effective confidence and days left, soonest first."""
-    sql = (
-        "SELECT m.id, m.scope, m.category, m.confidence, m.created, u.last_access, m.body "
-        "FROM memories m LEFT JOIN usage u ON u.memory_id = m.id WHERE m.status = 'active'"
-    )
-    params: list[Any] = []
-    if scope is not None:
-        sql += " AND m.scope = ?"
-        params.append(scope)
     now = dt.datetime.now(dt.timezone.utc)
     out = []
-    for mid, mscope, category, conf, created, last, body in conn.execute(sql, params):
+    for mid, mscope, category, conf, created, last, body in usage.active_decay_rows(conn, scope):
         value = effective_confidence(float(conf), category, last, created, policy, now)
         left = days_until(value, category, policy)
         out.append(Fade(mid, mscope, category, float(conf), round(value, 6), last,

@@ -1,4 +1,4 @@
-"""Frontmatter edits of existing memories: one (``Vault.update_meta``) or many at once.
+"""Frontmatter edits of existing memories: one (:func:`update_meta`) or many at once.
 
 Setting ``superseded_by`` (consolidation, supersede, dedup cleanup) or a
 category rewrites a memory file with one frontmatter key changed and every
@@ -38,7 +38,7 @@ class MetaBatch:
 def edited_text(vault: Vault, memory_id: str, changes: Mapping[str, Any]) -> tuple[str, str]:
     """(path relative to the vault, new file text) of one memory with ``changes``
     applied: a key set to None is removed, every other key is set."""
-    path, *_ = vault._row_by_id(memory_id)
+    path = vault._row_by_id(memory_id).path
     full = vault.root / path
     mf, _ = memory_file.read(full, vault.config.max_file_bytes, vault.root)
     if "created" not in mf.meta:
@@ -68,7 +68,7 @@ def update_meta_many(vault: Vault, changes: Mapping[str, Mapping[str, Any]]) -> 
     A memory that cannot be edited (erased since the caller looked, its file
     broken or over the size cap, text that cannot be encoded) is left as it
     is and named in ``failed``; the others go through. The caller holds the
-    vault's write lock (consolidation does), as for :meth:`Vault.update_meta`.
+    vault's write lock (consolidation does), as for :func:`update_meta`.
     """
     out = MetaBatch()
     writes: dict[str, tuple[str, str]] = {}

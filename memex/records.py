@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from memex import fields
 from memex.index import graph
 from memex.errors import InvalidArgument, MemoryFileError
 from memex.files.memory_file import MemoryFile
@@ -24,14 +25,11 @@ from memex.text import body_hash, normalize, strip_injected
 
 DEFAULT_CONFIDENCE = 0.8
 # The one shape of a memory wherever memex prints one: `show`, `list` and
-# `search` (issue 14). These are the index's values, so a hand-written file
-# shows the scope, source and date memex derived for it, not a blank.
-RECORD_FIELDS = (
-    "id", "path", "scope", "source", "session", "source_ref", "category", "confidence", "created",
-    "status", "superseded_by", "effective_confidence", "body",
-)
+# `search` (memex.fields). These are the index's values, so a hand-written
+# file shows the scope, source and date memex derived for it, not a blank.
+RECORD_FIELDS = fields.RECORD_FIELDS
 # What a search hit adds to the record: its rank and the two signals behind it.
-SCORE_FIELDS = ("score", "lexical", "semantic")
+SCORE_FIELDS = fields.SCORE_FIELDS
 # The source of a hand-written memory (a file with neither `id` nor `source`).
 HAND_WRITTEN_SOURCE = "file"
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from memex.config import CONFIG_RELPATH, Config, string_list
 from memex.errors import ConfigError, ScopeError
+from memex.store import memories
 
 if TYPE_CHECKING:
     import apsw
@@ -104,7 +105,7 @@ def check_filter(rules: ScopeRules, conn: apsw.Connection, scopes: Iterable[str]
     for scope in scopes or ():
         if rules.valid(scope):
             continue
-        if conn.execute("SELECT 1 FROM memories WHERE scope = ? LIMIT 1", (scope,)).fetchone():
+        if memories.scope_in_use(conn, scope):
             continue
         rules.check(scope)
 
@@ -113,7 +114,7 @@ def unknown_scopes(rules: ScopeRules, conn: apsw.Connection) -> list[dict[str, A
     """Indexed memories whose scope is not valid (hand-written files in an
     unknown folder, or a ``scope:`` typed by hand), for ``memex doctor``."""
     out: list[dict[str, Any]] = []
-    for path, scope in conn.execute("SELECT path, scope FROM memories ORDER BY path"):
+    for path, scope in memories.path_scopes(conn):
         found = rules.problem(str(scope))
         if found is not None:
             reason, suggestion = found

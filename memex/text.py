@@ -175,3 +175,14 @@ def chunks(text: str, size: int = 800, overlap: int = 120) -> list[str]:
 def preview(text: str, limit: int = 160) -> str:
     flat = normalize(text)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def entity_key(name: str) -> str:
+    """The key that makes two spellings of an entity one (memex.index.graph)."""
+    # NFKC too: a full-width "ＳＱＬｉｔｅ" (common in CJK text) is the same entity.
+    return unicodedata.normalize("NFKC", normalize(name)).casefold()
+
+
+def text_key(text: str) -> str:
+    """The key of a text in the embedding cache (and a memory's ``embed_key``)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -26,18 +26,19 @@ from memex.files import memory_file
 from memex.files import permissions
 from memex.files import writers
 from memex.config import Config, load_config
-from memex.index.db import connect, write_txn
+from memex.store import memories, usage
+from memex.store.memories import MemoryRow
+from memex.store.schema import connect, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.index.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
 from memex.files.locking import file_lock, locked_txn
 from memex.files.names import scope_dir_parts, slug
 from memex.records import Memory as Memory  # public here since before it moved
 from memex.records import now_iso, record_view
-from memex.search.hybrid import HIT_COLUMNS, Filters, Hit, hit_from_row, search
+from memex.search.hybrid import Filters, Hit, hit_from_row, search
 
 if TYPE_CHECKING:
     from memex.dedup.pipeline import AddResult  # the write path's; a search need not import it
-    from memex.meta_edit import MetaBatch
 
 MEMEX_DIR = ".memex"
 INDEX_NAME = "index.db"
@@ -234,29 +235,21 @@ class Vault:
 
     # -- reading -------------------------------------------------------------
 
-    def _row_by_id(self, memory_id: str) -> tuple[Any, ...]:
-        row = self.conn.execute(
-            "SELECT m.path, m.status, u.access_count, u.last_access FROM memories m "
-            "LEFT JOIN usage u ON u.memory_id = m.id WHERE m.id = ?",
-            (memory_id,),
-        ).fetchone()
+    def _row_by_id(self, memory_id: str) -> MemoryRow:
+        row = memories.row_by_id(self.conn, memory_id)
         if row is None:
             raise MemoryNotFound(memory_id)
-        return tuple(row)
+        return row
 
     def get(self, memory_id: str) -> Memory:
         """The memory with this id, read from its file."""
-        path, status, count, last = self._row_by_id(memory_id)
-        mf, _ = memory_file.read(self.root / path, self.config.max_file_bytes, self.root)
-        row = self.conn.execute(
-            f"SELECT {HIT_COLUMNS} FROM memories WHERE id = ?", (memory_id,)
-        ).fetchone()
-        if row is None:  # erased between the two reads
-            raise MemoryNotFound(memory_id)
+        row = self._row_by_id(memory_id)
+        count, last = usage.usage_of(self.conn, memory_id)
+        mf, _ = memory_file.read(self.root / row.path, self.config.max_file_bytes, self.root)
         hit = hit_from_row(row)
         decay.annotate(self.conn, [hit], decay.load_policy(self.config))
         record = {k: v for k, v in record_view(hit).items() if k != "body"}
-        return Memory(memory_id, path, dict(mf.meta), mf.body, status, int(count or 0), last, record)
+        return Memory(memory_id, row.path, dict(mf.meta), mf.body, row.status, count, last, record)
 
     def list(
         self,
@@ -268,12 +261,7 @@ class Vault:
     ) -> list[Hit]:
         self.check_scope_filter(scope)
         filters = Filters(tuple([scope]) if scope else None, source, session, include_superseded)
-        where, params = filters.sql()
-        sql = f"SELECT {HIT_COLUMNS} FROM memories m WHERE {where} ORDER BY created DESC, id"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(min(limit, 2**63 - 1))  # SQLite's largest integer: more than any vault holds
-        hits = [hit_from_row(r) for r in self.conn.execute(sql.replace("rowid,", "m.rowid,", 1), params)]
+        hits = [hit_from_row(r) for r in memories.list_rows(self.conn, filters, limit)]
         decay.annotate(self.conn, hits, decay.load_policy(self.config))
         return hits
 
@@ -328,12 +316,7 @@ class Vault:
             return
         stamp = now_iso()
         with write_txn(self.conn):
-            self.conn.executemany(
-                "INSERT INTO usage(memory_id, access_count, last_access) VALUES (?, 1, ?) "
-                "ON CONFLICT(memory_id) DO UPDATE SET access_count = access_count + 1, "
-                "last_access = excluded.last_access",
-                [(i, stamp) for i in ids],
-            )
+            usage.record_use(self.conn, ids, stamp)
 
     # -- writing -------------------------------------------------------------
 
@@ -383,111 +366,3 @@ class Vault:
             self, text, scope=scope, source=source, session=session, source_ref=source_ref, category=category,
             confidence=confidence, entities=entities, extra=extra, supersedes=supersedes, allow_erased=allow_erased,
         )
-
-    def update_meta(self, memory_id: str, changes: dict[str, Any]) -> Memory:
-        """Set (or, with None, remove) frontmatter keys of one memory, atomically."""
-        from memex.meta_edit import update_meta
-
-        return update_meta(self, memory_id, changes)
-
-    def update_meta_many(self, changes: dict[str, dict[str, Any]]) -> MetaBatch:
-        """:meth:`update_meta` for many memories in one write pass: the ids
-        done and the ids refused, with why (memex/meta_edit.py)."""
-        from memex.meta_edit import update_meta_many
-
-        return update_meta_many(self, changes)
-
-    # -- consolidation and decay (issue 7; memex/consolidation/consolidate.py, memex/decay.py)
-
-    def consolidate(self, session: str, scope: str | None = None, dry_run: bool = False) -> Any:
-        """Fold a session's similar memories into one representative each."""
-        from memex.consolidation.consolidate import consolidate
-
-        return consolidate(self, session, scope, dry_run)
-
-    def consolidate_all(self, scope: str | None = None, dry_run: bool = False) -> Any:
-        """Backfill: consolidate every session with active memories."""
-        from memex.consolidation.consolidate import consolidate_all
-
-        return consolidate_all(self, scope, dry_run)
-
-    def unsupersede(self, memory_id: str) -> Memory:
-        """Make a superseded memory active again."""
-        from memex.consolidation.consolidate import unsupersede
-
-        return unsupersede(self, memory_id)
-
-    def effective_confidence(self, memory_id: str) -> float:
-        """Confidence after decay since the last recall (computed, never stored)."""
-        row = self.conn.execute(
-            "SELECT m.confidence, m.category, m.created, u.last_access FROM memories m "
-            "LEFT JOIN usage u ON u.memory_id = m.id WHERE m.id = ?",
-            (memory_id,),
-        ).fetchone()
-        if row is None:
-            raise MemoryNotFound(memory_id)
-        policy = decay.load_policy(self.config)
-        return round(decay.effective_confidence(float(row[0]), row[1], row[3], row[2], policy), 6)
-
-    # -- dedup: supersede, hand-off note, cleanup (issue 4) --------------------
-
-    def supersede(self, old_id: str, text: str, **add_options: Any) -> Any:
-        """Store ``text`` as the successor of ``old_id`` (which gets ``superseded_by``)."""
-        from memex.dedup.supersede import supersede
-
-        return supersede(self, old_id, text, **add_options)
-
-    def handoff(self, session: str) -> Any:
-        """The note telling an agent what a hook already stored this turn."""
-        from memex.dedup.handoff import handoff
-
-        return handoff(self, session)
-
-    def dedup_existing(self, apply: bool = False, limit: int = 200) -> Any:
-        """Find exact duplicates already in the vault; with ``apply``, supersede them."""
-        from memex.dedup.cleanup import dedup_existing
-
-        return dedup_existing(self, apply, limit)
-
-    # -- erasure and the entity graph (issue 5; memex/erase/steps.py, memex/index/graph.py)
-
-    def erase(
-        self,
-        memory_id: str | None = None,
-        reason: str = "",
-        source: str | None = None,
-        source_ref: str | None = None,
-        session: str | None = None,
-        purge_history: bool = False,
-    ) -> Any:
-        """Erase one memory, or a subject (source + source_ref, or session), leaving no trace."""
-        from memex.erase.steps import erase
-
-        return erase(self, memory_id, reason, source, source_ref, session, purge_history)
-
-    def entities(self) -> Any:
-        """Every entity with the number of memories that name it."""
-        from memex.index.graph import list_entities
-
-        return list_entities(self.conn)
-
-    def entity_graph(self, name: str) -> Any:
-        """One entity: its memories, relations and neighbouring entities."""
-        from memex.index.graph import entity_graph
-
-        return entity_graph(self.conn, name)
-
-    # -- watching (issue 3; memex/watch/watcher.py, memex/watch/state.py) ---------------
-
-    def watcher(self, **settings: Any) -> Any:
-        """A :class:`memex.watch.watcher.Watcher` for this vault; ``run()`` blocks until
-        stopped. Keyword arguments override the ``[watch]`` settings."""
-        from memex.watch.watcher import Watcher, settings_for
-
-        return Watcher(self, settings_for(self, **settings))
-
-    def status(self) -> dict[str, Any]:
-        """Is a watcher running, and how many files differ from the index right now."""
-        from memex.watch.state import status
-
-        return status(self)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from memex.embedding.embed import load_embedder
 from memex.vault import Vault, init_vault
+from memex.consolidation.consolidate import consolidate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from eval_consolidate import write_session  # noqa: E402  (a sibling script)
@@ -81,10 +82,10 @@ def main() -> None:
             with Vault(root, embedder=embedder) as vault:
                 vault.reindex()  # nothing changed: only checks the copy
                 t0 = time.perf_counter()
-                vault.consolidate("bench", dry_run=True)
+                consolidate(vault, "bench", dry_run=True)
                 plan_times.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
-                report = vault.consolidate("bench")
+                report = consolidate(vault, "bench")
                 apply_times.append(time.perf_counter() - t0)
         root = Path(tmp) / "mem"
         shutil.copytree(template, root)
@@ -92,7 +93,7 @@ def main() -> None:
             vault.reindex()
             vault.indexer  # the model and tables are loaded before measuring
             tracemalloc.start()
-            vault.consolidate("bench", dry_run=True)
+            consolidate(vault, "bench", dry_run=True)
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
     assert report is not None

@@ -3,7 +3,7 @@
 Builds a throwaway vault of N generated memories (about 10% longer than the
 chunk size, so chunk vectors exist; entities on most), indexes it, commits it
 to git (as ``memex init`` vaults are repositories), then erases memories one
-at a time with :meth:`Vault.erase` and times each call: file deletion, the
+at a time with :func:`memex.erase.steps.erase` and times each call: file deletion, the
 one-transaction purge, FTS5 segment rewrite, WAL checkpoint, git history
 check and the audit log.
 
@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from memex.embedding.embed import load_embedder  # noqa: E402
 from memex.files.memory_file import MemoryFile, serialize  # noqa: E402
 from memex.vault import Vault, init_vault  # noqa: E402
+from memex.erase.steps import erase  # noqa: E402
 
 SYLLABLES = "ka lo mi ne ru sa ti vo be da fe gi ho ju ly po qu re so tu va we xi yo ze".split()
 
@@ -113,7 +114,7 @@ def run(count: int, erasures: int, embedder_kind: str, use_git: bool, seed: int)
             answers = []
             for memory_id in rng.sample(ids, erasures):
                 t0 = time.perf_counter()
-                result = vault.erase(memory_id, reason="benchmark")
+                result = erase(vault, memory_id, reason="benchmark")
                 timings.append(time.perf_counter() - t0)
                 answers.append(result)
             assert all(a.counts.memories == 1 and a.wal_truncated for a in answers)

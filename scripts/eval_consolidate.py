@@ -49,6 +49,7 @@ from memex.embedding.embed import load_embedder
 from memex.errors import MemexError
 from memex.consolidation.pairscore import LEXICAL_PROFILE, PROFILES, ScoreProfile, fit_logistic, pair_matrices, profile_for
 from memex.dedup.values import GUARDS
+from memex.consolidation.consolidate import consolidate
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "consolidate_pairs.jsonl"
 
@@ -164,7 +165,7 @@ def cluster_eval(rows: list[dict[str, Any]], embedder: Any, scorer_for: Any,
                 extra = "" if t is None else f"merge_threshold = {t}\n"
                 config.write_text(template.replace("[consolidate]\n", "[consolidate]\n" + extra, 1), encoding="utf-8")
                 vault.config = load_config(root)
-                report = vault.consolidate("eval", dry_run=True)
+                report = consolidate(vault, "eval", dry_run=True)
                 cluster_of = {f"m{k:03d}": f"m{k:03d}" for k in range(len(rows))}
                 for g in report.groups:
                     for member in [g.representative, *g.superseded]:

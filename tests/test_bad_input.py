@@ -13,6 +13,7 @@ import pytest
 from memex import health
 from memex.errors import MemoryFileError
 from memex.vault import Vault
+from memex.meta_edit import update_meta
 from tests.fakes import HashEmbedder
 
 CAP = 4096
@@ -251,7 +252,7 @@ def test_a_file_swapped_for_an_outside_link_is_not_read(capped: Vault, outside: 
     with pytest.raises(MemoryFileError, match="points outside the vault"):
         capped.get(hit.id)
     with pytest.raises(MemoryFileError, match="points outside the vault"):
-        capped.update_meta(hit.id, {"category": "x"})
+        update_meta(capped, hit.id, {"category": "x"})
     assert (outside / "secret.md").read_text() == "The zebra password is hunter2.\n"
     capped.reindex()
     _no_secret(capped)

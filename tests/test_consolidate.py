@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from memex.cli import _register_commands, main
-from memex.consolidation.consolidate import Item, complete_link, representative
+from memex.consolidation.consolidate import Item, complete_link, consolidate, consolidate_all, representative, unsupersede
 from memex.errors import InvalidArgument
 from memex.dedup.values import conflict_reason
 from memex.vault import Vault
@@ -53,7 +53,7 @@ def test_paraphrases_collapse_to_one_representative(model_vault: Vault) -> None:
     write(model_vault, "other", "The frontend bundle is built with Vite")
     model_vault.reindex()
 
-    report = model_vault.consolidate("s1")
+    report = consolidate(model_vault, "s1")
 
     assert report.candidates == 7
     assert report.merged_groups == 2
@@ -75,7 +75,7 @@ def test_paraphrases_collapse_to_one_representative(model_vault: Vault) -> None:
     hidden = {h.id for h in model_vault.search("pre-commit hook runs ruff and mypy", include_superseded=True)}
     assert {"uv0", "uv1"} <= hidden
     # A second run finds nothing more to do.
-    assert model_vault.consolidate("s1").superseded_count == 0
+    assert consolidate(model_vault, "s1").superseded_count == 0
 
 
 def test_a_differing_value_stays_separate(model_vault: Vault) -> None:
@@ -84,7 +84,7 @@ def test_a_differing_value_stays_separate(model_vault: Vault) -> None:
     write(model_vault, "t30b", "HTTP client requests time out after 30 seconds")
     write(model_vault, "py", "The project targets Python 3.11")
     model_vault.reindex()
-    report = model_vault.consolidate("s1")
+    report = consolidate(model_vault, "s1")
     assert report.candidates == 4
     assert [sorted([g.representative, *g.superseded]) for g in report.groups] == [["t30", "t30b"]]
     assert superseded_by(model_vault, "t60") is None
@@ -96,7 +96,7 @@ def test_swapped_word_stays_separate(model_vault: Vault) -> None:
     write(model_vault, "tabs", "The user prefers tabs for indentation in Python files")
     write(model_vault, "spaces", "The user prefers spaces for indentation in Python files")
     model_vault.reindex()
-    assert model_vault.consolidate("s1").merged_groups == 0
+    assert consolidate(model_vault, "s1").merged_groups == 0
     assert conflict_reason("The user likes a dark theme in the editor", "The user likes a light theme in the editor")
     assert conflict_reason("The user prefers tabs for indentation", "The user prefers spaces for indentation")
     assert conflict_reason("The cache is cleared on every deploy", "The cache is cleared on each deploys") is None
@@ -112,7 +112,7 @@ def test_protected_memories_stay(model_vault: Vault) -> None:
     write(model_vault, "b", uv[2])
     write(model_vault, "x", "The frontend bundle is built with Vite")
     model_vault.reindex()
-    report = model_vault.consolidate("s1")
+    report = consolidate(model_vault, "s1")
     assert report.candidates == 3  # a, b, x
     assert [sorted([g.representative, *g.superseded]) for g in report.groups] == [["a", "b"]]
     for mid in ("c0", "c1", "g0", "sure"):
@@ -129,7 +129,7 @@ def test_protected_categories_are_configurable(model_vault: Vault) -> None:
     for k, body in enumerate(texts_of("git-hooks")):
         write(model_vault, f"uv{k}", body)
     model_vault.reindex()
-    report = model_vault.consolidate("s1")
+    report = consolidate(model_vault, "s1")
     assert report.candidates == 0 and report.merged_groups == 0
 
 
@@ -139,7 +139,7 @@ def test_fewer_than_three_candidates_is_skipped(model_vault: Vault) -> None:
     write(model_vault, "b", uv[1])
     write(model_vault, "c", uv[2], scope="project:other")
     model_vault.reindex()
-    report = model_vault.consolidate("s1")
+    report = consolidate(model_vault, "s1")
     assert report.merged_groups == 0
     assert {s["scope"]: s["candidates"] for s in report.skipped} == {"user": 2, "project:other": 1}
     assert model_vault.get("a").status == "active"
@@ -154,7 +154,7 @@ def test_scopes_and_categories_are_never_mixed(model_vault: Vault) -> None:
     write(model_vault, "p1", uv[1], scope="project:x")
     write(model_vault, "p2", "The frontend bundle is built with Vite", scope="project:x")
     model_vault.reindex()
-    report = model_vault.consolidate("s1")
+    report = consolidate(model_vault, "s1")
     groups = sorted(sorted([g.representative, *g.superseded]) for g in report.groups)
     assert groups == [["p0", "p1"], ["u0", "u2"]]
     assert {g.scope for g in report.groups} == {"user", "project:x"}
@@ -175,7 +175,7 @@ def test_representative_uses_recall_counts_from_the_index(model_vault: Vault) ->
         write(model_vault, f"uv{k}", body, created=f"2026-11-30T10:0{k}:00Z")
     model_vault.reindex()
     model_vault.record_access(["uv0"])
-    report = model_vault.consolidate("s1")
+    report = consolidate(model_vault, "s1")
     assert [g.representative for g in report.groups] == ["uv0"]
 
 
@@ -193,7 +193,7 @@ def test_dry_run_changes_nothing(model_vault: Vault) -> None:
     paths = [write(model_vault, f"uv{k}", body) for k, body in enumerate(texts_of("git-hooks"))]
     model_vault.reindex()
     before = [p.read_bytes() for p in paths]
-    report = model_vault.consolidate("s1", dry_run=True)
+    report = consolidate(model_vault, "s1", dry_run=True)
     assert report.dry_run and report.superseded_count == 2
     assert [p.read_bytes() for p in paths] == before
     assert all(model_vault.get(f"uv{k}").status == "active" for k in range(3))
@@ -203,14 +203,14 @@ def test_unsupersede_reverses_one(model_vault: Vault) -> None:
     for k, body in enumerate(texts_of("git-hooks")):
         write(model_vault, f"uv{k}", body, created=f"2026-11-30T10:0{k}:00Z")
     model_vault.reindex()
-    model_vault.consolidate("s1")
+    consolidate(model_vault, "s1")
     path = model_vault.root / model_vault.get("uv0").path
-    restored = model_vault.unsupersede("uv0")
+    restored = unsupersede(model_vault, "uv0")
     assert restored.status == "active"
     assert "superseded_by" not in path.read_text(encoding="utf-8")
     assert "uv0" in {h.id for h in model_vault.search("pre-commit ruff mypy")}
     with pytest.raises(InvalidArgument, match="not superseded"):
-        model_vault.unsupersede("uv0")
+        unsupersede(model_vault, "uv0")
 
 
 def test_backfill_all_sessions_in_a_scope(model_vault: Vault) -> None:
@@ -225,13 +225,13 @@ def test_backfill_all_sessions_in_a_scope(model_vault: Vault) -> None:
         path = write(model_vault, f"h{k}", body)
         path.write_text(path.read_text().replace('session: "s1"\n', ""))
     model_vault.reindex()
-    report = model_vault.consolidate_all(scope="user")
+    report = consolidate_all(model_vault, scope="user")
     data = report.as_dict()
     assert data["sessions_seen"] == 2
     assert data["superseded_count"] == 4
     assert model_vault.get("c0").status == "active"
     assert all(model_vault.get(f"h{k}").status == "active" for k in range(3))
-    everything = model_vault.consolidate_all().as_dict()
+    everything = consolidate_all(model_vault).as_dict()
     assert everything["superseded_count"] == 2  # only s-c was left
 
 
@@ -266,14 +266,14 @@ def test_without_a_model_jaccard_alone_still_consolidates(vault_root: Path) -> N
         write(v, "b", "Release wheels are built in a manylinux container image")
         write(v, "c", "The frontend bundle is built with Vite")
         v.reindex()
-        report = v.consolidate("s1")
+        report = consolidate(v, "s1")
         assert report.method == "lexical"
         assert [sorted([g.representative, *g.superseded]) for g in report.groups] == [["a", "b"]]
 
 
 def test_empty_session_name_is_refused(model_vault: Vault) -> None:
     with pytest.raises(InvalidArgument, match="session"):
-        model_vault.consolidate(" ")
+        consolidate(model_vault, " ")
 
 
 def test_template_documents_the_defaults_in_code() -> None:
@@ -312,7 +312,7 @@ def test_a_file_erased_after_the_plan_is_skipped_not_fatal(model_vault: Vault, m
         return report
 
     monkeypatch.setattr(mod, "plan", plan_then_erase)
-    report = model_vault.consolidate("s1")
+    report = consolidate(model_vault, "s1")
     assert report.superseded_count == 1
     assert [g.superseded for g in report.groups] == [["uv1"]]
     assert any(s.get("id") == "uv0" for s in report.skipped)
@@ -327,7 +327,7 @@ def test_noisy_session_through_add_ends_with_one_memory_per_fact(model_vault: Va
         for body in bodies:
             model_vault.add(body, session="noisy", category="observation")
     model_vault.add("The frontend bundle is built with Vite", session="noisy", category="observation")
-    model_vault.consolidate("noisy")
+    consolidate(model_vault, "noisy")
     visible = model_vault.list(session="noisy")
     assert len(visible) == len(facts) + 1
     everything = model_vault.list(session="noisy", include_superseded=True)
@@ -348,7 +348,7 @@ def test_the_robot_session_folds_both_paraphrases_into_the_most_confident(model_
     write(model_vault, "limit", "Never exceed 20N grip force on glass", category="constraint",
           created="2026-11-30T10:04:00Z")
     model_vault.reindex()
-    report = model_vault.consolidate("s1")
+    report = consolidate(model_vault, "s1")
     assert [(g.representative, sorted(g.superseded)) for g in report.groups] == [("cups", ["cylinders", "grasp"])]
     assert superseded_by(model_vault, "cylinders") == "cups" and superseded_by(model_vault, "grasp") == "cups"
     assert model_vault.get("red").status == "active" and model_vault.get("limit").status == "active"
@@ -360,8 +360,6 @@ def test_explain_gives_every_candidate_pair_a_score_and_a_reason(model_vault: Va
     write(model_vault, "cups15", "grip_force=15N works for cups")
     write(model_vault, "vite", "The frontend bundle is built with Vite")
     model_vault.reindex()
-    from memex.consolidation.consolidate import consolidate
-
     report = consolidate(model_vault, "s1", dry_run=True, explain=True)
     pairs = {frozenset((p.a, p.b)): p for p in report.pairs}
     merged = pairs[frozenset(("cups", "grasp"))]
@@ -380,7 +378,7 @@ def test_retired_threshold_keys_are_refused_with_the_replacement(model_vault: Va
     path.write_text(path.read_text().replace("[consolidate]\n", "[consolidate]\ncosine_threshold = 0.8\n", 1))
     model_vault.config = load_config(model_vault.root)
     with pytest.raises(ConfigError, match="merge_threshold"):
-        model_vault.consolidate("s1")
+        consolidate(model_vault, "s1")
 
 
 def test_cli_explain_shows_each_pair_with_its_reason(model_vault: Vault) -> None:
@@ -409,9 +407,9 @@ def test_merge_threshold_from_the_config_overrides_the_profile(model_vault: Vaul
     for k, body in enumerate(texts_of("git-hooks")):
         write(model_vault, f"uv{k}", body)
     model_vault.reindex()
-    assert model_vault.consolidate("s1", dry_run=True).superseded_count == 2
+    assert consolidate(model_vault, "s1", dry_run=True).superseded_count == 2
     path = model_vault.root / ".memex" / "config.toml"
     path.write_text(path.read_text().replace("[consolidate]\n", "[consolidate]\nmerge_threshold = 1.0\n", 1))
     model_vault.config = load_config(model_vault.root)
-    report = model_vault.consolidate("s1", dry_run=True)
+    report = consolidate(model_vault, "s1", dry_run=True)
     assert report.merge_threshold == 1.0 and report.superseded_count == 0

@@ -18,6 +18,7 @@ from memex.context.extract import extract_rules, is_remember_request
 from memex.context.inject import render_memories_block
 from memex.errors import InvalidArgument, MemoryNotFound
 from memex.vault import Vault
+from memex.erase.steps import erase
 from tests.fakes import HashEmbedder
 
 DATA = Path(__file__).parent / "data" / "context"
@@ -305,7 +306,7 @@ def test_erasing_a_session_takes_its_archive_and_extracted_memories(vault_root: 
         done = after_turn(v, "gone", [user("We decided to store card numbers in Vault.")], 0, commit="sync")
         extracted = done["memories"][0]["id"]
         kept = v.add("An unrelated memory from elsewhere.", session="other").id
-        v.erase(session="gone", reason="test")
+        erase(v, session="gone", reason="test")
         assert not list((vault_root / "sessions").rglob("turns.jsonl"))
         assert [h.id for h in v.list()] == [kept]
         with pytest.raises(MemoryNotFound):

@@ -8,6 +8,7 @@ from memex import health
 from memex.embedding import embed
 from memex.index.db import write_txn
 from memex.vault import Vault
+from memex.meta_edit import update_meta
 
 
 def test_stray_vectors_are_found_and_removed(vault: Vault) -> None:
@@ -39,7 +40,7 @@ def test_a_row_without_its_vector_is_unembedded_until_reindex(vault: Vault) -> N
 def test_stats_counts(vault: Vault) -> None:
     a = vault.add("Old deploy target is staging-eu", scope="project:ops")
     vault.add("The release is cut on Thursdays", scope="user", entities=["Release"])
-    vault.update_meta(a.id, {"superseded_by": "someone"})
+    update_meta(vault, a.id, {"superseded_by": "someone"})
     data = health.stats(vault)
     assert (data["memories"], data["active"], data["superseded"]) == (2, 1, 1)
     assert data["scopes"] == {"project:ops": 1, "user": 1}

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from memex.index.db import scalar
 from memex.errors import MemoryFileError
 from memex.vault import Vault
+from memex.meta_edit import update_meta
 from tests.fakes import HashEmbedder
 
 WORDS = ["heron", "otter", "maple", "copper", "violet", "granite", "falcon", "willow", "ember", "quartz"]
@@ -97,7 +98,7 @@ class History:
             if rows:
                 memory_id = rows[step[1] % len(rows)][0]
                 try:
-                    path = self.root / self.vault.update_meta(memory_id, {"category": step[2]}).path
+                    path = self.root / update_meta(self.vault, memory_id, {"category": step[2]}).path
                 except MemoryFileError:
                     return  # its file was deleted since the last reindex: refused, nothing written
                 self._stamp(path)

@@ -9,6 +9,8 @@ import pytest
 
 from memex.errors import InvalidArgument
 from memex.vault import Vault
+from memex.dedup.handoff import handoff
+from memex.meta_edit import update_meta
 from tests.test_dedup import memory_files, set_dedup_config
 
 HOOK_TEXT = "I want all API handlers to return problem+json errors with a trace id"
@@ -45,7 +47,7 @@ def test_the_guard_applies_only_to_agents_in_the_same_session(vault: Vault, sour
 
 def test_a_capture_older_than_the_window_does_not_count(vault: Vault) -> None:
     hook = vault.add(HOOK_TEXT, source="keyword", session="turn-1")
-    vault.update_meta(hook.id, {"created": "2020-01-01T00:00:00Z"})
+    update_meta(vault, hook.id, {"created": "2020-01-01T00:00:00Z"})
     assert vault.add(AGENT_TEXT, source="agent", session="turn-1").status == "created"
 
 
@@ -78,7 +80,7 @@ def test_echo_settings_come_from_the_config(
     with Vault(vault_root, embedder=None) as v:
         hook = v.add(HOOK_TEXT, source="keyword", session="t")
         if "echo_window_seconds" in settings:
-            v.update_meta(hook.id, {"created": _minutes_ago(5)})
+            update_meta(v, hook.id, {"created": _minutes_ago(5)})
         assert v.add(AGENT_TEXT, source=source, session="t").status == status
 
 
@@ -89,7 +91,7 @@ def test_handoff_lists_this_turns_verbatim_captures(vault: Vault) -> None:
     vault.add("An agent note, not a capture", source="tool", session="turn-1")
     vault.add("Another session's capture", source="keyword", session="turn-2")
 
-    note = vault.handoff("turn-1")
+    note = handoff(vault, "turn-1")
 
     assert [i.id for i in note.items] == [hook.id, long.id]
     assert note.items[0].scope == "project:api"
@@ -101,13 +103,13 @@ def test_handoff_lists_this_turns_verbatim_captures(vault: Vault) -> None:
 
 def test_handoff_is_empty_without_captures_and_rejects_an_empty_session(vault: Vault) -> None:
     vault.add("An agent note", source="tool", session="turn-9")
-    note = vault.handoff("turn-9")
+    note = handoff(vault, "turn-9")
     assert note.items == [] and note.text == ""
     with pytest.raises(InvalidArgument, match="session"):
-        vault.handoff(" ")
+        handoff(vault, " ")
 
 
 def test_handoff_leaves_out_captures_older_than_the_window(vault: Vault) -> None:
     hook = vault.add(HOOK_TEXT, source="keyword", session="turn-1")
-    vault.update_meta(hook.id, {"created": "2020-01-01T00:00:00Z"})
-    assert vault.handoff("turn-1").items == []
+    update_meta(vault, hook.id, {"created": "2020-01-01T00:00:00Z"})
+    assert handoff(vault, "turn-1").items == []

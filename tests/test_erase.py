@@ -13,6 +13,8 @@ from click.testing import CliRunner
 from memex.cli import _register_commands, main
 from memex.errors import IndexStoreError, InvalidArgument, MemoryNotFound
 from memex.vault import Vault
+from memex.erase.steps import erase
+from memex.index.graph import list_entities
 
 LONG = " ".join(f"Sentence {i} about the quarterly budget review and its owners." for i in range(60))  # three windows of the model
 
@@ -37,7 +39,7 @@ def test_erase_by_id_purges_every_derived_row(vault: Vault) -> None:
     assert before["chunks"] >= 2 and before["usage"] >= 1
     path = vault.root / vault.get(gone.id).path
 
-    result = vault.erase(gone.id, reason="asked by the user")
+    result = erase(vault, gone.id, reason="asked by the user")
 
     assert not path.exists()
     after = _row_counts(vault)
@@ -49,7 +51,7 @@ def test_erase_by_id_purges_every_derived_row(vault: Vault) -> None:
     assert data["cache_entries"] == before["embedding_cache"] - after["embedding_cache"] >= 1 + data["chunks"]
     # Budget and Finance had only this memory; SQLite is shared and stays.
     assert data["entities"] == 2 and data["relations"] == 1
-    assert {e.name for e in vault.entities()} == {"SQLite"}
+    assert {e.name for e in list_entities(vault.conn)} == {"SQLite"}
     assert after["relations"] == 0 and after["memories"] == 1 and after["fts"] == 1
     assert after["memory_vec"] == 1 and after["chunk_vec"] == after["chunks"]
     assert data["git_history"] == "not_a_repository"
@@ -61,7 +63,7 @@ def test_erase_by_id_purges_every_derived_row(vault: Vault) -> None:
 
 def test_erased_body_is_refused_until_allowed(vault: Vault) -> None:
     first = vault.add("My locker code is 4417", scope="user")
-    vault.erase(first.id, reason="privacy")
+    erase(vault, first.id, reason="privacy")
     # Same body as dedup sees it: other case, other whitespace, another scope, a provenance prefix.
     for text, scope in (("my LOCKER  code is 4417", "user"), ("[hm src:keyword] My locker code is 4417", "project:x")):
         again = vault.add(text, scope=scope)
@@ -74,7 +76,7 @@ def test_erased_body_is_refused_until_allowed(vault: Vault) -> None:
 
 def test_erased_list_survives_index_deletion_and_holds_no_text(vault_root: Path, vault: Vault) -> None:
     first = vault.add("The alarm PIN is ninety nine")
-    vault.erase(first.id, reason="privacy")
+    erase(vault, first.id, reason="privacy")
     vault.close()
     for name in os.listdir(vault_root / ".memex"):
         if name.startswith("index.db"):
@@ -112,8 +114,8 @@ def test_keyed_hash_differs_between_vaults(tmp_path: Path) -> None:
 def test_audit_log_is_append_only_json_without_text(vault: Vault) -> None:
     one = vault.add("Salary negotiation notes for Oskarsson")
     two = vault.add("Passport number ends in 5521")
-    vault.erase(one.id, reason="GDPR request 17")
-    vault.erase(two.id, reason="user asked")
+    erase(vault, one.id, reason="GDPR request 17")
+    erase(vault, two.id, reason="user asked")
     raw = (vault.memex_dir / "erasure.log").read_text(encoding="utf-8")
     lines = [json.loads(line) for line in raw.splitlines()]
     assert [e["phase"] for e in lines] == ["files_deleted", "complete"] * 2
@@ -128,15 +130,15 @@ def test_audit_log_is_append_only_json_without_text(vault: Vault) -> None:
 def test_bad_arguments_are_named(vault: Vault) -> None:
     mem = vault.add("Something to keep")
     with pytest.raises(InvalidArgument, match="reason"):
-        vault.erase(mem.id, reason="  ")
+        erase(vault, mem.id, reason="  ")
     with pytest.raises(InvalidArgument, match="either a memory id or a subject"):
-        vault.erase(mem.id, reason="x", session="s1")
+        erase(vault, mem.id, reason="x", session="s1")
     with pytest.raises(InvalidArgument, match="give a memory id"):
-        vault.erase(None, reason="x")
+        erase(vault, None, reason="x")
     with pytest.raises(InvalidArgument, match="--source"):
-        vault.erase(None, reason="x", source="claude-code")
+        erase(vault, None, reason="x", source="claude-code")
     with pytest.raises(MemoryNotFound):
-        vault.erase("NOPE", reason="x")
+        erase(vault, "NOPE", reason="x")
     assert [h.id for h in vault.list()] == [mem.id]
     assert not (vault.memex_dir / "erasure.log").exists()
 

@@ -15,6 +15,8 @@ from memex.erase import steps as erase_mod
 from memex import health
 from memex.vault import Vault
 from memex.watch.watcher import Watcher, WatchSettings
+from memex.erase.steps import erase
+from memex.index.graph import list_entities
 from tests.erasekit import files_with_text, settle
 from tests.fakes import HashEmbedder
 
@@ -58,7 +60,7 @@ def test_crash_between_file_delete_and_purge_is_repaired(
 
     monkeypatch.setattr(erase_mod, "_purge_index", crash)
     with pytest.raises(Crash):
-        vault.erase(secret.id, reason="test crash")
+        erase(vault, secret.id, reason="test crash")
     assert not path.exists()
     # The failure left the rows behind: still searchable, still on disk.
     assert secret.id in [h.id for h in vault.search("zqorblax spare key")]
@@ -77,7 +79,7 @@ def test_crash_between_file_delete_and_purge_is_repaired(
             for t in ("memories", "memory_vec", "chunks", "usage", "memory_fts_docsize")
         }
         assert counts["memories"] == counts["memory_vec"] == counts["memory_fts_docsize"] == 1
-        assert {e.name for e in after.entities()} == {"Bike"}
+        assert {e.name for e in list_entities(after.conn)} == {"Bike"}
         assert [h.id for h in after.list()] == [keep.id]
         # Even the bytes: the sync purged and scrubbed, like erase would have.
         assert files_with_text(after.root, WORDS) == {}

@@ -13,6 +13,8 @@ from memex.index import purge
 from memex.index.db import write_txn
 from memex.embedding.embed import from_blob
 from memex.vault import Vault
+from memex.erase.steps import erase
+from memex.index.graph import list_entities
 from tests.erasekit import files_with_bytes, files_with_text, settle
 
 # Words found nowhere else; distinct first two letters so that FTS5's
@@ -77,7 +79,7 @@ def test_erase_leaves_no_text_and_no_vector_bytes(model_vault: Vault, pre_optimi
     for blob in vectors:
         assert ".memex/index.db" in files_with_bytes(vault.root, blob)
 
-    result = vault.erase(secret_id, reason="user asked")
+    result = erase(vault, secret_id, reason="user asked")
     assert result.wal_truncated
 
     assert files_with_text(vault.root, SECRET_WORDS) == {}
@@ -86,7 +88,7 @@ def test_erase_leaves_no_text_and_no_vector_bytes(model_vault: Vault, pre_optimi
     # ... and nothing is searchable, recallable or listed as an entity.
     assert secret_id not in [h.id for h in vault.search("zqorblax xjuimbrelk payroll", limit=100)]
     assert all(h.id != secret_id for h in vault.recall("payroll export recovery phrase"))
-    names = {e.name for e in vault.entities()}
+    names = {e.name for e in list_entities(vault.conn)}
     assert "Zqorblax Labs" not in names and "SQLite" in names
     assert len(vault.list()) == len(FILLERS)
 

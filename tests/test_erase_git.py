@@ -13,6 +13,8 @@ from click.testing import CliRunner
 from memex.cli import _register_commands, main
 from memex.errors import InvalidArgument, MemoryNotFound
 from memex.vault import Vault, init_vault
+from memex.erase.steps import erase
+from memex.meta_edit import update_meta
 from tests.fakes import HashEmbedder
 
 SECRET = "The Zqorblax vault combination is seven left, three right"
@@ -53,14 +55,14 @@ def test_retained_history_is_reported_then_purged_after_the_fact(git_vault: Vaul
     keep = vault.add("Lunch is at noon on Fridays")
     secret = vault.add(SECRET)
     first = commit_all(root, "two memories")
-    vault.update_meta(secret.id, {"category": "secret"})
+    update_meta(vault, secret.id, {"category": "secret"})
     second = commit_all(root, "categorize")
     git(root, "branch", "old-branch", first)
     git(root, "remote", "add", "origin", "https://example.org/vault.git")
     never = vault.add("Uncommitted thought about tomatoes")
 
-    assert vault.erase(never.id, reason="r").git.status == "never_committed"
-    result = vault.erase(secret.id, reason="privacy")
+    assert erase(vault, never.id, reason="r").git.status == "never_committed"
+    result = erase(vault, secret.id, reason="privacy")
     data = result.as_dict()
     assert data["git_history"] == "retained"
     assert set(data["git"]["commits"]) == {first, second}
@@ -72,11 +74,11 @@ def test_retained_history_is_reported_then_purged_after_the_fact(git_vault: Vaul
     keep_file = root / vault.get(keep.id).path
     keep_file.write_text(keep_file.read_text() + "edited\n")
     with pytest.raises(InvalidArgument, match="uncommitted changes"):
-        vault.erase(secret.id, reason="privacy", purge_history=True)
+        erase(vault, secret.id, reason="privacy", purge_history=True)
     git(root, "checkout", "--", keep_file.relative_to(root).as_posix())
     (root / "untracked-note.txt").write_text("mine\n")
 
-    purged = vault.erase(secret.id, reason="privacy", purge_history=True)
+    purged = erase(vault, secret.id, reason="privacy", purge_history=True)
     assert purged.git.status == "purged" and purged.erased == []
     assert git(root, "log", "--all", "--reflog", "-S", "Zqorblax", "--format=%H").strip() == ""
     assert "zqorblax" not in all_object_text(root).lower()
@@ -89,7 +91,7 @@ def test_retained_history_is_reported_then_purged_after_the_fact(git_vault: Vaul
     assert log[-1]["phase"] == "history_purged" and log[-1]["erased"] == [secret.id]
     # Nothing left anywhere: a second purge has nothing to find.
     with pytest.raises(MemoryNotFound):
-        vault.erase(secret.id, reason="again", purge_history=True)
+        erase(vault, secret.id, reason="again", purge_history=True)
 
 
 def test_purge_history_in_the_same_erase(git_vault: Vault) -> None:

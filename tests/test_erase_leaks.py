@@ -26,6 +26,8 @@ from memex.erase import git_history
 from memex.cli import _register_commands, main
 from memex.errors import GitHistoryError
 from memex.vault import Vault, init_vault
+from memex.erase.steps import erase
+from memex.watch.watcher import Watcher, settings_for
 from tests.erasekit import files_with_text, settle
 from tests.fakes import HashEmbedder
 from tests.hook_helpers import lexical_only
@@ -93,7 +95,7 @@ def test_erase_removes_every_file_claiming_the_id(vault: Vault) -> None:
     unseen_copy.parent.mkdir()
     shutil.copy2(original, unseen_copy)  # made after the last sync: not known to the index at all
 
-    result = vault.erase(secret.id, reason="copies too")
+    result = erase(vault, secret.id, reason="copies too")
 
     assert result.files_deleted == 3
     assert not original.exists() and not seen_copy.exists() and not unseen_copy.exists()
@@ -112,7 +114,7 @@ def test_erase_leaves_no_error_row_naming_a_copy_renamed_away(vault: Vault) -> N
     shutil.copy2(original, copy)
     vault.reindex()  # the copy is recorded as an id clash, under its name
     os.replace(copy, vault.root / "memories" / "renamed.md")  # no sync since
-    vault.erase(secret.id, reason="r")
+    erase(vault, secret.id, reason="r")
     assert not (vault.root / "memories" / "renamed.md").exists()
     # Raw bytes as they are on disk now, no checkpoint by the test.
     assert files_with_text(vault.root, WORDS) == {}
@@ -126,7 +128,7 @@ def test_erase_takes_memories_with_the_same_text(vault: Vault) -> None:
     secret = vault.add(SECRET, scope="user")
     other = vault.add(SECRET + ".", scope="project:ops")
     assert other.status == "created"
-    result = vault.erase(secret.id, reason="all of it")
+    result = erase(vault, secret.id, reason="all of it")
     assert set(result.erased) == {secret.id, other.id}
     assert ids_found(vault, "zqorblax storage") == []
     assert leaked(vault) == {}
@@ -161,7 +163,7 @@ def test_a_live_watcher_takes_cp_for_a_copy(vault: Vault) -> None:
         assert watcher.totals["moved"] == 0
     assert vault.get(secret.id).path == original
     assert health.drift(vault).missing == []
-    vault.erase(secret.id, reason="both")
+    erase(vault, secret.id, reason="both")
     assert not (vault.root / copy).exists() and leaked(vault) == {}
 
 
@@ -211,7 +213,7 @@ def test_erase_during_a_running_reindex_never_puts_it_back(vault_root: Path) -> 
         assert gated.reached.wait(60), "the reindex never reached the secret's batch"
         # The reindex has read the edited secret and is embedding it: erase now.
         with Vault(vault_root, embedder=HashEmbedder()) as eraser:
-            eraser.erase(secret.id, reason="mid-reindex")
+            erase(eraser, secret.id, reason="mid-reindex")
     finally:
         gated.release.set()
         worker.join(120)
@@ -260,7 +262,7 @@ def test_orphan_temp_files_are_reported_removed_and_never_indexed(vault: Vault) 
     vault.reindex()
     assert not tmp.exists()
     tmp = _orphan(vault, vault.get(secret.id).path)
-    watcher = vault.watcher(reconcile_seconds=3600.0)
+    watcher = Watcher(vault, settings_for(vault, reconcile_seconds=3600.0))
     watcher.start()
     watcher.close()
     assert not tmp.exists()
@@ -270,7 +272,7 @@ def test_orphan_temp_files_are_reported_removed_and_never_indexed(vault: Vault) 
 def test_erase_removes_temp_files_holding_the_text(vault: Vault) -> None:
     secret = vault.add(SECRET)
     tmp = _orphan(vault, vault.get(secret.id).path)
-    vault.erase(secret.id, reason="with its temp copy")
+    erase(vault, secret.id, reason="with its temp copy")
     assert not tmp.exists()
     assert leaked(vault) == {}
 
@@ -295,7 +297,7 @@ def test_purge_history_reaches_a_committed_temp_file(git_vault: Vault) -> None:
     tmp = _orphan(vault, vault.get(secret.id).path)
     git(root, "add", "-f", tmp.relative_to(root).as_posix())  # committed before the ignore line existed
     commit_all(root, "with a stray temp file")
-    vault.erase(secret.id, reason="all of it", purge_history=True)
+    erase(vault, secret.id, reason="all of it", purge_history=True)
     assert not tmp.exists()
     assert "zqorblax" not in _all_objects(root).lower()
 
@@ -314,7 +316,7 @@ def test_restored_erased_file_is_not_indexed_and_doctor_names_it(git_vault: Vaul
     secret = vault.add(SECRET)
     rel = vault.get(secret.id).path
     commit_all(root, "secret")
-    vault.erase(secret.id, reason="privacy")
+    erase(vault, secret.id, reason="privacy")
     git(root, "checkout", "HEAD", "--", rel)  # restored from history
     assert (root / rel).exists()
 
@@ -342,7 +344,7 @@ def test_restored_erased_file_is_not_indexed_and_doctor_names_it(git_vault: Vaul
     vault.reindex(full=True)
     assert secret.id in ids_found(vault, "zqorblax storage") and health.drift(vault).clean
     # A later erasure wins over the allowance.
-    vault.erase(secret.id, reason="again")
+    erase(vault, secret.id, reason="again")
     git(root, "checkout", "HEAD", "--", rel)
     vault.reindex()
     assert secret.id not in ids_found(vault, "zqorblax storage")
@@ -359,7 +361,7 @@ def test_an_older_version_of_an_erased_memory_stays_out(git_vault: Vault) -> Non
     full.write_text(full.read_text().replace(first, "Quorvex earns one hundred and twenty thousand a year"))
     vault.reindex()
     commit_all(root, "v2")
-    vault.erase(secret.id, reason="privacy")
+    erase(vault, secret.id, reason="privacy")
     git(root, "checkout", "HEAD~1", "--", rel)  # version 1, never on the erased list as text
     vault.reindex()
     assert not [h for h in vault.search("quorvex earns", limit=20) if "Quorvex" in h.body]
@@ -370,7 +372,7 @@ def test_an_older_version_of_an_erased_memory_stays_out(git_vault: Vault) -> Non
     hand.write_text("Plain note about the Zqorblax garage\n")
     vault.reindex()
     hand_id = vault.conn.execute("SELECT id FROM memories WHERE path = 'memories/hand.md'").fetchone()[0]
-    vault.erase(hand_id, reason="r")
+    erase(vault, hand_id, reason="r")
     hand.write_text("Another note about the bicycle shed\n")
     vault.reindex()
     assert vault.conn.execute("SELECT count(*) FROM memories WHERE path = 'memories/hand.md'").fetchone()[0] == 1
@@ -378,7 +380,7 @@ def test_an_older_version_of_an_erased_memory_stays_out(git_vault: Vault) -> Non
 
 def test_add_allow_erased_writes_a_file_the_index_keeps(vault: Vault) -> None:
     secret = vault.add(SECRET)
-    vault.erase(secret.id, reason="r")
+    erase(vault, secret.id, reason="r")
     assert vault.add(SECRET).status == "refused"
     back = vault.add(SECRET, allow_erased=True)
     assert back.status == "created"
@@ -397,7 +399,7 @@ def test_purge_history_of_a_body_over_the_argument_limit(git_vault: Vault) -> No
     secret = vault.add(big)
     assert secret.status == "created"
     commit_all(root, "big memory")
-    result = vault.erase(secret.id, reason="too much", purge_history=True)
+    result = erase(vault, secret.id, reason="too much", purge_history=True)
     assert result.git.status == "purged"
     objects = _all_objects(root).lower()
     assert "zqorblax" not in objects and "xjuimbrelk" not in objects
@@ -419,7 +421,7 @@ def test_audit_log_says_partial_when_a_step_after_deletion_fails(
 
     monkeypatch.setattr(git_history, "purge", broken)
     with pytest.raises(GitHistoryError):
-        vault.erase(secret.id, reason="r", purge_history=True)
+        erase(vault, secret.id, reason="r", purge_history=True)
     log = [json.loads(line) for line in (vault.memex_dir / "erasure.log").read_text().splitlines()]
     assert [e["phase"] for e in log] == ["files_deleted", "partial"]
     assert any("git history" in r for r in log[-1]["remains"]) and log[-1]["error"] == "GitHistoryError"
@@ -435,12 +437,12 @@ def test_audit_log_says_partial_when_a_step_after_deletion_fails(
 ])
 def test_erased_text_with_other_end_punctuation_is_refused(vault: Vault, variant: str) -> None:
     secret = vault.add(SECRET)
-    vault.erase(secret.id, reason="r")
+    erase(vault, secret.id, reason="r")
     assert vault.add(variant).status == "refused"
 
 
 def test_inner_punctuation_still_makes_another_text(vault: Vault) -> None:
     secret = vault.add("Ship on Friday, not Monday")
-    vault.erase(secret.id, reason="r")
+    erase(vault, secret.id, reason="r")
     assert vault.add("Ship on Friday not Monday").status == "created"
     assert vault.add("Ship on Friday, not Monday.").status == "refused"

@@ -11,6 +11,7 @@ import pytest
 from memex.errors import InvalidArgument
 from memex.files.memory_file import MemoryFile, serialize
 from memex.vault import Vault
+from memex.erase.steps import erase
 from tests.erasekit import files_with_text
 
 
@@ -63,7 +64,7 @@ def subject_vault(vault: Vault) -> Vault:
 
 def test_subject_erasure_follows_derivations_to_a_fixed_point(subject_vault: Vault) -> None:
     vault = subject_vault
-    result = vault.erase(reason="subject request", source="claude-code", source_ref="t1.jsonl")
+    result = erase(vault, reason="subject request", source="claude-code", source_ref="t1.jsonl")
     assert set(result.erased) == {"A1", "A2", "A4", "C1", "D1", "E1"}
     assert set(result.derived) == {"C1", "D1", "E1"}
     assert result.derived.index("C1") < result.derived.index("D1")  # D1 only after C1
@@ -77,13 +78,13 @@ def test_subject_erasure_follows_derivations_to_a_fixed_point(subject_vault: Vau
 
 
 def test_source_ref_anchor_matching_is_exact(subject_vault: Vault) -> None:
-    result = subject_vault.erase(reason="r", source="claude-code", source_ref="t1.jsonl#L9")
+    result = erase(subject_vault, reason="r", source="claude-code", source_ref="t1.jsonl#L9")
     # A2 alone; C1 still has A1, so it is supported and kept.
     assert result.erased == ["A2"] and result.derived == [] and result.archives == []
 
 
 def test_without_source_every_source_of_the_ref_goes(subject_vault: Vault) -> None:
-    result = subject_vault.erase(reason="r", source_ref="t1.jsonl#L1")
+    result = erase(subject_vault, reason="r", source_ref="t1.jsonl#L1")
     assert {"A1", "A3"} <= set(result.erased)
     assert "C1" not in result.erased  # A2 still supports it
 
@@ -95,7 +96,7 @@ def test_session_erasure_takes_its_archive_folder(subject_vault: Vault) -> None:
     write_archive(vault, "sessions/s9/part/2.jsonl", [{"role": "assistant", "content": "more"}])
     write_archive(vault, "sessions/s3/turns.jsonl", [{"role": "user", "content": "SESSION nine chose the falcon deploy plan"}])
     vault.reindex()
-    result = vault.erase(reason="drop session", session="s9")
+    result = erase(vault, reason="drop session", session="s9")
     assert result.erased == ["S1"]
     assert sorted(result.archives) == ["sessions/s3/turns.jsonl", "sessions/s9/part/2.jsonl", "sessions/s9/turns.jsonl"]
     assert not (vault.root / "sessions" / "s9").exists()  # emptied folders are removed
@@ -106,15 +107,15 @@ def test_session_erasure_takes_its_archive_folder(subject_vault: Vault) -> None:
 
 def test_session_and_source_together(subject_vault: Vault) -> None:
     with pytest.raises(InvalidArgument, match="source 'codex', session 's1'"):
-        subject_vault.erase(reason="r", source="codex", session="s1")
-    result = subject_vault.erase(reason="r", source="claude-code", session="s1")
+        erase(subject_vault, reason="r", source="codex", session="s1")
+    result = erase(subject_vault, reason="r", source="claude-code", session="s1")
     assert set(result.erased) == {"A1", "A2", "A4", "X1", "C1", "D1", "E1"}
     assert ids(subject_vault) == {"A3", "B1", "B2", "C2"}
 
 
 def test_nothing_matching_is_an_error(subject_vault: Vault) -> None:
     with pytest.raises(InvalidArgument, match="nothing to erase"):
-        subject_vault.erase(reason="r", source="claude-code", source_ref="never.jsonl")
+        erase(subject_vault, reason="r", source="claude-code", source_ref="never.jsonl")
     assert len(ids(subject_vault)) == 11
 
 
@@ -131,7 +132,7 @@ def test_context_engine_archive_is_erased_with_the_memory_it_quotes(vault: Vault
     after_turn(vault, "chat-1", turn, 0, commit="none")
     after_turn(vault, "chat-2", [{"role": "user", "content": "Water the office plants"}], 0, commit="none")
     assert any(rel.startswith("sessions/chat-1/") for rel in files_with_text(vault.root, ["zqorblax"]))
-    result = vault.erase(secret.id, reason="privacy")
+    result = erase(vault, secret.id, reason="privacy")
     assert result.archives and all(a.startswith("sessions/chat-1/") for a in result.archives)
     assert not (vault.root / "sessions" / "chat-1").exists()
     assert (vault.root / "sessions" / "chat-2").is_dir()
@@ -170,5 +171,5 @@ def test_an_empty_subject_is_named_as_empty(vault: Vault, option: str) -> None:
     no memory or archive matches " (the value left out)."""
     vault.add("Ferrets sleep eighteen hours a day", session="s1", source_ref="notes.md")
     with pytest.raises(InvalidArgument, match="must not be empty"):
-        vault.erase(reason="x", **{option: " "})
+        erase(vault, reason="x", **{option: " "})
     assert len(vault.list()) == 1

@@ -26,6 +26,9 @@ from memex import health
 from memex.files import memory_file
 from memex.files import orphans
 from memex.vault import Vault, init_vault
+from memex.erase.steps import erase
+from memex.consolidation.consolidate import consolidate
+from memex.dedup.supersede import supersede
 from tests.fakes import HashEmbedder
 from tests.faultkit import leaked_bytes, report
 from tests.test_meta_batch import write_session
@@ -40,6 +43,9 @@ CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from memex.vault import Vault
+from memex.consolidation.consolidate import consolidate
+from memex.dedup.supersede import supersede
+from memex.erase.steps import erase
 from tests.fakes import HashEmbedder
 root, op, arg = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 with Vault(root, embedder=HashEmbedder()) as v:
@@ -48,11 +54,11 @@ with Vault(root, embedder=HashEmbedder()) as v:
     elif op == "reindex":
         v.reindex()
     elif op == "erase":
-        v.erase(arg["id"], reason="fault suite")
+        erase(v, arg["id"], reason="fault suite")
     elif op == "supersede":
-        v.supersede(arg["id"], arg["text"])
+        supersede(v, arg["id"], arg["text"])
     elif op == "consolidate":
-        v.consolidate(arg["session"])
+        consolidate(v, arg["session"])
 """
 
 
@@ -169,7 +175,7 @@ def test_kill_during_erase_leaves_nothing_findable(root: Path, point: str, nth: 
         if path.exists():
             # Killed before the file went: doctor names it, and the erase is run again.
             assert point in ("erase.listed",) and health.drift(vault).erased_restored == [path.relative_to(root).as_posix()]
-            vault.erase(secret.id, reason="finish the killed erase")
+            erase(vault, secret.id, reason="finish the killed erase")
         assert_consistent(vault)
         leaked = leaked_bytes(root, SECRET_WORDS)
         assert leaked == {}
@@ -195,7 +201,7 @@ def test_kill_during_supersede_can_be_finished(root: Path, point: str, nth: int)
         copies = [p for p in (root / "memories").rglob("*.md") if "spring fair" in p.read_text()]
         assert len(copies) <= 1
         if vault.get(old.id).meta.get("superseded_by") is None:
-            vault.supersede(old.id, NEWER)  # the user runs it again
+            supersede(vault, old.id, NEWER)  # the user runs it again
         new_id = vault.get(old.id).meta["superseded_by"]
         assert vault.get(new_id).body.strip() == NEWER
         assert len([p for p in (root / "memories").rglob("*.md") if "spring fair" in p.read_text()]) == 1
@@ -257,7 +263,7 @@ def test_kill_during_consolidate_leaves_each_file_old_or_new(root: Path, point: 
     control = init_vault(tmp_path / "control", git=False)
     with Vault(control, embedder=HashEmbedder()) as v:
         write_session(v)
-        expected = {m: g.representative for g in v.consolidate("s1").groups for m in g.superseded}
+        expected = {m: g.representative for g in consolidate(v, "s1").groups for m in g.superseded}
     assert len(expected) == 4
     assert run_child(root, "consolidate", {"session": "s1"}, point, nth) == -signal.SIGKILL
     with reopen(root) as vault:
@@ -274,7 +280,7 @@ def test_kill_during_consolidate_leaves_each_file_old_or_new(root: Path, point: 
             assert vault.get(name).status == ("superseded" if name in changed else "active")
         renamed = {"batch.synced": 0, "batch.replaced": nth}.get(point, len(expected))
         assert len(changed) == renamed
-        vault.consolidate("s1")  # the user runs it again
+        consolidate(vault, "s1")  # the user runs it again
         assert {n: vault.get(n).meta.get("superseded_by") for n in paths} == {n: expected.get(n) for n in paths}
         assert_consistent(vault)
     report("kill-consolidate", 1, 1, 0)

@@ -37,6 +37,7 @@ from memex import health
 from memex.files.memory_file import parse, serialize
 from memex.vault import Vault, init_vault
 from memex.watch.watcher import Watcher, WatchSettings
+from memex.erase.steps import erase
 from tests.fakes import HashEmbedder
 from tests.faultkit import leaked_bytes, report
 
@@ -124,7 +125,7 @@ class VaultLife(RuleBasedStateMachine):
             data = (self.root / rel).read_text()
             if f"id: {memory_id}\n" in data:
                 tags.update(TAG.findall(data))
-        self.vault.erase(memory_id, reason="fault suite")
+        erase(self.vault, memory_id, reason="fault suite")
         self.erased |= tags
         self.restored = {p for p in self.restored if (self.root / p).exists()}
         COUNTS["erases"] += 1

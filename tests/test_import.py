@@ -17,6 +17,7 @@ from memex.cli import app
 from memex.errors import InvalidArgument
 from memex.importers import candidates, detect_format, import_path
 from memex.vault import Vault
+from memex.erase.steps import erase
 from tests.fakes import HashEmbedder
 from tests.hook_helpers import set_config
 
@@ -169,9 +170,9 @@ def test_import_adds_through_dedup_with_provenance_and_erases_as_a_subject(vault
     again = import_path(vault, repo, scope="project:shop")
     assert (again.created, again.duplicate) == (0, 15)
     # One file of the import is a subject of its own; so is the whole import.
-    vault.erase(None, "wrong file", source_ref=f"{repo.resolve()}#AGENTS.md")
+    erase(vault, None, "wrong file", source_ref=f"{repo.resolve()}#AGENTS.md")
     assert len(vault.list(limit=100)) == 11
-    vault.erase(None, "undo the import", source_ref=str(repo.resolve()))
+    erase(vault, None, "undo the import", source_ref=str(repo.resolve()))
     assert vault.list(limit=100) == []
     # What was erased is not brought back by importing it again.
     after = import_path(vault, repo, scope="project:shop")
@@ -196,7 +197,7 @@ def test_texts_are_embedded_in_batches_and_nothing_refused_reaches_the_cache(
 
     vault.add("Deploys happen on Tuesdays", scope="user")
     erased_id = vault.list()[0].id
-    vault.erase(erased_id, "wrong")
+    erase(vault, erased_id, "wrong")
     calls: list[int] = []
     real = fake_embedder.embed
 

@@ -113,8 +113,6 @@ def test_mcp_round_trip_over_stdio(vault_root: Path, tmp_path: Path) -> None:
 
 
 def test_forget_by_query_erases_only_a_single_confident_match(model_vault: Vault) -> None:
-    if not hasattr(model_vault, "erase"):
-        pytest.skip("Vault.erase (issue 5) is not in this tree yet")
     tools = mcp_server.Tools(model_vault)
     keep = model_vault.add("The user's favourite editor is Helix")
     gone = model_vault.add("The wifi password at the cabin is hunter2-cabin")

@@ -16,6 +16,7 @@ from memex.files import memory_file
 from memex.errors import MemoryFileError
 from memex.files.memory_file import KNOWN_KEYS, MemoryFile
 from memex.vault import Vault
+from memex.meta_edit import update_meta
 from tests.fakes import HashEmbedder
 
 # Text a person could put in a file: any Unicode except surrogates and NUL
@@ -69,7 +70,7 @@ def fresh(vault_root: Path) -> Iterator[Vault]:
 def test_update_meta_keeps_unknown_keys_and_the_body_exactly(
     fresh: Vault, meta: dict[str, Any], body: str, category: str
 ) -> None:
-    """Vault.update_meta rewrites a hand-written file: everything else survives."""
+    """update_meta rewrites a hand-written file: everything else survives."""
     folder = fresh.root / "memories" / "user"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "prop.md"
@@ -77,7 +78,7 @@ def test_update_meta_keeps_unknown_keys_and_the_body_exactly(
     report = fresh.reindex()
     assert not report.errors, report.errors
     shown = fresh.get("prop1").as_dict()["created"]  # from the file's mtime: no created key
-    fresh.update_meta("prop1", {"category": category})
+    update_meta(fresh, "prop1", {"category": category})
     back, _ = memory_file.read(path, 10**7)
     assert back.body == body
     # ... and the date memex showed is written down, or the rewrite would change it (issue 14).
@@ -96,7 +97,7 @@ def test_hand_formatted_frontmatter_keeps_its_values(fresh: Vault) -> None:
         "  Body with leading spaces,\n\n\ttabs, trailing spaces   \nand no final newline"
     )
     fresh.reindex()
-    fresh.update_meta("hand1", {"superseded_by": "other1"})
+    update_meta(fresh, "hand1", {"superseded_by": "other1"})
     back, _ = memory_file.read(path, 10**6)
     assert back.meta["created"] == "2026-01-02T03:04:05+01:00"  # not a datetime, not reformatted
     assert back.meta["reviewed"] == "2026-02-03"
@@ -110,7 +111,7 @@ def test_hand_formatted_frontmatter_keeps_its_values(fresh: Vault) -> None:
 
 def test_update_meta_with_none_removes_a_key(fresh: Vault) -> None:
     added = fresh.add("Prefer short commit messages", category="preference")
-    fresh.update_meta(added.id, {"category": None})
+    update_meta(fresh, added.id, {"category": None})
     assert "category" not in fresh.get(added.id).meta
     assert fresh.get(added.id).body == "Prefer short commit messages\n"
 
@@ -136,7 +137,7 @@ def test_hand_written_file_without_frontmatter(fresh: Vault) -> None:
     assert memory.body == "# Release checklist\n\nBump the version before tagging.\n"
     # Setting a key adds frontmatter; the body stays, and so does the id (from its path).
     # The date memex showed (the file's mtime) is written down: the rewrite changes the mtime.
-    fresh.update_meta(hit.id, {"category": "process"})
+    update_meta(fresh, hit.id, {"category": "process"})
     assert path.read_text() == (
         f"---\ncategory: process\ncreated: {hit.created}\n---\n# Release checklist\n\nBump the version before tagging.\n"
     )
@@ -188,7 +189,7 @@ def test_failed_update_meta_leaves_file_and_index_unchanged(fresh: Vault, monkey
 
     monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(OSError):
-        fresh.update_meta(added.id, {"category": "schedule"})
+        update_meta(fresh, added.id, {"category": "schedule"})
     monkeypatch.undo()
     assert path.read_bytes() == before
     assert _temp_files(path.parent) == []

@@ -20,6 +20,8 @@ from memex import health
 from memex.files import memory_file
 from memex.errors import InvalidArgument
 from memex.vault import Vault
+from memex.consolidation.consolidate import consolidate
+from memex.meta_edit import update_meta_many
 
 # Near-duplicate pairs the fake embedder and Jaccard both fold, in two scopes
 # (two folders), plus one memory per scope that stays on its own.
@@ -79,7 +81,7 @@ def test_consolidation_syncs_each_file_once_and_each_folder_once(
 ) -> None:
     write_session(vault)
     counts = count_fsyncs(monkeypatch)
-    report = vault.consolidate("s1")
+    report = consolidate(vault, "s1")
     monkeypatch.undo()
     assert report.superseded_count == 4
     # One fsync per rewritten file and one per folder holding them (two
@@ -125,7 +127,7 @@ def test_a_failed_rename_mid_batch_leaves_each_file_old_or_new_and_the_index_agr
     monkeypatch.setattr(os, "replace", fail_third)
     ids = ["u2", "u4", "a2", "a4"]
     with pytest.raises(OSError, match="No space"):
-        vault.update_meta_many({i: {"superseded_by": "u1"} for i in ids})
+        update_meta_many(vault, {i: {"superseded_by": "u1"} for i in ids})
     monkeypatch.undo()
     changed = [i for i in paths if paths[i].read_bytes() != before[i]]
     assert changed == ids[:2]  # renamed before the failure: new, whole
@@ -139,7 +141,7 @@ def test_a_failed_rename_mid_batch_leaves_each_file_old_or_new_and_the_index_agr
 def test_memories_that_cannot_be_edited_are_named_and_the_rest_go_through(vault: Vault) -> None:
     paths = write_session(vault)
     paths["u4"].write_text("---\nid: u4\nsession: [unclosed\n---\nbroken\n", encoding="utf-8")
-    batch = vault.update_meta_many({
+    batch = update_meta_many(vault, {
         "u2": {"superseded_by": "u1"}, "u4": {"superseded_by": "u3"}, "gone1": {"superseded_by": "u1"},
         "a2": {"superseded_by": "a1", "category": None},
     })
@@ -155,7 +157,7 @@ def test_memories_that_cannot_be_edited_are_named_and_the_rest_go_through(vault:
 
 def test_an_empty_batch_writes_nothing(vault: Vault) -> None:
     write_session(vault)
-    batch = vault.update_meta_many({})
+    batch = update_meta_many(vault, {})
     assert batch.done == [] and batch.failed == {}
 
 

@@ -17,6 +17,7 @@ from memex.index.db import get_meta
 from memex.dedup.pipeline import Thresholds, swaps_cjk_span
 from memex.errors import ConfigError
 from memex.vault import Vault
+from memex.erase.steps import erase
 from tests.fakes import HashEmbedder
 
 
@@ -116,7 +117,7 @@ def test_erasing_after_a_model_switch_purges_the_vectors_of_both_models(vault_ro
         key = embed.text_key(body)
         by_model = {m for (m,) in v.conn.execute("SELECT model FROM embedding_cache WHERE text_hash = ?", (key,))}
         assert by_model == {HashEmbedder.model_id, _OtherModel.model_id}
-        v.erase(gone.id, reason="asked by the user")
+        erase(v, gone.id, reason="asked by the user")
         assert v.conn.execute("SELECT count(*) FROM embedding_cache WHERE text_hash = ?", (key,)).fetchone()[0] == 0
         # The other memory keeps its vectors for both models.
         kept_key = embed.text_key("Standups are on Monday at ten.")

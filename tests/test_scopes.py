@@ -17,6 +17,7 @@ from memex.agents import claude_code, mcp_server
 from memex.cli import app
 from memex.errors import ConfigError, InvalidArgument, ScopeError
 from memex.vault import Vault
+from memex.consolidation.consolidate import consolidate_all
 from tests.fakes import HashEmbedder
 from tests.hook_helpers import fixture, lexical_only, run_hook, set_config
 
@@ -88,7 +89,7 @@ def test_filters_refuse_typos_but_accept_scopes_the_index_holds(vault: Vault) ->
     with pytest.raises(ScopeError, match="did you mean 'project:memex'"):
         vault.list(scope="projects:memex")
     with pytest.raises(ScopeError):
-        vault.consolidate_all(scope="usr")
+        consolidate_all(vault, scope="usr")
     # A hand-written folder is a scope the index holds: it can be listed.
     (vault.root / "memories" / "notes").mkdir()
     (vault.root / "memories" / "notes" / "deploy.md").write_text("Deploys go out on Fridays.\n")

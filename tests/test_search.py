@@ -8,6 +8,7 @@ from memex.search import hybrid as search_mod
 from memex.errors import InvalidArgument
 from memex.search.hybrid import Filters, Fusion, fuse
 from memex.vault import Vault
+from memex.meta_edit import update_meta
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ def test_filters_combine(vault: Vault, filled: dict[str, str]) -> None:
 
 
 def test_superseded_hidden_unless_asked(vault: Vault, filled: dict[str, str]) -> None:
-    vault.update_meta(filled["user"], {"superseded_by": filled["memex"]})
+    update_meta(vault, filled["user"], {"superseded_by": filled["memex"]})
     assert filled["user"] not in _ids(vault.search("deploy tuesdays standup"))
     shown = vault.search("deploy tuesdays standup", include_superseded=True)
     old = next(h for h in shown if h.id == filled["user"])
@@ -71,7 +72,7 @@ def test_superseded_hidden_unless_asked(vault: Vault, filled: dict[str, str]) ->
 
 def test_a_superseded_memory_never_outranks_its_replacement(vault: Vault, filled: dict[str, str]) -> None:
     """The old memory matches the query best, yet its replacement comes first (issue 11)."""
-    vault.update_meta(filled["user"], {"superseded_by": filled["memex"]})
+    update_meta(vault, filled["user"], {"superseded_by": filled["memex"]})
     ids = [h.id for h in vault.search("deploy tuesdays standup", include_superseded=True)]
     assert filled["user"] in ids and filled["memex"] in ids
     assert ids.index(filled["memex"]) < ids.index(filled["user"])

@@ -14,6 +14,9 @@ from memex.cli import app
 from memex.dedup.cleanup import MAX_CHANGES
 from memex.errors import InvalidArgument, MemoryNotFound
 from memex.vault import Vault
+from memex.erase.steps import erase
+from memex.dedup.supersede import supersede
+from memex.dedup.cleanup import dedup_existing
 
 
 def write_copy(vault: Vault, name: str, body: str, scope: str = "user", **meta: Any) -> None:
@@ -33,7 +36,7 @@ def meta_of(vault: Vault, memory_id: str) -> dict[str, Any]:
 
 def test_supersede_links_both_files_and_search_hides_the_old_one(vault: Vault) -> None:
     old = vault.add("grip force 12.5N works best", scope="project:arm", category="observation")
-    outcome = vault.supersede(old.id, "grip force 15N works best")
+    outcome = supersede(vault, old.id, "grip force 15N works best")
     new = outcome.result
     assert new.status == "created" and outcome.superseded == old.id
     assert meta_of(vault, new.id)["supersedes"] == old.id
@@ -48,21 +51,21 @@ def test_supersede_links_both_files_and_search_hides_the_old_one(vault: Vault) -
 
 def test_supersede_with_a_rewording_of_the_old_text_is_not_a_duplicate(vault: Vault) -> None:
     old = vault.add("Run the test suite with pytest before every commit")
-    outcome = vault.supersede(old.id, "Run the test suite with pytest before every commit, always")
+    outcome = supersede(vault, old.id, "Run the test suite with pytest before every commit, always")
     assert outcome.result.status == "created"
     assert vault.get(old.id).status == "superseded"
 
 
 def test_supersede_is_not_refused_by_the_echo_guard(vault: Vault) -> None:
     hook = vault.add("I want API handlers to return problem+json errors", source="keyword", session="t")
-    outcome = vault.supersede(hook.id, "API handlers return problem+json errors with trace ids", source="tool", session="t")
+    outcome = supersede(vault, hook.id, "API handlers return problem+json errors with trace ids", source="tool", session="t")
     assert outcome.result.status == "created"
 
 
 def test_supersede_by_text_already_stored_points_at_that_memory(vault: Vault) -> None:
     old = vault.add("The service listens on port 8080")
     current = vault.add("The service listens on port 9090")
-    outcome = vault.supersede(old.id, "The service listens on port 9090")
+    outcome = supersede(vault, old.id, "The service listens on port 9090")
     assert (outcome.result.status, outcome.result.id) == ("duplicate", current.id)
     assert meta_of(vault, old.id)["superseded_by"] == current.id
     assert len(list((vault.root / "memories").rglob("*.md"))) == 2
@@ -70,7 +73,7 @@ def test_supersede_by_text_already_stored_points_at_that_memory(vault: Vault) ->
 
 def test_a_value_coming_back_after_a_supersede_is_stored_again(vault: Vault) -> None:
     first = vault.add("The service listens on port 8080")
-    second = vault.supersede(first.id, "The service listens on port 9090").result
+    second = supersede(vault, first.id, "The service listens on port 9090").result
     back = vault.add("The service listens on port 8080")
     assert back.status == "created" and back.id not in (first.id, second.id)
     assert [(f.id, f.suggestion) for f in back.similar_facts] == [(second.id, "supersede")]
@@ -79,19 +82,19 @@ def test_a_value_coming_back_after_a_supersede_is_stored_again(vault: Vault) -> 
 
 def test_supersede_errors(vault: Vault) -> None:
     old = vault.add("Deploys happen on Tuesday")
-    vault.supersede(old.id, "Deploys happen on Thursday")
+    supersede(vault, old.id, "Deploys happen on Thursday")
     with pytest.raises(InvalidArgument, match="already superseded"):
-        vault.supersede(old.id, "Deploys happen on Friday")
+        supersede(vault, old.id, "Deploys happen on Friday")
     with pytest.raises(MemoryNotFound):
-        vault.supersede("01NOPE", "anything")
+        supersede(vault, "01NOPE", "anything")
 
 
 def test_supersede_with_erased_text_leaves_the_old_memory_alone(vault: Vault) -> None:
     secret = vault.add("The door code is 4711")
-    vault.erase(secret.id, reason="test")
+    erase(vault, secret.id, reason="test")
     old = vault.add("The door code is 1234")
     with pytest.raises(InvalidArgument, match="refused"):
-        vault.supersede(old.id, "The door code is 4711")
+        supersede(vault, old.id, "The door code is 4711")
     assert vault.get(old.id).status == "active"
 
 
@@ -106,33 +109,33 @@ def test_cleanup_keeps_highest_confidence_then_newest(vault: Vault) -> None:
     write_copy(vault, "other-scope", body, scope="project:x", confidence=0.9)
     write_copy(vault, "unrelated", "Something else entirely", confidence=0.9)
 
-    plan = vault.dedup_existing()  # dry run: picks up the hand-copied files
+    plan = dedup_existing(vault)  # dry run: picks up the hand-copied files
 
     assert not plan.applied and plan.changes == 2 and plan.remaining == 0
     assert [(g.scope, g.keep, sorted(g.supersede)) for g in plan.groups] == [("user", "high-new", ["high-old", "low"])]
     assert "superseded_by" not in meta_of(vault, "low")
 
-    done = vault.dedup_existing(apply=True)
+    done = dedup_existing(vault, apply=True)
 
     assert done.applied and done.changes == 2
     assert meta_of(vault, "low")["superseded_by"] == "high-new"
     assert meta_of(vault, "high-old")["superseded_by"] == "high-new"
     assert "superseded_by" not in meta_of(vault, "high-new")
     assert "superseded_by" not in meta_of(vault, "other-scope")
-    assert vault.dedup_existing().changes == 0
+    assert dedup_existing(vault).changes == 0
 
 
 def test_cleanup_makes_at_most_200_changes_per_run(vault: Vault) -> None:
     for n in range(MAX_CHANGES + 5):
         write_copy(vault, f"copy{n:03d}", "The same note, copied many times", confidence=0.8)
-    first = vault.dedup_existing(apply=True, limit=1000)
+    first = dedup_existing(vault, apply=True, limit=1000)
     assert (first.changes, first.remaining) == (MAX_CHANGES, 4)
-    second = vault.dedup_existing(apply=True)
+    second = dedup_existing(vault, apply=True)
     assert (second.changes, second.remaining) == (4, 0)
     active = [h for h in vault.list() if h.body.startswith("The same note")]
     assert len(active) == 1
     with pytest.raises(InvalidArgument, match="limit"):
-        vault.dedup_existing(limit=0)
+        dedup_existing(vault, limit=0)
 
 
 # -- CLI -----------------------------------------------------------------------------------------

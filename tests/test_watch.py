@@ -12,6 +12,8 @@ import pytest
 
 from memex.index import indexer as indexer_mod
 from memex.watch import watcher as watch_mod
+from memex.watch.state import status
+from memex.watch.watcher import Watcher, settings_for
 from memex.errors import ConfigError, WatcherRunning
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
@@ -258,32 +260,32 @@ def test_watch_settings_come_from_the_vault_config(vault_root: Path) -> None:
     config = vault_root / ".memex" / "config.toml"
     text = config.read_text()
     with Vault(vault_root, embedder=None) as v:
-        assert v.watcher().settings.reconcile_seconds == 60.0  # the documented default
+        assert Watcher(v).settings.reconcile_seconds == 60.0  # the documented default
     config.write_text(text.replace("# reconcile_seconds = 60", "reconcile_seconds = 5")
                       .replace("# debounce_ms = 40", "debounce_ms = 25"))
     with Vault(vault_root, embedder=None) as v:
-        settings = v.watcher(debounce_ms=10).settings
+        settings = Watcher(v, settings_for(v, debounce_ms=10)).settings
         assert (settings.reconcile_seconds, settings.debounce_ms) == (5.0, 10)
     config.write_text(text.replace("# reconcile_seconds = 60", 'reconcile_seconds = "soon"'))
     with Vault(vault_root, embedder=None) as v, pytest.raises(ConfigError, match="config.toml.*reconcile_seconds"):
-        v.watcher()
+        Watcher(v)
     config.write_text(text.replace("# debounce_ms = 40", "debounce_ms = 0"))
     with Vault(vault_root, embedder=None) as v, pytest.raises(ConfigError, match="debounce_ms must be positive"):
-        v.watcher()
+        Watcher(v)
 
 
 def test_a_second_watcher_on_the_same_vault_is_refused(vault: Vault) -> None:
     with running_watcher(vault.root):
         other = Vault(vault.root, embedder=None)
         with pytest.raises(WatcherRunning, match="already running.*pid"):
-            other.watcher().start()
+            Watcher(other).start()
         other.close()
     with Vault(vault.root, embedder=None) as again:  # and allowed once the first stopped
-        w = again.watcher()
+        w = Watcher(again)
         w.start()
-        assert again.status()["watcher"]["running"] is True
+        assert status(again)["watcher"]["running"] is True
         w.close()
-        assert again.status()["watcher"]["running"] is False
+        assert status(again)["watcher"]["running"] is False
 
 
 def test_a_dead_observer_is_restarted_and_what_it_missed_reconciled(vault: Vault) -> None:

@@ -86,11 +86,9 @@ def recall_scopes(settings: AgentSettings, cwd: str | None) -> list[str]:
 
 
 def _handoff_text(vault: Vault, session: str) -> str:
-    handoff = getattr(vault, "handoff", None)
-    if handoff is None:
-        return ""
-    note = handoff(session)
-    return str(getattr(note, "text", note) or "")
+    from memex.dedup.handoff import handoff  # numpy: not on every hook's start-up path
+
+    return handoff(vault, session).text
 
 
 def injected_block(answer: dict[str, Any]) -> str:
@@ -288,9 +286,9 @@ def pre_compact(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookRes
 
 def _end(vault: Vault, payload: Payload, agent: str, fmt: str, session: str) -> None:
     archive_pending(vault, payload, agent, fmt, session)
-    consolidate = getattr(vault, "consolidate", None)
-    if consolidate is not None:
-        consolidate(session)
+    from memex.consolidation.consolidate import consolidate  # numpy: not on every hook's start-up path
+
+    consolidate(vault, session)
 
 
 def session_end(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookResult:

@@ -28,6 +28,9 @@ from memex import context
 from memex.agents import hook_io, resources
 from memex.agents.mcp_limits import MAX_ANSWER_CHARS, cap_list, clip_strings, size_ok, validation_text
 from memex.context.inject import HEADER, block_ids, escape, render_memories_block, trim_block
+from memex.dedup.handoff import handoff
+from memex.dedup.supersede import supersede
+from memex.erase.steps import erase
 from memex.errors import InvalidArgument, MemexError
 from memex.text import preview
 from memex.vault import Vault
@@ -152,12 +155,6 @@ class Tools:
             )
         return chosen
 
-    def _need(self, name: str) -> Any:
-        method = getattr(self.vault, name, None)
-        if method is None:
-            raise InvalidArgument(name, f"Vault.{name} is not available in this memex version")
-        return method
-
     def memory_add(
         self,
         text: Annotated[str, Field(min_length=1, description=(
@@ -236,9 +233,8 @@ class Tools:
         text: Annotated[str, Field(min_length=1, description="The fact as it is now (same limits as memory_add).")],
         session: Session = None,
     ) -> dict[str, Any]:
-        result = self._need("supersede")(old_id, text, source="tool", session=session)
-        answer: dict[str, Any] = result.as_dict() if hasattr(result, "as_dict") else dict(result)
-        return clip_strings(_escaped_facts(answer))
+        result = supersede(self.vault, old_id, text, source="tool", session=session)
+        return clip_strings(_escaped_facts(result.as_dict()))
 
     def memory_forget(
         self,
@@ -251,23 +247,22 @@ class Tools:
     ) -> dict[str, Any]:
         if bool(id) == bool(query):
             raise InvalidArgument("id/query", "give exactly one of id or query")
-        erase = self._need("erase")
         if id:
-            return clip_strings({"erased": [id], "result": _plain(erase(id, reason))})
+            return clip_strings({"erased": [id], "result": erase(self.vault, id, reason).as_dict()})
         hits = self.vault.search(str(query), limit=5)
         strong = [h for h in hits if h.score >= FORGET_MIN_SCORE]
         runner_up = hits[1].score if len(hits) > 1 else 0.0
         candidates = [{"id": h.id, "score": round(h.score, 3),
                        "preview": escape(preview(h.body, FORGET_PREVIEW_CHARS))} for h in hits]
         if len(strong) == 1 and hits[0].score - runner_up >= FORGET_MARGIN:
-            return clip_strings({"erased": [hits[0].id], "result": _plain(erase(hits[0].id, reason)),
+            return clip_strings({"erased": [hits[0].id], "result": erase(self.vault, hits[0].id, reason).as_dict(),
                                  "candidates": candidates})
         why = "no match is confident enough" if not strong else "several memories match"
         return clip_strings({"erased": [], "reason": f"{why}; call again with the id of the one to forget",
                              "candidates": candidates})
 
     def memory_handoff(self, session: Session = None) -> dict[str, Any]:
-        note = _plain(self._need("handoff")(self._session(session)))
+        note = handoff(self.vault, self._session(session)).as_dict()
         return cap_list(note, "items", lambda n: "the note lists the first captures; see them with memory_get")
 
     def memory_archive_search(
@@ -298,15 +293,6 @@ class Tools:
             f'Scope of the imported sections (default "resources"): {SCOPE_HELP}.'))] = resources.DEFAULT_SCOPE,
     ) -> dict[str, Any]:
         return clip_strings(resources.import_markdown(self.vault, path, scope=scope))
-
-
-def _plain(value: Any) -> dict[str, Any]:
-    if hasattr(value, "as_dict"):
-        data: dict[str, Any] = value.as_dict()
-        return data
-    if isinstance(value, dict):
-        return value
-    return {"result": value}
 
 
 TOOL_DOCS = {

@@ -102,7 +102,9 @@ def consolidate_cmd(
 @click.pass_context
 def unsupersede_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
     """Make a superseded memory active again (removes its superseded_by)."""
-    memory = get_vault(ctx).unsupersede(memory_id)
+    from memex.consolidation.consolidate import unsupersede  # numpy: only when run
+
+    memory = unsupersede(get_vault(ctx), memory_id)
     if as_json:
         print_json(memory.as_dict())
     else:

@@ -28,8 +28,10 @@ def erase_cmd(
     The files go first, then every row the index derived from them; the
     index files are scrubbed so the text cannot be read back from disk.
     """
-    result = get_vault(ctx).erase(
-        memory_id, reason, source=source, source_ref=source_ref, session=session,
+    from memex.erase.steps import erase  # not on search's start-up path
+
+    result = erase(
+        get_vault(ctx), memory_id, reason, source=source, source_ref=source_ref, session=session,
         purge_history=purge_history,
     )
     data = result.as_dict()

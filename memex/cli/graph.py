@@ -12,7 +12,9 @@ from memex.cli._common import get_vault, json_option, print_json, short, table
 @click.pass_context
 def entities_cmd(ctx: click.Context, as_json: bool) -> None:
     """List entities (frontmatter `entities:`, [[wikilinks]], relations), most named first."""
-    found = get_vault(ctx).entities()
+    from memex.index.graph import list_entities  # not on search's start-up path
+
+    found = list_entities(get_vault(ctx).conn)
     if as_json:
         print_json([e.as_dict() for e in found])
     elif not found:
@@ -28,7 +30,9 @@ def entities_cmd(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def graph_cmd(ctx: click.Context, name: str, as_json: bool) -> None:
     """Show entity NAME: the memories naming it, its relations and neighbours."""
-    data = get_vault(ctx).entity_graph(name)
+    from memex.index.graph import entity_graph  # not on search's start-up path
+
+    data = entity_graph(get_vault(ctx).conn, name)
     if as_json:
         print_json(data)
         return

@@ -4,7 +4,7 @@ At the end of a session (or on demand) memex takes the session's active
 memories, one scope at a time, grouped by category, and clusters those that
 say the same thing. Each cluster keeps one representative; the others get
 ``superseded_by: <representative>`` in their files (atomic edits, all in
-one write pass: :meth:`Vault.update_meta_many`), which hides them from
+one write pass: :func:`memex.meta_edit.update_meta_many`), which hides them from
 default search without deleting anything. :func:`unsupersede` undoes one.
 
 Rules, all from issue 7:
@@ -39,6 +39,7 @@ from memex.config import CONFIG_RELPATH, fraction, setting, string_list
 from memex.index.db import has_vector_tables
 from memex.decay import parse_time
 from memex.errors import ConfigError, InvalidArgument
+from memex.meta_edit import update_meta, update_meta_many
 from memex.consolidation.pairscore import ScoreProfile, pair_matrices, profile_for
 from memex.text import preview
 from memex.dedup.values import conflict_reason
@@ -363,7 +364,7 @@ def consolidate(
         # All the superseding edits in one write pass (memex/meta_edit.py):
         # a file erased or broken since the plan (the watcher, a hand edit) is
         # skipped and reported; the rest still go through.
-        batch = vault.update_meta_many({
+        batch = update_meta_many(vault, {
             memory_id: {"superseded_by": group.representative}
             for group in report.groups for memory_id in group.superseded
         })
@@ -424,4 +425,4 @@ def unsupersede(vault: Vault, memory_id: str) -> Memory:
     if memory.status != "superseded":
         raise InvalidArgument("ID", f"memory {memory_id} is not superseded")
     with vault.write_lock():
-        return vault.update_meta(memory_id, {"superseded_by": None})
+        return update_meta(vault, memory_id, {"superseded_by": None})

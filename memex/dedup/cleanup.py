@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memex.errors import InvalidArgument
+from memex.meta_edit import update_meta
 from memex.text import preview
 
 if TYPE_CHECKING:
@@ -93,5 +94,5 @@ def dedup_existing(vault: Vault, apply: bool = False, limit: int = MAX_CHANGES) 
             budget -= len(taken)
             if apply:
                 for memory_id in taken:
-                    vault.update_meta(memory_id, {"superseded_by": group.keep})
+                    update_meta(vault, memory_id, {"superseded_by": group.keep})
     return report

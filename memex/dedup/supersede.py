@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from memex.dedup.pipeline import AddResult
 from memex.errors import InvalidArgument
 from memex.faults import point
+from memex.meta_edit import update_meta
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -72,5 +73,5 @@ def supersede(
         # e.g. the text was erased before: nothing was stored, so nothing replaces old_id.
         raise InvalidArgument("TEXT", f"was refused ({result.method}); {old_id} is unchanged")
     point("supersede.added")
-    vault.update_meta(old_id, {"superseded_by": result.id})
+    update_meta(vault, old_id, {"superseded_by": result.id})
     return SupersedeResult(old_id, result)

@@ -36,6 +36,11 @@ import numpy as np
 
 from memex.embedding.onnx import wanted as embed_onnx_wanted
 from memex.errors import ConfigError
+from memex.store import IndexStore
+from memex.store.sqlite import as_store
+# Re-exported: the cache key and the cache row live in memex.text and memex.store.cache.
+from memex.store.cache import CacheRow as CacheRow
+from memex.text import text_key as text_key
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # all-MiniLM-L6-v2 was trained on sequences of at most 256 word pieces (its
@@ -347,11 +352,6 @@ def from_blob(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
 
 
-def text_key(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-CacheRow = tuple[str, str, bytes]
 
 
 @dataclass
@@ -375,19 +375,10 @@ class CacheLookup:
         return [found[k] for k in self.keys], rows
 
 
-def lookup_cached(conn: apsw.Connection, embedder: Embedder, texts: Sequence[str]) -> CacheLookup:
+def lookup_cached(conn: apsw.Connection | IndexStore, embedder: Embedder, texts: Sequence[str]) -> CacheLookup:
     """Look ``texts`` up in the embedding cache (a read; embeds nothing)."""
     keys = [text_key(t) for t in texts]
-    found: dict[str, bytes] = {}
-    unique = list(dict.fromkeys(keys))
-    for start in range(0, len(unique), 500):
-        batch = unique[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        for key, blob in conn.execute(
-            f"SELECT text_hash, vector FROM embedding_cache WHERE model = ? AND text_hash IN ({marks})",
-            (embedder.model_id, *batch),
-        ):
-            found[key] = bytes(blob)
+    found = as_store(conn).cache_get(embedder.model_id, list(dict.fromkeys(keys)))
     missing: dict[str, str] = {}
     for key, text in zip(keys, texts):
         if key not in found and key not in missing:
@@ -396,7 +387,7 @@ def lookup_cached(conn: apsw.Connection, embedder: Embedder, texts: Sequence[str
 
 
 def cached_vectors(
-    conn: apsw.Connection, embedder: Embedder, texts: Sequence[str]
+    conn: apsw.Connection | IndexStore, embedder: Embedder, texts: Sequence[str]
 ) -> tuple[list[bytes], list[CacheRow]]:
     """Vectors for ``texts`` from the cache, embedding the misses.
 
@@ -436,8 +427,5 @@ def query_vector(embedder: Embedder, text: str) -> np.ndarray:
     return vector
 
 
-def store_cache(conn: apsw.Connection, rows: Sequence[CacheRow]) -> None:
-    if rows:
-        conn.executemany(
-            "INSERT OR REPLACE INTO embedding_cache(model, text_hash, vector) VALUES (?, ?, ?)", rows
-        )
+def store_cache(conn: apsw.Connection | IndexStore, rows: Sequence[CacheRow]) -> None:
+    as_store(conn).cache_put(rows)

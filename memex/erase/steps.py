@@ -48,7 +48,7 @@ from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.faults import point
 from memex.erase.select import Selection, by_id, by_subject, claiming_files, expand, files_to_read, same_text
 from memex.index.indexer import Indexer
-from memex.files.memory_file import _fsync_dir, read
+from memex.files.memory_file import fsync_dir, read
 from memex.records import path_id
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ def _select(
 
 def _add_copies(vault: Vault, sel: Selection, ids: list[str]) -> None:
     """Every copy of what is erased (issue 12 item 1; see memex.erase.select)."""
-    # An Indexer without a model: walking and purging must not load it.
+    # An Indexer without a model: walking must not load it.
     walker = Indexer(vault.root, vault.conn, vault.config, None)
     on_disk, _ = walker.walk()
     sel.temp_names = walker.temp_names
@@ -195,7 +195,7 @@ def _delete_files(root: Path, rels: list[str]) -> int:
         deleted += 1
         folders.add(full.parent)
     for folder in folders:
-        _fsync_dir(folder)
+        fsync_dir(folder)
     return deleted
 
 
@@ -220,8 +220,6 @@ def _purge_index(vault: Vault, sel: Selection, paths: list[str]) -> purge.PurgeC
     """
     counts = purge.PurgeCounts()
     conn = vault.conn
-    # Purging needs no embedding model: an Indexer without one does not load it.
-    indexer = Indexer(vault.root, conn, vault.config, None)
     ids = sorted({*sel.memories, *(t.id for t in sel.memories.values())})
     with write_txn(conn):
         rowids = {t.rowid for t in sel.memories.values()}
@@ -230,7 +228,7 @@ def _purge_index(vault: Vault, sel: Selection, paths: list[str]) -> purge.PurgeC
         for rel in paths:
             rowids.update(int(r[0]) for r in conn.execute("SELECT rowid FROM memories WHERE path = ?", (rel,)))
         for rowid in sorted(rowids):
-            counts.add(indexer.purge_row(rowid))
+            counts.add(purge.purge_memory(conn, rowid))
         conn.executemany("DELETE FROM index_errors WHERE path = ?", [(p,) for p in paths])
         _drop_errors_naming(conn, paths)
         purge.optimize_fts(conn)

@@ -25,7 +25,7 @@ from typing import IO
 
 import apsw
 
-from memex.index.db import BUSY_TIMEOUT_MS
+from memex.store import schema
 from memex.errors import LockTimeout
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
@@ -115,21 +115,13 @@ def locked_txn(conn: apsw.Connection, path: Path, timeout: float | None = None) 
     while True:
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         with file_lock(path, left):
-            conn.set_busy_timeout(_SQLITE_WAIT_MS)
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                began = True
-            except apsw.BusyError:
-                began = False
-            finally:
-                conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-            if began:
+            if schema.try_begin(conn, _SQLITE_WAIT_MS):
                 try:
                     yield
                 except BaseException:
-                    conn.execute("ROLLBACK")
+                    schema.rollback(conn)
                     raise
-                conn.execute("COMMIT")
+                schema.commit(conn)
                 return
         if deadline is not None and time.monotonic() >= deadline:
             raise LockTimeout(f"{path}: the index stayed busy for over {timeout:.0f}s")

@@ -254,7 +254,7 @@ def atomic_write(path: Path, text: str) -> None:
     except BaseException:
         _unlink_quietly(tmp)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write_many(items: Sequence[tuple[Path, str]]) -> None:
@@ -286,7 +286,7 @@ def atomic_write_many(items: Sequence[tuple[Path, str]]) -> None:
     finally:
         # One folder fsync makes all the renames in it durable.
         for folder in dict.fromkeys(path.parent for _, path in temps[:renamed]):
-            _fsync_dir(folder)
+            fsync_dir(folder)
 
 
 # Temp files fsynced together (and so open at once): fsyncs issued from
@@ -336,7 +336,9 @@ def _unlink_quietly(tmp: str) -> None:
         pass
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
+    """Make a folder's entries (a rename, an unlink) durable; a no-op where
+    folders cannot be opened (not POSIX) or fsync'd."""
     if os.name != "posix":
         return
     try:

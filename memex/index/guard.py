@@ -21,7 +21,6 @@ import os
 from typing import TYPE_CHECKING
 
 from memex.embedding import embed
-from memex.index.db import get_meta, set_meta, write_txn
 
 if TYPE_CHECKING:
     from memex.index.indexer import Indexer, SyncReport, _Batch
@@ -48,15 +47,15 @@ def drop_erased_rows(ix: Indexer, report: SyncReport) -> None:
     when the list grew since the last sync (its size is kept in meta).
     """
     ix.guard.refresh()
-    seen = get_meta(ix.conn, ERASED_SEEN_KEY) or "0"
+    seen = ix.store.get_meta(ERASED_SEEN_KEY) or "0"
     if seen == str(ix.guard.size):
         return
     hits = [
-        (int(rowid), str(mid), str(path))
-        for rowid, mid, path, body in ix.conn.execute("SELECT rowid, id, path, body FROM memories")
-        if ix.guard.erased(str(body)) or ix.guard.erased_id(str(mid))
+        (rowid, mid, path)
+        for rowid, mid, path, body in ix.store.bodies()
+        if ix.guard.erased(body) or ix.guard.erased_id(mid)
     ]
-    with write_txn(ix.conn):
+    with ix.store.write_txn():
         for rowid, mid, path in hits:
             ix.purge_row(rowid)
             report.removed += 1
@@ -68,7 +67,7 @@ def drop_erased_rows(ix: Indexer, report: SyncReport) -> None:
                 reason = erased_reason(path, mid)
                 ix._record_error(path, reason, st)
                 report.errors.append({"path": path, "reason": reason})
-        set_meta(ix.conn, ERASED_SEEN_KEY, str(ix.guard.size))
+        ix.store.set_meta(ERASED_SEEN_KEY, str(ix.guard.size))
 
 
 def recheck(

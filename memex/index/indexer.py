@@ -46,14 +46,15 @@ from memex import text
 from memex.index import chunking
 from memex.embedding import embed
 from memex.erase import erased_list
-from memex.index import graph
 from memex.index import guard
 from memex.files import memory_file
 from memex.files import orphans
 from memex.embedding import profiles
 from memex.index import purge
 from memex.config import Config
-from memex.index.db import ensure_chunk_rule, ensure_model_profile, ensure_vector_tables, set_meta, write_txn
+from memex.store import IndexStore, SqliteStore
+from memex.store.memories import IndexError_
+from memex.store.memories import SyncRow as _Row
 from memex.errors import MemoryFileError
 from memex.faults import point
 from memex.records import BAD_NAME, Record, build_record, is_text_name, shown_name
@@ -113,21 +114,6 @@ class _Batch:
     future: Future[np.ndarray] | None
 
 
-@dataclass
-class _Row:
-    rowid: int
-    id: str
-    size: int
-    mtime_ns: int
-    file_hash: str
-    embedded: int
-    racy: int = 0
-
-    def same_stat(self, st: os.stat_result) -> bool:
-        """Size and mtime say unchanged, and the row was not read racily."""
-        return self.size == st.st_size and self.mtime_ns == st.st_mtime_ns and not self.racy
-
-
 # Timestamps are as coarse as the kernel's tick on Linux and 1-2 s on HFS+
 # and FAT: a file read less than this after its mtime could be rewritten with
 # the same size and mtime. Such a row is re-hashed by the next sync (git calls
@@ -141,6 +127,7 @@ class Indexer:
     ) -> None:
         self.root = root
         self.conn = conn
+        self.store: IndexStore = SqliteStore(conn)
         self.config = config
         self.embedder = embedder
         self._error_paths: set[str] = set()  # paths with a recorded error, per _apply
@@ -151,9 +138,9 @@ class Indexer:
         self.orphans_removed: list[str] = []  # temp files the last sync removed
         self.temp_names: list[str] = []  # temp-file names the last walk passed
         if embedder is not None:
-            ensure_vector_tables(conn, embedder.model_id, embedder.dim)
-            ensure_model_profile(conn, profiles.for_model(embedder.model_id).as_meta())
-            ensure_chunk_rule(conn, self.chunker.rule, self.chunker.shortest)
+            self.store.ensure_vectors(embedder.model_id, embedder.dim)
+            self.store.ensure_model_profile(profiles.for_model(embedder.model_id).as_meta())
+            self.store.ensure_chunk_rule(self.chunker.rule, self.chunker.shortest)
 
     # -- the file side -------------------------------------------------------
 
@@ -217,18 +204,10 @@ class Indexer:
     # -- the index side ------------------------------------------------------
 
     def _rows(self) -> dict[str, _Row]:
-        return {
-            path: _Row(rowid, mid, size, mtime, fhash, emb, racy)
-            for path, rowid, mid, size, mtime, fhash, emb, racy in self.conn.execute(
-                "SELECT path, rowid, id, size, mtime_ns, file_hash, embedded, racy FROM memories"
-            )
-        }
+        return self.store.sync_rows()
 
-    def _known_errors(self) -> dict[str, tuple[int | None, int | None, str]]:
-        return {
-            p: (s, m, r)
-            for p, r, s, m in self.conn.execute("SELECT path, reason, size, mtime_ns FROM index_errors")
-        }
+    def _known_errors(self) -> dict[str, IndexError_]:
+        return self.store.index_errors()
 
     def sync(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
         """Bring the whole index in line with the files (``memex reindex``)."""
@@ -254,15 +233,15 @@ class Indexer:
                 report.unchanged += 1
                 continue
             err = known_errors.get(rel)
-            if not full and err is not None and err[0] == st.st_size and err[1] == st.st_mtime_ns:
-                report.errors.append({"path": rel, "reason": err[2]})
+            if not full and err is not None and err.size == st.st_size and err.mtime_ns == st.st_mtime_ns:
+                report.errors.append({"path": rel, "reason": err.reason})
                 continue
             candidates.append(rel)
         vanished = [p for p in rows if p not in on_disk]
         self._apply(sorted(candidates), on_disk, rows, vanished, report, full, progress)
         stale = [p for p in known_errors if p not in on_disk]
         if stale:  # no write transaction (and no write lock) when nothing changed
-            with write_txn(self.conn):
+            with self.store.write_txn():
                 for rel in stale:
                     self._drop_error(rel)
         guard.drop_erased_rows(self, report)
@@ -298,7 +277,7 @@ class Indexer:
             elif row is not None:
                 vanished.append(rel)
             else:
-                with write_txn(self.conn):
+                with self.store.write_txn():
                     self._drop_error(rel)
         candidates = []
         for rel, st in on_disk.items():
@@ -316,10 +295,7 @@ class Indexer:
         return os.path.commonpath([root_real, os.path.realpath(full)]) == root_real
 
     def _row_at(self, rel: str) -> _Row | None:
-        r = self.conn.execute(
-            "SELECT rowid, id, size, mtime_ns, file_hash, embedded, racy FROM memories WHERE path = ?", (rel,)
-        ).fetchone()
-        return None if r is None else _Row(*r)
+        return self.store.sync_row_at(rel)
 
     # -- the shared path -----------------------------------------------------
 
@@ -343,7 +319,7 @@ class Indexer:
         retry_clashes: bool = True,
     ) -> None:
         by_id = {row.id: path for path, row in rows.items()}
-        self._error_paths = {str(r[0]) for r in self.conn.execute("SELECT path FROM index_errors")}
+        self._error_paths = set(self.store.index_errors())
         self.guard.refresh()
         self._clashed = []
         self._real_dirs = {}
@@ -378,7 +354,7 @@ class Indexer:
                 pool.shutdown(wait=True)
         leftover = [p for p in vanished if p in vanished_set]
         if leftover:
-            with write_txn(self.conn):
+            with self.store.write_txn():
                 for rel in leftover:
                     row = self._row_at(rel)
                     # A regular file there now was written after our walk (by
@@ -447,10 +423,10 @@ class Indexer:
         copy (``cp a.md b.md``) would take the id over from a file that
         still holds it, as if it were a move.
         """
-        row = self.conn.execute("SELECT path FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        row = self.store.rowid_path_of(memory_id)
         if row is None:
             return None
-        path = str(row[0])
+        path = row[1]
         if path == rel or path in vanished_set or not _is_regular_file(self.root / path):
             return None
         return path
@@ -468,9 +444,9 @@ class Indexer:
         """Wait for a batch's vectors, then write it in one transaction; returns its size."""
         vectors, cache_rows = self._vector_finish(item)
         report.embedded += len(cache_rows)  # texts the model had to embed
-        with write_txn(self.conn):
+        with self.store.write_txn():
             records, late_errors, cache_rows = guard.recheck(self, item, cache_rows)
-            embed.store_cache(self.conn, cache_rows)
+            self.store.cache_put(cache_rows)
             late_paths = {rel for rel, _, _ in late_errors}
             for rel, reason, st in [*item.errors, *late_errors]:
                 self._record_error(rel, reason, st)
@@ -497,12 +473,7 @@ class Indexer:
             return [], None
         current: dict[str, tuple[str | None, int]] = {}
         if not full:  # one query per batch, not one per file
-            ids = [rec.id for rec in records]
-            marks = ",".join("?" * len(ids))
-            for mid, key, embedded in self.conn.execute(
-                f"SELECT id, embed_key, embedded FROM memories WHERE id IN ({marks})", ids
-            ):
-                current[str(mid)] = (key, int(embedded))
+            current = self.store.embed_state([rec.id for rec in records])
         wanted: list[Record] = []
         for rec in records:
             have = current.get(rec.id)
@@ -515,7 +486,7 @@ class Indexer:
             plan.append((rec, pieces))
             texts.append(rec.embed_text)
             texts.extend(pieces)
-        return plan, embed.lookup_cached(self.conn, self.embedder, texts)
+        return plan, embed.lookup_cached(self.store, self.embedder, texts)
 
     def _embed_missing(self, lookup: embed.CacheLookup) -> np.ndarray:
         """Runs in the worker thread: the model only, no database."""
@@ -545,18 +516,15 @@ class Indexer:
         """Forget a path's error (caller holds the txn). The error of a restored
         erased file names it, and its name is made from the erased text's first
         words: the index is scrubbed of it as of a purged row."""
-        gone = self.conn.execute("DELETE FROM index_errors WHERE path = ? RETURNING reason", (rel,)).fetchall()
-        if any(str(r[0]).startswith(guard.ERASED_REASON) for r in gone):
-            set_meta(self.conn, purge.SCRUB_KEY, "1")
+        gone = self.store.drop_index_error(rel)
+        if any(reason.startswith(guard.ERASED_REASON) for reason in gone):
+            self.store.set_meta(purge.SCRUB_KEY, "1")
 
     def _record_error(self, rel: str, reason: str, st: os.stat_result | None) -> None:
         # A path that fails now may be written later in the same run (an id
         # clash retried once the other file is gone): its error row must go then.
         self._error_paths.add(rel)
-        self.conn.execute(
-            "INSERT OR REPLACE INTO index_errors(path, reason, size, mtime_ns) VALUES (?, ?, ?, ?)",
-            (rel, reason, st.st_size if st else None, st.st_mtime_ns if st else None),
-        )
+        self.store.record_index_error(rel, reason, st)
 
     def _write(
         self,
@@ -568,11 +536,11 @@ class Indexer:
         full: bool = False,
     ) -> str:
         """Upsert one record; returns the report field it counts toward."""
-        conn = self.conn
+        store = self.store
         if rec.path in self._error_paths:
             self._drop_error(rec.path)
         at_path = self._row_at(rec.path)
-        by_own_id = conn.execute("SELECT rowid, path FROM memories WHERE id = ?", (rec.id,)).fetchone()
+        by_own_id = store.rowid_path_of(rec.id)
         outcome = "updated"
         if at_path is not None and at_path.id != rec.id:
             # The file now carries another id: the old memory left this path.
@@ -589,8 +557,7 @@ class Indexer:
             if old is not None and moved_from is not None:
                 # Same bytes under a new path (a hand-written file renamed):
                 # the row moves, keeping its vectors and usage.
-                conn.execute("UPDATE usage SET memory_id = ? WHERE memory_id = ?", (rec.id, old.id))
-                conn.execute("UPDATE memories SET id = ?, path = ? WHERE rowid = ?", (rec.id, rec.path, old.rowid))
+                store.move_row(old.rowid, old.id, rec.id, rec.path)
                 by_own_id = (old.rowid, rec.path)
                 vanished.discard(moved_from)
                 outcome = "moved"
@@ -600,61 +567,11 @@ class Indexer:
             and vectors is None
         ):
             # `created` too: a file without one is dated by its mtime, as a rebuild would.
-            conn.execute(
-                "UPDATE memories SET size = ?, mtime_ns = ?, created = ?, racy = ? WHERE rowid = ?",
-                (rec.size, rec.mtime_ns, rec.created, int(rec.racy), at_path.rowid),
-            )
+            store.touch_row(at_path.rowid, rec)
             return "unchanged"
-        values = (
-            rec.id, rec.path, rec.scope, rec.source, rec.session, rec.source_ref, rec.category,
-            rec.confidence, rec.created, rec.supersedes, rec.superseded_by, rec.status, rec.body,
-            rec.body_hash, rec.file_hash, rec.size, rec.mtime_ns, embed.text_key(rec.embed_text), int(rec.racy),
+        store.write_memory(
+            None if by_own_id is None else by_own_id[0], rec, text.fts_document(rec.embed_text), vectors
         )
-        cols = (
-            "id, path, scope, source, session, source_ref, category, confidence, created, "
-            "supersedes, superseded_by, status, body, body_hash, file_hash, size, mtime_ns, embed_key, racy"
-        )
-        # A fresh row has no old FTS entry, vectors, chunks or links to clear:
-        # skipping those statements is most of a cold reindex's SQLite time.
-        fresh = by_own_id is None
-        old_keys: set[str] = set()  # where the vectors being replaced are cached
-        if by_own_id is not None:
-            rowid = int(by_own_id[0])
-            if vectors is not None:
-                old_keys = purge.vector_cache_keys(conn, rowid)
-            sets = ", ".join(f"{c.strip()} = ?" for c in cols.split(","))
-            conn.execute(f"UPDATE memories SET {sets} WHERE rowid = ?", (*values, rowid))
-            conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (rowid,))
-        else:
-            marks = ", ".join("?" * (len(values) + 1))
-            conn.execute(
-                f"INSERT INTO memories({cols}, embedded) VALUES ({marks})",
-                (*values, 1 if vectors is not None else 0),
-            )
-            rowid = int(conn.last_insert_rowid())
-        conn.execute(
-            "INSERT INTO memory_fts(rowid, text) VALUES (?, ?)",
-            (rowid, text.fts_document(rec.embed_text)),
-        )
-        if vectors is not None:
-            body_blob, chunk_pairs = vectors
-            if not fresh:
-                purge.delete_vectors(conn, rowid)
-            conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (?, ?)", (rowid, body_blob))
-            for seq, (key, blob) in enumerate(chunk_pairs):
-                conn.execute(
-                    "INSERT INTO chunks(memory_rowid, seq, text_hash) VALUES (?, ?, ?)", (rowid, seq, key)
-                )
-                conn.execute(
-                    "INSERT INTO chunk_vec(rowid, embedding) VALUES (?, ?)", (conn.last_insert_rowid(), blob)
-                )
-            if not fresh:
-                conn.execute("UPDATE memories SET embedded = 1 WHERE rowid = ?", (rowid,))
-                # Vectors of text this memory no longer has (an edit, chunks cut
-                # by a new rule) leave the cache: a later erasure could not find them.
-                new_keys = {embed.text_key(rec.embed_text), *(k for k, _ in chunk_pairs)}
-                purge.drop_unused_cache(conn, old_keys - new_keys)
-        graph.write_links(conn, rowid, rec.entities, rec.relations, fresh=fresh)
         by_id[rec.id] = rec.path
         if full and outcome == "updated" and at_path is not None and at_path.file_hash == rec.file_hash:
             # `reindex --full` rewrites every row; a file whose bytes are what
@@ -664,4 +581,4 @@ class Indexer:
 
     def purge_row(self, rowid: int) -> purge.PurgeCounts:
         """Purge one memory row and everything derived from it (caller holds the txn)."""
-        return purge.purge_memory(self.conn, rowid)
+        return self.store.purge_memory(rowid)

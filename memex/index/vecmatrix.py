@@ -31,7 +31,9 @@ import weakref
 import apsw
 import numpy as np
 
-from memex.index.db import get_meta, scalar
+from memex.store import vectors
+from memex.store.meta import get_meta
+from memex.store.schema import data_version
 
 def _dot(matrix: np.ndarray, qvec: np.ndarray) -> np.ndarray:
     """Row-wise dot products without BLAS.
@@ -140,15 +142,8 @@ class VectorMatrix:
         self.memories, self.chunks = _Block(dim), _Block(dim)
         self._dirty_memories.clear()
         self._dirty_chunks.clear()
-        self.memories.load(
-            [(int(r), int(r), b) for r, b in conn.execute("SELECT rowid, embedding FROM memory_vec")]
-        )
-        self.chunks.load([
-            (int(r), int(o), b)
-            for r, o, b in conn.execute(
-                "SELECT c.rowid, c.memory_rowid, v.embedding FROM chunks c JOIN chunk_vec v ON v.rowid = c.rowid"
-            )
-        ])
+        self.memories.load(vectors.all_memory_vectors(conn))
+        self.chunks.load(vectors.all_chunk_vectors(conn))
         self._model = model
 
     def _refresh_rows(self, conn: apsw.Connection) -> None:
@@ -158,24 +153,14 @@ class VectorMatrix:
             batch = mem[start : start + 500]
             for key in batch:
                 self.memories.drop(key)
-            # Through memories: vec0 scans for "rowid IN (...)" but looks a
-            # joined "rowid = ?" up in its index (one add's row: 0.1 vs 1.3 ms at 10k).
-            for rowid, blob in conn.execute(
-                "SELECT m.rowid, v.embedding FROM memories m JOIN memory_vec v ON v.rowid = m.rowid "
-                f"WHERE m.rowid IN ({','.join('?' * len(batch))})",
-                batch,
-            ):
-                self.memories.put(int(rowid), int(rowid), blob)
+            for rowid, owner, blob in vectors.memory_vectors_of(conn, batch):
+                self.memories.put(rowid, owner, blob)
         for start in range(0, len(chk), 500):
             batch = chk[start : start + 500]
             for key in batch:
                 self.chunks.drop(key)
-            for rowid, owner, blob in conn.execute(
-                "SELECT c.rowid, c.memory_rowid, v.embedding FROM chunks c JOIN chunk_vec v ON v.rowid = c.rowid "
-                f"WHERE c.rowid IN ({','.join('?' * len(batch))})",
-                batch,
-            ):
-                self.chunks.put(int(rowid), int(owner), blob)
+            for rowid, owner, blob in vectors.chunk_vectors_of(conn, batch):
+                self.chunks.put(rowid, owner, blob)
 
     def current(self, may_load: bool = True) -> VectorMatrix | None:
         """The copy, up to date; None when the caller should use SQLite instead.
@@ -195,7 +180,7 @@ class VectorMatrix:
             dim = get_meta(conn, "vector_dim")
             if model is None or dim is None:
                 return None
-            version = int(scalar(conn, "PRAGMA data_version"))
+            version = data_version(conn)
             fresh = version == self._data_version and model == self._model and int(dim) == self.memories.dim
             if not fresh:
                 if not may_load:

@@ -16,7 +16,6 @@ split, and every figure: docs/search.md (``scripts/eval_search.py``).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -26,7 +25,10 @@ import numpy as np
 from memex.embedding import embed
 from memex.index import vecmatrix
 from memex.search import when
-from memex.index.db import has_vector_tables
+from memex.store import IndexStore
+from memex.store.memories import Filters as Filters  # re-exported: search and list narrow alike
+from memex.store.memories import MemoryRow
+from memex.store.sqlite import as_store
 from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in memex.search.fusion)
     DEFAULT_FUSION,
     FUSIONS,
@@ -69,54 +71,16 @@ class Hit:
         return asdict(self)
 
 
-HIT_COLUMNS = (
-    "rowid, id, body, path, scope, source, session, source_ref, category, confidence, "
-    "created, status, superseded_by"
-)
-
-
-def hit_from_row(row: Sequence[Any], score: float = 0.0) -> Hit:
+def hit_from_row(row: MemoryRow, score: float = 0.0) -> Hit:
+    """A shown row as a hit (the body without surrounding whitespace)."""
     return Hit(
-        id=row[1], score=score, body=row[2].strip(), path=row[3], scope=row[4], source=row[5],
-        session=row[6], source_ref=row[7], category=row[8], confidence=float(row[9]),
-        created=row[10], status=row[11], superseded_by=row[12],
+        id=row.id, score=score, body=row.body.strip(), path=row.path, scope=row.scope, source=row.source,
+        session=row.session, source_ref=row.source_ref, category=row.category, confidence=float(row.confidence),
+        created=row.created, status=row.status, superseded_by=row.superseded_by,
     )
 
 
-@dataclass(frozen=True)
-class Filters:
-    scopes: tuple[str, ...] | None = None
-    source: str | None = None
-    session: str | None = None
-    include_superseded: bool = False
-
-    @property
-    def narrowing(self) -> bool:
-        """True when more than the status filter applies (scope, source, session)."""
-        return bool(self.scopes or self.source or self.session)
-
-    def sql(self) -> tuple[str, list[Any]]:
-        clauses: list[str] = []
-        params: list[Any] = []
-        if self.scopes:
-            clauses.append(f"m.scope IN ({','.join('?' * len(self.scopes))})")
-            params.extend(s.strip() for s in self.scopes)  # as add stores them (ScopeRules.check)
-        if self.source:
-            clauses.append("m.source = ?")
-            params.append(self.source)
-        if self.session:
-            clauses.append("m.session = ?")
-            params.append(self.session)
-        if not self.include_superseded:
-            clauses.append("m.status = 'active'")
-        return (" AND ".join(clauses) or "1"), params
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
-def _lexical(conn: apsw.Connection, query: str, filters: Filters, k: int) -> dict[int, float]:
+def _lexical(store: IndexStore, query: str, filters: Filters, k: int) -> dict[int, float]:
     """Top ``k`` memories by BM25 that pass the filters.
 
     Joining the FTS table to ``memories`` before the LIMIT makes SQLite look
@@ -125,106 +89,41 @@ def _lexical(conn: apsw.Connection, query: str, filters: Filters, k: int) -> dic
     filters, take the best ``2k`` matches first and filter those; only when
     that leaves fewer than ``k`` is every match filtered.
     """
-    match = fts_query(query)
-    if match is None:
+    if fts_query(query) is None:
         return {}
-    where, params = filters.sql()
     if not filters.narrowing:
-        top = [
-            (int(r), float(score))
-            for r, score in conn.execute(
-                "SELECT rowid, -bm25(memory_fts) FROM memory_fts WHERE memory_fts MATCH ? "
-                "ORDER BY bm25(memory_fts) LIMIT ?",
-                (match, 2 * k),
-            )
-        ]
-        ids = [r for r, _ in top]
-        keep = {
-            int(r[0])
-            for r in conn.execute(
-                f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({_marks(len(ids))}) AND {where}",
-                (*ids, *params),
-            )
-        } if ids else set()
+        top = store.fts_top(query, 2 * k)
+        keep = store.passing([r for r, _ in top], filters)
         found = [(r, score) for r, score in top if r in keep][:k]
         if len(found) >= k or len(top) < 2 * k:
             return dict(found)
-    rows = conn.execute(
-        "WITH f AS MATERIALIZED (SELECT rowid, bm25(memory_fts) AS s FROM memory_fts WHERE memory_fts MATCH ?) "
-        f"SELECT f.rowid, -f.s FROM f JOIN memories m ON m.rowid = f.rowid WHERE {where} ORDER BY f.s LIMIT ?",
-        (match, *params, k),
-    )
-    return {int(r): float(s) for r, s in rows}
+    return store.fts_top_passing(query, filters, k)
 
 
 def _semantic(
-    conn: apsw.Connection,
+    store: IndexStore,
     matrix: vecmatrix.VectorMatrix | None,
     qvec: np.ndarray,
     filters: Filters,
     k: int,
 ) -> dict[int, float]:
     """Cosine of the nearest memories that pass the filters (body or best chunk)."""
-    where, params = filters.sql()
     if filters.narrowing:
         # Exact over what passes the filters: the k nearest of all memories,
         # filtered afterwards, could leave a narrow scope with nothing.
         if matrix is None:
-            return _scan(conn, embed.to_blob(qvec), where, params, k)
-        allowed = np.fromiter(
-            (int(r[0]) for r in conn.execute(f"SELECT m.rowid FROM memories m WHERE {where}", params)),
-            dtype=np.int64,
-        )
+            return store.scan(embed.to_blob(qvec), filters, k)
+        allowed = np.fromiter(store.all_passing(filters), dtype=np.int64)
         return matrix.nearest(qvec, k, allowed)
-    sims = matrix.nearest(qvec, k) if matrix is not None else _knn(conn, embed.to_blob(qvec), k)
+    sims = matrix.nearest(qvec, k) if matrix is not None else store.knn(embed.to_blob(qvec), k)
     if not sims:
         return sims
-    ids = list(sims)
-    keep = {
-        int(r[0])
-        for r in conn.execute(
-            f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({_marks(len(ids))}) AND {where}",
-            (*ids, *params),
-        )
-    }
+    keep = store.passing(list(sims), filters)
     return {r: s for r, s in sims.items() if r in keep}
 
 
-def _knn(conn: apsw.Connection, blob: bytes, k: int) -> dict[int, float]:
-    """sqlite-vec's own k-nearest search, by body and by chunk (no in-process copy)."""
-    sims: dict[int, float] = {}
-    for rowid, dist in conn.execute(
-        "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ?", (blob, k)
-    ):
-        sims[int(rowid)] = 1.0 - float(dist)
-    for mrow, dist in conn.execute(
-        "SELECT c.memory_rowid, v.distance FROM "
-        "(SELECT rowid, distance FROM chunk_vec WHERE embedding MATCH ? AND k = ?) v "
-        "JOIN chunks c ON c.rowid = v.rowid",
-        (blob, k),
-    ):
-        if 1.0 - float(dist) > sims.get(int(mrow), -2.0):
-            sims[int(mrow)] = 1.0 - float(dist)
-    return dict(sorted(sims.items(), key=lambda kv: -kv[1])[:k])
-
-
-def _scan(conn: apsw.Connection, blob: bytes, where: str, params: list[Any], k: int) -> dict[int, float]:
-    """Exact top ``k`` by cosine among the memories (and chunks) passing the filters."""
-    sims: dict[int, float] = {}
-    for sql in (
-        "SELECT m.rowid, vec_distance_cosine(v.embedding, ?) FROM memories m "
-        f"JOIN memory_vec v ON v.rowid = m.rowid WHERE {where}",
-        "SELECT m.rowid, vec_distance_cosine(v.embedding, ?) FROM memories m "
-        f"JOIN chunks c ON c.memory_rowid = m.rowid JOIN chunk_vec v ON v.rowid = c.rowid WHERE {where}",
-    ):
-        for rowid, dist in conn.execute(sql, (blob, *params)):
-            if 1.0 - float(dist) > sims.get(int(rowid), -2.0):
-                sims[int(rowid)] = 1.0 - float(dist)
-    return dict(sorted(sims.items(), key=lambda kv: -kv[1])[:k])
-
-
 def _fill_semantic(
-    conn: apsw.Connection, matrix: vecmatrix.VectorMatrix | None, qvec: np.ndarray, rowids: list[int]
+    store: IndexStore, matrix: vecmatrix.VectorMatrix | None, qvec: np.ndarray, rowids: list[int]
 ) -> dict[int, float]:
     """Cosine for candidates that only the lexical side found."""
     if not rowids:
@@ -232,16 +131,10 @@ def _fill_semantic(
     if matrix is not None:
         return matrix.cosines(qvec, rowids)
     out: dict[int, float] = {}
-    marks = _marks(len(rowids))
-    for sql in (
-        f"SELECT rowid, embedding FROM memory_vec WHERE rowid IN ({marks})",
-        "SELECT c.memory_rowid, v.embedding FROM chunks c JOIN chunk_vec v ON v.rowid = c.rowid "
-        f"WHERE c.memory_rowid IN ({marks})",
-    ):
-        for rowid, blob in conn.execute(sql, rowids):
-            sim = float(np.dot(embed.from_blob(blob), qvec))
-            if sim > out.get(int(rowid), -2.0):
-                out[int(rowid)] = sim
+    for rowid, blob in store.vectors_of(rowids):
+        sim = float(np.dot(embed.from_blob(blob), qvec))
+        if sim > out.get(rowid, -2.0):
+            out[rowid] = sim
     return out
 
 
@@ -256,49 +149,41 @@ class Candidates:
 
 
 def candidates(
-    conn: apsw.Connection,
+    conn: apsw.Connection | IndexStore,
     embedder: embed.Embedder | None,
     query: str,
     k: int = CANDIDATES,
     filters: Filters = Filters(),
     qvec: np.ndarray | None = None,
 ) -> Candidates:
-    """Candidates from both sides, each with both signals (the cosine filled in)."""
-    lexical = _lexical(conn, query, filters, k)
+    """Candidates from both sides, each with both signals (the cosine filled in).
+
+    ``conn``: the SQLite index's connection, or any backend's store.
+    """
+    store = as_store(conn)
+    lexical = _lexical(store, query, filters, k)
     semantic: dict[int, float] = {}
-    use_vectors = embedder is not None and has_vector_tables(conn)
+    use_vectors = embedder is not None and store.has_vectors()
     if not use_vectors:
         return Candidates(lexical, semantic, False)
     assert embedder is not None
     if qvec is None:
         # The model's query side (e5: "query: "), as Vault.search embeds a question.
         qvec = embed.embed_queries(embedder, [query])[0]
-    # One look at the in-process copy per search (None: use sqlite-vec).
-    matrix = vecmatrix.for_connection(conn)
-    semantic = _semantic(conn, matrix, qvec, filters, k)
+    # One look at the in-process copy per search (None: ask the store).
+    matrix = vecmatrix.for_connection(conn) if isinstance(conn, apsw.Connection) else None
+    semantic = _semantic(store, matrix, qvec, filters, k)
     missing = [r for r in lexical if r not in semantic]
-    semantic.update(_fill_semantic(conn, matrix, qvec, missing))
+    semantic.update(_fill_semantic(store, matrix, qvec, missing))
     return Candidates(lexical, semantic, True, embedder.model_id)
 
 
-def _column(conn: apsw.Connection, column: str, rowids: Sequence[int]) -> dict[int, str]:
-    """One text column of these memories (what recency and the answer priors read)."""
-    if not rowids:
-        return {}
-    sql = f"SELECT rowid, {column} FROM memories WHERE rowid IN ({_marks(len(rowids))})"
-    return {int(r): str(c) for r, c in conn.execute(sql, list(rowids))}
-
-
-def _below_replacements(conn: apsw.Connection, rows: dict[int, Any], scores: dict[int, float]) -> None:
+def _below_replacements(store: IndexStore, rows: dict[int, MemoryRow], scores: dict[int, float]) -> None:
     """A superseded memory never outranks its replacement: cap its score just below it."""
-    replaced = {r: row[12] for r, row in rows.items() if row[12]}
+    replaced = {r: row.superseded_by for r, row in rows.items() if row.superseded_by}
     if not replaced:
         return
-    targets = sorted(set(replaced.values()))
-    by_id = {
-        str(i): int(r)
-        for r, i in conn.execute(f"SELECT rowid, id FROM memories WHERE id IN ({_marks(len(targets))})", targets)
-    }
+    by_id = store.rowids_by_ids(sorted(set(replaced.values())))
     for rowid, newer in replaced.items():
         other = by_id.get(newer)
         if other is not None and other in scores and scores[rowid] >= scores[other]:
@@ -318,7 +203,7 @@ def unique_bodies(ranked: list[int], bodies: dict[int, str]) -> list[int]:
 
 
 def search(
-    conn: apsw.Connection,
+    conn: apsw.Connection | IndexStore,
     embedder: embed.Embedder | None,
     query: str,
     limit: int = 10,
@@ -336,6 +221,7 @@ def search(
     ``fusion``: the ranking rule (default: the one measured for the model,
     :func:`memex.search.fusion.fusion_for`).
     """
+    store = as_store(conn)
     found = candidates(conn, embedder, query, max(CANDIDATES, limit * 4), filters, qvec)
     lexical, semantic = found.lexical, found.semantic
     calibration = calibration_for(found.model_id)
@@ -343,7 +229,7 @@ def search(
         fusion = fusion_for(found.model_id)
     pool = list(set(lexical) | set(semantic))
     span = when.window(query, now or dt.datetime.now(dt.timezone.utc)) if fusion.time_boost else None
-    created = _column(conn, "created", pool) if fusion.recency or span else None
+    created = store.text_column("created", pool) if fusion.recency or span else None
     scores = fuse(lexical, semantic, fusion, found.use_vectors, query, calibration, created, None, span)
     if not scores:
         return []
@@ -352,7 +238,7 @@ def search(
     read: dict[int, str] = {}  # bodies read once, for the name bonus and the priors
 
     def bodies_of(rowids: list[int]) -> dict[int, str]:
-        read.update(_column(conn, "body", [r for r in rowids if r not in read]))
+        read.update(store.text_column("body", [r for r in rowids if r not in read]))
         return {r: read[r] for r in rowids if r in read}
 
     scores = add_name_bonus(scores, query, fusion, bodies_of)
@@ -362,19 +248,14 @@ def search(
     order = sorted(scores, key=lambda r: -round(scores[r], 9))
     cutoff = round(scores[order[min(want, len(order)) - 1]], 9)
     short = [r for r in order if round(scores[r], 9) >= cutoff]
-    rows = {
-        int(r[0]): r
-        for r in conn.execute(
-            f"SELECT {HIT_COLUMNS} FROM memories WHERE rowid IN ({_marks(len(short))})", short
-        )
-    }
+    rows = store.rows_by_rowids(short)
     if filters.include_superseded:
-        _below_replacements(conn, rows, scores)
-    ranked = sorted((r for r in short if r in rows), key=lambda r: (-round(scores[r], 9), rows[r][1]))
+        _below_replacements(store, rows, scores)
+    ranked = sorted((r for r in short if r in rows), key=lambda r: (-round(scores[r], 9), rows[r].id))
     if floor:
-        ranked = [r for r in ranked if relevant(query, rows[r][2], semantic.get(r), calibration)]
+        ranked = [r for r in ranked if relevant(query, rows[r].body, semantic.get(r), calibration)]
     if fusion.collapse_duplicates:
-        ranked = unique_bodies(ranked, {r: rows[r][2] for r in ranked})
+        ranked = unique_bodies(ranked, {r: rows[r].body for r in ranked})
     best_lex = max(lexical.values(), default=0.0)
     hits = []
     for rowid in ranked[:limit]:
