@@ -159,25 +159,47 @@ def test_a_memory_deleted_on_one_clone_and_edited_on_another_is_kept(team: Team)
     assert [b for _, b in bodies(team, "a")] == ["the cache lives in /srv/cache/app"]
 
 
-def test_a_rejected_push_pulls_again_and_succeeds(team: Team) -> None:
-    """A teammate pushes while this clone is syncing (from a real pre-push hook)."""
-    team.add("a", "fact from a")
+def _race_hook(team: Team, every_time: bool = False) -> None:
+    """A pre-push hook in clone a that first pushes a commit from clone b (a teammate, meanwhile)."""
     b = team.roots["b"]
     (b / "memories" / "user").mkdir(parents=True, exist_ok=True)
     marker = team.base / "pushed-once"
+    guard = "" if every_time else f"if [ ! -e {marker} ]; then touch {marker}; "
     hook = team.roots["a"] / ".git" / "hooks" / "pre-push"
     hook.write_text(
         "#!/bin/sh\n"
-        f"if [ ! -e {marker} ]; then touch {marker}; cd {b} && "
-        "printf -- '---\\nid: 01RACE\\n---\\nfact from b, pushed meanwhile\\n' > memories/user/race.md && "
-        "git add -A memories && git commit -qm race && git push -q origin HEAD:main; fi\nexit 0\n"
+        f"{guard}cd {b} && n=$(date +%s%N) && "
+        "printf -- '---\\nid: R%s\\n---\\nfact from b %s, pushed meanwhile\\n' $n $n > memories/user/race-$n.md && "
+        "git add -A memories && git commit -qm race && git push -q origin HEAD:main"
+        + ("; fi" if guard else "") + "\nexit 0\n"
     )
     hook.chmod(hook.stat().st_mode | stat.S_IEXEC)
+
+
+def test_a_rejected_push_pulls_again_and_succeeds(team: Team) -> None:
+    """A teammate pushes while this clone is syncing (from a real pre-push hook)."""
+    team.add("a", "fact from a")
+    _race_hook(team)
     report = team.sync("a")
     assert report.attempts == 2 and any("rejected" in n for n in report.notes)
-    assert ("active", "fact from b, pushed meanwhile") in bodies(team, "a")
     team.sync("c")
-    assert [b for _, b in bodies(team, "c")] == ["fact from a", "fact from b, pushed meanwhile"]
+    found = [b for _, b in bodies(team, "c")]
+    assert "fact from a" in found and len(found) == 2 and "pushed meanwhile" in found[1]
+
+
+def test_pushes_rejected_every_time_stop_after_the_configured_attempts(team: Team, cli: click.Group) -> None:
+    team.add("a", "fact from a")
+    config = team.roots["a"] / ".memex" / "config.toml"
+    config.write_text(config.read_text().replace("# push_attempts = 5", "push_attempts = 2"))
+    _race_hook(team, every_time=True)
+    code, out = run(cli, team.roots["a"])
+    assert code == 1 and "rejected 2 times" in out and "committed locally" in out
+    assert "fact from a" in git(team.roots["a"], "log", "-p", "main", "--", "memories")  # kept, committed
+    (team.roots["a"] / ".git" / "hooks" / "pre-push").unlink()
+    code, out = run(cli, team.roots["a"])
+    assert code == 0, out
+    team.sync("c")
+    assert ("active", "fact from a") in bodies(team, "c")
 
 
 def test_dry_run_changes_nothing(team: Team, cli: click.Group) -> None:
@@ -254,3 +276,12 @@ def test_a_list_made_before_the_team_key_existed_needs_that_key(tmp_path: Path, 
     assert not (tmp_path / "second" / ".memex" / "erase.key").exists()
     code, out = run(cli, tmp_path / "second", "--key-file", str(first / ".memex" / "erase.key"))
     assert code == 0, out
+
+
+def test_a_new_repository_pointed_at_a_team_remote_is_told_to_clone(team: Team, cli: click.Group) -> None:
+    fresh = init_vault(team.base / "fresh", git=True)
+    git(fresh, "remote", "add", "origin", str(team.remote))
+    git(fresh, "symbolic-ref", "HEAD", "refs/heads/main")
+    code, out = run(cli, fresh)
+    assert code == 1 and "no commits yet" in out and "git clone" in out
+    assert git(team.remote, "log", "--oneline", "main").count("\n") == 1  # the remote is untouched

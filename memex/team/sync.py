@@ -400,6 +400,12 @@ def sync(vault: Vault, remote: str | None = None, dry_run: bool = False, key_fil
         before, after = _fetch(repo, remote_name, remote_branch)
         if dry_run:
             return _dry_run(vault, repo, remote_name, remote_branch, after, report)
+        if after is not None and not repo.rev("HEAD"):
+            raise SyncError(
+                f"{repo.top} has no commits yet, but {remote_name}/{remote_branch} already holds the team vault: "
+                "clone it instead (`git clone URL`) and run `memex sync --key-file PATH` in the clone; move "
+                "memory files written here into the clone's memories/ first"
+            )
         report.set_up = wiring.ensure(repo, vault.root)
         _settle_key(vault, repo, f"{remote_name}/{remote_branch}" if after else None, report)
         state = _state(repo)
