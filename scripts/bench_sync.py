@@ -1,6 +1,6 @@
 """Benchmark `memex sync`: 1,000 changed memories across three clones of a team vault.
 
-    .venv/bin/python scripts/bench_sync.py [--changes 1000] [--base 300] [--embedder model|random384]
+    .venv/bin/python scripts/bench_sync.py [--changes 1000] [--base 300] [--embedder model|random384] [--erasures 10]
 
 A bare remote and three clones on this machine (real git). Clone a starts the
 vault with ``--base`` memories; b and c join. Then each clone changes a third
@@ -11,7 +11,9 @@ clones sync in the order a, b, c, a, b: after that every clone holds every
 change. Reported: each sync's wall time, the part of it spent indexing what
 the pull brought (embedding included), and the sums with and without
 indexing. ``random384`` stores random unit vectors (no model), so the
-indexing figure is what SQLite costs without embedding.
+indexing figure is what SQLite costs without embedding. Last, clone a erases
+``--erasures`` base memories and the three clones sync once more (the
+erasure round: tombstones applied, history counted).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from memex.embedding.embed import load_embedder  # noqa: E402
+from memex.erase.steps import erase  # noqa: E402
 from memex.files.memory_file import MemoryFile, serialize  # noqa: E402
 from memex.team.sync import sync  # noqa: E402
 from memex.vault import Vault, init_vault  # noqa: E402
@@ -72,7 +75,7 @@ def write(root: Path, memory_id: str, text: str) -> Path:
     return path
 
 
-def run(changes: int, base: int, embedder_kind: str, seed: int) -> dict[str, object]:
+def run(changes: int, base: int, embedder_kind: str, seed: int, erasures: int) -> dict[str, object]:
     rng = random.Random(seed)
     embedder = load_embedder("auto") if embedder_kind == "model" else RandomEmbedder(seed)
     if embedder is None:
@@ -119,12 +122,27 @@ def run(changes: int, base: int, embedder_kind: str, seed: int) -> dict[str, obj
                          "without_index_s": round(wall - index, 3), "pulled": report.incoming,
                          "committed_files": report.local_changes, "conflicts": len(report.conflicts),
                          "indexed": report.index, "steps": {k: round(v, 3) for k, v in report.seconds.items()}})
+        # Then clone a erases ``erasures`` base memories (all in history) and every clone syncs:
+        # the tombstones reach b and c, and each report counts what history still holds.
+        erase_rows = []
+        if erasures:
+            with Vault(roots["a"], embedder=embedder) as v:
+                for i in range(erasures):
+                    erase(v, f"BASE{base - 1 - i:06d}", reason="bench")
+        for name in ("a", "b", "c") if erasures else ():
+            with Vault(roots[name], embedder=embedder) as v:
+                started = time.perf_counter()
+                report = sync(v)
+                wall = time.perf_counter() - started
+            erase_rows.append({"clone": name, "wall_s": round(wall, 3), "erased_here": len(report.erased),
+                               "history": report.history, "steps": {k: round(v, 3) for k, v in report.seconds.items()}})
         trees = {name: sorted(p.read_bytes() for p in (roots[name] / "memories").rglob("*.md")) for name in "abc"}
         return {
             "changes": share * 3, "base": base, "embedder": embedder_kind, "syncs": rows,
             "total_wall_s": round(sum(float(str(r["wall_s"])) for r in rows), 3),
             "total_index_s": round(sum(float(str(r["index_s"])) for r in rows), 3),
             "total_without_index_s": round(sum(float(str(r["without_index_s"])) for r in rows), 3),
+            "erasure_round": erase_rows,
             "converged": trees["a"] == trees["b"] == trees["c"],
         }
     finally:
@@ -137,8 +155,9 @@ def main() -> None:
     parser.add_argument("--base", type=int, default=300)
     parser.add_argument("--embedder", choices=("model", "random384"), default="model")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--erasures", type=int, default=10, help="Base memories clone a erases afterwards.")
     args = parser.parse_args()
-    print(json.dumps(run(args.changes, args.base, args.embedder, args.seed), indent=2))
+    print(json.dumps(run(args.changes, args.base, args.embedder, args.seed, args.erasures), indent=2))
 
 
 if __name__ == "__main__":

@@ -130,7 +130,10 @@ def test_purge_history_is_published_and_adopted_by_each_clone(team: Team) -> Non
     team.add("c", "written on c before the rewrite reached it")
     with team.vault("b") as v:
         assert erase(v, secret, reason="asked", purge_history=True).git.status == "purged"
+    assert team.sync("b", dry_run=True).history["status"] == "rewritten_here"
     assert team.sync("b").history["status"] == "rewritten_here_and_published"
+    git(team.roots["a"], "fetch", "-q")  # a plain fetch moves the tracking ref; the rewrite is still seen
+    assert team.sync("a", dry_run=True).history["status"] == "remote_rewritten"
     for name in "ac":
         report = team.sync(name)
         assert report.history["status"] == "rewrite_adopted", report
@@ -285,3 +288,17 @@ def test_a_new_repository_pointed_at_a_team_remote_is_told_to_clone(team: Team, 
     code, out = run(cli, fresh)
     assert code == 1 and "no commits yet" in out and "git clone" in out
     assert git(team.remote, "log", "--oneline", "main").count("\n") == 1  # the remote is untouched
+
+
+def test_a_rewrite_force_pushed_by_hand_is_adopted_too(team: Team) -> None:
+    """`memex erase --purge-history` says to force-push; a clone that did so by hand syncs on."""
+    secret = team.add("b", SECRET)
+    for name in "bac":
+        team.sync(name)
+    with team.vault("b") as v:
+        erase(v, secret, reason="asked", purge_history=True)
+    git(team.roots["b"], "push", "-q", "--force", "origin", "main")
+    assert team.sync("b").history["status"] == "rewritten_here_and_published"
+    for name in "ac":
+        assert team.sync(name).history["status"] == "rewrite_adopted"
+        assert "91234" not in git(team.roots[name], "log", "-p", "--all", "--reflog")

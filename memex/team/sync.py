@@ -320,7 +320,8 @@ def _publish_rewrite(vault: Vault, repo: Repo, remote: str, branch: str, state: 
     """This clone rewrote history: force-push it, if nobody pushed since this clone's last sync."""
     tip = repo.rev(f"refs/remotes/{remote}/{branch}")
     known = state.get("remote_tip")
-    if tip is not None and tip != known:
+    by_hand = tip is not None and repo.run("merge-base", "--is-ancestor", tip, "HEAD", check=False).code == 0
+    if tip is not None and tip != known and not by_hand:  # by hand: the rewrite was force-pushed already
         raise SyncError(
             "this clone rewrote its git history (`memex erase --purge-history`), and a teammate pushed to "
             f"{remote}/{branch} since this clone last synced, on the old history; to keep their work, re-clone "
@@ -364,8 +365,18 @@ def _fetch(repo: Repo, remote: str, branch: str) -> tuple[str | None, str | None
     return before, repo.rev(f"refs/remotes/{remote}/{branch}")
 
 
-def _dry_run(vault: Vault, repo: Repo, remote: str, branch: str, after: str | None, report: SyncReport) -> SyncReport:
+def _dry_run(vault: Vault, repo: Repo, remote: str, branch: str, before: str | None, after: str | None,
+             report: SyncReport) -> SyncReport:
     report.set_up = wiring.missing(repo, vault.root)
+    state = _state(repo)
+    if _rewrites(vault.memex_dir) > int(state.get("rewrites", 0)) and _rewritten_here(repo, state):
+        report.history["status"] = "rewritten_here"
+        report.notes.append("this clone rewrote its history; the next `memex sync` publishes it (a force-push with lease)")
+    elif before is not None and after is not None and repo.run(
+        "merge-base", "--is-ancestor", before, after, check=False
+    ).code != 0:
+        report.history["status"] = "remote_rewritten"
+        report.notes.append("the remote's history was rewritten; the next `memex sync` adopts it and drops the old objects")
     team_id = _team_key_id(repo, f"{remote}/{branch}" if after else None, vault.root)
     report.key = tombstones.check_key(vault.memex_dir, team_id)
     paths = [p for p in SHARED if (vault.root / p).exists() or _tracked(repo, p)]
@@ -397,9 +408,13 @@ def sync(vault: Vault, remote: str | None = None, dry_run: bool = False, key_fil
     if key_file is not None:
         report.key = tombstones.install_key(vault.memex_dir, key_file)
     with file_lock(vault.memex_dir / "sync.lock", timeout=600):
-        before, after = _fetch(repo, remote_name, remote_branch)
+        tracked, after = _fetch(repo, remote_name, remote_branch)
+        # Where the remote was at this clone's last sync (a plain `git fetch`, or a dry run,
+        # moves the tracking ref since): a rewrite is seen against that.
+        last = _state(repo).get("remote_tip")
+        before = (repo.rev(last) if isinstance(last, str) else None) or tracked
         if dry_run:
-            return _dry_run(vault, repo, remote_name, remote_branch, after, report)
+            return _dry_run(vault, repo, remote_name, remote_branch, before, after, report)
         if after is not None and not repo.rev("HEAD"):
             raise SyncError(
                 f"{repo.top} has no commits yet, but {remote_name}/{remote_branch} already holds the team vault: "
