@@ -6,6 +6,7 @@ import json
 import os
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import click
@@ -302,3 +303,40 @@ def test_a_rewrite_force_pushed_by_hand_is_adopted_too(team: Team) -> None:
     for name in "ac":
         assert team.sync(name).history["status"] == "rewrite_adopted"
         assert "91234" not in git(team.roots[name], "log", "-p", "--all", "--reflog")
+
+
+def _set_confidence(team: Team, name: str, memory_id: str, value: float) -> None:
+    path = team.path_of(name, memory_id)
+    text = path.read_text()
+    old = next(line for line in text.splitlines() if line.startswith("confidence:"))
+    path.write_text(text.replace(old, f"confidence: {value}", 1))
+
+
+def _confidence(team: Team, name: str, memory_id: str) -> object:
+    with team.vault(name) as v:
+        return v.get(memory_id).meta["confidence"]
+
+
+def test_confidence_changed_on_two_clones_takes_the_newer_change(team: Team) -> None:
+    """Newer is the side whose commit touching the file is later, whichever side git calls ours
+    (the fallback without times, the higher value, would give the other answer in both cases)."""
+    memory_id = team.add("a", "the staging database is postgres 15")
+    for name in "ab":
+        team.sync(name)
+    # b's change is older (committed before a's), a's is on the remote: a's lower value wins.
+    _set_confidence(team, "b", memory_id, 0.9)
+    git(team.roots["b"], "commit", "-qam", "b, earlier")
+    time.sleep(1.1)  # commit times have one-second resolution
+    _set_confidence(team, "a", memory_id, 0.3)
+    team.sync("a")
+    team.sync("b")
+    team.sync("a")
+    assert _confidence(team, "a", memory_id) == _confidence(team, "b", memory_id) == 0.3
+    # Now a's change reaches the remote first, but b's local change is newer: b's lower value wins.
+    _set_confidence(team, "a", memory_id, 0.5)
+    team.sync("a")
+    time.sleep(1.1)
+    _set_confidence(team, "b", memory_id, 0.4)
+    team.sync("b")
+    team.sync("a")
+    assert _confidence(team, "a", memory_id) == _confidence(team, "b", memory_id) == 0.4
