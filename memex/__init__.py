@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 # Imported on first use (PEP 562): `memex --version`, `memex --help` and the
 # hooks that never touch the index do not pay for numpy, SQLite and the rest
-# (start-up, issue 14).
+# (start-up: docs/benchmarks.md).
 _LAZY = {
     "AddResult": "memex.dedup.pipeline", "SimilarFact": "memex.dedup.pipeline", "SyncReport": "memex.index.indexer",
     "Hit": "memex.search.hybrid", "Memory": "memex.vault", "Vault": "memex.vault",

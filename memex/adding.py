@@ -9,7 +9,7 @@ adding one body still produce one file), the file write and its index rows
 loop used to queue behind each other's model loading and time out after
 30 s; now an add waits for the lock as long as it takes (``Vault.lock_wait``;
 a flock dies with its holder), and the lock is never held while waiting for
-SQLite (:func:`memex.files.locking.locked_txn`).
+SQLite (:func:`memex.store.schema.locked_txn`).
 
 A body the index would refuse is refused here, before anything is written:
 over ``[index] max_file_bytes`` or holding a NUL byte (item 9). Answering
@@ -19,24 +19,54 @@ over ``[index] max_file_bytes`` or holding a NUL byte (item 9). Answering
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+import apsw
 import ulid
 
+from memex import fields
 from memex.dedup import pipeline
 from memex.embedding import embed
 from memex.files import memory_file
-from memex.index import purge
-from memex.index.db import write_txn
 from memex.erase.erased_list import Guard, allow
+from memex.config import Config
 from memex.errors import InvalidArgument, MemoryFileError
+from memex.index.indexer import Indexer
 from memex.files.memory_file import MemoryFile
+from memex.layout import CONFIG_RELPATH
+from memex.store import IndexStore
+from memex.store.memories import MemoryRow
 from memex.records import DEFAULT_CONFIDENCE, build_record, check_unicode, now_iso
 from memex.text import body_hash, normalize, strip_injected
 
-if TYPE_CHECKING:
-    from memex.vault import Vault
+
+class VaultLike(Protocol):
+    """What an add needs of the vault. :class:`memex.vault.Vault` is one; it
+    is named here, not imported, because vault.py imports this module
+    (``Vault.add``) and an import back would make a cycle
+    (tests/test_architecture.py)."""
+
+    @property
+    def root(self) -> Path: ...
+    @property
+    def memex_dir(self) -> Path: ...
+    @property
+    def config(self) -> Config: ...
+    @property
+    def conn(self) -> apsw.Connection: ...
+    @property
+    def store(self) -> IndexStore: ...
+    @property
+    def embedder(self) -> embed.Embedder | None: ...
+    @property
+    def indexer(self) -> Indexer: ...
+    def commit(self, timeout: float | None = None) -> AbstractContextManager[None]: ...
+    def check_scope(self, scope: str | None) -> str: ...
+    def new_path(self, scope: str, body: str, memory_id: str) -> Path: ...
+    def record_access(self, ids: Sequence[str]) -> None: ...
+    def _row_by_id(self, memory_id: str) -> MemoryRow: ...
 
 
 def check_storable(text: str, max_bytes: int, what: str = "text") -> None:
@@ -49,12 +79,12 @@ def check_storable(text: str, max_bytes: int, what: str = "text") -> None:
     if size > max_bytes:
         raise InvalidArgument(
             what,
-            f"is {size} bytes, over the vault's [index] max_file_bytes ({max_bytes}) in .memex/config.toml; "
+            f"is {size} bytes, over the vault's [index] max_file_bytes ({max_bytes}) in {CONFIG_RELPATH}; "
             "a file that big is never indexed, so nothing was stored",
         )
 
 
-def _vectors(vault: Vault, body: str, content: str) -> tuple[Any, list[embed.CacheRow]]:
+def _vectors(vault: VaultLike, body: str, content: str) -> tuple[Any, list[embed.CacheRow]]:
     """The dedup query vector of ``body`` and the cache rows the index will
     need for this file (body and chunk vectors), computed without any lock."""
     embedder = vault.embedder
@@ -65,7 +95,7 @@ def _vectors(vault: Vault, body: str, content: str) -> tuple[Any, list[embed.Cac
     embed_text = normalize(strip_injected(mf.body))
     pieces = indexer.chunker(embed_text)
     texts = [body, embed_text, *pieces]
-    blobs, rows = embed.cached_vectors(vault.conn, embedder, texts)
+    blobs, rows = embed.cached_vectors(vault.store, embedder, texts)
     # Only what the new memory's rows use goes into the cache; the query
     # vector of the raw body is kept out (one derived copy fewer to erase).
     keep = {embed.text_key(t) for t in texts[1:]}
@@ -73,7 +103,7 @@ def _vectors(vault: Vault, body: str, content: str) -> tuple[Any, list[embed.Cac
 
 
 def add(
-    vault: Vault,
+    vault: VaultLike,
     text: str,
     scope: str | None = None,
     source: str | None = "user",
@@ -113,13 +143,11 @@ def add(
         return pipeline.AddResult("refused", "", "", "erased")
 
     memory_id = str(ulid.ULID())
-    meta: dict[str, Any] = {
+    meta = fields.frontmatter({
         "id": memory_id, "scope": scope, "source": source, "session": session, "source_ref": source_ref,
         "category": category, "confidence": confidence, "created": now_iso(), "supersedes": supersedes,
-    }
-    if entities:
-        meta["entities"] = list(entities)
-    meta = {k: v for k, v in meta.items() if v is not None}
+        "entities": list(entities) if entities else None,
+    })
     for key, value in (extra or {}).items():
         meta.setdefault(key, value)
     content = memory_file.serialize(MemoryFile(meta, body + "\n"))
@@ -127,7 +155,7 @@ def add(
 
     qvec, cache_rows = _vectors(vault, body, content)
     cand = pipeline.Candidate(body=body, scope=scope, source=source, session=session, supersedes=supersedes, qvec=qvec)
-    decision = pipeline.check(vault, cand)
+    decision = pipeline.check(vault.conn, vault.config, vault.embedder, cand)
     if decision.status != "created":
         return _known(vault, decision)
 
@@ -137,22 +165,18 @@ def add(
         guard.refresh()
         if not allow_erased and guard.erased(body):
             return pipeline.AddResult("refused", "", "", "erased")
-        row = vault.conn.execute(
-            "SELECT id FROM memories WHERE scope = ? AND body_hash = ? AND status = 'active' "
-            "AND id IS NOT ? LIMIT 1",
-            (scope, body_hash(body), supersedes),
-        ).fetchone()
-        if row is not None:
-            return _known(vault, pipeline.Decision("duplicate", "exact", row[0], 1.0, decision.similar_facts))
+        existing = vault.store.exact_duplicate(scope, body_hash(body), supersedes)
+        if existing is not None:
+            return _known(vault, pipeline.Decision("duplicate", "exact", existing, 1.0, decision.similar_facts))
         path = vault.new_path(scope, body, memory_id)
         if allow_erased:  # the deliberate way back; the indexer would refuse it otherwise
             allow(vault.memex_dir, [body])
         memory_file.atomic_write(path, content)
         rel = path.relative_to(vault.root).as_posix()
-        embed.store_cache(vault.conn, cache_rows)
+        vault.store.cache_put(cache_rows)
         vault.indexer.index_paths([rel])
         # Vectors stored for a file the indexer then refused go again.
-        purge.drop_unused_cache(vault.conn, {r[1] for r in cache_rows})
+        vault.store.cache_drop_unused({r[1] for r in cache_rows})
     return pipeline.AddResult("created", memory_id, rel, None, None, None, decision.similar_facts)
 
 
@@ -171,7 +195,7 @@ def _check_file(content: str, max_bytes: int) -> None:
         raise InvalidArgument("text", f"would not read back as a memory file ({exc.reason}); nothing was stored") from exc
 
 
-def _known(vault: Vault, decision: pipeline.Decision) -> pipeline.AddResult:
+def _known(vault: VaultLike, decision: pipeline.Decision) -> pipeline.AddResult:
     """The answer for a body the pipeline found already stored (or refused)."""
     existing = decision.existing_id or ""
     if decision.status == "duplicate" and existing:
@@ -183,7 +207,7 @@ def _known(vault: Vault, decision: pipeline.Decision) -> pipeline.AddResult:
     )
 
 
-def vectors_for_files(vault: Vault, relpaths: Sequence[str]) -> list[embed.CacheRow]:
+def vectors_for_files(vault: VaultLike, relpaths: Sequence[str]) -> list[embed.CacheRow]:
     """Embed, without any lock, what indexing these files will need and the
     cache lacks; the caller stores the rows in its commit (the watcher). A
     file that cannot be read is skipped: the indexer reports it then."""

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from memex.errors import ConfigError
+from memex.layout import CONFIG_RELPATH as CONFIG_RELPATH  # how messages name the file
 
-CONFIG_RELPATH = Path(".memex") / "config.toml"
 
 
 @dataclass(frozen=True)

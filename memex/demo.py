@@ -7,6 +7,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from memex.layout import VaultPaths
 from memex.vault import Vault, init_vault
 
 SAMPLES = [
@@ -24,7 +25,7 @@ def _edit_by_hand(vault: Vault, root: Path, path: Path, echo: Callable[[str], No
     """What a person does in an editor, and what reindex makes of it."""
     edited = path.read_text(encoding="utf-8").replace("tabs over spaces", "spaces over tabs")
     path.write_text(edited, encoding="utf-8")
-    notes = root / "memories" / "project" / "demo"
+    notes = VaultPaths(root).memories / "project" / "demo"
     (notes / "release.md").write_text("Releases are tagged from main every second Thursday.\n", encoding="utf-8")
     (notes / "broken.md").write_text("---\nid: [oops\n---\nA file with broken frontmatter.\n", encoding="utf-8")
     report = vault.reindex()

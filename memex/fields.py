@@ -14,7 +14,9 @@ The layers and where this sits in them: docs/design.md.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,17 @@ FRONTMATTER_KEYS: tuple[str, ...] = tuple(f.name for f in FIELDS if f.frontmatte
 HIT_FIELDS: tuple[str, ...] = tuple(f.name for f in FIELDS if f.shown and f.column)
 # What a search hit adds to the record: its rank and the two signals behind it.
 SCORE_FIELDS = ("score", "lexical", "semantic")
+
+
+def frontmatter(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The frontmatter ``add`` writes: :data:`FRONTMATTER_KEYS` in order, those with a value.
+
+    ``values`` must name every frontmatter field and nothing else, so a field
+    added to :data:`FIELDS` cannot be silently left out of new files.
+    """
+    if set(values) != set(FRONTMATTER_KEYS):
+        raise ValueError(f"frontmatter values {sorted(values)} are not the fields {sorted(FRONTMATTER_KEYS)}")
+    return {key: values[key] for key in FRONTMATTER_KEYS if values[key] is not None}
 
 
 @dataclass(frozen=True)

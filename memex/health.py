@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memex.files import orphans
-from memex.index.db import SCHEMA_VERSION, has_vector_tables, scalar, write_txn
+from memex.index.indexer import is_memory_name
+from memex.layout import MEMORIES_DIR
+from memex.store.schema import SCHEMA_VERSION
 from memex.index.guard import ERASED_REASON
 
 if TYPE_CHECKING:
@@ -62,38 +64,29 @@ def drift(vault: Vault) -> Drift:
     report = Drift()
     on_disk, link_errors = vault.indexer.walk()
     report.errors.extend(link_errors)
-    conn = vault.conn
-    errors = {p: (s, m, r) for p, r, s, m in conn.execute("SELECT path, reason, size, mtime_ns FROM index_errors")}
-    rows = {
-        p: (s, m, e)
-        for p, s, m, e in conn.execute("SELECT path, size, mtime_ns, embedded FROM memories")
-    }
+    store = vault.store
+    errors = store.index_errors()
+    rows = store.sync_rows()
     want_vectors = vault.embedder is not None
     for rel, st in on_disk.items():
-        if rel in errors:
-            size, mtime, reason = errors[rel]
-            if size is None or (size == st.st_size and mtime == st.st_mtime_ns):
-                report.errors.append({"path": rel, "reason": reason})
+        err = errors.get(rel)
+        if err is not None:
+            if err.size is None or (err.size == st.st_size and err.mtime_ns == st.st_mtime_ns):
+                report.errors.append({"path": rel, "reason": err.reason})
             else:
                 report.stale.append(rel)
             continue
         row = rows.get(rel)
         if row is None:
             report.missing.append(rel)
-        elif row[0] != st.st_size or row[1] != st.st_mtime_ns:
+        elif row.size != st.st_size or row.mtime_ns != st.st_mtime_ns:
             report.stale.append(rel)
-        elif want_vectors and not row[2]:
+        elif want_vectors and not row.embedded:
             report.unembedded.append(rel)
     report.orphaned = sorted(p for p in rows if p not in on_disk)
     report.temp_files = orphans.find_orphans(vault.root)
-    if has_vector_tables(conn):
-        report.orphan_vectors = int(
-            scalar(conn, "SELECT count(*) FROM memory_vec WHERE rowid NOT IN (SELECT rowid FROM memories)")
-            or 0
-        ) + int(
-            scalar(conn, "SELECT count(*) FROM chunk_vec WHERE rowid NOT IN (SELECT rowid FROM chunks)")
-            or 0
-        )
+    if store.has_vectors():
+        report.orphan_vectors = store.orphan_vectors()
     return report
 
 
@@ -101,14 +94,10 @@ def repair(vault: Vault) -> dict[str, Any]:
     """Fix what :func:`drift` found: a sync (which removes orphaned temp files), then stray vector rows."""
     sync = vault.reindex()
     removed_vectors = 0
-    if has_vector_tables(vault.conn):
-        with write_txn(vault.conn):
-            for table, owner in (("memory_vec", "memories"), ("chunk_vec", "chunks")):
-                stray = [r[0] for r in vault.conn.execute(
-                    f"SELECT rowid FROM {table} WHERE rowid NOT IN (SELECT rowid FROM {owner})"
-                )]
-                vault.conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r,) for r in stray])
-                removed_vectors += len(stray)
+    store = vault.store
+    if store.has_vectors():
+        with store.write_txn():
+            removed_vectors = store.remove_orphan_vectors()
     return {
         "sync": sync.as_dict(), "orphan_vectors_removed": removed_vectors,
         "temp_files_removed": list(vault.indexer.orphans_removed),
@@ -116,30 +105,34 @@ def repair(vault: Vault) -> dict[str, Any]:
 
 
 def stats(vault: Vault) -> dict[str, Any]:
-    conn = vault.conn
-    by_status: dict[Any, Any] = {
-        s: n for s, n in conn.execute("SELECT status, count(*) FROM memories GROUP BY status")
-    }
-    by_scope: dict[Any, Any] = {
-        s: n for s, n in conn.execute("SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY 2 DESC")
-    }
-    index_path = vault.memex_dir / "index.db"
-    index_bytes = sum(
-        os.path.getsize(p) for p in (index_path, index_path.with_name("index.db-wal")) if p.exists()
-    )
+    held = vault.store.stats()
+    by_status = held.by_status
+    index_bytes = sum(os.path.getsize(p) for p in (vault.paths.index, vault.paths.index_wal) if p.exists())
     return {
         "vault": str(vault.root),
         "memories": sum(by_status.values()),
         "active": by_status.get("active", 0),
         "superseded": by_status.get("superseded", 0),
-        "scopes": by_scope,
-        "embedded": int(scalar(conn, "SELECT count(*) FROM memories WHERE embedded = 1") or 0),
-        "chunks": int(scalar(conn, "SELECT count(*) FROM chunks") or 0),
-        "entities": int(scalar(conn, "SELECT count(*) FROM entities") or 0),
-        "cached_embeddings": int(scalar(conn, "SELECT count(*) FROM embedding_cache") or 0),
-        "errors": int(scalar(conn, "SELECT count(*) FROM index_errors") or 0),
+        "scopes": held.by_scope,
+        "embedded": held.embedded,
+        "chunks": held.chunks,
+        "entities": held.entities,
+        "cached_embeddings": held.cached_embeddings,
+        "errors": held.errors,
         "model": vault.embedder_status(),
         "lexical_only": vault.embedder is None,
         "schema_version": SCHEMA_VERSION,
         "index_bytes": index_bytes,
     }
+
+
+def unindexed_hint(vault: Vault) -> str | None:
+    """What to tell someone whose search or list came back empty from an empty
+    index over memory files (index.db deleted, a fresh clone), so that it does
+    not pass as "nothing stored"; None when the index is not the reason."""
+    if not vault.store.is_empty():
+        return None
+    for _, _, files in os.walk(vault.paths.memories):
+        if any(is_memory_name(f) for f in files):
+            return f"the index holds no memories but {MEMORIES_DIR}/ has files; run `memex reindex`"
+    return None

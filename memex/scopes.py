@@ -22,16 +22,12 @@ Moving it to another scope silently would lose where the person put it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memex.config import CONFIG_RELPATH, Config, string_list
 from memex.errors import ConfigError, ScopeError
-from memex.store import memories
-
-if TYPE_CHECKING:
-    import apsw
 
 # Scopes without a name: the person, and imported reference documents.
 BARE_KINDS: tuple[str, ...] = ("user", "resources")
@@ -98,23 +94,25 @@ def rules_for(config: Config) -> ScopeRules:
     return ScopeRules(named=tuple(dict.fromkeys([*NAMED_KINDS, *extra])))
 
 
-def check_filter(rules: ScopeRules, conn: apsw.Connection, scopes: Iterable[str] | None) -> None:
+def check_filter(rules: ScopeRules, in_use: Callable[[str], bool], scopes: Iterable[str] | None) -> None:
     """A scope a search or list narrows to: valid, or held by some indexed
-    memory (a hand-written folder doctor reports); anything else is a typo
-    that would only ever match nothing."""
+    memory (``in_use``: a hand-written folder doctor reports); anything else
+    is a typo that would only ever match nothing. The caller asks the index:
+    this module sits below it (docs/design.md, "Layers")."""
     for scope in scopes or ():
         if rules.valid(scope):
             continue
-        if memories.scope_in_use(conn, scope):
+        if in_use(scope):
             continue
         rules.check(scope)
 
 
-def unknown_scopes(rules: ScopeRules, conn: apsw.Connection) -> list[dict[str, Any]]:
-    """Indexed memories whose scope is not valid (hand-written files in an
-    unknown folder, or a ``scope:`` typed by hand), for ``memex doctor``."""
+def unknown_scopes(rules: ScopeRules, path_scopes: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Indexed memories (``(path, scope)`` pairs from the index) whose scope
+    is not valid (hand-written files in an unknown folder, or a ``scope:``
+    typed by hand), for ``memex doctor``."""
     out: list[dict[str, Any]] = []
-    for path, scope in memories.path_scopes(conn):
+    for path, scope in path_scopes:
         found = rules.problem(str(scope))
         if found is not None:
             reason, suggestion = found

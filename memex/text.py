@@ -172,6 +172,17 @@ def chunks(text: str, size: int = 800, overlap: int = 120) -> list[str]:
     return pieces
 
 
+def escape(text: str) -> str:
+    """Make memory text inert inside a tag block (the ``<relevant-memories>``
+    block, the hand-off note): no tag can be opened or closed."""
+    return (
+        text.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+    )
+
+
 def preview(text: str, limit: int = 160) -> str:
     flat = normalize(text)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -4,18 +4,27 @@
 all call; it is the one write path (principle 2 of docs/design.md). Adding a
 memory writes its file atomically and indexes it at once (write-through), so
 search is consistent without a running watcher.
+
+``Vault`` is the small core: the files, the index, add/get/list/search/
+recall/reindex, and the plumbing features use (config, connection, model,
+indexer, write lock, scope checks). Features are functions in their packages
+that take the vault (``memex.erase.steps.erase(vault, ...)``,
+``memex.consolidation.consolidate.consolidate(vault, ...)``, ...); this
+module imports none of them (docs/design.md, "Layers").
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 import shutil
 import subprocess
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import apsw
 import numpy as np
@@ -26,12 +35,13 @@ from memex.files import memory_file
 from memex.files import permissions
 from memex.files import writers
 from memex.config import Config, load_config
-from memex.store import memories, usage
+from memex.store import IndexStore, SqliteStore, memories, usage
 from memex.store.memories import MemoryRow
-from memex.store.schema import connect, write_txn
+from memex.store.schema import connect, locked_txn, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
-from memex.index.indexer import MEMORIES_DIR, Indexer, Progress, SyncReport
-from memex.files.locking import file_lock, locked_txn
+from memex.index.indexer import Indexer, Progress, SyncReport
+from memex.layout import CONFIG_RELPATH, MEMEX_DIR, VaultPaths
+from memex.files.locking import file_lock
 from memex.files.names import scope_dir_parts, slug
 from memex.records import Memory as Memory  # public here since before it moved
 from memex.records import now_iso, record_view
@@ -40,8 +50,6 @@ from memex.search.hybrid import Filters, Hit, hit_from_row, search
 if TYPE_CHECKING:
     from memex.dedup.pipeline import AddResult  # the write path's; a search need not import it
 
-MEMEX_DIR = ".memex"
-INDEX_NAME = "index.db"
 ENV_VAR = "MEMEX_VAULT"
 
 
@@ -102,7 +110,8 @@ def init_vault(path: str | os.PathLike[str], git: bool = True) -> Path:
     if root.exists() and not root.is_dir():
         raise InvalidArgument("PATH", f"{root} exists and is not a folder")
     permissions.private_dir(root)  # a new vault folder is 0700; an existing one keeps its mode
-    for folder in (root / MEMEX_DIR, root / MEMORIES_DIR):
+    paths = VaultPaths(root)
+    for folder in (paths.memex_dir, paths.memories):
         permissions.private_dir(folder)
     # An existing folder (notes you already keep) keeps its own files; its
     # .gitignore only gains the lines that keep the index out of git.
@@ -114,7 +123,7 @@ def init_vault(path: str | os.PathLike[str], git: bool = True) -> Path:
         lacking = [ln for ln in template_ignore.splitlines() if ln.strip() and ln not in own_ignore.splitlines()]
         if any(not ln.startswith("#") for ln in lacking):
             gitignore.write_text(own_ignore.rstrip("\n") + "\n\n" + "\n".join(lacking) + "\n", encoding="utf-8")
-    permissions.private_dir(root / MEMORIES_DIR)
+    permissions.private_dir(paths.memories)
     if git and shutil.which("git") and not _inside_git_work_tree(root):
         subprocess.run(["git", "init", "-q", str(root)], check=False, capture_output=True)
     Vault(root).reindex()
@@ -134,6 +143,7 @@ class Vault:
 
     def __init__(self, root: str | os.PathLike[str], embedder: embed.Embedder | None | str = "config") -> None:
         self.root = Path(root)
+        self.paths = VaultPaths(self.root)
         self.config: Config = load_config(self.root)
         self._conn: apsw.Connection | None = None
         self._embedder_choice = embedder
@@ -149,13 +159,18 @@ class Vault:
 
     @property
     def memex_dir(self) -> Path:
-        return self.root / MEMEX_DIR
+        return self.paths.memex_dir
 
     @property
     def conn(self) -> apsw.Connection:
         if self._conn is None:
-            self._conn = connect(self.memex_dir / INDEX_NAME)
+            self._conn = connect(self.paths.index)
         return self._conn
+
+    @property
+    def store(self) -> IndexStore:
+        """The index as typed operations (docs/store.md), on this vault's connection."""
+        return SqliteStore(self.conn)
 
     @property
     def embedder(self) -> embed.Embedder | None:
@@ -191,14 +206,14 @@ class Vault:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def write_lock(self, timeout: float = 30.0) -> Any:
-        return file_lock(self.memex_dir / "write.lock", timeout)
+    def write_lock(self, timeout: float = 30.0) -> AbstractContextManager[IO[bytes]]:
+        return file_lock(self.paths.write_lock, timeout)
 
-    def commit(self, timeout: float | None = None) -> Any:
+    def commit(self, timeout: float | None = None) -> AbstractContextManager[None]:
         """``write.lock`` plus a write transaction, for a short commit; never
-        holds the lock while SQLite is busy (memex.files.locking.locked_txn).
+        holds the lock while SQLite is busy (memex.store.schema.locked_txn).
         ``timeout`` None means :attr:`lock_wait`."""
-        return locked_txn(self.conn, self.memex_dir / "write.lock", timeout if timeout is not None else self.lock_wait)
+        return locked_txn(self.conn, self.paths.write_lock, timeout if timeout is not None else self.lock_wait)
 
     @property
     def scope_rules(self) -> scopes.ScopeRules:
@@ -209,13 +224,14 @@ class Vault:
     def check_scope(self, scope: str | None) -> str:
         """A valid scope for a new memory: ``scope``, else the configured default."""
         if not scope:
-            return self.scope_rules.check(self.config.default_scope, "[vault] default_scope in .memex/config.toml")
+            return self.scope_rules.check(self.config.default_scope, f"[vault] default_scope in {CONFIG_RELPATH}")
         return self.scope_rules.check(scope)
 
     def check_scope_filter(self, scope: str | Sequence[str] | None) -> None:
         """A scope to narrow a search or listing to: valid, or held by some memory."""
         if scope:
-            scopes.check_filter(self.scope_rules, self.conn, [scope] if isinstance(scope, str) else scope)
+            in_use = functools.partial(memories.scope_in_use, self.conn)
+            scopes.check_filter(self.scope_rules, in_use, [scope] if isinstance(scope, str) else scope)
 
     def scope_filter(self, scope: str | None) -> str | None:
         """One scope to narrow to, checked (:meth:`check_scope_filter`) and
@@ -331,7 +347,7 @@ class Vault:
         return report
 
     def new_path(self, scope: str, body: str, memory_id: str) -> Path:
-        folder = self.root / MEMORIES_DIR / Path(*scope_dir_parts(scope))
+        folder = self.paths.memories / Path(*scope_dir_parts(scope))
         stem = slug(body)
         tail = memory_id[-6:].lower()
         path = folder / f"{stem}-{tail}.md"

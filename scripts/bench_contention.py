@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark `memex add` under contention (issue 12, item 6).
+"""Benchmark `memex add` under contention (docs/write-path.md).
 
 The load that lost adds before: --writers processes each running `memex add`
 --per-writer times (a new process per add, as a user or a script does, so

@@ -110,7 +110,7 @@ def run(size: int, adds: int, long_lived: bool) -> dict[str, Any]:
                 embed_ms.append((time.perf_counter() - t0) * 1000)
                 cand = pipeline.Candidate(body, "project:atlas", "tool", f"s{n % 7}", qvec)
                 t0 = time.perf_counter()
-                pipeline.check(vault, cand)
+                pipeline.check(vault.conn, vault.config, vault.embedder, cand)
                 check_ms.append((time.perf_counter() - t0) * 1000)
                 t0 = time.perf_counter()
                 result = vault.add(body, scope="project:atlas", source="tool", session=f"s{n % 7}")

@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import bench  # noqa: E402
 import bench_erase  # noqa: E402
 
-from memex.search.fusion import DEFAULT_FUSION, MULTILINGUAL_FUSION, PREVIOUS_FUSION, query_names  # noqa: E402
+from fusion_grid import PREVIOUS_FUSION  # noqa: E402
+from memex.search.fusion import DEFAULT_FUSION, MULTILINGUAL_FUSION, query_names  # noqa: E402
 from memex.search.hybrid import search  # noqa: E402
 from memex.vault import Vault  # noqa: E402
 

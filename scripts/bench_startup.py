@@ -15,7 +15,11 @@ terminal waits for it, over a vault of ``--size`` synthetic memories
   session is running);
 - ``warm``: the vault's warm model server is running (an agent session's
   SessionStart hook starts it, memex/agents/warm.py), so the command embeds
-  through it and loads no model.
+  through it and loads no model. Checked, not assumed: before the warm runs
+  one ``search`` and one ``add`` run with ``python -X importtime``, and the
+  script stops if either imported onnxruntime or fastembed (a command that
+  missed the server and loaded the model itself would time the cold path
+  under the warm name; ``warm_checked`` in the output).
 
 Commands: ``memex --version``; ``memex search QUERY`` (a distinct
 conversational query each run); ``memex add TEXT --json`` (a distinct new
@@ -28,7 +32,7 @@ so that a change in the machine's load touches them alike. Prints JSON:
 p50 / p95 / max wall milliseconds and median CPU milliseconds (user + system
 of the child) per case, and the load average before and after.
 
-The target (issue 14): one-shot ``memex search`` p50 <= 350 ms on a 10k vault
+The target (docs/benchmarks.md, "Start-up"): one-shot ``memex search`` p50 <= 350 ms on a 10k vault
 on a quiet machine. On a shared machine, compare CPU time and the ratios.
 """
 
@@ -123,6 +127,32 @@ def measure(root: Path, runs: int, names: list[str], seed: int) -> dict[str, dic
     return {name: summary(walls[name], cpus[name]) for name in names}
 
 
+MODEL_MODULES = ("onnxruntime", "fastembed")
+
+
+def loaded_model_modules(args: list[str], env: dict[str, str]) -> list[str]:
+    """The model runtimes a ``memex`` command imported (``-X importtime``, so not a timed run)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "from memex.cli import run; run()", *args],
+        env=env, capture_output=True, text=True, check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"memex {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return sorted(m for m in imported if m.split(".")[0] in MODEL_MODULES)
+
+
+def check_warm(root: Path, rng: random.Random) -> dict[str, bool]:
+    """Stop unless a search and an add are answered by the warm server (no model in process)."""
+    chosen = cases(root, rng, -1)
+    for name in ("search", "add"):
+        loaded = loaded_model_modules(*chosen[name])
+        if loaded:
+            raise SystemExit(f"warm case: `memex {name}` loaded the model in process ({', '.join(loaded[:3])}): "
+                             "it did not reach the warm server, so its timing would be the cold path's")
+    return {"search": True, "add": True}
+
+
 def start_warm(root: Path) -> subprocess.Popen[bytes]:
     """The vault's warm model server, as SessionStart starts it (but ours to stop)."""
     server = subprocess.Popen(
@@ -174,6 +204,7 @@ def main() -> None:
         }
         server = start_warm(root)
         try:
+            figures["warm_checked"] = check_warm(root, random.Random(args.seed + 2))
             figures["warm"] = measure(root, args.runs, ["version", "search", "add"], args.seed)
         finally:
             stop_warm(root, server)

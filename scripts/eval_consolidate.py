@@ -1,6 +1,6 @@
 """Fit and judge consolidation's pair score and guards on labelled memories.
 
-Data (default tests/data/consolidate_pairs.jsonl, written for issue 17
+Data (default tests/data/consolidate_pairs.jsonl, written for the calibrated pair score, docs/consolidation.md
 after the earlier tuning): one memory per line with ``split`` (dev/test, by
 topic), ``origin`` (``session``: tool output, decisions, preferences as an
 agent leaves them; ``notes``: project knowledge), ``topic`` and ``fact``.

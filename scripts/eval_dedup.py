@@ -48,7 +48,7 @@ def _body(text: str) -> str:
 def warm_cache(vault: Any, pairs: list[dict[str, Any]]) -> None:
     """Embed every text once, in batches (the loop then reads the cache)."""
     from memex.embedding import embed
-    from memex.index.db import write_txn
+    from memex.store.schema import write_txn
     from memex.text import normalize
 
     if vault.embedder is None:
@@ -74,7 +74,7 @@ def judge(vault: Any, a: str, bs: list[str], n: int) -> list[Any]:
             cand = pipeline.Candidate(body=body, scope=SCOPE, source="claude-code", session=f"b-{n}")
             with vault.write_lock():
                 cand.qvec = vault.embed_query(body)
-                decisions.append(pipeline.check(vault, cand))
+                decisions.append(pipeline.check(vault.conn, vault.config, vault.embedder, cand))
     finally:
         # Removing the file purges its row (and its cached vector) at once.
         (vault.root / added.path).unlink()

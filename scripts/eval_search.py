@@ -13,7 +13,7 @@ queries; no split field, so queries alternate dev/test in id order) and
 conversation turns, 209 questions with a fixed dev/test split). Each set is
 written as files into a throwaway vault and indexed with the real model.
 Every query's candidates (BM25 and cosine) are taken once, then each rule in
-:data:`memex.search.fusion.FUSIONS` ranks the same candidates (ties on the memory
+:data:`fusion_grid.FUSIONS` (scripts/fusion_grid.py) ranks the same candidates (ties on the memory
 id, as search does).
 
 Metrics: recall@k = share of queries with any relevant memory in the top k
@@ -38,15 +38,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 from memex.embedding import embed  # noqa: E402
 from memex.files import memory_file
 from memex.search import when
+from fusion_grid import FUSIONS, NAMED_FUSIONS, PREVIOUS_FUSION  # noqa: E402
 from memex.search.fusion import (  # noqa: E402
     DEFAULT_FUSION,
-    FUSIONS,
-    NAMED_FUSIONS,
-    PREVIOUS_FUSION,
     Fusion,
     calibration_for,
     fuse,

@@ -18,6 +18,14 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 
 
 @pytest.fixture
+def no_warm_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SessionStart would start a warm model server that outlives the test;
+    tests/test_hooks_warm.py covers it. Hook test files use this for every test
+    (``pytestmark = pytest.mark.usefixtures("no_warm_server")``)."""
+    monkeypatch.setenv("MEMEX_WARM", "0")
+
+
+@pytest.fixture
 def vault_root(tmp_path: Path) -> Path:
     return init_vault(tmp_path / "vault", git=False)
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from memex.embedding import embed
-from memex.index.db import connect
+from memex.store.schema import connect
 from memex.errors import LockTimeout
 from memex.files.locking import try_file_lock
 from memex.vault import Vault

@@ -1,5 +1,5 @@
 """``add`` refuses what the index would never hold, and writes nothing
-(issue 12, item 9): a body over ``[index] max_file_bytes`` or with a NUL
+(docs/write-path.md): a body over ``[index] max_file_bytes`` or with a NUL
 byte used to be answered ``created`` and then never be found."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A file or folder name that is not valid UTF-8 is reported like any bad
-file, by its bytes, and every other file is indexed (issue 12, item 7: it
+file, by its bytes, and every other file is indexed (docs/write-path.md: it
 crashed reindex and doctor --fix with a traceback, indexing nothing)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Bad files in a vault are reported with their path and reason, never crash a
 reindex, never leak content from outside the vault, and never stop the good
-files from being indexed (issue 2, item 10)."""
+files from being indexed (docs/vault.md, "Bad files are reported, never fatal")."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from memex.index import chunking
 from memex.embedding import embed
 from memex.index import purge
 from memex.config import Config
-from memex.index.db import get_meta, set_meta
+from memex.store.meta import get_meta, set_meta
 from memex.text import chunks as char_chunks
 from memex.text import normalize
 from memex.vault import Vault

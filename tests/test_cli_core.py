@@ -1,5 +1,5 @@
 """The core CLI: each command, its --json shape, its tables, vault discovery,
-and one-line errors for bad arguments (issue 2, items 3, 9 and 10)."""
+and one-line errors for bad arguments (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -262,7 +262,7 @@ def test_doctor_reports_and_fixes_drift(cli: click.Group, vault_root: Path, fill
     wal.write_text(wal.read_text() + "Checkpoints run every 1000 pages.\n")  # stale row
     (vault_root / "memories" / "user" / "hand.md").write_text("Hand-written: lunch is at noon.\n")  # missing row
     found = invoke(cli, vault_root, "doctor", "--json")
-    assert found.exit_code == 1  # not clean: scripts can tell (issue 14, item 3)
+    assert found.exit_code == 1  # not clean: scripts can tell (docs/cli.md)
     drift = json.loads(found.stdout)["drift"]
     assert drift["orphaned"] == [tabs.relative_to(vault_root).as_posix()]
     assert drift["stale"] == [wal.relative_to(vault_root).as_posix()]
@@ -396,3 +396,19 @@ def test_an_empty_answer_from_a_deleted_index_says_to_reindex(cli: click.Group, 
         assert "memex reindex" in result.stderr, result.output
     ok_json(cli, vault_root, "reindex")
     assert "memex reindex" not in invoke(cli, vault_root, "search", "zebras").stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-nan", "1e400"])
+@pytest.mark.parametrize(("args", "option"), [
+    (("fading", "--within"), "--within"),
+    (("add", "The deploy window is Friday", "--confidence"), "--confidence"),
+    (("supersede", "01NOSUCHMEMORY", "The deploy window is Monday", "--confidence"), "--confidence"),
+])
+def test_a_number_option_refuses_what_is_not_a_finite_number(
+    cli: click.Group, vault_root: Path, args: tuple[str, ...], option: str, value: str
+) -> None:
+    result = invoke(cli, vault_root, *args, value)
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}'" in result.output
+    assert "not a finite number" in result.output or "not in the range" in result.output
+    assert ok_json(cli, vault_root, "list") == []  # nothing was stored

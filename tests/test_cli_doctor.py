@@ -1,5 +1,5 @@
 """`memex doctor` exit statuses: 0 clean, 1 problems remain, 2 usage error
-(issue 14, item 3), and the memories in unknown scopes it reports (item 2)."""
+(docs/vault.md, "Health"), and the memories in unknown scopes it reports."""
 
 from __future__ import annotations
 

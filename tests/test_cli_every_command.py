@@ -1,4 +1,4 @@
-"""No command a user can type prints a traceback (issue 14, item 1).
+"""No command a user can type prints a traceback.
 
 The command tree is walked from ``memex.cli.app()`` itself, so a command or
 option added later is covered without editing this file. Each command runs

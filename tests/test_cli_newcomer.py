@@ -1,5 +1,5 @@
 """What a newcomer types on day one: empty text, text that begins with '-',
---vault after the command (issue 14, item 5)."""
+--vault after the command (docs/cli.md)."""
 
 from __future__ import annotations
 

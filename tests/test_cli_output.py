@@ -1,4 +1,4 @@
-"""Output that says what the data shows (issue 14, item 6): reindex counts,
+"""Output that says what the data shows (docs/cli.md): reindex counts,
 repeated installs, sizes, help texts, whole paths in tables, progress lines."""
 
 from __future__ import annotations

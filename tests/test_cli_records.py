@@ -1,4 +1,4 @@
-"""One record shape for show, list and search (issue 14, item 4)."""
+"""One record shape for show, list and search (docs/vault.md, "Adding, finding, reading")."""
 
 from __future__ import annotations
 

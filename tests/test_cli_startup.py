@@ -209,10 +209,10 @@ def test_the_median_of_lexical_scores_is_numpys() -> None:
 
 
 def test_the_vector_extension_is_the_one_sqlite_vec_names() -> None:
-    """memex.index.db finds sqlite-vec's library without importing the package; it
+    """memex.store.schema finds sqlite-vec's library without importing the package; it
     must be the file the package itself would load."""
     import sqlite_vec
 
-    from memex.index.db import vec_extension_path
+    from memex.store.schema import vec_extension_path
 
     assert vec_extension_path() == sqlite_vec.loadable_path()

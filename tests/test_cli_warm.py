@@ -1,4 +1,4 @@
-"""A search typed at a terminal leaves the model warm for the next one (issue 14 item 7)."""
+"""A search typed at a terminal leaves the model warm for the next one (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from memex.agents import warm
 from memex.vault import Vault
 from tests.hook_helpers import set_config
+from tests.watchkit import wait_for
 
 pytestmark = pytest.mark.model
 
@@ -35,10 +36,7 @@ def _search(vault_root: Path, tty: bool) -> None:
 
 
 def _gone(path: Path) -> None:
-    deadline = time.monotonic() + 30
-    while path.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not path.exists(), "the warm server did not exit after warm_seconds idle"
+    wait_for(lambda: not path.exists(), 30, "the warm server to exit after warm_seconds idle")
 
 
 def test_a_search_at_a_terminal_starts_the_warm_server_and_a_script_does_not(
@@ -56,9 +54,6 @@ def test_a_search_at_a_terminal_starts_the_warm_server_and_a_script_does_not(
         assert warm.connect(vault) is None
 
     _search(vault_root, tty=True)  # a person typing
-    deadline = time.monotonic() + 60
     with Vault(vault_root) as vault:
-        while warm.connect(vault) is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert warm.connect(vault) is not None, "no warm server after a search at a terminal"
+        wait_for(lambda: warm.connect(vault), 60, "a warm server after a search at a terminal")
     _gone(path)

@@ -1,5 +1,5 @@
 """Several processes adding and reindexing on one vault at once: no "database
-is locked" reaches anyone, and no update is lost (issue 2, item 5)."""
+is locked" reaches anyone, and no update is lost (docs/write-path.md)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from memex.cli import _register_commands, main
+from memex.cli import app
 from memex.consolidation.consolidate import Item, complete_link, consolidate, consolidate_all, representative, unsupersede
 from memex.errors import InvalidArgument
 from memex.dedup.values import conflict_reason
@@ -240,7 +240,7 @@ def test_cli_consolidate_and_unsupersede(model_vault: Vault) -> None:
         write(model_vault, f"uv{k}", body, created=f"2026-11-30T10:0{k}:00Z")
     model_vault.reindex()
     model_vault.close()
-    _register_commands()
+    main = app()  # the memex group with every command, as users run it
     runner = CliRunner()
     base = ["--vault", str(model_vault.root)]
     out = runner.invoke(main, [*base, "consolidate", "--session", "s1", "--dry-run", "--json"])
@@ -387,7 +387,7 @@ def test_cli_explain_shows_each_pair_with_its_reason(model_vault: Vault) -> None
     write(model_vault, "cups15", "grip_force=15N works for cups")
     model_vault.reindex()
     model_vault.close()
-    _register_commands()
+    main = app()  # the memex group with every command, as users run it
     runner = CliRunner()
     base = ["--vault", str(model_vault.root), "consolidate"]
     out = runner.invoke(main, [*base, "--session", "s1", "--dry-run", "--explain"], terminal_width=200)

@@ -1,10 +1,10 @@
-"""Consolidation quality with the real model on the labelled set of issue 17.
+"""Consolidation quality with the real model on the labelled set of docs/consolidation.md.
 
 Each split of tests/data/consolidate_pairs.jsonl is consolidated as one
 session (dry run, the configured score profile and guards), and the
 resulting clusters are scored pair by pair, as scripts/eval_consolidate.py
 does. Measured (docs/consolidation.md): dev precision 1.000 recall 0.886,
-test 1.000 / 0.883; before issue 17 the same data gave 0.93 / 0.32 and
+test 1.000 / 0.883; before the calibrated pair score the same data gave 0.93 / 0.32 and
 1.00 / 0.51. The floors are the issue's targets.
 """
 

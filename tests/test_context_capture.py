@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from memex.errors import InvalidArgument, MemoryNotFound
 from memex.vault import Vault
 from memex.erase.steps import erase
 from tests.fakes import HashEmbedder
+from tests.watchkit import wait_for
 
 DATA = Path(__file__).parent / "data" / "context"
 
@@ -102,9 +102,7 @@ def test_background_commit_runs_detached(vault_root: Path) -> None:
     with Vault(vault_root) as v:
         res = after_turn(v, "bg", [user("We decided to use Caddy as the proxy.")], 0)
         assert res["commit_pid"] > 0 and not res["committed"]
-        deadline = time.monotonic() + 60
-        while archive.load_state(v, "bg").committed_seq < 1 and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_for(lambda: archive.load_state(v, "bg").committed_seq >= 1, 60, "the detached commit")
         assert archive.load_state(v, "bg").committed_seq == 1
         assert [h.body for h in v.list(session="bg")] == ["We decided to use Caddy as the proxy."]
 

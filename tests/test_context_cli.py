@@ -1,4 +1,4 @@
-"""``memex context ...``: JSON on stdin, JSON out (issue 6, item 4)."""
+"""``memex context ...``: JSON on stdin, JSON out (docs/context-engine.md)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,14 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from memex.cli import _register_commands, main
+from memex.cli import app
 
 UUID = "5F0C1A2B-3C4D-4E5F-8A9B-0C1D2E3F4A5B"
 
 
 @pytest.fixture(scope="module")
 def cli() -> click.Group:
-    _register_commands()
-    return main
+    return app()
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Injection hygiene (issue 6, item 5): recalled text is data, never instructions."""
+"""Injection hygiene (docs/context-engine.md): recalled text is data, never instructions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Auto-recall with the real model at the default threshold (issue 6, item 4).
+"""Auto-recall with the real model at the default threshold (docs/context-engine.md).
 
 The cases are the ones ``scripts/context_threshold.py`` measures: each
 relevant prompt must get its memory injected (and first), no unrelated

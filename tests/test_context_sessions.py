@@ -1,4 +1,4 @@
-"""Session and agent ids, bypass patterns and the [context]/[recall] settings (issue 6, item 4)."""
+"""Session and agent ids, bypass patterns and the [context]/[recall] settings (docs/context-engine.md)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from memex import health
 from memex.embedding import embed
-from memex.index.db import write_txn
+from memex.store.schema import write_txn
 from memex.vault import Vault
 from memex.meta_edit import update_meta
 

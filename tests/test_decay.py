@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from memex import decay
-from memex.cli import _register_commands, main
+from memex.cli import app
 from memex.config import Config, load_config
 from memex.errors import ConfigError
 from memex.vault import Vault
@@ -150,7 +150,7 @@ def test_arithmetic_and_schedule() -> None:
 def test_show_and_search_json_include_effective_confidence(vault: Vault) -> None:
     _write(vault, "m", "The on-call rota is in PagerDuty", confidence=0.9, created=_iso(10))
     vault.reindex()
-    _register_commands()
+    main = app()  # the memex group with every command, as users run it
     runner = CliRunner()
     out = runner.invoke(main, ["--vault", str(vault.root), "show", "m", "--json"])
     assert out.exit_code == 0, out.output
@@ -174,7 +174,7 @@ def test_fading_lists_the_schedule(vault: Vault) -> None:
     assert 8 < expected < 10
     assert plan["soon"].days_left == pytest.approx(expected, abs=0.05)
     assert plan["rule"].days_left is None
-    _register_commands()
+    main = app()  # the memex group with every command, as users run it
     out = CliRunner().invoke(main, ["--vault", str(vault.root), "fading", "--within", "30", "--json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)

@@ -256,7 +256,7 @@ def test_the_in_process_vector_copy_gives_the_same_decisions_as_sqlite_vec(
 
     def decide(body: str) -> tuple[str, str | None, str | None, list[str]]:
         cand = pipeline.Candidate(body, "user", "test", None, qvec=vault.embedder.embed([body])[0])  # type: ignore[union-attr]
-        d = pipeline.check(vault, cand)
+        d = pipeline.check(vault.conn, vault.config, vault.embedder, cand)
         return d.status, d.method, d.existing_id, [f.id for f in d.similar_facts]
 
     with_copy = [decide(p["b"]) for p in pairs]

@@ -1,4 +1,4 @@
-"""Turn-echo guard and the hand-off note (issue 4, item 5)."""
+"""Turn-echo guard and the hand-off note (docs/write-path.md#dedup)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from tests.scriptkit import load_script
 pytestmark = pytest.mark.model
 
 DATA = Path(__file__).resolve().parent / "data"
-# Measured with `scripts/eval_dedup.py` (docs/design.md, "Dedup"): precision 1.0 on
+# Measured with `scripts/eval_dedup.py` (docs/write-path.md, "Dedup"): precision 1.0 on
 # both sets; recall 0.872 on the 430 tuning pairs and 0.879 on the 165
 # held-out pairs written after the rules were fixed. The floors leave room
 # for model noise only.
@@ -56,7 +56,7 @@ def test_done_when(model_vault: Vault) -> None:
     assert (agent_copy.status, agent_copy.existing_id) == ("duplicate", gateway.id)
 
     # A paraphrase re-save by the agent right after the hook capture is not stored: it points at
-    # the stored id. ("uv, not pip" is a contrast, no negation, so since issue 17 the cosine layer
+    # the stored id. ("uv, not pip" is a contrast, no negation, so since the value guards were shared with consolidation the cosine layer
     # already calls it a duplicate; before, the polarity guard sent it on to the turn-echo guard.)
     para = model_vault.add(
         "Dependencies should be installed with uv rather than pip", source="tool", session="turn-1"

@@ -1,4 +1,4 @@
-"""The documentation matches the program (issue 14 item 9): every command
+"""The documentation matches the program: every command
 and option of the click tree is documented, the README stays a short guide
 with the two commands, its links resolve, and its memory-file example is
 what `memex add` writes."""
@@ -22,7 +22,7 @@ from tests.hook_helpers import set_config
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-# Pages other branches write (issue 14); linked before they exist here.
+# Pages other branches wrote; linked before they existed here.
 PAGES_WRITTEN_ELSEWHERE = {"cli.md", "reliability.md", "write-path.md", "search.md", "models.md", "consolidation.md"}
 
 

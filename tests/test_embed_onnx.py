@@ -1,4 +1,4 @@
-"""The bundled model without fastembed (issue 14 item 7): same vectors, and
+"""The bundled model without fastembed (docs/models.md): same vectors, and
 fastembed is not imported on that path."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memex.cli import _register_commands, main
+from memex.cli import app
 from memex.errors import IndexStoreError, InvalidArgument, MemoryNotFound
 from memex.vault import Vault
 from memex.erase.steps import erase
@@ -144,7 +144,7 @@ def test_bad_arguments_are_named(vault: Vault) -> None:
 
 
 def test_cli_erase_json_and_add_allow_erased(vault: Vault) -> None:
-    _register_commands()
+    main = app()  # the memex group with every command, as users run it
     runner = CliRunner()
     root = str(vault.root)
     created = json.loads(runner.invoke(main, ["--vault", root, "add", "Gate code 2231 for the depot", "--json"]).output)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from memex.index import purge
-from memex.index.db import write_txn
+from memex.store.schema import write_txn
 from memex.embedding.embed import from_blob
 from memex.vault import Vault
 from memex.erase.steps import erase

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from memex.cli import _register_commands, main
+from memex.cli import app
 from memex.errors import InvalidArgument, MemoryNotFound
 from memex.vault import Vault, init_vault
 from memex.erase.steps import erase
@@ -101,7 +101,7 @@ def test_purge_history_in_the_same_erase(git_vault: Vault) -> None:
     archive.parent.mkdir(parents=True)
     archive.write_text(json.dumps({"role": "user", "content": SECRET}) + "\n")
     commit_all(root, "memory and archive")
-    _register_commands()
+    main = app()  # the memex group with every command, as users run it
     out = CliRunner().invoke(
         main, ["--vault", str(root), "erase", secret.id, "--reason", "r", "--purge-history", "--json"]
     )

@@ -1,4 +1,4 @@
-"""Erasure leaks found from outside (issue 12 items 1-5, issue 14 item 8).
+"""Erasure leaks found from outside (docs/forgetting.md, docs/reliability.md).
 
 Each test here failed on the code before its fix: a copy survived, a
 concurrent reindex put the memory back, a killed write's temp file kept the
@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from memex import health
 from memex.erase import git_history
-from memex.cli import _register_commands, main
+from memex.cli import app
 from memex.errors import GitHistoryError
 from memex.vault import Vault, init_vault
 from memex.erase.steps import erase
@@ -74,7 +74,7 @@ def cli(root: Path, *args: str) -> tuple[int, str]:
     """The command line, lexical only: the test's vaults use the fake embedder."""
     if 'model = "none"' not in (root / ".memex" / "config.toml").read_text():
         lexical_only(root)
-    _register_commands()
+    main = app()  # the memex group with every command, as users run it
     out = CliRunner().invoke(main, ["--vault", str(root), *args])
     assert out.exception is None or isinstance(out.exception, SystemExit), out.output
     return out.exit_code, out.output
@@ -429,7 +429,7 @@ def test_audit_log_says_partial_when_a_step_after_deletion_fails(
     assert "zqorblax" not in json.dumps(log).lower()
 
 
-# -- issue 14 item 8: punctuation at the ends ------------------------------------
+# -- punctuation at the ends (docs/forgetting.md) ------------------------------------
 
 
 @pytest.mark.parametrize("variant", [

@@ -147,9 +147,9 @@ def test_cli_erase_source_ref_given_as_the_relative_path_that_was_imported(
     --source-ref CLAUDE.md` from the same folder must undo that import."""
     from click.testing import CliRunner
 
-    from memex.cli import _register_commands, main
+    from memex.cli import app
 
-    _register_commands()
+    main = app()  # the memex group with every command, as users run it
     project = tmp_path / "proj"
     project.mkdir()
     (project / "CLAUDE.md").write_text("# Notes\n\n- Always run make lint before pushing.\n- Never commit .env files.\n")

@@ -1,4 +1,4 @@
-"""kill -9 at each write step of add, reindex, erase, supersede and consolidate (issue 12, fault suite).
+"""kill -9 at each write step of add, reindex, erase, supersede and consolidate (docs/reliability.md).
 
 Each case runs one operation in a subprocess with ``MEMEX_CRASH_AT`` naming a
 crash point (memex/faults.py), checks that the process really died by

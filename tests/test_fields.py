@@ -4,9 +4,14 @@ spell them out for mypy's sake must agree with that table."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from pathlib import Path
 
+import pytest
+
 from memex import fields
+from memex.dedup.supersede import supersede
+from memex.erase.steps import erase
 from memex.files import memory_file
 from memex.records import RECORD_FIELDS, Record
 from memex.search.hybrid import Hit
@@ -83,3 +88,29 @@ def test_row_values_follow_the_column_order(tmp_path: Path) -> None:
     values = dict(zip(fields.ROW_COLUMNS, row_values(rec)))
     assert values["status"] == "superseded" and values["racy"] == 1 and values["superseded_by"] == "b2"
     assert values["embed_key"] != "x" and len(values["embed_key"]) == 64
+
+
+def test_the_write_signatures_name_the_fields_a_caller_sets() -> None:
+    """add and supersede take every frontmatter field a caller may set (id and
+    created are memex's own), with the table's types; erase's subject is
+    named by indexed columns."""
+    settable = [f for f in fields.FRONTMATTER_KEYS if f not in ("id", "created")]
+    add = inspect.signature(Vault.add).parameters
+    for name in settable:
+        assert name in add, name
+        if name != "entities":  # a sequence in, a list in the file
+            assert str(add[name].annotation).replace(" | None", "") == fields.BY_NAME[name].type.replace(
+                " | None", ""), name
+    succeed = inspect.signature(supersede).parameters
+    assert {"source", "session", "source_ref", "category", "confidence"} <= set(succeed)
+    for name in ("source", "source_ref", "session"):
+        assert name in inspect.signature(erase).parameters and fields.BY_NAME[name].column
+
+
+def test_frontmatter_refuses_values_that_are_not_the_fields() -> None:
+    values = {k: None for k in fields.FRONTMATTER_KEYS}
+    assert fields.frontmatter({**values, "id": "a1"}) == {"id": "a1"}
+    with pytest.raises(ValueError):
+        fields.frontmatter({**values, "colour": "red"})
+    with pytest.raises(ValueError):
+        fields.frontmatter({k: v for k, v in values.items() if k != "scope"})

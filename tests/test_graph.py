@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from memex.cli import _register_commands, main
+from memex.cli import app
 from memex.errors import InvalidArgument
 from memex.vault import Vault
 from memex.index.graph import entity_graph, list_entities
@@ -56,7 +56,7 @@ def test_editing_a_file_updates_its_entities(graph_vault: Vault) -> None:
 
 
 def test_cli_entities_and_graph(graph_vault: Vault) -> None:
-    _register_commands()
+    main = app()  # the memex group with every command, as users run it
     runner = CliRunner()
     root = str(graph_vault.root)
     out = runner.invoke(main, ["--vault", root, "entities", "--json"])

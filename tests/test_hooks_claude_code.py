@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +12,13 @@ from memex import context
 from memex.agents import claude_code, hook_io
 from memex.vault import Vault
 from tests.hook_helpers import copy_transcript, fixture, isolated_home, lexical_only, run_hook, set_config
+from tests.watchkit import wait_for
 
 SESSION = "5f0c2b9e-8a41-4c7d-9e3b-2d1f6a7b8c90"  # the fixtures' id, lower-cased
 
 
 
-@pytest.fixture(autouse=True)
-def _no_warm_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    """SessionStart would start a warm model server; tests/test_hooks_warm.py covers it."""
-    monkeypatch.setenv("MEMEX_WARM", "0")
+pytestmark = pytest.mark.usefixtures("no_warm_server")
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
@@ -198,14 +195,11 @@ def test_cli_stop_works_in_the_background(lexical_root: Path, project: Path, tmp
     transcript = copy_transcript("claude-code", "transcript.jsonl", tmp_path / "t.jsonl", str(project))
     proc = run_hook("claude-code", json.dumps(event("Stop", project, transcript)), lexical_root, sync=False)
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def archived() -> bool:
         with Vault(lexical_root) as vault:
-            if context.archive_search(vault, SESSION, "kubectl"):
-                return
-        time.sleep(0.2)
-    log = lexical_root / ".memex" / "cache" / "hooks.log"
-    pytest.fail("background Stop never archived the turn; log: " + (log.read_text() if log.exists() else "none"))
+            return bool(context.archive_search(vault, SESSION, "kubectl"))
+
+    wait_for(archived, 30, "the background Stop to archive the turn (its log: .memex/cache/hooks.log)")
 
 
 def test_remembered_in_one_session_shown_in_the_next(lexical_root: Path, project: Path, tmp_path: Path) -> None:

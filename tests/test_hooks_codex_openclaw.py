@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memex import context
-from memex.agents import claude_code, codex, hook_io, openclaw
+from memex.agents import claude_code, codex, hook_io, hooks, openclaw
 from memex.vault import Vault
 from tests.hook_helpers import copy_transcript, fixture, lexical_only, run_hook, set_config
 
@@ -23,10 +23,7 @@ def finish(result: hook_io.HookResult) -> dict[str, Any]:
 
 
 
-@pytest.fixture(autouse=True)
-def _no_warm_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    """SessionStart would start a warm model server; tests/test_hooks_warm.py covers it."""
-    monkeypatch.setenv("MEMEX_WARM", "0")
+pytestmark = pytest.mark.usefixtures("no_warm_server")
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
@@ -80,7 +77,7 @@ OPENCLAW_SESSION = context.session_id(session_key="agent:main:telegram:dm:4242")
 def test_openclaw_received_and_sent(vault: Vault) -> None:
     received = fixture("openclaw", "message_received.json")
     out = finish(openclaw.handle(vault, received))
-    assert out["session"] == OPENCLAW_SESSION  # the conversation's, not the channel's (issue 13)
+    assert out["session"] == OPENCLAW_SESSION  # the conversation's, not the channel's (docs/openclaw.md)
     assert out["captured"]["status"] == "created"
     [stored] = vault.list(source="openclaw")
     assert stored.session == OPENCLAW_SESSION and stored.body == received["context"]["content"]
@@ -119,7 +116,7 @@ def test_same_turn_through_gateway_and_backend_is_stored_once(vault_root: Path, 
     """The gateway sees the message, then drives Claude Code, whose hooks see it again.
 
     Gateway captures have a scope of their own unless its owner puts them in
-    ``user`` (issue 13); then both captures meet there and are stored once.
+    ``user`` (docs/agents.md); then both captures meet there and are stored once.
     """
     lexical_only(vault_root)
     set_config(vault_root, "openclaw", 'capture_scope = "user"')
@@ -151,4 +148,4 @@ def test_capture_scope_is_configurable(vault_root: Path, fake_embedder: Any, tmp
     with Vault(vault_root, embedder=fake_embedder) as vault:
         out = finish(openclaw.handle(vault, fixture("openclaw", "message_received.json")))
         assert vault.get(out["captured"]["id"]).meta["scope"] == "agent:ops"
-        assert claude_code.AgentSettings.of(vault).capture_scope == "agent:ops"
+        assert hooks.AgentSettings.of(vault).capture_scope == "agent:ops"

@@ -1,4 +1,4 @@
-"""Claude Code and Codex hooks within the agents' documented limits (issue 13).
+"""Claude Code and Codex hooks within the agents' documented limits (docs/agents.md, "Size limits").
 
 Payloads are the official ones (tests/data/hooks). Claude Code saves an
 ``additionalContext`` over 10,000 characters to a file and shows the model a
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from memex import context
-from memex.agents import claude_code, codex, transcript
+from memex.agents import claude_code, codex, hooks, transcript
 from memex.context.assemble import BLOCK_ALLOWANCE_CHARS
 from memex.context.inject import CLOSE_TAG, OPEN_TAG
 from memex.context.tokens import count_text
@@ -29,9 +29,7 @@ CLAUDE_CODE_LIMIT = 10_000  # characters of additionalContext kept in context
 CODEX_PREVIEW_TOKENS = 2_500
 
 
-@pytest.fixture(autouse=True)
-def _no_warm_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEMEX_WARM", "0")
+pytestmark = pytest.mark.usefixtures("no_warm_server")
 
 
 @pytest.fixture
@@ -120,7 +118,7 @@ def test_assemble_block_is_bounded_after_escaping(vault_root: Path, fake_embedde
         vault.add("canary <&> " + "<>&\"" * 975, scope="user")  # 3,911 characters, each escaped to 4-6
         out = context.assemble(vault, "s", [{"role": "user", "content": "canary?"}], 200_000)
         limit = context.load_settings(vault).recall_max_injected_chars + BLOCK_ALLOWANCE_CHARS
-    block = claude_code.injected_block(out)
+    block = hooks.injected_block(out)
     assert block and len(block) <= limit
     well_formed(block)
 
@@ -218,5 +216,5 @@ def test_session_start_without_a_project_fills_by_recency(vault: Vault, project:
     payload = event("claude-code", "SessionStart", project)
     del payload["cwd"]
     text = added_context(claude_code.handle(vault, payload), "SessionStart")
-    limit = claude_code.AgentSettings.of(vault).session_start_limit
+    limit = hooks.AgentSettings.of(vault).session_start_limit
     assert [i for i in ids if i in text] == ids[-limit:]  # the newest, every place

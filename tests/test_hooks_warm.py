@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -14,16 +13,12 @@ from memex.agents import hook_io, warm
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 from tests.hook_helpers import fixture, run_hook, set_config
+from tests.watchkit import wait_for
 
 
 def _wait_for(vault: Vault, seconds: float = 60) -> warm.WarmEmbedder:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = warm.connect(vault)
-        if found is not None:
-            return found
-        time.sleep(0.1)
-    pytest.fail("the warm server never answered")
+    found: warm.WarmEmbedder = wait_for(lambda: warm.connect(vault), seconds, "the warm server to answer")
+    return found
 
 
 @pytest.mark.model
@@ -53,10 +48,7 @@ def test_session_start_warms_the_model_for_later_prompts(
     # Idle for warm_seconds, the server exits and removes its socket.
     path = warm.socket_path(vault_root)
     assert path is not None
-    deadline = time.monotonic() + 30
-    while path.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not path.exists()
+    wait_for(lambda: not path.exists(), 30, "the idle warm server to exit")
 
 
 def test_no_server_means_the_vault_loads_its_own_model(vault_root: Path) -> None:

@@ -1,4 +1,4 @@
-"""``memex import`` (issue 14 item 10): each format on a small sample written
+"""``memex import`` (docs/import.md): each format on a small sample written
 in its documented shape (tests/data/import/), through the one add path."""
 
 from __future__ import annotations

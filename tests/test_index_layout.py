@@ -8,7 +8,8 @@ import apsw
 import numpy as np
 import sqlite_vec
 
-from memex.index import db
+from memex.store import schema as db
+from memex.store.meta import scalar
 from memex.embedding import embed
 from memex.vault import Vault
 
@@ -19,7 +20,7 @@ def _vec(seed: int) -> bytes:
 
 
 def _overflow_pages(conn: apsw.Connection, table: str) -> int:
-    return int(db.scalar(conn, "SELECT count(*) FROM dbstat WHERE name = ? AND pagetype = 'overflow'", (table,)))
+    return int(scalar(conn, "SELECT count(*) FROM dbstat WHERE name = ? AND pagetype = 'overflow'", (table,)))
 
 
 def _old_index(path: Path, rows: list[tuple[str, str, bytes]]) -> None:
@@ -44,7 +45,7 @@ def test_a_384_dimension_vector_row_stays_on_its_page(tmp_path: Path) -> None:
         embed.store_cache(conn, rows)
     # Before the fix every row spilled onto an overflow page of its own.
     assert _overflow_pages(conn, "embedding_cache") == 0
-    assert db.scalar(conn, "SELECT count(*) FROM embedding_cache") == 200
+    assert scalar(conn, "SELECT count(*) FROM embedding_cache") == 200
 
 
 def test_version_2_index_migrates_its_cache_without_losing_a_vector(tmp_path: Path) -> None:
@@ -56,17 +57,17 @@ def test_version_2_index_migrates_its_cache_without_losing_a_vector(tmp_path: Pa
     ]
     _old_index(path, rows)
     conn = db.connect(path)
-    assert db.scalar(conn, "PRAGMA user_version") == db.SCHEMA_VERSION
+    assert scalar(conn, "PRAGMA user_version") == db.SCHEMA_VERSION
     kept = {(m, k): bytes(v) for m, k, v in conn.execute("SELECT model, text_hash, vector FROM embedding_cache")}
     assert kept == {(m, k): v for m, k, v in rows}
-    sql = str(db.scalar(conn, "SELECT sql FROM sqlite_schema WHERE name = 'embedding_cache'"))
+    sql = str(scalar(conn, "SELECT sql FROM sqlite_schema WHERE name = 'embedding_cache'"))
     assert "WITHOUT ROWID" not in sql.upper()
     # The key stays unique: storing a row again replaces it.
     model, key, _ = rows[0]
     with db.write_txn(conn):
         embed.store_cache(conn, [(model, key, _vec(99))])
-    assert db.scalar(conn, "SELECT count(*) FROM embedding_cache") == len(rows)
-    assert bytes(db.scalar(conn, "SELECT vector FROM embedding_cache WHERE model = ? AND text_hash = ?",
+    assert scalar(conn, "SELECT count(*) FROM embedding_cache") == len(rows)
+    assert bytes(scalar(conn, "SELECT vector FROM embedding_cache WHERE model = ? AND text_hash = ?",
                            (model, key))) == _vec(99)
     # The purge looks a hash up across models through the index, not a scan.
     plan = " ".join(str(r) for r in conn.execute(

@@ -121,6 +121,21 @@ def test_forget_by_query_erases_only_a_single_confident_match(model_vault: Vault
     assert [h.id for h in model_vault.list()] == [keep.id]
 
 
+def test_search_on_an_empty_index_over_memory_files_says_to_reindex(vault_root: Path) -> None:
+    """`.memex/index.db` deleted (or a fresh clone): `memex search` says to
+    reindex on stderr; the MCP answer says it too, not a bare empty list."""
+    with Vault(vault_root, embedder=None) as vault:
+        vault.add("Otters hold hands while they sleep")
+    for name in os.listdir(vault_root / ".memex"):
+        if name.startswith("index.db"):
+            os.unlink(vault_root / ".memex" / name)
+    with Vault(vault_root, embedder=None) as vault:
+        answer = mcp_server.Tools(vault).memory_search(query="otters")
+        assert answer["hits"] == [] and "memex reindex" in answer["note"]
+        vault.reindex()
+        assert "note" not in mcp_server.Tools(vault).memory_search(query="zebras")
+
+
 def test_tools_default_to_the_session_a_hook_saw(vault: Vault) -> None:
     from memex.agents import hook_io
 

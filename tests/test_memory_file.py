@@ -81,7 +81,7 @@ def test_update_meta_keeps_unknown_keys_and_the_body_exactly(
     update_meta(fresh, "prop1", {"category": category})
     back, _ = memory_file.read(path, 10**7)
     assert back.body == body
-    # ... and the date memex showed is written down, or the rewrite would change it (issue 14).
+    # ... and the date memex showed is written down, or the rewrite would change it (docs/vault.md).
     assert back.meta == {"id": "prop1", **meta, "category": category, "created": shown}
     assert fresh.get("prop1").body == body
     path.unlink()

@@ -13,7 +13,7 @@ import pytest
 from memex.embedding import embed
 from memex.embedding import profiles
 from memex.config import load_config
-from memex.index.db import get_meta
+from memex.store.meta import get_meta
 from memex.dedup.pipeline import Thresholds, swaps_cjk_span
 from memex.errors import ConfigError
 from memex.vault import Vault

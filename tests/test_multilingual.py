@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memex.embedding import embed
-from memex.index.db import get_meta, scalar
+from memex.store.meta import get_meta, scalar
 from memex.vault import Vault
 from tests.scriptkit import load_script
 

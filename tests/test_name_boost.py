@@ -1,4 +1,4 @@
-"""The proper-name bonus (issue 11, round 3): a memory that mentions the person
+"""The proper-name bonus (docs/search.md): a memory that mentions the person
 or project a question names outranks one that only carries the name as its speaker."""
 
 from __future__ import annotations

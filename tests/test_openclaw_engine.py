@@ -57,7 +57,7 @@ def test_assemble_without_memories_returns_openclaws_messages_unchanged(vault: V
 
 @pytest.mark.model
 def test_recalled_block_is_bounded(vault_root: Path, real_embedder: Any) -> None:
-    """Two 18.8k-character memories (issue 13's case) give a block within recall_max_injected_chars."""
+    """Two 18.8k-character memories (a case from docs/openclaw.md) give a block within recall_max_injected_chars."""
     with Vault(vault_root, embedder=real_embedder) as vault:
         for topic in ("deploy the payments service to kubernetes", "roll back the payments service on kubernetes"):
             vault.add(f"Runbook: how to {topic}. " + "Check the pods and the ingress. " * 590, scope="agent:openclaw")

@@ -1,4 +1,4 @@
-"""The OpenClaw gateway message hook (issue 13): turns archived in order, one
+"""The OpenClaw gateway message hook (docs/openclaw.md): turns archived in order, one
 memex session per conversation, captures in a scope of the gateway's own."""
 
 from __future__ import annotations
@@ -19,13 +19,12 @@ from memex.errors import ScopeError
 from memex.vault import Vault
 from tests.hook_helpers import fixture, set_config
 from tests.node_tools import node
+from tests.watchkit import wait_for
 
 KEY = "agent:main:telegram:dm:4242"
 
 
-@pytest.fixture(autouse=True)
-def _no_warm_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEMEX_WARM", "0")
+pytestmark = pytest.mark.usefixtures("no_warm_server")
 
 
 def received(key: str = KEY, peer: str = "4242", content: str | None = None) -> dict[str, Any]:
@@ -137,9 +136,7 @@ def test_handler_runs_a_conversations_messages_one_at_a_time(tmp_path: Path) -> 
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[0])["dispatchMs"] < 1000  # never blocks the gateway
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and (not log.exists() or len(log.read_text().splitlines()) < 3):
-        time.sleep(0.1)
+    wait_for(lambda: log.exists() and len(log.read_text().splitlines()) >= 3, 20, "three handled events in the log")
     lines = log.read_text().splitlines()
     # The other conversation did not wait; this one's reply came after its question.
     assert lines == ["agent:main:telegram:dm:77 sent", f"{KEY} received", f"{KEY} sent"]

@@ -1,5 +1,5 @@
 """A vault is private to its user: 0700 folders, 0600 files, whatever the
-umask; doctor names looser modes and --fix tightens them (issue 12, item 12)."""
+umask; doctor names looser modes and --fix tightens them (docs/write-path.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""memory_add_resource imports only from allowed roots (issue 12, item 11):
+"""memory_add_resource imports only from allowed roots (docs/write-path.md):
 the vault, the agent's project folder and ``[resources] roots``. It used to
 follow a link in the given folder to /etc/passwd, and import any readable
 Markdown anywhere."""

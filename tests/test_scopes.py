@@ -1,6 +1,6 @@
 """Only real scopes are accepted, a near miss gets "did you mean", and
 hand-written files in unknown folders are reported, not re-scoped
-(issue 14, item 2)."""
+(docs/cli.md)."""
 
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ def test_superseded_hidden_unless_asked(vault: Vault, filled: dict[str, str]) ->
 
 
 def test_a_superseded_memory_never_outranks_its_replacement(vault: Vault, filled: dict[str, str]) -> None:
-    """The old memory matches the query best, yet its replacement comes first (issue 11)."""
+    """The old memory matches the query best, yet its replacement comes first (docs/search.md)."""
     update_meta(vault, filled["user"], {"superseded_by": filled["memex"]})
     ids = [h.id for h in vault.search("deploy tuesdays standup", include_superseded=True)]
     assert filled["user"] in ids and filled["memex"] in ids

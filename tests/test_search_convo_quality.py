@@ -1,4 +1,4 @@
-"""Search quality on the conversation set's test split, with the real model (issue 11).
+"""Search quality on the conversation set's test split, with the real model (docs/search.md).
 
 tests/data/convo_eval.jsonl is written by scripts/gen_convo_eval.py; the
 scoring is scripts/eval_search.py's, so these floors and the figures in
@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
-from memex.search.fusion import DEFAULT_FUSION, PREVIOUS_FUSION, Fusion
+from memex.search.fusion import DEFAULT_FUSION, Fusion
 from memex.search.hybrid import search
 from memex.vault import Vault
 from memex.search.when import inside, window
 from tests.scriptkit import load_script
 
 EVAL = load_script("eval_search")
+PREVIOUS_FUSION = EVAL.PREVIOUS_FUSION  # the eval grid lives in scripts/fusion_grid.py
 GEN = load_script("gen_convo_eval")
 MEMORIES, QUERIES = EVAL.load_set(EVAL.CONVO_DATA)
 TEST = [q for q in QUERIES if q["split"] == "test"]

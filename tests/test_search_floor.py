@@ -1,4 +1,4 @@
-""""No matches" is an answer (issue 11, item 3): the relevance floor.
+""""No matches" is an answer (docs/search.md, "No matches"): the relevance floor.
 
 The floor is in :func:`memex.search.fusion.relevant`; its figures on the eval
 vaults (unrelated queries answered with nothing, real questions never

@@ -1,4 +1,4 @@
-"""Search with the multilingual model (issue 11 follow-up): its own rule and relevance floor.
+"""Search with the multilingual model (docs/search.md): its own rule and relevance floor.
 
 multilingual-e5 packs every cosine into about 0.72..0.96, so the MiniLM
 floor (cos >= 0.30) would pass everything; its row in

@@ -1,4 +1,4 @@
-"""Relative time in a query ("last week", "上周") favours memories from then (issue 11)."""
+"""Relative time in a query ("last week", "上周") favours memories from then (docs/search.md)."""
 
 from __future__ import annotations
 

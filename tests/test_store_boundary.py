@@ -58,20 +58,10 @@ def modules_outside_store() -> list[Path]:
     return sorted(p for p in PACKAGE.rglob("*.py") if STORE not in p.parents)
 
 
-# Modules whose SQL moves into the store after the feature packages' rewrite
-# lands (docs/store.md); this set only shrinks.
-PENDING = {
-    "memex/health.py", "memex/dedup/pipeline.py", "memex/erase/select.py", "memex/erase/steps.py",
-    "memex/consolidation/consolidate.py", "memex/dedup/cleanup.py", "memex/watch/watcher.py",
-    "memex/adding.py", "memex/cli/core.py", "memex/dedup/handoff.py",
-}
-
-
 def test_no_module_outside_the_store_writes_sql() -> None:
     offenders = [
-        f"{name}:{line}: {text.strip()[:60]!r}"
+        f"{path.relative_to(PACKAGE.parent)}:{line}: {text.strip()[:60]!r}"
         for path in modules_outside_store()
-        if (name := str(path.relative_to(PACKAGE.parent))) not in PENDING
         for line, text in sql_strings(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []

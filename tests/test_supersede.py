@@ -1,4 +1,4 @@
-"""Supersede, the cleanup of existing duplicates, and their CLI (issue 4, items 6 and 7)."""
+"""Supersede, the cleanup of existing duplicates, and their CLI (docs/write-path.md#dedup)."""
 
 from __future__ import annotations
 

@@ -141,7 +141,7 @@ def test_a_text_never_conflicts_with_itself(a: str) -> None:
     assert not conflicts(a, f"  {a}\n")
 
 
-# Bodies that made the value checks quadratic or worse (issue 12 item 8):
+# Bodies that made the value checks quadratic or worse (docs/consolidation.md, "Speed"):
 # a diff over repetitive units, a look-back from every capitalized word, a
 # look-ahead from every relation word. 3 KB of the first took 6 s before.
 _PATHOLOGICAL = {

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,11 +16,11 @@ import pytest
 from click.testing import CliRunner
 
 from memex.watch import state as watch_state
-from memex.cli import _register_commands, main
+from memex.cli import app
 from memex.vault import Vault, init_vault
 from tests.watchkit import TIMEOUT, found, index_matches_disk, running_watcher, wait_for
 
-_register_commands()
+main = app()  # the memex group with every command, as users run it
 
 
 def memex_cmd(*args: str) -> list[str]:
@@ -143,7 +144,13 @@ def test_add_and_reindex_while_the_watcher_runs(watch_proc: subprocess.Popen[str
             assert vault.get(memory_id).body.strip() == f"Concurrent memory {i} about wallaby{i}"
             assert found(vault, f"wallaby{i}")
         assert all(found(vault, f"quoll{i}") for i in range(0, 30, 5))
-    time.sleep(0.2)
+    # Stop only once the watcher has handled the last changes (so its stderr,
+    # checked below, covers them): a state it wrote after their debounce.
+    def state() -> dict[str, Any]:
+        return watch_state.read_state(root / ".memex") or {}
+
+    handled_after = time.time() + state()["debounce_ms"] / 1000
+    wait_for(lambda: state().get("heartbeat_ts", 0) > handled_after, what="the watcher to handle the last changes")
     watch_proc.send_signal(signal.SIGTERM)
     assert watch_proc.wait(TIMEOUT) == 0
     _, stderr = watch_proc.communicate()

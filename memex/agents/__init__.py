@@ -3,6 +3,8 @@
 - :mod:`memex.agents.hook_io`: the plumbing every hook shares (the vault a
   hook uses, reading the event JSON, the fail-open contract, transcripts,
   work done after the answer).
+- :mod:`memex.agents.hooks`: the agent-neutral handlers, one per lifecycle
+  event (session start, prompt, stop, compaction, session end).
 - :mod:`memex.agents.claude_code`, :mod:`memex.agents.codex`,
   :mod:`memex.agents.openclaw`: one adapter per agent, each a function from
   the agent's event JSON to the answer the agent expects.

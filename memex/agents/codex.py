@@ -6,7 +6,8 @@ the same event JSON as Claude Code on stdin — ``session_id``,
 ``model``; ``prompt`` and ``turn_id`` on UserPromptSubmit; ``source`` on
 SessionStart; ``last_assistant_message`` and ``stop_hook_active`` on Stop —
 and take the same ``hookSpecificOutput.additionalContext`` answer, so the
-Claude Code handlers serve them, reading the rollout format.
+agent-neutral handlers of :mod:`memex.agents.hooks` serve them, reading
+the rollout format.
 
 ``notify = ["memex", "hook", "codex"]`` in ``~/.codex/config.toml`` makes
 Codex run memex after every turn with one JSON argument::
@@ -24,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from memex import context
-from memex.agents import claude_code
+from memex.agents import hooks
 from memex.agents.hook_io import HookResult, Payload
 from memex.errors import InvalidArgument
 from memex.vault import Vault
@@ -42,7 +43,7 @@ def _notify_turn(vault: Vault, payload: Payload) -> dict[str, Any]:
     if not isinstance(inputs, list) or not all(isinstance(m, str) for m in inputs):
         raise InvalidArgument("input-messages", "must be a list of strings")
     reply = payload.get("last-assistant-message")
-    settings = claude_code.AgentSettings.of(vault)
+    settings = hooks.AgentSettings.of(vault)
     captured = []
     for text in inputs:
         found = context.capture_keyword(vault, session, text, source="keyword", scope=settings.capture_scope)
@@ -63,4 +64,4 @@ def handle(vault: Vault, payload: Payload) -> HookResult:
         return HookResult(deferred=lambda: _notify_turn(vault, payload), vault=vault, label="notify")
     if "hook_event_name" not in payload and "type" in payload:
         return HookResult()  # other notify types (none documented yet) carry no turn
-    return claude_code.handle(vault, payload, agent=AGENT, fmt="codex")
+    return hooks.handle(vault, payload, agent=AGENT, fmt="codex")

@@ -25,13 +25,13 @@ from typing import IO, Any
 
 from memex.files import permissions
 from memex.errors import InvalidArgument, VaultNotFound
-from memex.vault import MEMEX_DIR, Vault, init_vault
+from memex.layout import is_vault
+from memex.vault import Vault, init_vault
 
 DEFAULT_VAULT = Path("~/.memex-vault")
 # Set to 1 to do the after-answer work in the hook process itself (tests,
 # platforms without fork, debugging).
 SYNC_ENV = "MEMEX_HOOK_SYNC"
-LOG_NAME = "hooks.log"
 HOOK_LOCK_WAIT = 20.0
 
 Payload = dict[str, Any]
@@ -64,14 +64,14 @@ def hook_vault(explicit: str | None, warm: bool = False) -> Vault:
     """
     if explicit:
         root = Path(explicit).expanduser()
-        if not (root / MEMEX_DIR).is_dir():
+        if not is_vault(root):
             raise VaultNotFound(
                 f"{root} is not a memex vault (from --vault or MEMEX_VAULT); "
                 f"create it with `memex init {root}` or unset MEMEX_VAULT to use {default_vault_path()}"
             )
     else:
         root = default_vault_path()
-        if not (root / MEMEX_DIR).is_dir():
+        if not is_vault(root):
             init_vault(root, git=True)
     vault = Vault(root.resolve())
     if warm:
@@ -134,7 +134,7 @@ def context_output(event: str, text: str | None) -> Payload:
 
 
 def log_path(vault: Vault) -> Path:
-    return vault.memex_dir / "cache" / LOG_NAME
+    return vault.paths.hooks_log
 
 
 def log_line(vault: Vault | None, message: str) -> None:
@@ -224,7 +224,7 @@ def run_hook(agent: str, handler: Callable[[], HookResult], out: IO[str] | None 
 
 
 def _last_session_path(vault: Vault) -> Path:
-    return vault.memex_dir / "cache" / "agents" / "last-session.json"
+    return vault.paths.agents_cache / "last-session.json"
 
 
 def remember_session(vault: Vault, agent: str, session: str, cwd: str | None) -> None:

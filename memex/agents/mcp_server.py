@@ -32,6 +32,7 @@ from memex.dedup.handoff import handoff
 from memex.dedup.supersede import supersede
 from memex.erase.steps import erase
 from memex.errors import InvalidArgument, MemexError
+from memex.health import unindexed_hint
 from memex.text import preview
 from memex.vault import Vault
 
@@ -205,6 +206,10 @@ class Tools:
             nxt = offset + len(out["hits"])
             out["truncated"] = {"shown": len(out["hits"]), "of": len(hits),
                                 "how_to_page": f"call memory_search again with offset={nxt}"}
+        if not hits:  # as `memex search` says on stderr: an empty index is not "nothing stored"
+            hint = unindexed_hint(self.vault)
+            if hint:
+                out["note"] = hint
         return out
 
     def memory_get(

@@ -38,7 +38,7 @@ import re
 from typing import Any
 
 from memex import context
-from memex.agents import claude_code
+from memex.agents import hooks
 from memex.agents.hook_io import HookResult, Payload
 from memex.config import CONFIG_RELPATH, setting, string_list
 from memex.errors import InvalidArgument
@@ -144,7 +144,7 @@ def handle(vault: Vault, payload: Payload) -> HookResult:
         if not delivered or not text.strip():
             return HookResult({"session": session, "archived": False})
         # Archived now, before the hook exits: the handler waits for it, so
-        # the next message of this conversation comes after (issue 13).
+        # the next message of this conversation comes after (docs/openclaw.md).
         _archive(vault, session, "assistant", text, scope)
         return HookResult({"session": session, "archived": True})
     captured = None
@@ -152,13 +152,13 @@ def handle(vault: Vault, payload: Payload) -> HookResult:
     # The installed handler cannot use recall (OpenClaw does not wait for it)
     # and says so with "recall": false, sparing a model load per message.
     wanted = payload.get("recall") is not False
-    if wanted and claude_code.switch(vault, "auto_recall") and text.strip():
-        window = claude_code.AgentSettings.of(vault).context_window
+    if wanted and hooks.switch(vault, "auto_recall") and text.strip():
+        window = hooks.AgentSettings.of(vault).context_window
         answer = context.assemble(vault, session, [{"role": "user", "content": text}],
                                   window, scopes=recall_scopes(vault, key, channel, peer))
         injected = list(answer.get("injected") or [])
-        block = claude_code.injected_block(answer)
-    if claude_code.switch(vault, "auto_capture"):
+        block = hooks.injected_block(answer)
+    if hooks.switch(vault, "auto_capture"):
         captured = context.capture_keyword(vault, session, text, source=SOURCE, scope=scope)
     _archive(vault, session, "user", text, scope)
     return HookResult({"session": session, "captured": captured, "injected": injected, "context": block})

@@ -10,7 +10,7 @@ the same file again finds every unchanged section already stored (exact
 dedup), so re-imports are cheap and create nothing twice.
 
 An agent names the path, so it may only name files under the allowed roots
-(issue 12, item 11): the vault, the agent's project folder (the server's
+(docs/write-path.md, "Resources come only from allowed roots"): the vault, the agent's project folder (the server's
 working folder, unless that is ``/`` or the home folder itself) and the
 folders listed in ``[resources] roots`` of the vault config. A path is
 judged by where it really is: a symbolic link out of the roots is refused,
@@ -27,6 +27,7 @@ from typing import Any
 
 from memex.config import string_list
 from memex.errors import InvalidArgument, MemexError
+from memex.layout import CONFIG_RELPATH
 from memex.vault import Vault
 
 DEFAULT_SCOPE = "resources"
@@ -84,7 +85,7 @@ def allowed_roots(vault: Vault, cwd: str | os.PathLike[str] | None = None) -> li
     # taking it as one would allow every file the user can read.
     if project != Path(project.anchor) and project != Path.home().resolve():
         roots.append(project)
-    where = "[resources] in .memex/config.toml"
+    where = f"[resources] in {CONFIG_RELPATH}"
     for entry in string_list(vault.config.section("resources"), "roots", (), where):
         root = Path(entry).expanduser()
         roots.append(root if root.is_absolute() else vault.root / root)
@@ -100,7 +101,7 @@ def _refusal(given: Path, real: Path, roots: Sequence[Path]) -> str:
     listed = ", ".join(str(r) for r in roots)
     return (
         f"{given}{via} is outside the folders resources may be imported from ({listed}); "
-        "add its folder to [resources] roots in .memex/config.toml to allow it"
+        f"add its folder to [resources] roots in {CONFIG_RELPATH} to allow it"
     )
 
 

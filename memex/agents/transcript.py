@@ -134,7 +134,7 @@ def _load_state(vault: Vault, agent: str, session: str) -> dict[str, Any]:
 
 
 def _state_path(vault: Vault, agent: str, session: str) -> Path:
-    return vault.memex_dir / "cache" / "agents" / f"{agent}-{safe_name(session)}.json"
+    return vault.paths.agents_cache / f"{agent}-{safe_name(session)}.json"
 
 
 def read_new(vault: Vault, agent: str, session: str, transcript: str, fmt: str) -> NewMessages:

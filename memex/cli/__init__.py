@@ -3,7 +3,7 @@
 Each module in this package defines ``register(main)`` and adds its commands;
 the group finds them, so a feature adds a command by adding a module. Only
 the module of the command being run is imported (:data:`COMMAND_MODULES`;
-start-up, issue 14): ``memex --version`` and ``memex search`` do not import
+start-up, docs/benchmarks.md): ``memex --version`` and ``memex search`` do not import
 the watcher, the context engine or the agent adapters. A command missing
 from that map is still found (an unknown name imports every module), only
 not as fast; tests/test_cli_startup.py keeps the map complete. Commands parse arguments, call the library, and print
@@ -24,6 +24,7 @@ import click
 
 from memex.cli import _preload
 from memex.errors import MemexError
+from memex.layout import MEMEX_DIR
 
 
 # Command name -> the module of this package that registers it.
@@ -97,7 +98,7 @@ class MemexGroup(click.Group):
             raise click.ClickException(f"{where}{exc.strerror or exc}") from exc
 
 
-VAULT_HELP = "Vault folder (default: $MEMEX_VAULT, else the nearest folder up with .memex/)."
+VAULT_HELP = f"Vault folder (default: $MEMEX_VAULT, else the nearest folder up with {MEMEX_DIR}/)."
 
 
 @click.group(cls=MemexGroup)
@@ -123,7 +124,7 @@ def _vault_after_command(ctx: click.Context, param: click.Parameter, value: str 
 
 
 def _add_vault_option(command: click.Command) -> None:
-    """Every command takes --vault after its name too (issue 14): people type
+    """Every command takes --vault after its name too (docs/cli.md): people type
     the option where they remember it, not where the group wants it."""
     if isinstance(command, click.Group):
         for sub in command.commands.values():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import sys
 import time
@@ -15,6 +16,17 @@ from memex.index.indexer import Progress
 from memex.vault import Vault, open_vault
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A number in a range that is a number: click's FloatRange lets ``nan``
+    through (every comparison with it is false) and ``inf`` past an open end."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 class TextCommand(click.Command):
@@ -62,7 +74,7 @@ def get_vault(ctx: click.Context, warm: bool = False) -> Vault:
 
     With ``warm``, the vault embeds through the warm model server that an
     agent session's hooks keep for it (memex/agents/warm.py) when one is
-    running, so a one-shot command does not load the model (issue 14).
+    running, so a one-shot command does not load the model (docs/cli.md).
     """
     obj = ctx.find_root().obj or {}
     if "vault" not in obj:
@@ -83,7 +95,7 @@ def get_vault(ctx: click.Context, warm: bool = False) -> Vault:
 def keep_model_warm(ctx: click.Context) -> None:
     """After a command run by a person at a terminal that had to load the
     model itself, start the warm model server (memex/agents/warm.py) so the
-    next searches they type do not load it again (issue 14: a one-shot
+    next searches they type do not load it again (docs/cli.md: a one-shot
     search costs ~0.4 s of CPU cold, ~0.25 s warm). It exits after
     ``[agents] warm_seconds`` idle (20 min; 0 turns this off, as does
     ``MEMEX_WARM=0``). Scripts and agents (stdout not a terminal) never

@@ -3,7 +3,7 @@
 Such a command needs the model (about 0.2 s, most of it onnxruntime building
 its session, which runs outside the GIL) and the rest of memex (about 0.15 s
 of imports, which hold it). Loading the model on a thread started before
-those imports overlaps the two (start-up, issue 14). It is only a head
+those imports overlaps the two (start-up: docs/benchmarks.md). It is only a head
 start: the vault later asks :func:`memex.embedding.embed.load_embedder` for the same
 setting, which returns the model or waits for this thread (its lock). When
 the vault's warm model server runs (memex/agents/warm.py) nothing is loaded,
@@ -20,6 +20,8 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+
+from memex.layout import is_vault
 
 COMMANDS = frozenset({"search", "add"})
 
@@ -44,10 +46,10 @@ def _guess_root(vault_path: str | None) -> Path | None:
     given = vault_path or os.environ.get("MEMEX_VAULT")
     if given:
         root = Path(given).expanduser()
-        return root if (root / ".memex").is_dir() else None
+        return root if is_vault(root) else None
     here = Path.cwd()
     for folder in (here, *here.parents):
-        if (folder / ".memex").is_dir():
+        if is_vault(folder):
             return folder
     return None
 

@@ -81,7 +81,7 @@ def _scope_options(func: Any) -> Any:
 
 def _report(data: dict[str, Any], as_json: bool, title: str) -> None:
     """What an install or uninstall did, starting with a one-word status:
-    a repeat says "unchanged", not "replaced 5" (issue 14)."""
+    a repeat says "unchanged", not "replaced 5" (docs/agents.md)."""
     if not data.get("changed"):
         status = "unchanged"
     elif "removed" in data:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from memex import decay
-from memex.cli._common import get_vault, json_option, key_values, print_json, short, table
+from memex.cli._common import FiniteFloatRange, get_vault, json_option, key_values, print_json, short, table
 from memex.errors import InvalidArgument
 
 # The summary fields both reports carry (only one session's report has an
@@ -113,7 +113,7 @@ def unsupersede_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
 
 @click.command("fading")
 @click.option("--scope", help="Only this scope.")
-@click.option("--within", "within_days", type=click.FloatRange(0), default=30.0, show_default=True,
+@click.option("--within", "within_days", type=FiniteFloatRange(0), default=30.0, show_default=True,
               help="Show memories that fade from recall within this many days (faded ones too).")
 @json_option
 @click.pass_context

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
 import click
 
 from memex.cli._common import (
+    FiniteFloatRange,
     TextCommand,
     get_vault,
     human_bytes,
@@ -22,9 +22,10 @@ from memex.cli._common import (
     table,
 )
 from memex.errors import InvalidArgument
+from memex.layout import MEMORIES_DIR
 from memex.records import SCORE_FIELDS, record_view
 from memex.search.hybrid import Hit
-from memex.vault import init_vault
+from memex.vault import Vault, init_vault
 
 
 MAX_LISTED = 20  # doctor names this many loose paths; --json has them all
@@ -57,7 +58,7 @@ def init_cmd(path: str, no_git: bool) -> None:
 @click.option("--session", help="Session that wrote it.")
 @click.option("--source-ref", help="Opaque handle to where it came from (used for subject erasure).")
 @click.option("--category", help="preference, constraint, decision, observation, ...")
-@click.option("--confidence", type=click.FloatRange(0.0, 1.0), help="0 to 1 (default 0.8).")
+@click.option("--confidence", type=FiniteFloatRange(0.0, 1.0), help="0 to 1 (default 0.8).")
 @click.option("--entity", "entities", multiple=True, help="An entity the memory is about (repeatable).")
 @click.option("--allow-erased", is_flag=True, help="Store it even though this text was erased before.")
 @json_option
@@ -139,18 +140,13 @@ def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
     click.echo(body)
 
 
-def _hint_unindexed(vault: Any) -> None:
-    """An empty answer from an empty index over memory files (index.db
-    deleted, a fresh clone): say so on stderr rather than let it pass as
-    "nothing stored"."""
-    from memex.index.indexer import MEMORIES_DIR
+def _hint_unindexed(vault: Vault) -> None:
+    """An empty answer from an empty index over memory files: say so on stderr."""
+    from memex import health  # not on search's start-up path: only after an empty answer
 
-    if vault.conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone():
-        return
-    for _, _, files in os.walk(vault.root / MEMORIES_DIR):
-        if any(f.endswith(".md") for f in files):
-            click.echo("note: the index holds no memories but memories/ has files; run `memex reindex`", err=True)
-            return
+    hint = health.unindexed_hint(vault)
+    if hint:
+        click.echo(f"note: {hint}", err=True)
 
 
 @click.command("list")
@@ -250,10 +246,11 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     """
     from memex import health, scopes  # not on search's start-up path (issue 14)
     from memex.files import permissions
+    from memex.store import memories
 
     vault = get_vault(ctx)
     found = health.drift(vault).as_dict()
-    unknown = scopes.unknown_scopes(vault.scope_rules, vault.conn)
+    unknown = scopes.unknown_scopes(vault.scope_rules, memories.path_scopes(vault.conn))
     # A vault is private to its user (memex/files/permissions.py): modes others can use.
     loose = permissions.loose_modes(vault.root)
     data: dict[str, Any] = {
@@ -266,7 +263,7 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     if fix:
         data["repair"] = health.repair(vault)
         data["after"] = health.drift(vault).as_dict()
-        data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, vault.conn)
+        data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, memories.path_scopes(vault.conn))
         data["modes_tightened"] = [m.as_dict() for m in permissions.tighten(vault.root)]
         problems = _doctor_problems(data["after"], data["unknown_scopes_after"])
     data["clean"] = not problems
@@ -308,8 +305,9 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     if problems:
         unknown_left = data.get("unknown_scopes_after", unknown)
         if unknown_left:
+            m = MEMORIES_DIR
             click.echo(
-                "move those files under memories/user/, memories/project/NAME/ or memories/agent/NAME/, "
+                f"move those files under {m}/user/, {m}/project/NAME/ or {m}/agent/NAME/, "
                 "set scope: in their frontmatter, or add the kind to [scopes] extra_kinds"
             )
         fixable = found["differing"] or found["unembedded"] or found["orphan_vectors"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from memex.cli._common import TextCommand, get_vault, json_option, key_values, print_json, short, table
+from memex.cli._common import FiniteFloatRange, TextCommand, get_vault, json_option, key_values, print_json, short, table
 from memex.dedup.cleanup import CleanupReport, dedup_existing
 from memex.dedup.handoff import handoff
 from memex.dedup.supersede import supersede
@@ -20,7 +20,7 @@ from memex.dedup.supersede import supersede
 @click.option("--session", help="Session that wrote it.")
 @click.option("--source-ref", help="Opaque handle to where it came from.")
 @click.option("--category", help="Category of the new memory (default: the old one's).")
-@click.option("--confidence", type=click.FloatRange(0.0, 1.0), help="0 to 1 (default 0.8).")
+@click.option("--confidence", type=FiniteFloatRange(0.0, 1.0), help="0 to 1 (default 0.8).")
 @json_option
 @click.pass_context
 def supersede_cmd(ctx: click.Context, /, old_id: str, text: str, as_json: bool, **opts: Any) -> None:

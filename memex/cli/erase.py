@@ -5,11 +5,12 @@ from __future__ import annotations
 import click
 
 from memex.cli._common import get_vault, json_option, key_values, print_json, table
+from memex.layout import ERASURE_LOG_NAME, MEMEX_DIR
 
 
 @click.command("erase")
 @click.argument("memory_id", required=False)
-@click.option("--reason", required=True, help="Why (kept in .memex/erasure.log; the erased text never is).")
+@click.option("--reason", required=True, help=f"Why (kept in {MEMEX_DIR}/{ERASURE_LOG_NAME}; the erased text never is).")
 @click.option("--source", help="Subject: only memories from this source.")
 @click.option("--source-ref", help="Subject: memories whose source_ref is REF or REF#anchor.")
 @click.option("--session", help="Subject: every memory and archive of this session.")

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from memex.watch import state as watch_state
-from memex.cli._common import get_vault, json_option, key_values, print_json
+from memex.cli._common import FiniteFloatRange, get_vault, json_option, key_values, print_json
 from memex.vault import Vault
 from memex.watch.watcher import Watcher, settings_for
 
@@ -19,7 +19,7 @@ _SHOWN_PATHS = 10
 
 @click.command("watch")
 @click.option("--debounce-ms", type=click.IntRange(1, 10_000), help="Quiet time that ends a burst of events (default from [watch], 40).")
-@click.option("--reconcile-seconds", type=click.FloatRange(min=0.1), help="Full reconcile period (default from [watch], 60).")
+@click.option("--reconcile-seconds", type=FiniteFloatRange(min=0.1), help="Full reconcile period (default from [watch], 60).")
 @click.option("-v", "--verbose", is_flag=True, help="Also log batches that changed nothing.")
 @click.option("-q", "--quiet", is_flag=True, help="Log only warnings and errors.")
 @click.pass_context
@@ -50,7 +50,7 @@ def watch_cmd(ctx: click.Context, debounce_ms: int | None, reconcile_seconds: fl
 def _serve_model(vault: Vault) -> tuple[threading.Event, threading.Thread | None]:
     """The watcher holds the vault's model anyway: it serves it to one-shot
     commands (`memex search`, `memex add`) as an agent session's warm server
-    does (memex/agents/warm.py), so they need not load it (start-up, issue 14).
+    does (memex/agents/warm.py), so they need not load it (start-up: docs/benchmarks.md).
     Off with [agents] warm_seconds = 0 or MEMEX_WARM=0, like that server."""
     from memex.agents import warm
 

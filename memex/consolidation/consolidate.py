@@ -36,7 +36,6 @@ import numpy as np
 
 from memex.embedding import embed
 from memex.config import CONFIG_RELPATH, fraction, setting, string_list
-from memex.index.db import has_vector_tables
 from memex.decay import parse_time
 from memex.errors import ConfigError, InvalidArgument
 from memex.meta_edit import update_meta, update_meta_many
@@ -216,19 +215,9 @@ def representative(items: list[Item]) -> Item:
 
 
 def _candidates(vault: Vault, session: str, scope: str | None) -> list[Item]:
-    sql = (
-        "SELECT m.rowid, m.id, m.body, m.scope, m.category, m.confidence, m.created, "
-        "COALESCE(u.access_count, 0) FROM memories m LEFT JOIN usage u ON u.memory_id = m.id "
-        "WHERE m.session = ? AND m.status = 'active'"
-    )
-    params: list[Any] = [session]
-    if scope is not None:
-        sql += " AND m.scope = ?"
-        params.append(scope)
-    sql += " ORDER BY m.created, m.id"
     return [
-        Item(int(r[0]), r[1], r[2].strip(), r[3], r[4], float(r[5]), r[6], int(r[7]))
-        for r in vault.conn.execute(sql, params)
+        Item(r.rowid, r.id, r.body.strip(), r.scope, r.category, r.confidence, r.created, r.access_count)
+        for r in vault.store.session_items(session, scope)
     ]
 
 
@@ -237,16 +226,14 @@ def _vectors(vault: Vault, items: list[Item]) -> np.ndarray | None:
     if vault.embedder is None:
         return None
     vault.indexer  # vector tables must belong to the loaded model
-    if not has_vector_tables(vault.conn):
+    store = vault.store
+    if not store.has_vectors():
         return None
     found: dict[int, np.ndarray] = {}
     rowids = [it.rowid for it in items]
     for start in range(0, len(rowids), 500):
-        part = rowids[start : start + 500]
-        for rowid, blob in vault.conn.execute(
-            f"SELECT rowid, embedding FROM memory_vec WHERE rowid IN ({','.join('?' * len(part))})", part
-        ):
-            found[int(rowid)] = embed.from_blob(blob)
+        for rowid, _, blob in store.memory_vectors_of(rowids[start : start + 500]):
+            found[rowid] = embed.from_blob(blob)
     if not found:
         return None
     dim = len(next(iter(found.values())))
@@ -407,12 +394,7 @@ def consolidate_all(
     a person put each of them there on purpose.
     """
     scope = vault.scope_filter(scope)
-    sql = "SELECT DISTINCT session FROM memories WHERE session IS NOT NULL AND status = 'active'"
-    params: list[Any] = []
-    if scope is not None:
-        sql += " AND scope = ?"
-        params.append(scope)
-    sessions = sorted(str(r[0]) for r in vault.conn.execute(sql + " ORDER BY session", params))
+    sessions = vault.store.active_sessions(scope)
     out = AllReport(scope, dry_run)
     for session in sessions:
         out.sessions.append(consolidate(vault, session, scope, dry_run, explain))

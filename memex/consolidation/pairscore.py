@@ -14,7 +14,8 @@ threshold on it (``merge_threshold``) decides. The guards of
 polarity, ... is never merged whatever its score.
 
 Cosine scales differ between embedding models, so the coefficients are a
-per-model profile (:data:`PROFILES`, keyed by the embedder's ``model_id``);
+per-model profile (each model's ``pair_score`` in memex/embedding/profiles.py,
+viewed here as :data:`PROFILES`, keyed by the embedder's ``model_id``);
 a model without a profile uses :data:`DEFAULT_PROFILE`, and no model at all
 the lexical-only :data:`LEXICAL_PROFILE`. Add a model's profile by running
 the eval script with that model and copying its ``fitted_profile``.
@@ -22,46 +23,17 @@ the eval script with that model and copying its ``fitted_profile``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from memex.embedding import profiles
+from memex.embedding.tuning import ScoreProfile as ScoreProfile
 from memex.text import content_tokens, jaccard
 
 
-@dataclass(frozen=True)
-class ScoreProfile:
-    """Logistic coefficients and the merge threshold for one embedding model."""
-
-    bias: float
-    w_cosine: float
-    w_jaccard: float
-    # Pairs scoring at or above this merge (chosen on dev for pair
-    # precision >= 0.97 with the most recall).
-    merge_threshold: float
-
-    def score(self, cosine: np.ndarray, jac: np.ndarray) -> np.ndarray:
-        z = self.bias + self.w_cosine * cosine + self.w_jaccard * jac
-        out: np.ndarray = 1.0 / (1.0 + np.exp(-z))
-        return out
-
-
-# Fitted by scripts/eval_consolidate.py on the same-topic dev pairs the
-# guards let through (its "fitted_profile"); docs/consolidation.md has the
-# figures. For MiniLM the merge line is about cosine >= 0.61 - 0.04 * Jaccard:
-# on this data cosine carries nearly all the evidence.
-PROFILES: dict[str, ScoreProfile] = {
-    "all-MiniLM-L6-v2-int8": ScoreProfile(bias=-8.498, w_cosine=15.647, w_jaccard=0.682, merge_threshold=0.74),
-    # multilingual-e5-small: its cosines are compressed (unrelated pairs sit
-    # at 0.75-0.92), so MiniLM's profile would merge almost everything
-    # (pair precision 0.24 on the test split). Fitted on dev with
-    # `scripts/eval_consolidate.py --model multilingual --min-precision 0.95`.
-    "multilingual-e5-small-q4": ScoreProfile(bias=-18.409, w_cosine=17.198, w_jaccard=16.348, merge_threshold=0.62),
-}
-DEFAULT_PROFILE = PROFILES["all-MiniLM-L6-v2-int8"]
-# Without a model only Jaccard speaks ("fitted_lexical_profile"): about
-# Jaccard >= 0.33 merges.
-LEXICAL_PROFILE = ScoreProfile(bias=-3.792, w_cosine=0.0, w_jaccard=21.876, merge_threshold=0.97)
+# Views of the one table of per-model numbers (memex/embedding/profiles.py).
+PROFILES: dict[str, ScoreProfile] = {m: p.pair_score for m, p in profiles.PROFILES.items()}
+DEFAULT_PROFILE = profiles.MINILM.pair_score
+LEXICAL_PROFILE = profiles.LEXICAL_PAIR_SCORE
 
 
 def profile_for(model_id: str | None) -> ScoreProfile:

@@ -1,6 +1,6 @@
 """The context engine: what agents see of memex, and what memex keeps of them.
 
-The agreed API (issue 6, items 4 and 5); every function takes an open
+The API of docs/context-engine.md; every function takes an open
 :class:`memex.Vault` first and returns JSON-serializable data:
 
 - :func:`assemble` — recalled memories into the latest user message; the

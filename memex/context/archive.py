@@ -30,13 +30,13 @@ from memex.errors import InvalidArgument
 from memex.files.locking import file_lock
 from memex.files.memory_file import atomic_write
 from memex.files.names import safe_name
+from memex.layout import SESSIONS_DIR
 from memex.records import now_iso
 from memex.text import content_tokens, preview
 
 if TYPE_CHECKING:
     from memex.vault import Vault
 
-SESSIONS_DIR = "sessions"
 TURNS = "turns.jsonl"
 STATE = "state.json"
 SUMMARY = "summary.md"
@@ -61,13 +61,13 @@ def folder_name(session: str) -> str:
 
 
 def session_dir(vault: Vault, session: str) -> Path:
-    return vault.root / SESSIONS_DIR / folder_name(session)
+    return vault.paths.session_dir(folder_name(session))
 
 
 @contextmanager
 def session_lock(vault: Vault, session: str, timeout: float = 30.0) -> Iterator[None]:
     """Serialize writers of one session (hooks of two agents may overlap)."""
-    with file_lock(vault.memex_dir / f"session-{folder_name(session)}.lock", timeout):
+    with file_lock(vault.paths.session_lock(folder_name(session)), timeout):
         yield
 
 

@@ -1,4 +1,4 @@
-"""The budget arithmetic of the full-context path (issue 6, item 4).
+"""The budget arithmetic of the full-context path (docs/context-engine.md).
 
 Of a ``token_budget``:
 

@@ -176,7 +176,7 @@ def spawn_commit(vault: Vault, session: str, *, source: str | None = None, scope
         kwargs["start_new_session"] = True
     else:  # pragma: no cover - Windows
         kwargs["creationflags"] = getattr(subprocess, "DETACHED_PROCESS", 0)
-    log_path = vault.memex_dir / "cache" / "context-commit.log"
+    log_path = vault.paths.context_commit_log
     with permissions.open_append(log_path, binary=True) as log:  # the child keeps its own copy of the handle
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, **kwargs

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memex.search.hybrid import Hit
+from memex.text import escape as escape  # re-exported: the block's escaping, shared with the hand-off note
 from memex.text import strip_injected
 
 OPEN_TAG = "<relevant-memories>"
@@ -32,16 +33,6 @@ SUMMARY_HEADER = (
 )
 _HAS_BLOCK = re.compile(r"<relevant-memories\b", re.IGNORECASE)
 _SUMMARY_BLOCK = re.compile(rf"<{SUMMARY_TAG}\b[^>]*>.*?</{SUMMARY_TAG}\s*>", re.IGNORECASE | re.DOTALL)
-
-
-def escape(text: str) -> str:
-    """Make text inert inside the block: no tag can be opened or closed."""
-    return (
-        text.replace("&", "&amp;")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace('"', "&quot;")
-    )
 
 
 def _memory_open(hit: Hit) -> str:

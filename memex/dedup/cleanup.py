@@ -44,27 +44,15 @@ class CleanupReport:
 
 
 def _plan(vault: Vault) -> list[DuplicateGroup]:
-    conn = vault.conn
+    store = vault.store
     groups: list[DuplicateGroup] = []
-    keys = conn.execute(
-        "SELECT scope, body_hash FROM memories WHERE status = 'active' "
-        "GROUP BY scope, body_hash HAVING count(*) > 1 ORDER BY scope, min(created)"
-    ).fetchall()
-    for scope, digest in keys:
-        rows = conn.execute(
-            "SELECT id, confidence, created, body FROM memories "
-            "WHERE scope = ? AND body_hash = ? AND status = 'active'",
-            (scope, digest),
-        ).fetchall()
+    for scope, digest in store.duplicate_keys():
+        rows = store.active_with_hash(scope, digest)
         # Highest confidence first, then the newest; the id breaks ties so
         # two runs over the same vault agree.
-        rows.sort(key=lambda r: (-float(str(r[1])), _neg(str(r[2])), str(r[0])))
+        rows.sort(key=lambda r: (-r.confidence, _neg(r.created), r.id))
         keep = rows[0]
-        groups.append(
-            DuplicateGroup(
-                str(scope), str(keep[0]), [str(r[0]) for r in rows[1:]], preview(str(keep[3]), 80)
-            )
-        )
+        groups.append(DuplicateGroup(scope, keep.id, [r.id for r in rows[1:]], preview(keep.body, 80)))
     return groups
 
 

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from memex.dedup.pipeline import Thresholds, echo_cutoff
 from memex.errors import InvalidArgument
-from memex.context.inject import escape
-from memex.text import preview
+from memex.text import escape, preview
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -52,12 +51,7 @@ def handoff(vault: Vault, session: str) -> Handoff:
     note = Handoff(session)
     if not sources:
         return note
-    rows = vault.conn.execute(
-        f"SELECT id, scope, source, created, body FROM memories WHERE session = ? "
-        f"AND status = 'active' AND source IN ({','.join('?' * len(sources))}) AND created >= ? "
-        "ORDER BY created, id LIMIT ?",
-        (session, *sources, echo_cutoff(limits), MAX_ITEMS),
-    )
+    rows = vault.store.session_rows(session, sources, echo_cutoff(limits), MAX_ITEMS, newest_first=False)
     note.items = [
         # Escaped as in the <relevant-memories> block: the note reaches the agent
         # in its context and through MCP, and a preview is memory data.

@@ -28,22 +28,22 @@ import datetime as dt
 import re
 import unicodedata
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import apsw
 import numpy as np
 
 from memex.embedding import embed
 from memex.embedding import profiles
 from memex.index import vecmatrix
 from memex.config import Config, fraction, setting, string_list
-from memex.index.db import has_vector_tables
 from memex.errors import ConfigError
 from memex.embedding.profiles import ModelProfile
-from memex.text import body_hash, content_tokens, fts_query, jaccard
+from memex.layout import CONFIG_RELPATH
+from memex.store import IndexStore
+from memex.store.sqlite import as_store
+from memex.text import body_hash, content_tokens, jaccard
 from memex.dedup.values import conflicts, differs_in_number
-
-if TYPE_CHECKING:
-    from memex.vault import Vault
 
 # How many neighbours each layer looks at: enough to find a duplicate among
 # many memories on the same topic, few enough to keep add fast at 10k.
@@ -125,7 +125,7 @@ class Thresholds:
         """The vault's ``[dedup]`` over the defaults; the cosine defaults are
         those of the loaded model's profile (:mod:`memex.embedding.profiles`)."""
         section = config.section("dedup")
-        where = "[dedup] in .memex/config.toml"
+        where = f"[dedup] in {CONFIG_RELPATH}"
         model = profile if profile is not None else profiles.for_model(None)
         defaults: dict[str, Any] = {
             "cosine_duplicate": model.cosine_duplicate,
@@ -161,29 +161,32 @@ class _Neighbour:
     cosine: float | None = None
 
 
-def check(vault: Vault, cand: Candidate) -> Decision:
-    """Decide whether ``cand`` is new (run before the write lock; see memex/adding.py)."""
-    embedder = vault.embedder if cand.qvec is not None else None
-    limits = Thresholds.from_config(vault.config, profiles.for_model(embedder.model_id if embedder else None))
-    conn = vault.conn
+def check(
+    index: apsw.Connection | IndexStore, config: Config, embedder: embed.Embedder | None, cand: Candidate
+) -> Decision:
+    """Decide whether ``cand`` is new (run before the write lock; see memex/adding.py).
+
+    ``embedder`` is the model that made ``cand.qvec``; its profile sets the
+    cosine thresholds (none without a query vector). ``index`` is the vault's
+    connection or any backend's store (docs/store.md).
+    """
+    model_id = embedder.model_id if embedder is not None and cand.qvec is not None else None
+    limits = Thresholds.from_config(config, profiles.for_model(model_id))
+    store = as_store(index)
     # Active memories only: a body equal to a *superseded* one is a value
     # coming back ("X = 1", superseded by "X = 2", then "X = 1" again), and
     # swallowing it would lose the latest statement.
-    row = conn.execute(
-        "SELECT id FROM memories WHERE scope = ? AND body_hash = ? AND status = 'active' "
-        "AND id IS NOT ? LIMIT 1",
-        (cand.scope, body_hash(cand.body), cand.supersedes),
-    ).fetchone()
-    if row is not None:
-        return Decision(status="duplicate", method="exact", existing_id=row[0], similarity=1.0)
+    existing = store.exact_duplicate(cand.scope, body_hash(cand.body), cand.supersedes)
+    if existing is not None:
+        return Decision(status="duplicate", method="exact", existing_id=existing, similarity=1.0)
 
-    neighbours = _neighbours(vault, cand, limits)
+    neighbours = _neighbours(index, store, cand, limits)
     tokens = content_tokens(cand.body)
     for n in neighbours.values():
         n.jaccard = jaccard(tokens, content_tokens(n.body))
     decision = _judge(cand, list(neighbours.values()), limits)
     if decision.status == "created":
-        echo = _turn_echo(vault, cand, tokens, limits)
+        echo = _turn_echo(store, cand, tokens, limits)
         if echo is not None:
             echo.similar_facts = decision.similar_facts
             return echo
@@ -277,71 +280,43 @@ def _judge(cand: Candidate, neighbours: list[_Neighbour], limits: Thresholds) ->
     return Decision(similar_facts=facts[:MAX_SIMILAR])
 
 
-def _neighbours(vault: Vault, cand: Candidate, limits: Thresholds) -> dict[int, _Neighbour]:
+def _neighbours(
+    index: apsw.Connection | IndexStore, store: IndexStore, cand: Candidate, limits: Thresholds
+) -> dict[int, _Neighbour]:
     """Active memories of the scope that could be the same fact: FTS top-k,
     vector top-k, and (with a model) the session's own memories."""
-    conn = vault.conn
-    found: dict[int, _Neighbour] = {}
-    match = fts_query(cand.body)
-    if match is not None:
-        for rowid, mid, body, session in conn.execute(
-            "SELECT m.rowid, m.id, m.body, m.session FROM memory_fts f JOIN memories m "
-            "ON m.rowid = f.rowid WHERE memory_fts MATCH ? AND m.scope = ? "
-            "AND m.status = 'active' AND m.id IS NOT ? ORDER BY bm25(memory_fts) LIMIT ?",
-            (match, cand.scope, cand.supersedes, FTS_CANDIDATES),
-        ):
-            found[rowid] = _Neighbour(rowid, mid, body, session)
-    if cand.qvec is None or not has_vector_tables(vault.conn):
+    found: dict[int, _Neighbour] = {
+        n.rowid: _Neighbour(*n) for n in store.fts_neighbours(cand.body, cand.scope, cand.supersedes, FTS_CANDIDATES)
+    }
+    if cand.qvec is None or not store.has_vectors():
         return found
     qvec = cand.qvec
     # A long-lived process (MCP server, watcher, a session's hooks through
     # one vault) has the in-process copy: exact, and 10x faster than
     # sqlite-vec's scan at 100k. A one-shot `memex add` uses sqlite-vec.
-    matrix = vecmatrix.for_connection(conn, may_load=False)
+    # The in-process copy exists for SQLite only (docs/store.md).
+    matrix = vecmatrix.for_connection(index, may_load=False) if isinstance(index, apsw.Connection) else None
     sims: dict[int, float] = (
-        matrix.nearest_bodies(qvec, VECTOR_CANDIDATES) if matrix is not None else {
-            int(rowid): 1.0 - float(dist)
-            for rowid, dist in conn.execute(
-                "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = ?",
-                (embed.to_blob(qvec), VECTOR_CANDIDATES),
-            )
-        }
+        matrix.nearest_bodies(qvec, VECTOR_CANDIDATES) if matrix is not None
+        else store.knn_bodies(embed.to_blob(qvec), VECTOR_CANDIDATES)
     )
-    cosines = matrix.body_cosines if matrix is not None else (lambda q, rows: _cosines(vault, q, rows))
+    cosines = matrix.body_cosines if matrix is not None else (lambda q, rows: _cosines(store, q, rows))
     if cand.session is not None:
         # The session's memories may not be among the global nearest ones.
-        session_rows = [
-            r for (r,) in conn.execute(
-                "SELECT rowid FROM memories WHERE session = ? AND scope = ? AND status = 'active' "
-                "ORDER BY created DESC LIMIT ?",
-                (cand.session, cand.scope, SESSION_CANDIDATES),
-            )
-        ]
+        session_rows = store.session_rowids(cand.session, cand.scope, SESSION_CANDIDATES)
         sims.update(cosines(qvec, [r for r in session_rows if r not in sims]))
     sims.update(cosines(qvec, [r for r in found if r not in sims]))
     # Vector-only neighbours below the "similar" band can play no part.
     missing = [r for r, sim in sims.items() if r not in found and sim >= limits.cosine_similar]
-    if missing:
-        for rowid, mid, body, session in conn.execute(
-            f"SELECT rowid, id, body, session FROM memories WHERE rowid IN ({','.join('?' * len(missing))}) "
-            "AND scope = ? AND status = 'active' AND id IS NOT ?",
-            (*missing, cand.scope, cand.supersedes),
-        ):
-            found[rowid] = _Neighbour(rowid, mid, body, session)
+    for row in store.neighbours_among(missing, cand.scope, cand.supersedes):
+        found[row.rowid] = _Neighbour(*row)
     for rowid, n in found.items():
         n.cosine = sims.get(rowid)
     return found
 
 
-def _cosines(vault: Vault, qvec: np.ndarray, rowids: list[int]) -> dict[int, float]:
-    # One point lookup per row: vec0 answers "rowid = ?" from its index but
-    # scans for "rowid IN (...)" (measured: 20 rows 0.1 ms vs 1.3 ms at 10k).
-    out: dict[int, float] = {}
-    for rowid in rowids:
-        row = vault.conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()
-        if row is not None:
-            out[rowid] = float(np.dot(embed.from_blob(row[0]), qvec))
-    return out
+def _cosines(store: IndexStore, qvec: np.ndarray, rowids: list[int]) -> dict[int, float]:
+    return {r: float(np.dot(embed.from_blob(blob), qvec)) for r, blob in store.body_vectors(rowids).items()}
 
 
 def _iso(moment: dt.datetime) -> str:
@@ -354,7 +329,7 @@ def echo_cutoff(limits: Thresholds) -> str:
     return _iso(now - dt.timedelta(seconds=limits.echo_window_seconds))
 
 
-def _turn_echo(vault: Vault, cand: Candidate, tokens: set[str], limits: Thresholds) -> Decision | None:
+def _turn_echo(store: IndexStore, cand: Candidate, tokens: set[str], limits: Thresholds) -> Decision | None:
     """Layer 5: an agent restating a hook's verbatim capture of this session."""
     if (
         cand.session is None
@@ -365,12 +340,8 @@ def _turn_echo(vault: Vault, cand: Candidate, tokens: set[str], limits: Threshol
         return None
     sources = limits.echo_capture_sources
     best: tuple[float, str] | None = None
-    for mid, body in vault.conn.execute(
-        f"SELECT id, body FROM memories WHERE session = ? AND status = 'active' "
-        f"AND source IN ({','.join('?' * len(sources))}) AND created >= ? "
-        "ORDER BY created DESC LIMIT ?",
-        (cand.session, *sources, echo_cutoff(limits), ECHO_CANDIDATES),
-    ):
+    rows = store.session_rows(cand.session, sources, echo_cutoff(limits), ECHO_CANDIDATES, newest_first=True)
+    for mid, _, _, _, body in rows:
         # A different number is a new value, not an echo: let it through.
         if differs_in_number(body, cand.body):
             continue

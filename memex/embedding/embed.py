@@ -85,7 +85,7 @@ class FastEmbedder:
     """fastembed's TextEmbedding over a local model folder.
 
     With ``direct`` (the bundled model), the same model runs on onnxruntime
-    without importing fastembed (memex/embedding/onnx.py: start-up, issue 14).
+    without importing fastembed (memex/embedding/onnx.py; start-up: docs/benchmarks.md).
     """
 
     def __init__(

@@ -1,4 +1,13 @@
-"""Per-model cosine thresholds: what "the same fact" looks like to each model.
+"""Every per-model number, one profile per embedding model: the one table.
+
+A :class:`ModelProfile` holds what memex measured for one model: the dedup
+cosine thresholds (below), the search calibration and fusion rule
+(:class:`memex.embedding.tuning.Calibration`, :class:`~memex.embedding.tuning.Fusion`;
+docs/search.md) and consolidation's pair score
+(:class:`~memex.embedding.tuning.ScoreProfile`; docs/consolidation.md).
+Search, dedup, consolidation and the context engine read their numbers from
+here (memex/search/fusion.py, memex/consolidation/pairscore.py and
+memex/dedup/pipeline.py look them up by model id).
 
 Cosine scales differ between models. all-MiniLM-L6-v2 spreads unrelated
 texts over roughly -0.1..0.5; multilingual-e5-small packs them into
@@ -24,9 +33,18 @@ were in force.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 
 from memex.embedding.embed import DEFAULT_MODEL_ID, MULTILINGUAL_MODEL_ID
+from memex.embedding.tuning import Calibration, Fusion, ScoreProfile
+
+# The dedup figures the index records (meta ``model_profile``): the same
+# keys whatever else a profile holds, so an index is not rebuilt for a
+# change in search or consolidation numbers.
+_META_FIELDS = (
+    "model_id", "cosine_duplicate", "cosine_similar", "session_cosine_duplicate", "cjk_cosine",
+    "cjk_cosine_duplicate", "recall_score_threshold",
+)
 
 
 @dataclass(frozen=True)
@@ -38,7 +56,6 @@ class ModelProfile:
     cosine_similar: float
     # The same within one session.
     session_cosine_duplicate: float
-    # Consolidation's merge score is fitted per model in memex/consolidation/pairscore.py.
     # Whether cosine may decide for Chinese/Japanese/Korean text. The
     # English-only MiniLM maps most CJK characters to [UNK]: two unrelated
     # Chinese sentences can score 1.0 there.
@@ -52,9 +69,71 @@ class ModelProfile:
     # BM25, memex/search/hybrid.py), so it follows the model's cosine scale; to be
     # measured again whenever the fusion changes (scripts/context_threshold.py).
     recall_score_threshold: float
+    # Search: what this model's cosines mean (the relevance floor), and the
+    # rule that fuses them with BM25 (memex/search/fusion.py, docs/search.md).
+    calibration: Calibration
+    fusion: Fusion
+    # Consolidation's merge score (memex/consolidation/pairscore.py,
+    # docs/consolidation.md).
+    pair_score: ScoreProfile
 
     def as_meta(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        return json.dumps({name: getattr(self, name) for name in _META_FIELDS}, sort_keys=True)
+
+
+# Measured with scripts/eval_search.py --floor (docs/search.md, "No matches").
+# The MiniLM *_cjk values only serve the "calibrated" normalization: with
+# trust_cjk False its cosine never clears the floor for a CJK query.
+_MINILM_CALIBRATION = Calibration(
+    unrelated=0.15, strong=0.65, floor=0.3, unrelated_cjk=0.35, strong_cjk=0.85, floor_cjk=0.3,
+    trust_cjk=False,
+)
+# multilingual-e5-small packs everything into 0.72..0.96. Floors measured
+# with `scripts/eval_search.py --model multilingual --floor` and a sweep
+# (docs/search.md): a hit passes on cos >= 0.835 (EN) / 0.86 (CJK), or on
+# cos >= 0.805 when it shares a content word with the query. The best
+# cosine of an unrelated EN query reaches 0.85 while convo evidence
+# starts at 0.80, so one bar cannot do both.
+_MULTILINGUAL_CALIBRATION = Calibration(
+    unrelated=0.80, strong=0.90, floor=0.35, unrelated_cjk=0.82, strong_cjk=0.92, floor_cjk=0.4,
+    trust_cjk=True, floor_shared_word=0.05,
+)
+# For a model nobody has measured: the MiniLM scale for the "calibrated"
+# normalization, and no cosine floor.
+FALLBACK_CALIBRATION = Calibration(
+    unrelated=0.15, strong=0.65, floor=0.0, unrelated_cjk=0.35, strong_cjk=0.85, floor_cjk=0.0,
+    trust_cjk=True, measured=False,
+)
+
+# MiniLM's rule: chosen on the dev splits of both labelled sets, then the
+# proper-name bonus on top (+0.015 on the dev objective, convo dev
+# recall@5 +0.045 [+0.009, +0.091]; docs/search.md).
+_MINILM_FUSION = Fusion(
+    "blend", 0.7, "sat", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4,
+    collapse_duplicates=True, time_boost=0.3, name_boost=0.15, name_mode="mention",
+)
+# multilingual-e5: its cosines are compressed (0.72..0.96 for everything), so
+# a raw-cosine blend sees almost no contrast; min-max over the query's
+# candidates restores it. Chosen on dev of both sets with
+# `scripts/eval_search.py --model multilingual --choose` (docs/search.md).
+_MULTILINGUAL_FUSION = Fusion(
+    "blend", 0.5, "sat", "minmax", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4,
+    collapse_duplicates=True, time_boost=0.3, name_boost=0.2, name_mode="mention",
+)
+
+# Fitted by scripts/eval_consolidate.py on the same-topic dev pairs the
+# guards let through (its "fitted_profile"); docs/consolidation.md has the
+# figures. For MiniLM the merge line is about cosine >= 0.61 - 0.04 * Jaccard:
+# on this data cosine carries nearly all the evidence.
+_MINILM_PAIR_SCORE = ScoreProfile(bias=-8.498, w_cosine=15.647, w_jaccard=0.682, merge_threshold=0.74)
+# multilingual-e5-small: its cosines are compressed (unrelated pairs sit
+# at 0.75-0.92), so MiniLM's profile would merge almost everything
+# (pair precision 0.24 on the test split). Fitted on dev with
+# `scripts/eval_consolidate.py --model multilingual --min-precision 0.95`.
+_MULTILINGUAL_PAIR_SCORE = ScoreProfile(bias=-18.409, w_cosine=17.198, w_jaccard=16.348, merge_threshold=0.62)
+# Without a model only Jaccard speaks ("fitted_lexical_profile"): about
+# Jaccard >= 0.33 merges.
+LEXICAL_PAIR_SCORE = ScoreProfile(bias=-3.792, w_cosine=0.0, w_jaccard=21.876, merge_threshold=0.97)
 
 
 MINILM = ModelProfile(
@@ -65,6 +144,9 @@ MINILM = ModelProfile(
     cjk_cosine=False,
     cjk_cosine_duplicate=1.0,
     recall_score_threshold=0.31,
+    calibration=_MINILM_CALIBRATION,
+    fusion=_MINILM_FUSION,
+    pair_score=_MINILM_PAIR_SCORE,
 )
 
 MULTILINGUAL = ModelProfile(
@@ -79,6 +161,9 @@ MULTILINGUAL = ModelProfile(
     # nothing, wrong memories at most 0.23; 0.44 is the midpoint
     # (scripts/context_threshold.py --model multilingual --threshold 0).
     recall_score_threshold=0.44,
+    calibration=_MULTILINGUAL_CALIBRATION,
+    fusion=_MULTILINGUAL_FUSION,
+    pair_score=_MULTILINGUAL_PAIR_SCORE,
 )
 
 PROFILES: dict[str, ModelProfile] = {p.model_id: p for p in (MINILM, MULTILINGUAL)}
@@ -93,15 +178,8 @@ def for_model(model_id: str | None) -> ModelProfile:
     found = PROFILES.get(model_id)
     if found is not None:
         return found
-    return ModelProfile(
-        model_id=model_id,
-        cosine_duplicate=MINILM.cosine_duplicate,
-        cosine_similar=MINILM.cosine_similar,
-        session_cosine_duplicate=MINILM.session_cosine_duplicate,
-        cjk_cosine=False,
-        cjk_cosine_duplicate=1.0,
-        recall_score_threshold=MINILM.recall_score_threshold,
-    )
+    # Search applies no cosine floor for it: its cosines mean nothing known.
+    return replace(MINILM, model_id=model_id, calibration=FALLBACK_CALIBRATION)
 
 
 def for_setting(setting: str) -> ModelProfile:

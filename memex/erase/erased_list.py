@@ -1,4 +1,4 @@
-"""The list of erased bodies, kept only as keyed hashes (issue 5, "never again").
+"""The list of erased bodies, kept only as keyed hashes (docs/forgetting.md).
 
 After an erasure, an agent hook re-reading an old transcript must not store
 the same text again. So memex remembers what it erased, but only as
@@ -20,7 +20,7 @@ Both live in files under ``.memex/`` so that they survive deleting
 What counts as the same text: the body as dedup normalizes it (provenance
 prefix and injected blocks removed, Unicode NFC, whitespace runs collapsed,
 case folded), then with punctuation and symbols at either end trimmed, so
-"My PIN is 4711." and "my pin is 4711" are one text (issue 14 item 8). Lists
+"My PIN is 4711." and "my pin is 4711" are one text (docs/forgetting.md). Lists
 written before that trimming existed hold the untrimmed form; both forms are
 checked.
 
@@ -45,10 +45,11 @@ from pathlib import Path
 
 from memex.files import permissions
 from memex.errors import IndexStoreError
+from memex.layout import ERASE_KEY_NAME, ERASED_LIST_NAME
 from memex.text import body_hash, normalize, strip_injected
 
-KEY_NAME = "erase.key"
-LIST_NAME = "erased.txt"
+KEY_NAME = ERASE_KEY_NAME
+LIST_NAME = ERASED_LIST_NAME
 ALLOW = "allow"
 
 

@@ -12,7 +12,7 @@ names the remotes it saw.
 
 The text is looked for by reading every object (``git cat-file
 --batch-all-objects``), not with ``git log -S TEXT``: a body is an argument
-there, and the kernel refuses arguments over 128 KB (issue 12 item 5). A blob
+there, and the kernel refuses arguments over 128 KB. A blob
 holds an erased file when it has the erased id line (``id: ID``), or when it
 is a memory file whose body is an erased one as the erased list compares, or
 (bodies of at least :data:`QUOTE_MIN` characters, so a short body does not
@@ -32,6 +32,7 @@ from typing import Any
 
 from memex.erase.erased_list import canonical
 from memex.errors import GitHistoryError, InvalidArgument
+from memex.layout import MEMEX_DIR, WRITERS_DIR
 
 GIT_TIMEOUT = 600
 UNREACHABLE = (
@@ -236,7 +237,7 @@ def _refuse_dirty(top: Path, allowed: set[str]) -> None:
         entry[3:] for entry in out.split("\0")
         if len(entry) > 3 and entry[3:] not in allowed
         # a writer note (memex/files/writers.py) an older vault committed: runtime state the next open removes
-        and "/.memex/writers/" not in "/" + entry[3:]
+        and f"/{MEMEX_DIR}/{WRITERS_DIR}/" not in "/" + entry[3:]
     ]
     if dirty:
         shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")

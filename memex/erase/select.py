@@ -35,18 +35,17 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import apsw
-
 from memex.files import memory_file
 from memex.erase.erased_list import canonical
 from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.files.names import safe_name
+from memex.layout import SESSIONS_DIR
 from memex.records import path_id
+from memex.store import IndexStore
+from memex.store.queries import TargetRow
 from memex.text import tokens
 
-SESSIONS_DIR = "sessions"
 _JSON_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[nrtbf\"\\/])")
-_COLUMNS = "rowid, id, path, body, source, source_ref, session, supersedes, superseded_by"
 
 
 @dataclass(frozen=True)
@@ -74,8 +73,8 @@ class Selection:
     temp_names: list[str] = field(default_factory=list)  # temp files seen in memories/ (memex.files.orphans)
 
 
-def _targets(conn: apsw.Connection, where: str, params: tuple[object, ...]) -> list[Target]:
-    return [Target(*row) for row in conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE {where}", params)]
+def _targets(rows: list[TargetRow]) -> list[Target]:
+    return [Target(*row) for row in rows]
 
 
 def _unescape(match: re.Match[str]) -> str:
@@ -123,35 +122,24 @@ def _read_line(root: Path, rel: str) -> str:
     return token_line(raw.decode("utf-8", errors="replace"))
 
 
-def by_id(conn: apsw.Connection, memory_id: str) -> list[Target]:
-    found = _targets(conn, "id = ?", (memory_id,))
+def by_id(store: IndexStore, memory_id: str) -> list[Target]:
+    found = _targets(store.targets_by_id(memory_id))
     if not found:
         raise MemoryNotFound(memory_id)
     return found
 
 
 def by_subject(
-    conn: apsw.Connection, source: str | None, source_ref: str | None, session: str | None
+    store: IndexStore, source: str | None, source_ref: str | None, session: str | None
 ) -> list[Target]:
     """Memories of one subject: ``source_ref`` matches itself or ``REF#anchor``."""
     if source_ref is None and session is None:
         raise InvalidArgument("--source-ref/--session", "name the subject: a source_ref, a session, or both")
-    clauses: list[str] = []
-    params: list[object] = []
-    if source is not None:
-        clauses.append("source = ?")
-        params.append(source)
-    if source_ref is not None:
-        clauses.append("(source_ref = ? OR substr(source_ref, 1, ?) = ?)")
-        params += [source_ref, len(source_ref) + 1, source_ref + "#"]
-    if session is not None:
-        clauses.append("session = ?")
-        params.append(session)
-    return _targets(conn, " AND ".join(clauses), tuple(params))
+    return _targets(store.targets_of_subject(source, source_ref, session))
 
 
 def expand(
-    conn: apsw.Connection,
+    store: IndexStore,
     root: Path,
     start: list[Target],
     follow_derived: bool,
@@ -186,8 +174,8 @@ def expand(
                     folder = _session_folder(rel)
                     sel.archives.extend(a for a in archives if _session_folder(a) == folder and a not in sel.archives)
         if follow_derived:
-            new.extend(_derived(conn, sel))
-            new.extend(_from_archives(conn, sel))
+            new.extend(_derived(store, sel))
+            new.extend(_from_archives(store, sel))
         new = [t for t in new if t.id not in sel.memories]
         if not new:
             return sel
@@ -196,38 +184,25 @@ def expand(
             sel.derived.append(t.id)
 
 
-def _derived(conn: apsw.Connection, sel: Selection) -> list[Target]:
+def _derived(store: IndexStore, sel: Selection) -> list[Target]:
     """Memories all of whose parents are erased."""
     erased = set(sel.memories)
-    marks = ",".join("?" * len(erased))
-    ids = tuple(erased)
-    candidates = _targets(
-        conn,
-        f"id NOT IN ({marks}) AND (supersedes IN ({marks}) OR id IN "
-        f"(SELECT superseded_by FROM memories WHERE id IN ({marks})))",
-        ids * 3,
-    )
+    candidates = _targets(store.supersede_children(tuple(erased)))
     out: list[Target] = []
     for cand in candidates:
-        parents = {r[0] for r in conn.execute("SELECT id FROM memories WHERE superseded_by = ?", (cand.id,))}
-        if cand.supersedes and conn.execute(
-            "SELECT 1 FROM memories WHERE id = ?", (cand.supersedes,)
-        ).fetchone() is not None:
+        parents = store.superseded_by(cand.id)
+        if cand.supersedes and store.has_id(cand.supersedes):
             parents.add(cand.supersedes)
         if parents and parents <= erased:
             out.append(cand)
     return out
 
 
-def _from_archives(conn: apsw.Connection, sel: Selection) -> list[Target]:
+def _from_archives(store: IndexStore, sel: Selection) -> list[Target]:
     """Memories extracted from an erased archive (``source_ref`` = its path)."""
     out: list[Target] = []
     for rel in sel.archives:
-        out.extend(_targets(
-            conn,
-            "source_ref = ? OR substr(source_ref, 1, ?) = ?",
-            (rel, len(rel) + 1, rel + "#"),
-        ))
+        out.extend(_targets(store.targets_from_ref(rel)))
     return out
 
 
@@ -245,7 +220,7 @@ def _claims(rel: str, data: bytes, memory_id: str) -> tuple[bool, str]:
     return own_id == memory_id, mf.body
 
 
-def files_to_read(conn: apsw.Connection, on_disk: dict[str, os.stat_result], ids: list[str]) -> list[str]:
+def files_to_read(store: IndexStore, on_disk: dict[str, os.stat_result], ids: list[str]) -> list[str]:
     """The files whose id the index cannot vouch for, sorted.
 
     A file indexed as it is now (same size and mtime) has its row's id (a
@@ -256,19 +231,17 @@ def files_to_read(conn: apsw.Connection, on_disk: dict[str, os.stat_result], ids
     naming one of ``ids``) must be read: so a vault the index agrees with
     costs an erase no file reads.
     """
-    rows = {str(p): (s, m) for p, s, m in conn.execute("SELECT path, size, mtime_ns FROM memories")}
-    errors = {
-        str(p): (s, m, str(r)) for p, s, m, r in conn.execute("SELECT path, size, mtime_ns, reason FROM index_errors")
-    }
+    rows = store.sync_rows()
+    errors = store.index_errors()
     out: list[str] = []
     for rel, st in on_disk.items():
         row = rows.get(rel)
-        if row is not None and row[0] == st.st_size and row[1] == st.st_mtime_ns:
+        if row is not None and row.size == st.st_size and row.mtime_ns == st.st_mtime_ns:
             continue
         err = errors.get(rel)
         if (
-            row is None and err is not None and err[0] == st.st_size and err[1] == st.st_mtime_ns
-            and not any(i in err[2] for i in ids)
+            row is None and err is not None and err.size == st.st_size and err.mtime_ns == st.st_mtime_ns
+            and not any(i in err.reason for i in ids)
         ):
             continue
         out.append(rel)
@@ -302,7 +275,7 @@ def claiming_files(root: Path, paths: list[str], ids: list[str]) -> dict[str, tu
 _ASCII_WORD = re.compile(r"[a-z0-9]{4,}")
 
 
-def same_text(conn: apsw.Connection, bodies: list[str], exclude: set[str]) -> list[Target]:
+def same_text(store: IndexStore, bodies: list[str], exclude: set[str]) -> list[Target]:
     """Indexed memories (not in ``exclude``) whose text is an erased one, as the erased list compares.
 
     SQLite narrows the rows first: a body with the same canonical text holds
@@ -314,13 +287,7 @@ def same_text(conn: apsw.Connection, bodies: list[str], exclude: set[str]) -> li
     out: dict[str, Target] = {}
     for form in forms:
         words = _ASCII_WORD.findall(form)
-        if words:
-            word = max(words, key=len)
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE body LIKE ?", (f"%{word}%",))
-        else:
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM memories")
-        for row in rows:
-            target = Target(*row)
+        for target in _targets(store.targets_containing(max(words, key=len) if words else None)):
             if target.id not in exclude and canonical(target.body) == form:
                 out[target.id] = target
     return list(out.values())

@@ -43,9 +43,10 @@ from memex.erase import git_history
 from memex.erase import erased_list
 from memex.files import orphans
 from memex.index import purge
-from memex.index.db import write_txn
+from memex.store import IndexStore
 from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.faults import point
+from memex.layout import ERASURE_LOG_NAME, INDEX_NAME, MEMORIES_DIR, VaultPaths
 from memex.erase.select import Selection, by_id, by_subject, claiming_files, expand, files_to_read, same_text
 from memex.index.indexer import Indexer
 from memex.files.memory_file import fsync_dir, read
@@ -54,7 +55,6 @@ from memex.records import path_id
 if TYPE_CHECKING:
     from memex.vault import Vault
 
-LOG_NAME = "erasure.log"
 
 
 @dataclass
@@ -89,7 +89,7 @@ def _now() -> str:
 def audit(memex_dir: Path, entry: dict[str, Any]) -> None:
     """Append one JSON line to the erasure log (O_APPEND: lines never interleave)."""
     line = json.dumps({"time": _now(), **entry}, ensure_ascii=False, sort_keys=True) + "\n"
-    fd = os.open(memex_dir / LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = os.open(memex_dir / ERASURE_LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         os.write(fd, line.encode("utf-8"))
         os.fsync(fd)
@@ -117,21 +117,21 @@ def _check_args(
 def _select(
     vault: Vault, memory_id: str | None, source: str | None, source_ref: str | None, session: str | None
 ) -> Selection:
-    conn = vault.conn
+    store = vault.store
     if memory_id:
         try:
-            start = by_id(conn, memory_id)
+            start = by_id(store, memory_id)
         except MemoryNotFound:
             vault.reindex()  # a file written by hand since the last sync
             try:
-                start = by_id(conn, memory_id)
+                start = by_id(store, memory_id)
             except MemoryNotFound:
                 start = []  # not indexed: maybe a restored file the index refused
-        sel = expand(conn, vault.root, start, follow_derived=False)
+        sel = expand(store, vault.root, start, follow_derived=False)
     else:
         # Files edited or added while nothing was watching must be seen too.
         vault.reindex()
-        start = by_subject(conn, source, source_ref, session)
+        start = by_subject(store, source, source_ref, session)
         if not start and source_ref:
             # `memex import CLAUDE.md` records the absolute path: the same
             # relative path given here must reach what it imported.
@@ -139,8 +139,8 @@ def _select(
             local = Path(head).expanduser() if head else None
             if local is not None and local.exists() and str(local.resolve()) != head:
                 source_ref = str(local.resolve()) + sep + anchor
-                start = by_subject(conn, source, source_ref, session)
-        sel = expand(conn, vault.root, start, follow_derived=True, session=session)
+                start = by_subject(store, source, source_ref, session)
+        sel = expand(store, vault.root, start, follow_derived=True, session=session)
     _add_copies(vault, sel, [memory_id] if memory_id else [])
     if memory_id and not sel.memories and not sel.files:
         raise MemoryNotFound(memory_id)
@@ -160,12 +160,12 @@ def _add_copies(vault: Vault, sel: Selection, ids: list[str]) -> None:
     sel.temp_names = walker.temp_names
     indexed = {t.path for t in sel.memories.values()}
     wanted = list(dict.fromkeys([*ids, *sel.memories]))
-    unknown = files_to_read(vault.conn, on_disk, wanted)
+    unknown = files_to_read(vault.store, on_disk, wanted)
     for rel, (memory_id, body) in claiming_files(vault.root, unknown, wanted).items():
         if rel not in indexed:
             sel.files[rel] = body
     bodies = [t.body for t in sel.memories.values()] + list(sel.files.values())
-    for t in same_text(vault.conn, bodies, set(sel.memories)):
+    for t in same_text(vault.store, bodies, set(sel.memories)):
         sel.memories[t.id] = t
         sel.copies.append(t.id)
 
@@ -200,7 +200,7 @@ def _delete_files(root: Path, rels: list[str]) -> int:
 
 
 def _remove_empty_session_dirs(root: Path, archives: list[str]) -> None:
-    base = (root / "sessions").resolve()
+    base = VaultPaths(root).sessions.resolve()
     for rel in archives:
         folder = (root / rel).parent
         while folder.resolve() != base and base in folder.resolve().parents:
@@ -219,23 +219,28 @@ def _purge_index(vault: Vault, sel: Selection, paths: list[str]) -> purge.PurgeC
     (under the same id, or at the same path) since the selection.
     """
     counts = purge.PurgeCounts()
-    conn = vault.conn
+    store = vault.store
     ids = sorted({*sel.memories, *(t.id for t in sel.memories.values())})
-    with write_txn(conn):
+    with store.write_txn():
         rowids = {t.rowid for t in sel.memories.values()}
         for memory_id in ids:
-            rowids.update(int(r[0]) for r in conn.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)))
+            found = store.rowid_path_of(memory_id)
+            if found is not None:
+                rowids.add(found[0])
         for rel in paths:
-            rowids.update(int(r[0]) for r in conn.execute("SELECT rowid FROM memories WHERE path = ?", (rel,)))
+            row = store.sync_row_at(rel)
+            if row is not None:
+                rowids.add(row.rowid)
         for rowid in sorted(rowids):
-            counts.add(purge.purge_memory(conn, rowid))
-        conn.executemany("DELETE FROM index_errors WHERE path = ?", [(p,) for p in paths])
-        _drop_errors_naming(conn, paths)
-        purge.optimize_fts(conn)
+            counts.add(store.purge_memory(rowid))
+        for rel in paths:
+            store.drop_index_error(rel)
+        _drop_errors_naming(store, paths)
+        store.optimize_fts()
     return counts
 
 
-def _drop_errors_naming(conn: Any, paths: list[str]) -> None:
+def _drop_errors_naming(store: IndexStore, paths: list[str]) -> None:
     """Error rows whose path or reason holds an erased file's name (caller holds the txn).
 
     A memory file's name is made from its text's first words, and copies keep
@@ -249,10 +254,11 @@ def _drop_errors_naming(conn: Any, paths: list[str]) -> None:
     if not stems:
         return
     stale = [
-        str(path) for path, reason in conn.execute("SELECT path, reason FROM index_errors")
-        if any(s in str(path) or s in str(reason) for s in stems)
+        path for path, err in store.index_errors().items()
+        if any(s in path or s in err.reason for s in stems)
     ]
-    conn.executemany("DELETE FROM index_errors WHERE path = ?", [(p,) for p in stale])
+    for path in stale:
+        store.drop_index_error(path)
 
 
 def _purge_history_only(vault: Vault, memory_id: str, reason: str) -> EraseResult:
@@ -309,7 +315,7 @@ def erase(
         result.files_deleted = _delete_files(vault.root, paths)
         # A write killed half way left its whole text in a temp file.
         found = orphans.orphans_among(vault.root, sel.temp_names)
-        found += orphans.find_orphans(vault.root, tuple(f for f in orphans.FOLDERS if f != "memories"))
+        found += orphans.find_orphans(vault.root, tuple(f for f in orphans.FOLDERS if f != MEMORIES_DIR))
         temps = orphans.remove_orphans(vault.root, found)
         _remove_empty_session_dirs(vault.root, sel.archives)
         audit(vault.memex_dir, {
@@ -363,7 +369,7 @@ def _remains(done: list[str], purge_history: bool) -> list[str]:
     if "index" not in done:
         out.append("index rows (the next reindex, doctor --fix or watcher start purges them)")
     if "wal" not in done:
-        out.append("index.db-wal page images (truncated at the next scrub: reindex or doctor --fix)")
+        out.append(f"{INDEX_NAME}-wal page images (truncated at the next scrub: reindex or doctor --fix)")
     if "git" not in done:
         out.append(
             "git history: the rewrite did not finish; run the erase again with --purge-history"

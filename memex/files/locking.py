@@ -7,25 +7,19 @@ pipeline) runs before the lock is taken (issue 12, item 6). Other features
 take their own named lock (the watcher takes ``watch.lock`` and holds it
 while it runs).
 
-:func:`locked_txn` takes ``write.lock`` and then SQLite's write transaction,
-but never holds the lock while waiting for SQLite: a ``reindex`` batch holds
-SQLite's write lock without ``write.lock``, and whoever waited for it while
-holding ``write.lock`` made every ``add`` behind it wait too (and time out).
+:func:`memex.store.schema.locked_txn` takes ``write.lock`` and then SQLite's
+write transaction without holding the lock while waiting for SQLite.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-import apsw
-
-from memex.store import schema
 from memex.errors import LockTimeout
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
@@ -92,39 +86,3 @@ def try_file_lock(path: Path) -> IO[bytes] | None:
         return handle
     handle.close()
     return None
-
-
-# How long BEGIN IMMEDIATE may wait while write.lock is held: long enough
-# for another writer's short commit, short enough that the lock is not held
-# through a reindex batch (it is let go and taken again instead).
-_SQLITE_WAIT_MS = 50
-
-
-@contextlib.contextmanager
-def locked_txn(conn: apsw.Connection, path: Path, timeout: float | None = None) -> Iterator[None]:
-    """``write.lock`` plus a ``BEGIN IMMEDIATE`` transaction on ``conn``.
-
-    When SQLite is busy (a reindex batch is writing), the lock is released
-    and both are tried again after a pause, so nobody waits for the lock
-    behind someone who is only waiting for SQLite. ``timeout`` bounds the
-    whole wait (None: wait as long as it takes). Nested transactions
-    (``write_txn``) inside join this one.
-    """
-    deadline = None if timeout is None else time.monotonic() + timeout
-    pause = 0.005
-    while True:
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        with file_lock(path, left):
-            if schema.try_begin(conn, _SQLITE_WAIT_MS):
-                try:
-                    yield
-                except BaseException:
-                    schema.rollback(conn)
-                    raise
-                schema.commit(conn)
-                return
-        if deadline is not None and time.monotonic() >= deadline:
-            raise LockTimeout(f"{path}: the index stayed busy for over {timeout:.0f}s")
-        # Jitter: processes that let go together must not retry in lockstep.
-        time.sleep(pause * (0.5 + int.from_bytes(os.urandom(1), "big") / 255))
-        pause = min(pause * 2, 0.2)

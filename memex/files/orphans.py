@@ -1,4 +1,4 @@
-"""Temp files that a write killed half way left behind (issue 12 item 3).
+"""Temp files that a write killed half way left behind (docs/reliability.md).
 
 :func:`memex.files.memory_file.atomic_write` writes ``.memex-<pid>-XXXX.tmp`` next
 to its target, then renames it over the target. ``kill -9`` (or a power cut)
@@ -25,9 +25,10 @@ from pathlib import Path
 from memex.files.writers import PREFIX as PREFIX
 from memex.files.writers import SUFFIX as SUFFIX
 from memex.files.writers import pid_alive
+from memex.layout import WRITE_FOLDERS
 
 # Where memex writes files atomically: memory folders and session archives.
-FOLDERS = ("memories", "sessions")
+FOLDERS = WRITE_FOLDERS
 LEGACY_AGE_SECONDS = 60.0
 _NAME = re.compile(r"\A\.memex-(?:(\d+)-)?[A-Za-z0-9_]+\.tmp\Z")
 

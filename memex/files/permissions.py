@@ -3,7 +3,7 @@
 Memory files hold what a user told their agents; ``index.db`` holds every
 body again in plain text, and ``sessions/*/turns.jsonl`` whole transcripts.
 So every folder memex creates in a vault is made 0700 and every file 0600,
-whatever the umask (issue 12, item 12). Modes are set when memex creates a
+whatever the umask (docs/write-path.md, "A vault is private to its user"). Modes are set when memex creates a
 path; an existing path is never changed behind the user's back, but
 ``memex doctor`` reports each one that is looser (:func:`loose_modes`) and
 ``memex doctor --fix`` tightens them (:func:`tighten`).

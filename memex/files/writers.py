@@ -19,7 +19,8 @@ import os
 import tempfile
 from pathlib import Path
 
-WRITERS_DIR = "writers"  # under .memex/
+from memex.layout import VaultPaths, is_vault
+
 # Temp files are named PREFIX + pid + "-" + random + SUFFIX: the pid tells a
 # later process whether the writer still runs.
 PREFIX = ".memex-"
@@ -33,7 +34,7 @@ def _vault_root(folder: Path) -> Path | None:
     if key not in _vault_of:
         found: Path | None = None
         for parent in (folder, *folder.parents):
-            if (parent / ".memex").is_dir():
+            if is_vault(parent):
                 found = parent
                 break
         _vault_of[key] = found
@@ -50,7 +51,7 @@ def note_folder(folder: Path) -> None:
         return  # not inside a vault: nothing to clean up after
     from memex.files import permissions  # lazily: memory_file imports this module
 
-    note = root / ".memex" / WRITERS_DIR / str(os.getpid())
+    note = VaultPaths(root).writers / str(os.getpid())
     with permissions.open_append(note) as handle:
         handle.write(os.path.relpath(folder, root) + "\n")
     _noted.add(str(folder))
@@ -83,7 +84,7 @@ def sweep(root: Path) -> list[str]:
     Returns the vault-relative paths of the temp files removed. Costs one
     listing of ``.memex/writers/`` when no writer died.
     """
-    notes = root / ".memex" / WRITERS_DIR
+    notes = VaultPaths(root).writers
     try:
         names = os.listdir(notes)
     except OSError:

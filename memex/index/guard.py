@@ -18,13 +18,17 @@ parse time, and live here:
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from memex.embedding import embed
+from memex.erase.erased_list import Guard
+from memex.records import Record
+from memex.store.protocol import IndexStore
 
-if TYPE_CHECKING:
-    from memex.index.indexer import Indexer, SyncReport, _Batch
-    from memex.records import Record
+# The indexer's error row for one path (Indexer._record_error): passed in, so
+# that this module needs nothing of the indexer's.
+RecordError = Callable[[str, str, os.stat_result | None], None]
 
 ERASED_REASON = "erased content restored in"
 ERASED_SEEN_KEY = "erased_list_size"  # meta: the erased list's size at the last check of every row
@@ -38,40 +42,48 @@ def erased_reason(rel: str, memory_id: str) -> str:
     )
 
 
-def drop_erased_rows(ix: Indexer, report: SyncReport) -> None:
-    """Rows whose text went on the erased list after they were indexed.
+def drop_erased_rows(
+    store: IndexStore, root: Path, erased: Guard, record_error: RecordError
+) -> tuple[int, list[dict[str, str]]]:
+    """Rows whose text went on the erased list after they were indexed:
+    how many went, and the errors to report (one per file still on disk).
 
     An erase killed after listing the text but before deleting the file
     leaves a file that looks unchanged to a sync; the erasure still holds:
     the row goes and the file is reported like a restored one. Runs only
     when the list grew since the last sync (its size is kept in meta).
     """
-    ix.guard.refresh()
-    seen = ix.store.get_meta(ERASED_SEEN_KEY) or "0"
-    if seen == str(ix.guard.size):
-        return
+    erased.refresh()
+    seen = store.get_meta(ERASED_SEEN_KEY) or "0"
+    if seen == str(erased.size):
+        return 0, []
     hits = [
         (rowid, mid, path)
-        for rowid, mid, path, body in ix.store.bodies()
-        if ix.guard.erased(body) or ix.guard.erased_id(mid)
+        for rowid, mid, path, body in store.bodies()
+        if erased.erased(body) or erased.erased_id(mid)
     ]
-    with ix.store.write_txn():
+    errors: list[dict[str, str]] = []
+    with store.write_txn():
         for rowid, mid, path in hits:
-            ix.purge_row(rowid)
-            report.removed += 1
+            store.purge_memory(rowid)
             try:
-                st: os.stat_result | None = os.stat(ix.root / path)
+                st: os.stat_result | None = os.stat(root / path)
             except OSError:
                 st = None
             if st is not None:
                 reason = erased_reason(path, mid)
-                ix._record_error(path, reason, st)
-                report.errors.append({"path": path, "reason": reason})
-        ix.store.set_meta(ERASED_SEEN_KEY, str(ix.guard.size))
+                record_error(path, reason, st)
+                errors.append({"path": path, "reason": reason})
+        store.set_meta(ERASED_SEEN_KEY, str(erased.size))
+    return len(hits), errors
 
 
 def recheck(
-    ix: Indexer, item: _Batch, cache_rows: list[embed.CacheRow]
+    root: Path,
+    erased: Guard,
+    records: Sequence[Record],
+    plan: Sequence[tuple[Record, list[str]]],
+    cache_rows: list[embed.CacheRow],
 ) -> tuple[list[Record], list[tuple[str, str, os.stat_result | None]], list[embed.CacheRow]]:
     """Inside the write transaction: what was read may not be written now.
 
@@ -80,14 +92,14 @@ def recheck(
     since is left to the purge of vanished files. Returns the records to
     write, the refusals, and the cache rows of text still wanted.
     """
-    ix.guard.refresh()
+    erased.refresh()
     keep: list[Record] = []
     late: list[tuple[str, str, os.stat_result | None]] = []
     dropped: set[str] = set()
-    for rec in item.records:
-        if not os.path.lexists(ix.root / rec.path):
+    for rec in records:
+        if not os.path.lexists(root / rec.path):
             dropped.add(rec.path)  # even its error row would keep its name (the body's first words)
-        elif ix.guard.erased(rec.body) or ix.guard.erased_id(rec.id):
+        elif erased.erased(rec.body) or erased.erased_id(rec.id):
             late.append((rec.path, erased_reason(rec.path, rec.id), None))
             dropped.add(rec.path)
         else:
@@ -96,7 +108,7 @@ def recheck(
         return keep, late, cache_rows
     wanted: set[str] = set()
     unwanted: set[str] = set()
-    for rec, pieces in item.plan:
+    for rec, pieces in plan:
         keys = {embed.text_key(rec.embed_text), *(embed.text_key(p) for p in pieces)}
         (unwanted if rec.path in dropped else wanted).update(keys)
     gone = unwanted - wanted

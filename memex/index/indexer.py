@@ -57,10 +57,9 @@ from memex.store.memories import IndexError_
 from memex.store.memories import SyncRow as _Row
 from memex.errors import MemoryFileError
 from memex.faults import point
+from memex.layout import MEMEX_DIR, MEMORIES_DIR
 from memex.records import BAD_NAME, Record, build_record, is_text_name, shown_name
 
-MEMORIES_DIR = "memories"
-MEMEX_DIR = ".memex"
 BATCH = 256
 Progress = Callable[[int, int], None]
 
@@ -244,7 +243,9 @@ class Indexer:
             with self.store.write_txn():
                 for rel in stale:
                     self._drop_error(rel)
-        guard.drop_erased_rows(self, report)
+        removed, erased_errors = guard.drop_erased_rows(self.store, self.root, self.guard, self._record_error)
+        report.removed += removed
+        report.errors.extend(erased_errors)
         # Temp files in memories/ were seen by the walk above; sessions/ is walked for them.
         found = orphans.orphans_among(self.root, self.temp_names)
         found += orphans.find_orphans(self.root, tuple(f for f in orphans.FOLDERS if f != MEMORIES_DIR))
@@ -445,7 +446,7 @@ class Indexer:
         vectors, cache_rows = self._vector_finish(item)
         report.embedded += len(cache_rows)  # texts the model had to embed
         with self.store.write_txn():
-            records, late_errors, cache_rows = guard.recheck(self, item, cache_rows)
+            records, late_errors, cache_rows = guard.recheck(self.root, self.guard, item.records, item.plan, cache_rows)
             self.store.cache_put(cache_rows)
             late_paths = {rel for rel, _, _ in late_errors}
             for rel, reason, st in [*item.errors, *late_errors]:

@@ -31,7 +31,6 @@ from memex.store.memories import MemoryRow
 from memex.store.sqlite import as_store
 from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in memex.search.fusion)
     DEFAULT_FUSION,
-    FUSIONS,
     Calibration,
     Fusion,
     add_name_bonus,

@@ -243,6 +243,7 @@ class SessionItem(NamedTuple):
 
 
 def session_items(conn: apsw.Connection, session: str, scope: str | None) -> list[SessionItem]:
+    """The active memories of a session (of ``scope``), oldest first."""
     sql = (
         "SELECT m.rowid, m.id, m.body, m.scope, m.category, m.confidence, m.created, "
         "COALESCE(u.access_count, 0) FROM memories m LEFT JOIN usage u ON u.memory_id = m.id "
@@ -252,6 +253,7 @@ def session_items(conn: apsw.Connection, session: str, scope: str | None) -> lis
     if scope is not None:
         sql += " AND m.scope = ?"
         params.append(scope)
+    sql += " ORDER BY m.created, m.id"
     return [
         SessionItem(int(r[0]), str(r[1]), str(r[2]), str(r[3]), r[4], float(r[5]), str(r[6]), int(r[7]))
         for r in conn.execute(sql, params)

@@ -4,18 +4,27 @@ The standard library's ``sqlite3`` often cannot load extensions, so memex uses
 apsw, which bundles a current SQLite, and loads sqlite-vec into it. The
 schema grows in small numbered steps (``PRAGMA user_version``); vector tables
 are created once the embedding model, and so the dimension, is known.
+
+:func:`locked_txn` takes ``write.lock`` and then SQLite's write transaction,
+but never holds the lock while waiting for SQLite: a ``reindex`` batch holds
+SQLite's write lock without ``write.lock``, and whoever waited for it while
+holding ``write.lock`` made every ``add`` behind it wait too (and time out).
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
 import apsw
 
 from memex.files import permissions
-from memex.errors import IndexStoreError, SchemaTooNew
+from memex.files.locking import file_lock
+from memex.errors import IndexStoreError, LockTimeout, SchemaTooNew
 from memex.store.meta import get_meta, scalar, set_meta
 
 BUSY_TIMEOUT_MS = 30_000
@@ -213,7 +222,7 @@ def write_txn(conn: apsw.Connection) -> Iterator[None]:
 
 def try_begin(conn: apsw.Connection, wait_ms: int) -> bool:
     """``BEGIN IMMEDIATE``, waiting at most ``wait_ms`` for another writer;
-    False when it stayed busy (see memex.files.locking.locked_txn)."""
+    False when it stayed busy (see :func:`locked_txn`)."""
     conn.set_busy_timeout(wait_ms)
     try:
         conn.execute("BEGIN IMMEDIATE")
@@ -230,6 +239,42 @@ def commit(conn: apsw.Connection) -> None:
 
 def rollback(conn: apsw.Connection) -> None:
     conn.execute("ROLLBACK")
+
+
+# How long BEGIN IMMEDIATE may wait while write.lock is held: long enough
+# for another writer's short commit, short enough that the lock is not held
+# through a reindex batch (it is let go and taken again instead).
+_SQLITE_WAIT_MS = 50
+
+
+@contextlib.contextmanager
+def locked_txn(conn: apsw.Connection, path: Path, timeout: float | None = None) -> Iterator[None]:
+    """``write.lock`` plus a ``BEGIN IMMEDIATE`` transaction on ``conn``.
+
+    When SQLite is busy (a reindex batch is writing), the lock is released
+    and both are tried again after a pause, so nobody waits for the lock
+    behind someone who is only waiting for SQLite. ``timeout`` bounds the
+    whole wait (None: wait as long as it takes). Nested transactions
+    (``write_txn``) inside join this one.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        with file_lock(path, left):
+            if try_begin(conn, _SQLITE_WAIT_MS):
+                try:
+                    yield
+                except BaseException:
+                    rollback(conn)
+                    raise
+                commit(conn)
+                return
+        if deadline is not None and time.monotonic() >= deadline:
+            raise LockTimeout(f"{path}: the index stayed busy for over {timeout:.0f}s")
+        # Jitter: processes that let go together must not retry in lockstep.
+        time.sleep(pause * (0.5 + int.from_bytes(os.urandom(1), "big") / 255))
+        pause = min(pause * 2, 0.2)
 
 
 def ensure_vector_tables(conn: apsw.Connection, model: str, dim: int) -> bool:

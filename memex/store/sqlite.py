@@ -161,6 +161,9 @@ class SqliteStore:
     def memory_vectors_of(self, rowids: Sequence[int]) -> list[OwnedVector]:
         return vectors.memory_vectors_of(self.conn, rowids)
 
+    def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]:
+        return vectors.body_vectors(self.conn, rowids)
+
     def all_memory_vectors(self) -> list[OwnedVector]:
         return vectors.all_memory_vectors(self.conn)
 

@@ -11,12 +11,17 @@ and friends).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import apsw
 
-if TYPE_CHECKING:
-    from memex.store.memories import Filters
+
+class Filters(Protocol):
+    """What :func:`scan` needs of :class:`memex.store.memories.Filters`: named,
+    not imported, since memories.py imports this module (no cycle;
+    tests/test_architecture.py)."""
+
+    def sql(self) -> tuple[str, list[Any]]: ...
 
 
 def _marks(n: int) -> str:
@@ -179,3 +184,15 @@ def remove_orphans(conn: apsw.Connection) -> int:
         conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r,) for r in stray])
         removed += len(stray)
     return removed
+
+
+def body_vectors(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, bytes]:
+    """These memories' body vectors (the missing left out)."""
+    # One point lookup per row: vec0 answers "rowid = ?" from its index but
+    # scans for "rowid IN (...)" (measured: 20 rows 0.1 ms vs 1.3 ms at 10k).
+    out: dict[int, bytes] = {}
+    for rowid in rowids:
+        row = conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()
+        if row is not None:
+            out[rowid] = bytes(row[0])
+    return out

@@ -23,13 +23,12 @@ from memex.files import permissions
 from memex.config import setting
 from memex.errors import ConfigError
 from memex.files.locking import try_file_lock
+from memex.layout import WATCH_LOCK_NAME, WATCH_STATE_NAME
 from memex.files.writers import pid_alive as pid_alive  # re-exported: status and the watcher use it
 
 if TYPE_CHECKING:
     from memex.vault import Vault
 
-STATE_NAME = "watch.json"
-LOCK_NAME = "watch.lock"
 # A heartbeat older than this while the lock is held means the watcher is
 # stuck (or busy with one very long batch); status says so.
 STALE_AFTER_SECONDS = 30.0
@@ -61,16 +60,16 @@ class WatchSettings:
 
 
 def settings_for(vault: Vault, **overrides: Any) -> WatchSettings:
-    where = str(vault.memex_dir / "config.toml") + " [watch]"
+    where = str(vault.paths.config) + " [watch]"
     return WatchSettings.from_config(vault.config.section("watch"), where, **overrides)
 
 
 def state_path(memex_dir: Path) -> Path:
-    return memex_dir / STATE_NAME
+    return memex_dir / WATCH_STATE_NAME
 
 
 def lock_path(memex_dir: Path) -> Path:
-    return memex_dir / LOCK_NAME
+    return memex_dir / WATCH_LOCK_NAME
 
 
 def iso(ts: float) -> str:
@@ -85,7 +84,7 @@ def write_state(memex_dir: Path, data: dict[str, Any]) -> None:
     fsync: the heartbeat is rewritten every few seconds, and a lost one after
     a power cut only makes the watcher look stopped, which it then is.
     """
-    tmp = memex_dir / (STATE_NAME + ".tmp")
+    tmp = memex_dir / (WATCH_STATE_NAME + ".tmp")
     permissions.write_private(tmp, json.dumps(data, indent=2, sort_keys=True))
     os.replace(tmp, state_path(memex_dir))
 

@@ -63,14 +63,13 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from memex.embedding import embed
 from memex.watch import state as watch_state
 from memex.adding import vectors_for_files
 from memex.errors import LockTimeout, WatcherRunning
-from memex.index.indexer import MEMORIES_DIR, SyncReport, is_memory_name
+from memex.index.indexer import SyncReport, is_memory_name
+from memex.layout import MEMORIES_DIR
 from memex.files.locking import try_file_lock
-from memex.index.db import get_meta
-from memex.index.purge import SCRUB_KEY, drop_unused_cache, scrub_if_pending
+from memex.index.purge import SCRUB_KEY, scrub_if_pending
 from memex.watch.state import WatchSettings as WatchSettings  # re-exported: the public API
 from memex.watch.state import settings_for as settings_for
 
@@ -386,7 +385,7 @@ class Watcher:
             if not _is_blank(self.vault.root / rel):
                 self._empty_since.pop(rel, None)
                 continue
-            if self.vault.conn.execute("SELECT 1 FROM memories WHERE path = ?", (rel,)).fetchone() is None:
+            if not self.vault.store.has_path(rel):
                 continue  # nothing to protect: index it (the indexer records why it is skipped)
             since = self._empty_since.setdefault(rel, now)
             if now - since < grace:
@@ -401,7 +400,7 @@ class Watcher:
         """Every path a moved, created or deleted folder may have touched: files on
         disk below it now, and rows and recorded errors below it in the index."""
         on_disk, _ = self.vault.indexer.walk()
-        known = [r[0] for r in self.vault.conn.execute("SELECT path FROM memories UNION SELECT path FROM index_errors")]
+        known = self.vault.store.known_paths()
         out: set[str] = set()
         for d in dirs:
             prefix = d + "/"
@@ -431,7 +430,7 @@ class Watcher:
                 for rel in chunk:
                     self._index_one(rel, total)
             self._write_state("running")
-        if total.removed or get_meta(self.vault.conn, SCRUB_KEY) is not None:
+        if total.removed or self.vault.store.get_meta(SCRUB_KEY) is not None:
             self._scrub()
         changed = sum(getattr(total, k) for k in ("added", "updated", "removed", "moved"))
         level = logging.INFO if changed else logging.DEBUG
@@ -445,10 +444,10 @@ class Watcher:
         every ``memex add`` wait too, until it timed out)."""
         rows = vectors_for_files(self.vault, paths)
         with self.vault.commit(timeout=LOCK_WAIT):
-            embed.store_cache(self.vault.conn, rows)
+            self.vault.store.cache_put(rows)
             report: SyncReport = self.vault.indexer.index_paths(paths, verify=True)
             # Vectors of files gone or refused since they were read go again.
-            drop_unused_cache(self.vault.conn, {r[1] for r in rows})
+            self.vault.store.cache_drop_unused({r[1] for r in rows})
         return report
 
     def _scrub(self) -> None:

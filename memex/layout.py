@@ -1,0 +1,141 @@
+"""The vault's folders and files: the one module that knows their names.
+
+A vault is a folder holding::
+
+    memories/              the memory files (the truth; docs/vault.md)
+    sessions/<session>/    archived conversation turns (docs/context-engine.md)
+    .memex/                memex's own files, private (mode 0700):
+        config.toml        settings, every key optional
+        index.db           the derived SQLite index (rebuilt from the files)
+        write.lock         serializes the short commits of every writer
+        erase.key          the key of the erased list (docs/forgetting.md)
+        erased.txt         keyed digests of erased texts, never rewritten
+        erasure.log        what each erasure removed (no erased text)
+        watch.json         the watcher's heartbeat; watch.lock its single-run lock
+        writers/<pid>      folders a running process writes temp files in
+        session-<s>.lock   serializes the writers of one archived session
+        cache/             hooks.log, context-commit.log, agents/ hook state
+
+Everything else takes these names from here: :class:`VaultPaths` for a
+vault's absolute paths, the module-level names where only a name is wanted
+(a vault-relative path in a message, or a file under a ``.memex/`` folder a
+function was handed). This module imports nothing of memex, so any module
+may import it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+MEMEX_DIR = ".memex"
+MEMORIES_DIR = "memories"
+SESSIONS_DIR = "sessions"
+# Vault-relative folders where memex writes files atomically (temp files a
+# killed write left behind are looked for there; memex/files/orphans.py).
+WRITE_FOLDERS = (MEMORIES_DIR, SESSIONS_DIR)
+
+# Files and folders under .memex/
+CONFIG_NAME = "config.toml"
+INDEX_NAME = "index.db"
+WRITE_LOCK_NAME = "write.lock"
+ERASE_KEY_NAME = "erase.key"
+ERASED_LIST_NAME = "erased.txt"
+ERASURE_LOG_NAME = "erasure.log"
+WATCH_STATE_NAME = "watch.json"
+WATCH_LOCK_NAME = "watch.lock"
+WRITERS_DIR = "writers"
+CACHE_DIR = "cache"
+HOOKS_LOG_NAME = "hooks.log"
+
+# The settings file, vault-relative: how error messages name it.
+CONFIG_RELPATH = Path(MEMEX_DIR) / CONFIG_NAME
+
+
+def is_vault(folder: Path) -> bool:
+    """True when ``folder`` is a vault's root (it has a ``.memex/`` folder)."""
+    return (folder / MEMEX_DIR).is_dir()
+
+
+@dataclass(frozen=True)
+class VaultPaths:
+    """The absolute paths of one vault's folders and files."""
+
+    root: Path
+
+    @property
+    def memex_dir(self) -> Path:
+        return self.root / MEMEX_DIR
+
+    @property
+    def memories(self) -> Path:
+        return self.root / MEMORIES_DIR
+
+    @property
+    def sessions(self) -> Path:
+        return self.root / SESSIONS_DIR
+
+    def session_dir(self, folder: str) -> Path:
+        """The archive folder of one session, by its (already safe) folder name."""
+        return self.sessions / folder
+
+    def session_lock(self, folder: str) -> Path:
+        return self.memex_dir / f"session-{folder}.lock"
+
+    @property
+    def config(self) -> Path:
+        return self.memex_dir / CONFIG_NAME
+
+    @property
+    def index(self) -> Path:
+        return self.memex_dir / INDEX_NAME
+
+    @property
+    def index_wal(self) -> Path:
+        """SQLite's write-ahead log beside the index (part of its size on disk)."""
+        return self.memex_dir / (INDEX_NAME + "-wal")
+
+    @property
+    def write_lock(self) -> Path:
+        return self.memex_dir / WRITE_LOCK_NAME
+
+    @property
+    def erase_key(self) -> Path:
+        return self.memex_dir / ERASE_KEY_NAME
+
+    @property
+    def erased_list(self) -> Path:
+        return self.memex_dir / ERASED_LIST_NAME
+
+    @property
+    def erasure_log(self) -> Path:
+        return self.memex_dir / ERASURE_LOG_NAME
+
+    @property
+    def watch_state(self) -> Path:
+        return self.memex_dir / WATCH_STATE_NAME
+
+    @property
+    def watch_lock(self) -> Path:
+        return self.memex_dir / WATCH_LOCK_NAME
+
+    @property
+    def writers(self) -> Path:
+        return self.memex_dir / WRITERS_DIR
+
+    @property
+    def cache(self) -> Path:
+        return self.memex_dir / CACHE_DIR
+
+    @property
+    def hooks_log(self) -> Path:
+        return self.cache / HOOKS_LOG_NAME
+
+    @property
+    def agents_cache(self) -> Path:
+        """Per-agent hook state (last session, transcript offsets)."""
+        return self.cache / "agents"
+
+    @property
+    def context_commit_log(self) -> Path:
+        return self.cache / "context-commit.log"

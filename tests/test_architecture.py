@@ -1,0 +1,235 @@
+"""The import graph of ``memex/``: no cycle, and no import running back up.
+
+The graph is built from the source (``ast``), not from what happens to be
+imported at run time: every ``import`` statement counts, at module level,
+inside functions (the lazy imports that keep start-up fast) and under
+``if TYPE_CHECKING:`` (an annotation that names a module above is a
+dependency on it all the same). ``from memex import decay`` is an edge to
+``memex.decay``; ``from memex.x import name`` is an edge to ``memex.x``.
+
+Loading ``memex.a.b`` also runs the package ``memex/a/__init__.py`` first;
+that implicit step is not an edge here. It is safe because no package
+``__init__`` below the CLI imports anything but its own submodules
+(``test_package_inits_import_only_their_own_modules``).
+
+The layers are the ones docs/design.md lists ("Layers"). A module belongs to
+the layer of the longest prefix that names it; every module must have one,
+so a new module is placed on purpose.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "memex"
+DESIGN = PACKAGE.parent / "docs" / "design.md"
+
+# Lowest first. Each module may import from its own layer and the layers below.
+LAYERS: list[tuple[str, list[str]]] = [
+    ("base", [
+        "memex.errors", "memex.config", "memex.faults", "memex.text", "memex.scopes", "memex.layout", "memex.fields",
+    ]),
+    ("files", ["memex.files"]),
+    # The erased list is read at index time (the indexer refuses an erased
+    # body), so it sits with the index although the erase package holds it.
+    ("index", ["memex.store", "memex.index", "memex.embedding", "memex.records", "memex.erase.erased_list"]),
+    ("search, dedup", ["memex.search", "memex.dedup.pipeline", "memex.dedup.values"]),
+    ("core", ["memex.vault", "memex.adding", "memex.decay", "memex.meta_edit"]),
+    ("features", [
+        "memex.consolidation", "memex.erase", "memex.watch", "memex.health",
+        "memex.dedup.cleanup", "memex.dedup.supersede", "memex.dedup.handoff",
+    ]),
+    ("context, importers, agents", ["memex.context", "memex.importers", "memex.agents"]),
+    # The package root is the public API (it re-exports from the core);
+    # `python -m memex.context` is an entry point that runs the CLI.
+    ("cli", ["memex.cli", "memex.demo", "memex.context.__main__", "memex"]),
+]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """The memex modules ``path`` imports, anywhere in the file."""
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against this module's package
+                anchor = name.split(".") if is_package else name.split(".")[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            # `from pkg import sub` imports the submodule; `from mod import name` the module.
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:  # `import memex.a.b` where only memex.a is ours
+                target = target.rpartition(".")[0]
+            if target.startswith("memex") and target != name:
+                found.add(target)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    found = modules()
+    known = set(found)
+    return {name: imports_of(name, path, known) for name, path in found.items()}
+
+
+def layer_of(module: str) -> int:
+    best, best_len = -1, -1
+    for index, (_title, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = index, len(prefix)
+    return best
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return out
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{src} ({LAYERS[layer_of(src)][0]}) imports {dst} ({LAYERS[layer_of(dst)][0]})"
+        for src, targets in graph.items() for dst in targets if layer_of(dst) > layer_of(src)
+    )
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [m for m in modules() if layer_of(m) < 0] == []
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_no_import_runs_back_up_a_layer() -> None:
+    assert upward(import_graph()) == []
+
+
+def load_time_imports(path: Path) -> set[str]:
+    """The memex modules a file imports when it is loaded: module-level
+    statements only (not in functions, not under ``if TYPE_CHECKING:``)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memex"):
+            found.add(str(node.module))
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("memex"))
+    return found
+
+
+def test_loading_a_package_runs_nothing_above_its_modules() -> None:
+    """Importing ``memex.a.b`` runs ``memex/a/__init__.py`` first: that file
+    must import nothing above the lowest of the package's modules (the
+    indexer imports ``memex.erase.erased_list``; if ``memex/erase/__init__``
+    loaded the erase steps, that would run the indexer's importers back up)."""
+    graph = import_graph()
+    found = modules()
+    wrong = []
+    for package, path in found.items():
+        if path.name != "__init__.py" or package == "memex":
+            continue
+        members = [m for m in found if m.startswith(package + ".")]
+        lowest = min((layer_of(m) for m in members), default=layer_of(package))
+        wrong += [
+            f"{package} imports {t}" for t in graph[package]
+            if not t.startswith(package + ".") and layer_of(t) > lowest
+        ]
+    assert wrong == []
+    # The package root is the public API: at load time it imports the error
+    # tree only, the rest on first use (PEP 562), so every module may load it.
+    assert load_time_imports(found["memex"]) == {"memex.errors"}
+
+
+def test_the_checks_catch_what_they_are_for() -> None:
+    """The graph sees imports in functions and under TYPE_CHECKING, and the
+    checks fail on an upward import and on a cycle."""
+    graph = import_graph()
+    assert "memex.adding" in graph["memex.vault"]  # only inside Vault.add
+    assert "memex.dedup.pipeline" in graph["memex.vault"]  # only under TYPE_CHECKING
+    planted = {k: set(v) for k, v in graph.items()}
+    planted["memex.files.memory_file"].add("memex.vault")  # files reaching up to the core
+    assert set(upward(planted)) - set(upward(graph)) == {
+        "memex.files.memory_file (files) imports memex.vault (core)"
+    }
+    # ... and the vault reaches the files: a cycle through both
+    assert any({"memex.files.memory_file", "memex.vault"} <= set(c) for c in cycles(planted))
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("def f():\n    from memex.vault import Vault\n", {"memex.vault"}),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from memex.vault import Vault\n", {"memex.vault"}),
+    ("from memex import decay, errors\n", {"memex.decay", "memex.errors"}),
+    ("from memex import __version__\n", {"memex"}),
+    ("import memex.index.purge as purge\n", {"memex.index.purge"}),
+    ("from . import purge\n", {"memex.index.purge"}),
+    ("from .db import write_txn\n", {"memex.index.db"}),
+])
+def test_imports_are_read_from_the_source(tmp_path: Path, source: str, expected: set[str]) -> None:
+    fake = tmp_path / "probe.py"
+    fake.write_text(source, encoding="utf-8")
+    assert imports_of("memex.index.probe", fake, set(modules())) == expected
+
+
+def test_design_md_lists_these_layers() -> None:
+    """docs/design.md's "Layers" table names the same modules, layer by layer."""
+    text = DESIGN.read_text(encoding="utf-8")
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    documented = []
+    for title, cell in rows[1:]:  # the first row is the header
+        names = []
+        for word in re.findall(r"`([^`]+)`", cell):
+            name = "memex" if word == "memex" else "memex." + word.strip("/").replace("/", ".")
+            names.append(name)
+        documented.append((title.strip(), sorted(names)))
+    assert documented == [(title, sorted(prefixes)) for title, prefixes in LAYERS]
