@@ -9,6 +9,7 @@ import click
 
 from memex.cli._common import get_vault, json_option, key_values, print_json, table
 from memex.team.sync import sync
+from memex.team.tombstones import KEY_FILE
 
 
 def _print(data: dict[str, Any]) -> None:
@@ -43,7 +44,7 @@ def _print(data: dict[str, Any]) -> None:
 @click.option("--dry-run", is_flag=True, help="Fetch and say what a sync would do; change nothing.")
 @click.option(
     "--key-file", type=click.Path(dir_okay=False, path_type=Path),
-    help="Install the team's erasure key from this file (a teammate's .memex/erase.key) first.",
+    help=f"Install the team's erasure key from this file (a teammate's {KEY_FILE}) first.",
 )
 @json_option
 @click.pass_context

@@ -44,6 +44,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from memex.errors import MemoryFileError
+from memex.layout import MEMORIES_DIR
 from memex.files.memory_file import MemoryFile, parse, serialize
 
 CONFLICT_KEY = "conflict_of"
@@ -152,7 +153,7 @@ def _own_id(mf: MemoryFile, path: str) -> str:
     value = mf.meta.get("id")
     rel = PurePosixPath(path)
     # path_id is made from the vault-relative path (memories/...).
-    parts = rel.parts[rel.parts.index("memories"):] if "memories" in rel.parts else rel.parts
+    parts = rel.parts[rel.parts.index(MEMORIES_DIR):] if MEMORIES_DIR in rel.parts else rel.parts
     return str(value) if value not in (None, "") else path_id(PurePosixPath(*parts).as_posix())
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memex.erase import erased_list
+from memex import layout
 from memex.config import setting
 from memex.errors import SyncError
 from memex.files.locking import file_lock
@@ -52,9 +53,12 @@ if TYPE_CHECKING:
     from memex.vault import Vault
 
 STATE_NAME = "memex-sync.json"  # in .git/: per clone, never shared
-LOG_NAME = "erasure.log"
-SHARED = ("memories", ".memex/erased.txt", f".memex/{tombstones.KEY_ID_NAME}", wiring.ATTRIBUTES_NAME)
-FIRST_TIME = (".gitignore", ".memex/config.toml")  # committed once, when still untracked
+LOG_NAME = layout.ERASURE_LOG_NAME
+LIST_FILE = f"{layout.MEMEX_DIR}/{layout.ERASED_LIST_NAME}"  # vault-relative
+KEY_ID_FILE = f"{layout.MEMEX_DIR}/{layout.ERASE_KEY_ID_NAME}"
+SHARED = (layout.MEMORIES_DIR, LIST_FILE, KEY_ID_FILE, wiring.ATTRIBUTES_NAME)
+FIRST_TIME = (layout.GIT_IGNORE_NAME, layout.CONFIG_RELPATH.as_posix())  # committed once, when still untracked
+MEMORY_PREFIX = f"{layout.MEMORIES_DIR}/"
 MAX_CONTINUES = 200
 
 
@@ -135,9 +139,9 @@ def _rewritten_here(repo: Repo, state: dict[str, Any]) -> bool:
 
 
 def _team_key_id(repo: Repo, ref: str | None, root: Path) -> str | None:
-    path = root / ".memex" / tombstones.KEY_ID_NAME
+    path = layout.VaultPaths(root).erase_key_id
     if ref is not None:
-        done = repo.run("show", f"{ref}:{repo.prefix}.memex/{tombstones.KEY_ID_NAME}", check=False)
+        done = repo.run("show", f"{ref}:{repo.prefix}{KEY_ID_FILE}", check=False)
         if done.code == 0 and done.out.strip():
             return done.out.strip()
     return path.read_text(encoding="utf-8").strip() if path.is_file() else None
@@ -150,7 +154,7 @@ def _has_list(repo: Repo, ref: str | None, memex_dir: Path) -> bool:
         return True
     if ref is None:
         return False
-    done = repo.run("show", f"{ref}:{repo.prefix}.memex/{erased_list.LIST_NAME}", check=False)
+    done = repo.run("show", f"{ref}:{repo.prefix}{LIST_FILE}", check=False)
     return done.code == 0 and bool(done.out.strip())
 
 
@@ -164,11 +168,11 @@ def _settle_key(vault: Vault, repo: Repo, ref: str | None, report: SyncReport) -
         # Lines made under a key this clone does not have: a new key could not read them.
         raise SyncError(
             "the vault has an erased list but no key fingerprint yet: run the first `memex sync` on the clone "
-            "whose .memex/erase.key made the list, or install that key here with `memex sync --key-file PATH`"
+            f"whose {tombstones.KEY_FILE} made the list, or install that key here with `memex sync --key-file PATH`"
         )
     key = key or tombstones.create_key(vault.memex_dir)
-    (vault.memex_dir / tombstones.KEY_ID_NAME).write_text(tombstones.fingerprint(key) + "\n", encoding="utf-8")
-    report.key = "created: share .memex/erase.key with each teammate over a private channel (docs/team.md)"
+    layout.VaultPaths(vault.root).erase_key_id.write_text(tombstones.fingerprint(key) + "\n", encoding="utf-8")
+    report.key = f"created: share {tombstones.KEY_FILE} with each teammate over a private channel (docs/team.md)"
 
 
 def _tracked(repo: Repo, path: str) -> bool:
@@ -181,8 +185,8 @@ def _commit(vault: Vault, repo: Repo, message: str) -> int:
     paths += [p for p in FIRST_TIME if (vault.root / p).exists() and not _tracked(repo, p)]
     if paths:
         repo.run("add", "-A", "--", *paths)
-    if _tracked(repo, "sessions"):
-        repo.run("add", "-u", "--", "sessions")  # archives an erasure deleted
+    if _tracked(repo, layout.SESSIONS_DIR):
+        repo.run("add", "-u", "--", layout.SESSIONS_DIR)  # archives an erasure deleted
     staged = [p for p in repo.out("diff", "--cached", "--name-only", "-z").split("\0") if p]
     if not staged:
         return 0
@@ -212,7 +216,7 @@ def _continue_rebase(vault: Vault, repo: Repo, report: SyncReport) -> None:
         unmerged = repo.unmerged()
         both = _both_sides(repo)
         # A memory file both sides changed is the driver's; if it is still unmerged, the driver failed.
-        other = [p for p in unmerged if not (p.startswith("memories/") and p.endswith(".md")) or p in both]
+        other = [p for p in unmerged if not (p.startswith(MEMORY_PREFIX) and p.endswith(".md")) or p in both]
         gone = [p for p in unmerged if p not in other and not (vault.root / p).exists()]
         if other or gone or not unmerged:
             repo.run("rebase", "--abort", check=False)
@@ -247,7 +251,7 @@ def _rebase(vault: Vault, repo: Repo, onto: str, since: str | None, report: Sync
 def _conflicts(vault: Vault, repo: Repo) -> list[dict[str, str]]:
     """Second memories the merge driver wrote for body conflicts (untracked until committed)."""
     out: list[dict[str, str]] = []
-    for rel in repo.untracked("memories"):
+    for rel in repo.untracked(layout.MEMORIES_DIR):
         if not rel.endswith(".md"):
             continue
         try:
@@ -325,7 +329,7 @@ def _publish_rewrite(vault: Vault, repo: Repo, remote: str, branch: str, state: 
         raise SyncError(
             "this clone rewrote its git history (`memex erase --purge-history`), and a teammate pushed to "
             f"{remote}/{branch} since this clone last synced, on the old history; to keep their work, re-clone "
-            "from the remote, copy your .memex/erase.key and erased.txt lines in, run `memex sync`, and "
+            f"from the remote, copy your {tombstones.KEY_FILE} and {LIST_FILE} lines in, run `memex sync`, and "
             "run the erase with --purge-history again there"
         )
     report.local_changes += _commit(vault, repo, _message("local changes"))
@@ -399,7 +403,7 @@ def sync(vault: Vault, remote: str | None = None, dry_run: bool = False, key_fil
         raise SyncError(f"{repo.top}: a git {busy} is unfinished; finish it or abort it (`git {busy} --abort`), then run `memex sync`")
     branch = repo.branch()
     team = vault.config.section("team")
-    where = str(vault.root / ".memex" / "config.toml") + " [team]"
+    where = str(layout.VaultPaths(vault.root).config) + " [team]"
     remote_name, remote_branch = repo.upstream(branch, remote or setting(team, "remote", "", where) or None)
     attempts = int(setting(team, "push_attempts", 5, where))
     if attempts < 1:
@@ -407,7 +411,7 @@ def sync(vault: Vault, remote: str | None = None, dry_run: bool = False, key_fil
     report = SyncReport(remote=remote_name, branch=remote_branch, dry_run=dry_run)
     if key_file is not None:
         report.key = tombstones.install_key(vault.memex_dir, key_file)
-    with file_lock(vault.memex_dir / "sync.lock", timeout=600):
+    with file_lock(layout.VaultPaths(vault.root).sync_lock, timeout=600):
         tracked, after = _fetch(repo, remote_name, remote_branch)
         # Where the remote was at this clone's last sync (a plain `git fetch`, or a dry run,
         # moves the tracking ref since): a rewrite is seen against that.
@@ -419,7 +423,7 @@ def sync(vault: Vault, remote: str | None = None, dry_run: bool = False, key_fil
             raise SyncError(
                 f"{repo.top} has no commits yet, but {remote_name}/{remote_branch} already holds the team vault: "
                 "clone it instead (`git clone URL`) and run `memex sync --key-file PATH` in the clone; move "
-                "memory files written here into the clone's memories/ first"
+                f"memory files written here into the clone's {MEMORY_PREFIX} first"
             )
         report.set_up = wiring.ensure(repo, vault.root)
         _settle_key(vault, repo, f"{remote_name}/{remote_branch}" if after else None, report)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memex import layout
 from memex.erase import erased_list
 from memex.errors import MemoryFileError, MemoryNotFound, SyncError
 from memex.files.memory_file import decode, parse, read
@@ -33,7 +34,9 @@ from memex.records import path_id
 if TYPE_CHECKING:
     from memex.vault import Vault
 
-KEY_ID_NAME = "erase-key.id"
+KEY_ID_NAME = layout.ERASE_KEY_ID_NAME
+KEY_NAME = layout.ERASE_KEY_NAME
+KEY_FILE = f"{layout.MEMEX_DIR}/{KEY_NAME}"  # vault-relative, as messages name it
 REASON = "memex sync: erased in the team vault by a teammate"
 _KEY_ID_LABEL = b"memex team erase key id v1"
 
@@ -53,14 +56,14 @@ def _read_key(path: Path) -> bytes | None:
     try:
         key = bytes.fromhex(text)
     except ValueError:
-        raise SyncError(f"{path}: not an erasure key (expected hex, as .memex/erase.key holds)") from None
+        raise SyncError(f"{path}: not an erasure key (expected hex, as {KEY_FILE} holds)") from None
     if len(key) < 16:
         raise SyncError(f"{path}: the erasure key is too short ({len(key)} bytes)")
     return key
 
 
 def local_key(memex_dir: Path) -> bytes | None:
-    return _read_key(memex_dir / erased_list.KEY_NAME)
+    return _read_key(memex_dir / KEY_NAME)
 
 
 def install_key(memex_dir: Path, key_file: Path) -> str:
@@ -73,11 +76,11 @@ def install_key(memex_dir: Path, key_file: Path) -> str:
         return "already installed"
     if have is not None:
         raise SyncError(
-            f"{memex_dir / erased_list.KEY_NAME}: this clone already has another erasure key; "
+            f"{memex_dir / KEY_NAME}: this clone already has another erasure key; "
             "texts it erased are listed under that key. Move it away only if its erased list is empty "
             "or already shared with the team, then run `memex sync --key-file` again"
         )
-    fd = os.open(memex_dir / erased_list.KEY_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(memex_dir / KEY_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as handle:
         handle.write(key.hex() + "\n")
         handle.flush()
@@ -101,12 +104,12 @@ def check_key(memex_dir: Path, team_id: str | None) -> str:
     if key is None:
         raise SyncError(
             "this clone has no erasure key, and the team's is needed to read the vault's erased list "
-            "(and to add to it): ask a teammate for their .memex/erase.key (over a private channel) "
+            f"(and to add to it): ask a teammate for their {KEY_FILE} (over a private channel) "
             "and run `memex sync --key-file PATH`"
         )
     if fingerprint(key) != team_id.strip():
         raise SyncError(
-            f"{memex_dir / erased_list.KEY_NAME} is not the team's erasure key (fingerprints differ: "
+            f"{memex_dir / KEY_NAME} is not the team's erasure key (fingerprints differ: "
             f"{fingerprint(key)} here, {team_id.strip()} in the vault); get the team's key from a "
             "teammate and install it with `memex sync --key-file PATH` after moving this one away"
         )

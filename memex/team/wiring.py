@@ -13,12 +13,13 @@ import shlex
 import sys
 from pathlib import Path
 
+from memex.layout import ERASED_LIST_NAME, GIT_ATTRIBUTES_NAME, MEMEX_DIR, MEMORIES_DIR
 from memex.team.gitrepo import Repo
 
-ATTRIBUTES_NAME = ".gitattributes"
+ATTRIBUTES_NAME = GIT_ATTRIBUTES_NAME
 ATTRIBUTES = (
-    "memories/**/*.md merge=memex",
-    ".memex/erased.txt merge=memex-erased",
+    f"{MEMORIES_DIR}/**/*.md merge=memex",
+    f"{MEMEX_DIR}/{ERASED_LIST_NAME} merge=memex-erased",
 )
 _HEADER = "# memex sync: memory files and the erased list merge by memex's rules (docs/team.md)"
 
