@@ -179,3 +179,13 @@ def test_the_driver_command_is_this_python() -> None:
     from memex.team.wiring import drivers
 
     assert all(sys.executable in v for k, v in drivers().items() if k.endswith(".driver"))
+
+
+def test_conflict_markers_split_into_their_two_sides() -> None:
+    from memex.team.merge import split_markers
+
+    text = "---\nid: X\n---\n<<<<<<< ours\nA\n||||||| base\nO\n=======\nB\n>>>>>>> theirs\ntail\n"
+    assert split_markers(text) == ("---\nid: X\n---\nA\ntail\n", "---\nid: X\n---\nB\ntail\n")
+    assert split_markers("no markers\n") is None
+    assert split_markers("<<<<<<< ours\nA\n=======\nB\n") is None  # never closed: not ours to guess
+    assert split_markers("a line\n=======\nunderline\n") is None

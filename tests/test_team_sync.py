@@ -340,3 +340,28 @@ def test_confidence_changed_on_two_clones_takes_the_newer_change(team: Team) -> 
     team.sync("b")
     team.sync("a")
     assert _confidence(team, "a", memory_id) == _confidence(team, "b", memory_id) == 0.4
+
+
+def test_a_memory_pushed_with_conflict_markers_is_split_into_both_versions(team: Team, cli: click.Group) -> None:
+    """A teammate merged with plain git, without memex's driver, and pushed the markers."""
+    memory_id = team.add("b", "the release branch is cut on mondays")
+    team.sync("b")
+    path = team.path_of("b", memory_id)
+    text = path.read_text()
+    body = "the release branch is cut on mondays"
+    path.write_text(text.replace(body, f"<<<<<<< HEAD\n{body.replace('mondays', 'tuesdays')}\n=======\n"
+                                       f"{body.replace('mondays', 'fridays')}\n>>>>>>> other\n"))
+    git(team.roots["b"], "commit", "-qam", "merged by hand")
+    git(team.roots["b"], "push", "-q", "origin", "main")
+    code, out = run(cli, team.roots["a"], "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    assert report["repaired"] == [path.relative_to(team.roots["b"]).as_posix()]
+    assert [c["id"] for c in report["conflicts"]] == [memory_id]
+    found = [b for _, b in bodies(team, "a")]
+    assert found == ["the release branch is cut on fridays", "the release branch is cut on tuesdays"]
+    for name in "bc":
+        team.sync(name)
+    for name in "abc":
+        assert b"<<<<<<<" not in raw_bytes_outside_git(team.roots[name])
+    assert team.index("a") == team.index("b") == team.index("c")

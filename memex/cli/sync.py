@@ -28,6 +28,8 @@ def _print(data: dict[str, Any]) -> None:
     key_values(shown, title="dry run: nothing changed" if data["dry_run"] else "synced")
     if data["set_up"]:
         click.echo(("would set up: " if data["dry_run"] else "set up: ") + "; ".join(data["set_up"]))
+    for path in data["repaired"]:
+        click.echo(f"repaired: {path} came with git's conflict markers; both sides kept")
     for path in data["kept_edited"]:
         click.echo(f"kept: {path} (deleted on one side, edited on the other)")
     if data["conflicts"]:

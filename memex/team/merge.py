@@ -197,6 +197,34 @@ def merge_memory(base: str | None, ours: str, theirs: str, path: str, newer: str
     return Merged(serialize(MemoryFile(meta, keep, has_fm)), name, text, new_id, memory_id)
 
 
+def split_markers(text: str) -> tuple[str, str] | None:
+    """The two sides of a file holding git's conflict markers (a merge without memex's
+    driver: plain git on a clone where ``memex sync`` never ran); None when it holds none
+    or they are not well formed."""
+    sides: tuple[list[str], list[str]] = ([], [])
+    state = "both"
+    found = False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("<<<<<<<") and state == "both":
+            state, found = "ours", True
+        elif line.startswith("|||||||") and state == "ours":
+            state = "base"
+        elif line.startswith("=======") and state in ("ours", "base") and line.rstrip("\r\n") == "=======":
+            state = "theirs"
+        elif line.startswith(">>>>>>>") and state == "theirs":
+            state = "both"
+        elif state == "both":
+            sides[0].append(line)
+            sides[1].append(line)
+        elif state == "ours":
+            sides[0].append(line)
+        elif state == "theirs":
+            sides[1].append(line)
+    if not found or state != "both":
+        return None
+    return "".join(sides[0]), "".join(sides[1])
+
+
 def _lines(text: str) -> list[str]:
     return [ln.strip() for ln in text.splitlines() if ln.strip()]
 

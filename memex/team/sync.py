@@ -44,10 +44,10 @@ from memex import layout
 from memex.config import setting
 from memex.errors import SyncError
 from memex.files.locking import file_lock
-from memex.files.memory_file import read
+from memex.files.memory_file import atomic_write, read
 from memex.team import tombstones, wiring
 from memex.team.gitrepo import Repo
-from memex.team.merge import CONFLICT_KEY, LOCAL_ENV
+from memex.team.merge import CONFLICT_KEY, LOCAL_ENV, merge_memory, split_markers
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -74,6 +74,7 @@ class SyncReport:
     outgoing: int = 0  # commits pushed
     attempts: int = 0
     kept_edited: list[str] = field(default_factory=list)  # deleted there, edited here: kept
+    repaired: list[str] = field(default_factory=list)  # memory files that came with conflict markers
     conflicts: list[dict[str, str]] = field(default_factory=list)
     erased: list[str] = field(default_factory=list)
     deduplicated: list[dict[str, Any]] = field(default_factory=list)
@@ -246,6 +247,36 @@ def _rebase(vault: Vault, repo: Repo, onto: str, since: str | None, report: Sync
             if repo.busy() != "rebase":
                 raise SyncError(f"git rebase failed in {repo.root}: {(done.err or done.out).strip()}")
             _continue_rebase(vault, repo, report)
+
+
+def _repair_markers(vault: Vault, repo: Repo, since: list[str]) -> list[str]:
+    """Memory files that arrived (or were committed here) with git's conflict markers in them.
+
+    A clone that merged without memex's driver (plain git, the driver not set
+    up) can push such a file; it is split into its two sides and merged by the
+    same rules, so both versions are kept and no marker reaches the index.
+    Returns the repaired paths.
+    """
+    changed: set[str] = set()
+    for rev in since:
+        out = repo.out("diff", "--name-only", "--relative", "-z", rev, "HEAD", "--", layout.MEMORIES_DIR)
+        changed.update(p for p in out.split("\0") if p.endswith(".md"))
+    repaired: list[str] = []
+    for rel in sorted(changed):
+        path = vault.root / rel
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        sides = split_markers(text)
+        if sides is None:
+            continue
+        merged = merge_memory(None, sides[0], sides[1], rel)
+        if merged.extra_name is not None and merged.extra_text is not None:
+            atomic_write(path.parent / merged.extra_name, merged.extra_text)
+        atomic_write(path, merged.text)
+        repaired.append(rel)
+    return repaired
 
 
 def _conflicts(vault: Vault, repo: Repo) -> list[dict[str, str]]:
@@ -451,6 +482,7 @@ def _sync_loop(vault: Vault, repo: Repo, remote: str, branch: str, before: str |
     for attempt in range(1, attempts + 1):
         report.attempts = attempt
         report.local_changes += _commit(vault, repo, _message("local changes"))
+        pre = repo.rev("HEAD")
         if after is not None and repo.rev("HEAD"):
             report.incoming += int(repo.out("rev-list", "--count", f"HEAD..{after}").strip())
             forced = before is not None and repo.run("merge-base", "--is-ancestor", before, after, check=False).code != 0
@@ -467,6 +499,8 @@ def _sync_loop(vault: Vault, repo: Repo, remote: str, branch: str, before: str |
             else:
                 with _timed(report, "rebase"):
                     _rebase(vault, repo, after, None, report)
+        with vault.write_lock():
+            report.repaired += _repair_markers(vault, repo, [r for r in (pre, after) if r])
         report.conflicts += _conflicts(vault, repo)
         erased = _settle_tree(vault, report, state)
         if after is not None and (rewritten or erased) and repo.rev(after):
