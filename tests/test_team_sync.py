@@ -365,3 +365,31 @@ def test_a_memory_pushed_with_conflict_markers_is_split_into_both_versions(team:
     for name in "abc":
         assert b"<<<<<<<" not in raw_bytes_outside_git(team.roots[name])
     assert team.index("a") == team.index("b") == team.index("c")
+
+
+def test_two_clones_making_the_team_key_at_once_are_told_what_to_do(tmp_path: Path, cli: click.Group) -> None:
+    """A vault pushed by hand (no key yet); x and y both sync first, x's push lands in the middle of y's."""
+    import sys
+
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    first = init_vault(tmp_path / "first", git=True)
+    for args in (("symbolic-ref", "HEAD", "refs/heads/main"), ("add", "-A"), ("-c", "user.name=t", "-c",
+                 "user.email=t@example.org", "commit", "-qm", "by hand"), ("push", "-q", str(remote), "main")):
+        git(first, *args)
+    for name in "xy":
+        git(tmp_path, "clone", "-q", str(remote), str(tmp_path / name))
+        git(tmp_path / name, "config", "user.name", name)
+        git(tmp_path / name, "config", "user.email", f"{name}@example.org")
+    hook = tmp_path / "y" / ".git" / "hooks" / "pre-push"
+    marker = tmp_path / "x-synced"
+    hook.write_text(
+        f"#!/bin/sh\nif [ ! -e {marker} ]; then touch {marker}; "
+        f"{Path(sys.executable).parent / 'memex'} --vault {tmp_path / 'x'} sync >/dev/null 2>&1; fi\n"
+        "exit 0\n"
+    )
+    hook.chmod(hook.stat().st_mode | stat.S_IEXEC)
+    code, out = run(cli, tmp_path / "y")
+    assert marker.exists()
+    assert code == 1 and "at the same time" in out and "--key-file" in out, out
+    assert git(remote, "show", "main:.memex/erase-key.id").strip()  # x's key is the team's

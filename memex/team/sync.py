@@ -221,6 +221,13 @@ def _continue_rebase(vault: Vault, repo: Repo, report: SyncReport) -> None:
         gone = [p for p in unmerged if p not in other and not (vault.root / p).exists()]
         if other or gone or not unmerged:
             repo.run("rebase", "--abort", check=False)
+            if KEY_ID_FILE in other:
+                raise SyncError(
+                    "a teammate set up the team's erasure key at the same time as this clone made its own; "
+                    f"nothing was pushed. If this clone's {LIST_FILE} is empty, remove {tombstones.KEY_FILE} and "
+                    f"{KEY_ID_FILE}, undo the local commit that added it (`git reset HEAD~1`), and run "
+                    "`memex sync --key-file PATH` with the teammate's key"
+                )
             names = ", ".join((other or gone or ["(none listed)"])[:5])
             raise SyncError(
                 f"the rebase onto the team's branch stopped on a conflict memex does not resolve ({names}); "
