@@ -10,9 +10,10 @@ vault's sync lock:
    (memex/team/tombstones.py);
 3. commit memex's own files (memory files, the erased list, the key's
    fingerprint, ``.gitattributes``; never the index), then rebase them onto
-   the remote branch. Memory files merge by rule (memex/team/merge.py); a
-   memory deleted on one side and edited on the other is kept (an erasure
-   takes it below); any other conflict aborts the rebase and names the file;
+   the remote branch (memex/team/rebase.py). Memory files merge by rule
+   (memex/team/merge.py); a memory deleted on one side and edited on the
+   other is kept (an erasure takes it below); any other conflict aborts the
+   rebase and names the file;
 4. reindex, erase here what teammates erased (the real erase path), and
    retire exact duplicates of the merged tree (``memex dedup``'s rule, which
    picks the same survivor on every clone); commit that;
@@ -25,118 +26,33 @@ nobody pushed since its last sync; every other clone sees the remote
 rewritten at its next sync, moves its own commits onto the new history as
 one commit (so erased text it still held never reaches the remote), and
 drops the old objects; each sync report says what this clone's history
-still holds.
+still holds (memex/team/history.py).
 """
 
 from __future__ import annotations
 
-import json
 import socket
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memex.erase import erased_list
 from memex import layout
 from memex.config import setting
+from memex.erase import erased_list
 from memex.errors import SyncError
 from memex.files.locking import file_lock
-from memex.files.memory_file import atomic_write, read
 from memex.team import tombstones, wiring
 from memex.team.gitrepo import Repo
-from memex.team.merge import CONFLICT_KEY, LOCAL_ENV, merge_memory, split_markers
+from memex.team.history import load_state, report_history, rewrites, rewritten_here, save_state
+from memex.team.rebase import conflicts, rebase, repair_markers
+from memex.team.report import SyncReport, timed
+from memex.team.wiring import KEY_ID_FILE, LIST_FILE, MEMORY_PREFIX
 
 if TYPE_CHECKING:
     from memex.vault import Vault
 
-STATE_NAME = "memex-sync.json"  # in .git/: per clone, never shared
-LOG_NAME = layout.ERASURE_LOG_NAME
-LIST_FILE = f"{layout.MEMEX_DIR}/{layout.ERASED_LIST_NAME}"  # vault-relative
-KEY_ID_FILE = f"{layout.MEMEX_DIR}/{layout.ERASE_KEY_ID_NAME}"
 SHARED = (layout.MEMORIES_DIR, LIST_FILE, KEY_ID_FILE, wiring.ATTRIBUTES_NAME)
 FIRST_TIME = (layout.GIT_IGNORE_NAME, layout.CONFIG_RELPATH.as_posix())  # committed once, when still untracked
-MEMORY_PREFIX = f"{layout.MEMORIES_DIR}/"
-MAX_CONTINUES = 200
-
-
-@dataclass
-class SyncReport:
-    remote: str
-    branch: str
-    dry_run: bool = False
-    set_up: list[str] = field(default_factory=list)
-    key: str = "ok"
-    local_changes: int = 0  # files memex committed before pulling
-    incoming: int = 0  # commits the remote had that this clone did not
-    outgoing: int = 0  # commits pushed
-    attempts: int = 0
-    kept_edited: list[str] = field(default_factory=list)  # deleted there, edited here: kept
-    repaired: list[str] = field(default_factory=list)  # memory files that came with conflict markers
-    conflicts: list[dict[str, str]] = field(default_factory=list)
-    erased: list[str] = field(default_factory=list)
-    deduplicated: list[dict[str, Any]] = field(default_factory=list)
-    index: dict[str, int] = field(default_factory=dict)
-    history: dict[str, Any] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@contextmanager
-def _timed(report: SyncReport, step: str) -> Iterator[None]:
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        report.seconds[step] = report.seconds.get(step, 0.0) + time.perf_counter() - started
-
-
-# -- per-clone state -----------------------------------------------------------
-
-
-def _state(repo: Repo) -> dict[str, Any]:
-    try:
-        data = json.loads((repo.git_dir / STATE_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _save_state(repo: Repo, state: dict[str, Any]) -> None:
-    (repo.git_dir / STATE_NAME).write_text(json.dumps(state, sort_keys=True) + "\n", encoding="utf-8")
-
-
-def _rewrites(memex_dir: Path) -> int:
-    """How many history rewrites (``erase --purge-history``) this clone's audit log records."""
-    try:
-        lines = (memex_dir / LOG_NAME).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return 0
-    count = 0
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and (entry.get("phase") == "history_purged" or entry.get("git_history") == "purged"):
-            count += 1
-    return count
-
-
-def _rewritten_here(repo: Repo, state: dict[str, Any]) -> bool:
-    """This clone's history no longer holds what it last synced (checked with the audit log's word)."""
-    last = state.get("remote_tip")
-    if not isinstance(last, str) or not repo.rev("HEAD"):
-        return False
-    return repo.run("merge-base", "--is-ancestor", last, "HEAD", check=False).code != 0
-
-
-# -- steps -----------------------------------------------------------------------
 
 
 def _team_key_id(repo: Repo, ref: str | None, root: Path) -> str | None:
@@ -199,114 +115,6 @@ def _message(what: str) -> str:
     return f"memex sync: {what} ({socket.gethostname()})"
 
 
-def _both_sides(repo: Repo) -> set[str]:
-    """Unmerged paths with both sides' versions (a content conflict, not deleted on one side)."""
-    stages: dict[str, set[str]] = {}
-    for entry in repo.out("ls-files", "-u", "-z").split("\0"):
-        meta, _, path = entry.partition("\t")
-        if path:
-            stages.setdefault(path, set()).add(meta.split()[-1])
-    return {p for p, s in stages.items() if {"2", "3"} <= s}
-
-
-def _continue_rebase(vault: Vault, repo: Repo, report: SyncReport) -> None:
-    """Settle what the drivers could not: a memory deleted on one side and edited on the other."""
-    for _ in range(MAX_CONTINUES):
-        if repo.busy() != "rebase":
-            return
-        unmerged = repo.unmerged()
-        both = _both_sides(repo)
-        # A memory file both sides changed is the driver's; if it is still unmerged, the driver failed.
-        other = [p for p in unmerged if not (p.startswith(MEMORY_PREFIX) and p.endswith(".md")) or p in both]
-        gone = [p for p in unmerged if p not in other and not (vault.root / p).exists()]
-        if other or gone or not unmerged:
-            repo.run("rebase", "--abort", check=False)
-            if KEY_ID_FILE in other:
-                raise SyncError(
-                    "a teammate set up the team's erasure key at the same time as this clone made its own; "
-                    f"nothing was pushed. If this clone's {LIST_FILE} is empty, remove {tombstones.KEY_FILE} and "
-                    f"{KEY_ID_FILE}, undo the local commit that added it (`git reset HEAD~1`), and run "
-                    "`memex sync --key-file PATH` with the teammate's key"
-                )
-            names = ", ".join((other or gone or ["(none listed)"])[:5])
-            raise SyncError(
-                f"the rebase onto the team's branch stopped on a conflict memex does not resolve ({names}); "
-                "nothing was pushed and your commits are as they were: resolve it with git "
-                "(`git pull --rebase`, fix, `git rebase --continue`), then run `memex sync` again"
-            )
-        # Deleted on one side, edited on the other: the edited file is in the work tree; keep it.
-        repo.run("add", "--", *unmerged)
-        report.kept_edited += [p for p in unmerged if p not in report.kept_edited]
-        done = repo.run("-c", "core.editor=true", "rebase", "--continue", check=False, env=repo.identity_env())
-        if done.code == 0 and repo.busy() != "rebase":
-            return
-    repo.run("rebase", "--abort", check=False)
-    raise SyncError("the rebase did not finish after many steps; nothing was pushed; run `memex sync` again")
-
-
-def _rebase(vault: Vault, repo: Repo, onto: str, since: str | None, report: SyncReport) -> None:
-    head = repo.rev("HEAD")
-    env = {LOCAL_ENV: head or ""}
-    args = ["rebase", "-q", "--autostash"] + (["--onto", onto, since] if since else [onto])
-    with vault.write_lock():
-        done = repo.run(*args, check=False, env={**env, **repo.identity_env()})
-        if done.code != 0:
-            if repo.busy() != "rebase":
-                raise SyncError(f"git rebase failed in {repo.root}: {(done.err or done.out).strip()}")
-            _continue_rebase(vault, repo, report)
-
-
-def _repair_markers(vault: Vault, repo: Repo, since: list[str]) -> list[str]:
-    """Memory files that arrived (or were committed here) with git's conflict markers in them.
-
-    A clone that merged without memex's driver (plain git, the driver not set
-    up) can push such a file; it is split into its two sides and merged by the
-    same rules, so both versions are kept and no marker reaches the index.
-    Returns the repaired paths.
-    """
-    changed: set[str] = set()
-    for rev in since:
-        out = repo.out("diff", "--name-only", "--relative", "-z", rev, "HEAD", "--", layout.MEMORIES_DIR)
-        changed.update(p for p in out.split("\0") if p.endswith(".md"))
-    repaired: list[str] = []
-    for rel in sorted(changed):
-        path = vault.root / rel
-        try:
-            text = path.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        sides = split_markers(text)
-        if sides is None:
-            continue
-        merged = merge_memory(None, sides[0], sides[1], rel)
-        if merged.extra_name is not None and merged.extra_text is not None:
-            atomic_write(path.parent / merged.extra_name, merged.extra_text)
-        atomic_write(path, merged.text)
-        repaired.append(rel)
-    return repaired
-
-
-def _conflicts(vault: Vault, repo: Repo) -> list[dict[str, str]]:
-    """Second memories the merge driver wrote for body conflicts (untracked until committed)."""
-    out: list[dict[str, str]] = []
-    for rel in repo.untracked(layout.MEMORIES_DIR):
-        if not rel.endswith(".md"):
-            continue
-        try:
-            mf, _ = read(vault.root / rel, vault.config.max_file_bytes, vault.root)
-        except Exception:  # not ours to judge here: the reindex reports unreadable files
-            continue
-        original = mf.meta.get(CONFLICT_KEY)
-        if original in (None, ""):
-            continue
-        out.append({
-            "id": str(original), "other_id": str(mf.meta.get("id")), "other_path": rel, "suggestion": "supersede",
-            "next_step": f"both versions are kept; read them (`memex show {original}`, `memex show {mf.meta.get('id')}`) "
-                         f"and supersede the one that is out of date (`memex supersede OLD_ID TEXT`)",
-        })
-    return out
-
-
 def _settle_tree(vault: Vault, report: SyncReport, state: dict[str, Any]) -> bool:
     """Reindex, apply teammates' erasures, retire exact duplicates; True when something was erased."""
     from memex.dedup.cleanup import dedup_existing
@@ -321,40 +129,18 @@ def _settle_tree(vault: Vault, report: SyncReport, state: dict[str, Any]) -> boo
     # Conflict copies of erased memories need a look at every memory id: only
     # when the list grew since the last sync, or this sync made conflict copies.
     deep = size.size != state.get("erased_size") or bool(report.conflicts)
-    with _timed(report, "erasures"):
+    with timed(report, "erasures"):
         applied = tombstones.apply(vault, conflict_copies=deep)
     size.refresh()
     state["erased_size"] = size.size
     report.erased += [i for i in applied.ids if i not in report.erased]
-    with _timed(report, "dedup"):
+    with timed(report, "dedup"):
         for _ in range(100):  # memex dedup changes at most 200 memories a run
             cleanup = dedup_existing(vault, apply=True)
             report.deduplicated += [{"keep": g.keep, "superseded": g.supersede} for g in cleanup.groups]
             if not cleanup.remaining:
                 break
     return bool(applied.ids)
-
-
-def _history(vault: Vault, repo: Repo, report: SyncReport, rewritten: bool) -> None:
-    if rewritten:
-        repo.run("reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
-        repo.run("gc", "--prune=now", "--quiet")
-    guard = erased_list.Guard(vault.memex_dir)
-    guard.refresh()
-    if guard.size == 0:
-        report.history = {"status": "nothing_erased", "erased_blobs": 0}
-        return
-    count = tombstones.erased_blobs(repo.top, vault.memex_dir)
-    report.history["erased_blobs"] = count
-    if count:
-        report.history.setdefault("status", "retained")
-        report.history["next_step"] = (
-            f"{count} git object(s) in this clone still hold erased memories (older commits); to remove them "
-            "everywhere, run `memex erase ID --reason ... --purge-history` on one clone, then `memex sync` "
-            "there (it publishes the rewrite) and on every other clone (each adopts it)"
-        )
-    else:
-        report.history.setdefault("status", "clean")
 
 
 def _publish_rewrite(vault: Vault, repo: Repo, remote: str, branch: str, state: dict[str, Any],
@@ -410,8 +196,8 @@ def _fetch(repo: Repo, remote: str, branch: str) -> tuple[str | None, str | None
 def _dry_run(vault: Vault, repo: Repo, remote: str, branch: str, before: str | None, after: str | None,
              report: SyncReport) -> SyncReport:
     report.set_up = wiring.missing(repo, vault.root)
-    state = _state(repo)
-    if _rewrites(vault.memex_dir) > int(state.get("rewrites", 0)) and _rewritten_here(repo, state):
+    state = load_state(repo)
+    if rewrites(vault.memex_dir) > int(state.get("rewrites", 0)) and rewritten_here(repo, state):
         report.history["status"] = "rewritten_here"
         report.notes.append("this clone rewrote its history; the next `memex sync` publishes it (a force-push with lease)")
     elif before is not None and after is not None and repo.run(
@@ -453,7 +239,7 @@ def sync(vault: Vault, remote: str | None = None, dry_run: bool = False, key_fil
         tracked, after = _fetch(repo, remote_name, remote_branch)
         # Where the remote was at this clone's last sync (a plain `git fetch`, or a dry run,
         # moves the tracking ref since): a rewrite is seen against that.
-        last = _state(repo).get("remote_tip")
+        last = load_state(repo).get("remote_tip")
         before = (repo.rev(last) if isinstance(last, str) else None) or tracked
         if dry_run:
             return _dry_run(vault, repo, remote_name, remote_branch, before, after, report)
@@ -465,18 +251,18 @@ def sync(vault: Vault, remote: str | None = None, dry_run: bool = False, key_fil
             )
         report.set_up = wiring.ensure(repo, vault.root)
         _settle_key(vault, repo, f"{remote_name}/{remote_branch}" if after else None, report)
-        state = _state(repo)
-        rewrites = _rewrites(vault.memex_dir)
+        state = load_state(repo)
+        purges = rewrites(vault.memex_dir)
         git_started = time.perf_counter()
-        if rewrites > int(state.get("rewrites", 0)) and _rewritten_here(repo, state):
+        if purges > int(state.get("rewrites", 0)) and rewritten_here(repo, state):
             _publish_rewrite(vault, repo, remote_name, remote_branch, state, report)
             rewritten = True
         else:
             rewritten = _sync_loop(vault, repo, remote_name, remote_branch, before, after, attempts, report, state)
-        state.update(rewrites=rewrites, remote_tip=repo.rev("HEAD"))
-        _save_state(repo, state)
-        with _timed(report, "history"):
-            _history(vault, repo, report, rewritten)
+        state.update(rewrites=purges, remote_tip=repo.rev("HEAD"))
+        save_state(repo, state)
+        with timed(report, "history"):
+            report_history(vault, repo, report, rewritten)
         report.seconds["git_and_rules"] = time.perf_counter() - git_started - report.seconds.get("index", 0.0)
     report.seconds["total"] = time.perf_counter() - started
     return report
@@ -501,14 +287,14 @@ def _sync_loop(vault: Vault, repo: Repo, remote: str, branch: str, before: str |
                     "the remote's history was rewritten (a teammate's `memex erase --purge-history`); this "
                     "clone moved its own changes onto it and dropped the old objects"
                 )
-                with _timed(report, "rebase"):
-                    _rebase(vault, repo, after, before, report)
+                with timed(report, "rebase"):
+                    rebase(vault, repo, after, before, report)
             else:
-                with _timed(report, "rebase"):
-                    _rebase(vault, repo, after, None, report)
+                with timed(report, "rebase"):
+                    rebase(vault, repo, after, None, report)
         with vault.write_lock():
-            report.repaired += _repair_markers(vault, repo, [r for r in (pre, after) if r])
-        report.conflicts += _conflicts(vault, repo)
+            report.repaired += repair_markers(vault, repo, [r for r in (pre, after) if r])
+        report.conflicts += conflicts(vault, repo)
         erased = _settle_tree(vault, report, state)
         if after is not None and (rewritten or erased) and repo.rev(after):
             # Erased text may sit in this clone's unpushed commits: push one commit holding the settled tree.

@@ -13,10 +13,14 @@ import shlex
 import sys
 from pathlib import Path
 
-from memex.layout import ERASED_LIST_NAME, GIT_ATTRIBUTES_NAME, MEMEX_DIR, MEMORIES_DIR
+from memex.layout import ERASE_KEY_ID_NAME, ERASED_LIST_NAME, GIT_ATTRIBUTES_NAME, MEMEX_DIR, MEMORIES_DIR
 from memex.team.gitrepo import Repo
 
 ATTRIBUTES_NAME = GIT_ATTRIBUTES_NAME
+# Vault-relative names git commands and messages use.
+LIST_FILE = f"{MEMEX_DIR}/{ERASED_LIST_NAME}"
+KEY_ID_FILE = f"{MEMEX_DIR}/{ERASE_KEY_ID_NAME}"
+MEMORY_PREFIX = f"{MEMORIES_DIR}/"
 ATTRIBUTES = (
     f"{MEMORIES_DIR}/**/*.md merge=memex",
     f"{MEMEX_DIR}/{ERASED_LIST_NAME} merge=memex-erased",
