@@ -241,6 +241,23 @@ def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
         if i >= 5:
             times.append(time.perf_counter() - t)
             hits.append(len(found))
+    pieces: dict[str, Any] = {}
+    if args.pieces:  # the two halves of a search, timed apart
+        from memex.store.postgres import query
+
+        bm25, knn = [], []
+        for q in qs[5:]:
+            qvec = embed.query_vector(embedder, q)  # type: ignore[arg-type]
+            t = time.perf_counter()
+            query.bm25_top(conn, q, Filters(), 100)
+            bm25.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            query.knn(conn, qvec, Filters(), 100)
+            knn.append(time.perf_counter() - t)
+        pieces = {
+            "bm25_p50_ms": pct(bm25, 50), "bm25_p95_ms": pct(bm25, 95), "bm25_max_ms": round(max(bm25) * 1000, 1),
+            "knn_p50_ms": pct(knn, 50), "knn_p95_ms": pct(knn, 95),
+        }
     adds = []
     for k, (rec, blob) in enumerate(next(batches(args.adds, args.seed + 1))):
         rec.id, rec.path = f"add{k}", f"memories/project/add{k}.md"
@@ -266,7 +283,7 @@ def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
         "search_p50_ms": pct(times, 50), "search_p95_ms": pct(times, 95), "hits_mean": round(statistics.mean(hits), 1),
         "add_p50_ms": pct(adds, 50), "erase_p50_ms": pct(erases, 50), "erase_p95_ms": pct(erases, 95),
         "erase_full_p50_ms": pct(full, 50) if full else None,
-        "index_mb": round(size / 1e6, 1),
+        "index_mb": round(size / 1e6, 1), **pieces,
     }
     conn.close()
     return out
@@ -282,6 +299,7 @@ def main() -> None:
     parser.add_argument("--erases", type=int, default=20)
     parser.add_argument("--full-erases", type=int, default=0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--pieces", action="store_true", help="PostgreSQL: also time BM25 and KNN apart")
     parser.add_argument("--pg-url", default=None, help="an existing PostgreSQL database (default: start the bundled one)")
     parser.add_argument("--workdir", default=None, help="where to build (default: a temporary folder, removed after)")
     parser.add_argument("--out", default=None, help="append the results (JSON lines) to this file")
