@@ -228,8 +228,8 @@ def fts_top(conn: apsw.Connection, query: str, k: int) -> list[Scored]:
     if match is None:
         return []
     return [
-        Scored(int(r), float(score))
-        for r, score in conn.execute(
+        Scored._make(row)  # (INTEGER rowid, REAL score) as SQLite gives them
+        for row in conn.execute(
             "SELECT rowid, -bm25(memory_fts) FROM memory_fts WHERE memory_fts MATCH ? "
             "ORDER BY bm25(memory_fts) LIMIT ?",
             (match, k),
@@ -260,10 +260,8 @@ def fts_top_passing(conn: apsw.Connection, query: str, filters: Filters, k: int)
 
 def sync_rows(conn: apsw.Connection) -> dict[str, SyncRow]:
     """Every row by path."""
-    return {
-        str(path): SyncRow(*rest)
-        for path, *rest in conn.execute(f"SELECT path, {_SYNC} FROM memories")
-    }
+    # Read last so that the rest of the row is the SyncRow as it comes (one per file: a no-change sync at 10k).
+    return {row[-1]: SyncRow._make(row[:-1]) for row in conn.execute(f"SELECT {_SYNC}, path FROM memories")}
 
 
 def sync_row_at(conn: apsw.Connection, path: str) -> SyncRow | None:
