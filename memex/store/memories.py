@@ -13,6 +13,7 @@ vectors and links is :func:`write_memory`; purging it is
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -325,10 +326,17 @@ def touch_row(conn: apsw.Connection, rowid: int, rec: Record) -> None:
     )
 
 
+# The two columns a record does not hold as such come last (memex/fields.py):
+# the rest is read off the record in one attrgetter call per row.
+_DERIVED = ("embed_key", "racy")
+if ROW_COLUMNS[-len(_DERIVED):] != _DERIVED:
+    raise ImportError(f"memex.fields.ROW_COLUMNS must end with {_DERIVED}")
+_RECORD_COLUMNS = attrgetter(*ROW_COLUMNS[: -len(_DERIVED)])
+
+
 def row_values(rec: Record) -> tuple[Any, ...]:
     """The values of :data:`memex.fields.ROW_COLUMNS` for a record."""
-    derived = {"embed_key": text_key(rec.embed_text), "racy": int(rec.racy), "status": rec.status}
-    return tuple(derived[c] if c in derived else getattr(rec, c) for c in ROW_COLUMNS)
+    return (*_RECORD_COLUMNS(rec), text_key(rec.embed_text), int(rec.racy))
 
 
 _COLS = ", ".join(ROW_COLUMNS)
