@@ -130,7 +130,8 @@ def test_purge_history_is_published_and_adopted_by_each_clone(team: Team) -> Non
         team.sync(name)
     team.add("c", "written on c before the rewrite reached it")
     with team.vault("b") as v:
-        assert erase(v, secret, reason="asked", purge_history=True).git.status == "purged"
+        result = erase(v, secret, reason="asked", purge_history=True)
+    assert result.git.status == "purged" and "`memex sync`" in str(result.git.next_step)
     assert team.sync("b", dry_run=True).history["status"] == "rewritten_here"
     assert team.sync("b").history["status"] == "rewritten_here_and_published"
     git(team.roots["a"], "fetch", "-q")  # a plain fetch moves the tracking ref; the rewrite is still seen
