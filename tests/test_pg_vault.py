@@ -94,3 +94,32 @@ def test_erase_vacuum_full_is_a_setting(vault_root: Path, vault_backend: str) ->
         with pytest.raises(ConfigError, match='erase_vacuum must be "plain" or "full", got \'always\''):
             vault.add("Another fact about the pager rota", scope="user")
         assert not list((vault_root / "memories").rglob("*pager*"))
+
+
+def _add_from_clone(root: str, n: int, tag: str) -> list[str]:
+    with Vault(Path(root), embedder=HashEmbedder()) as vault:
+        return [vault.add(f"Clone {tag} learned fact {i}: service {tag}{i} listens on port {9000 + i}").id
+                for i in range(n)]
+
+
+def test_clones_adding_at_once_share_one_index(vault: Vault, vault_backend: str, tmp_path: Path) -> None:
+    """Three processes, three clones, adding at the same moment: every memory
+    lands once in the shared index, whose BM25 totals stay exact."""
+    if vault_backend != "postgres":
+        pytest.skip("a shared index is a PostgreSQL feature")
+    import multiprocessing
+
+    vault.add("The shared index starts with this one")
+    clones = []
+    for tag in "abc":
+        shutil.copytree(vault.root, tmp_path / tag)
+        clones.append((str(tmp_path / tag), 5, tag))
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        added = [i for ids in pool.starmap(_add_from_clone, clones) for i in ids]
+    assert len(set(added)) == 15
+    shared = vault.shared_index
+    assert shared is not None and shared.count() == 16
+    docs, tokens = shared.conn.execute("SELECT docs, tokens FROM fts_totals").fetchone()
+    assert (docs, tokens) == shared.conn.execute("SELECT count(*), sum(fts_len) FROM memories").fetchone()
+    found = {h.id for h in vault.search("clone learned fact service port", limit=20)}
+    assert set(added) <= found  # this clone finds what the other three wrote
