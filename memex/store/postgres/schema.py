@@ -117,6 +117,26 @@ def _step1(conn: PgConnection) -> None:
         CREATE INDEX relations_memory ON relations(memory_rowid);
         """
     )
+    # ANALYZE (autovacuum runs it unasked) copies sample values of each
+    # column into pg_statistic: most common values and histograms of the
+    # body, its lexemes, paths... An erased memory's text would live on
+    # there, outside every table memex purges. Columns that hold a memory's
+    # text or names get no statistics (docs/postgres.md, erasure).
+    for table, columns in _NO_STATISTICS.items():
+        for column in columns:
+            conn.execute(f"ALTER TABLE {table} ALTER COLUMN {column} SET STATISTICS 0")
+
+
+_NO_STATISTICS = {
+    "memories": ("id", "path", "session", "source_ref", "supersedes", "superseded_by", "body", "body_hash",
+                 "file_hash", "embed_key", "fts"),
+    "chunks": ("text_hash",),
+    "embedding_cache": ("text_hash", "vector"),
+    "usage": ("memory_id",),
+    "index_errors": ("path", "reason"),
+    "entities": ("key", "name"),
+    "relations": ("predicate",),
+}
 
 
 # Each step moves the schema from version N-1 to N. Append, never edit.
@@ -189,6 +209,8 @@ def ensure_vectors(conn: PgConnection, model: str, dim: int) -> bool:
         conn.execute("DROP TABLE IF EXISTS chunk_vec")
         conn.execute(f"CREATE TABLE memory_vec (rowid BIGINT PRIMARY KEY, embedding vector({int(dim)}) NOT NULL)")
         conn.execute(f"CREATE TABLE chunk_vec (rowid BIGINT PRIMARY KEY, embedding vector({int(dim)}) NOT NULL)")
+        for table in ("memory_vec", "chunk_vec"):  # no sampled vectors in pg_statistic either (see _step1)
+            conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding SET STATISTICS 0")
         create_vector_indexes(conn)
         conn.execute("UPDATE memories SET embedded = 0")
         set_meta(conn, "vector_model", model)
