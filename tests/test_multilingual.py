@@ -123,9 +123,10 @@ def test_a_chinese_paraphrase_is_a_duplicate_and_a_changed_name_is_not(e5_vault:
 
 
 # Measured with scripts/eval_dedup.py --model multilingual (docs/models.md):
-# precision 1.0 on all three sets; recall 0.333 (zh), 0.954 (dev), 0.950
-# (holdout). Floors leave room for model noise only.
-RECALL_FLOOR = {"dedup_pairs_zh.jsonl": 0.30, "dedup_pairs.jsonl": 0.93, "dedup_pairs_holdout.jsonl": 0.92}
+# precision 1.0 on all three sets; recall 0.519 (zh, with Chinese numerals
+# read as values), 0.954 (dev), 0.950 (holdout). Floors leave room for model
+# noise only.
+RECALL_FLOOR = {"dedup_pairs_zh.jsonl": 0.48, "dedup_pairs.jsonl": 0.93, "dedup_pairs_holdout.jsonl": 0.92}
 
 
 @pytest.mark.parametrize("name", sorted(RECALL_FLOOR))
