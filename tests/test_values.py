@@ -280,6 +280,9 @@ def test_plural_day_names_and_possessive_names_are_the_same_value() -> None:
         ("用户量有3万", "用户量有三万"),
         ("一百零五个测试", "105个测试"),
         ("周五下午不允许上线", "星期五下午不允许上线"),
+        ("持续集成流水线45分钟超时。", "持续集成流水线 45 分钟超时"),  # spaces around the number
+        ("备份保留90天。", "备份保留 90 天"),
+        ("站会在 10 点", "站会在十点"),
     ],
 )
 def test_chinese_numbers_in_another_spelling_are_the_same_value(a: str, b: str) -> None:

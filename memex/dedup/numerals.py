@@ -23,7 +23,8 @@ What is read (NFKC first, so full-width digits are ASCII already):
   "at most"; they are comparison words, not negations, and two texts with
   opposite bounds disagree (:func:`bounds`).
 
-Each pattern is a single regular-expression pass: linear in the text.
+A space between a number and its unit ("45 分钟") changes nothing. Each
+pattern is a single regular-expression pass: linear in the text.
 """
 
 from __future__ import annotations
@@ -52,14 +53,14 @@ _WEEKDAY_NAMES = {"一": "monday", "二": "tuesday", "三": "wednesday", "四": 
 _WEEKDAY = re.compile(r"(?:周|星期|礼拜)([一二三四五六日天末])")
 _AFTERNOON = ("下午", "晚上", "傍晚", "夜里", "晚")
 _TIME = re.compile(
-    rf"(上午|早上|早晨|中午|下午|晚上|傍晚|夜里|凌晨|晚)?({_NUM})[点時时](?:({_NUM})分|(半)|整)?(?!钟|间|候|代)"
+    rf"(上午|早上|早晨|中午|下午|晚上|傍晚|夜里|凌晨|晚)?\s*({_NUM})\s*[点時时](?:\s*({_NUM})\s*分|(半)|整)?(?!钟|间|候|代)"
 )
 # 日 is left out: 15日 is a day of the month.
 _SECONDS = {"秒": 1, "秒钟": 1, "分钟": 60, "小时": 3600, "个小时": 3600, "钟头": 3600, "个钟头": 3600,
             "天": 86400, "周": 604800, "个星期": 604800, "星期": 604800, "个月": 2592000,
             "年": 31536000}
 _DURATION = re.compile(
-    rf"({_NUM})?(个)?(半)?(秒钟|秒|分钟|个小时|小时|个钟头|钟头|天|周|个星期|星期|个月|年)(半)?"
+    rf"({_NUM})?\s*(个)?(半)?(秒钟|秒|分钟|个小时|小时|个钟头|钟头|天|周|个星期|星期|个月|年)(半)?"
 )
 _PERCENT = re.compile(rf"百分之({_NUM})")
 _NUMBER = re.compile(_NUM)
