@@ -5,7 +5,7 @@ embedding the body and its chunks, and the dedup pipeline. The lock then
 covers only a short commit: the erased-list and exact-duplicate checks again
 (another process may have stored the same body meanwhile: two processes
 adding one body still produce one file), the file write and its index rows
-(issue 12, item 6). Eight concurrent adds beside a watcher and a reindex
+(docs/write-path.md). Eight concurrent adds beside a watcher and a reindex
 loop used to queue behind each other's model loading and time out after
 30 s; now an add waits for the lock as long as it takes (``Vault.lock_wait``;
 a flock dies with its holder), and the lock is never held while waiting for
@@ -66,7 +66,7 @@ class VaultLike(Protocol):
     def check_scope(self, scope: str | None) -> str: ...
     def new_path(self, scope: str, body: str, memory_id: str) -> Path: ...
     def record_access(self, ids: Sequence[str]) -> None: ...
-    def _row_by_id(self, memory_id: str) -> MemoryRow: ...
+    def row_by_id(self, memory_id: str) -> MemoryRow: ...
 
 
 def check_storable(text: str, max_bytes: int, what: str = "text") -> None:
@@ -200,7 +200,7 @@ def _known(vault: VaultLike, decision: pipeline.Decision) -> pipeline.AddResult:
     existing = decision.existing_id or ""
     if decision.status == "duplicate" and existing:
         vault.record_access([existing])
-    path = vault._row_by_id(existing).path if existing else ""
+    path = vault.row_by_id(existing).path if existing else ""
     return pipeline.AddResult(
         decision.status, existing, path, decision.method, decision.existing_id,
         decision.similarity, decision.similar_facts,

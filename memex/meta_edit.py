@@ -38,7 +38,7 @@ class MetaBatch:
 def edited_text(vault: Vault, memory_id: str, changes: Mapping[str, Any]) -> tuple[str, str]:
     """(path relative to the vault, new file text) of one memory with ``changes``
     applied: a key set to None is removed, every other key is set."""
-    path = vault._row_by_id(memory_id).path
+    path = vault.row_by_id(memory_id).path
     full = vault.root / path
     mf, _ = memory_file.read(full, vault.config.max_file_bytes, vault.root)
     if "created" not in mf.meta:

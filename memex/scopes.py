@@ -11,7 +11,7 @@ Anything else is refused wherever a scope comes in (CLI, MCP, hooks, the
 Python API) with a :class:`~memex.errors.ScopeError`, and a near miss gets
 "did you mean": ``usr`` is ``user``, ``projects:memex`` is
 ``project:memex``. A typo must not quietly make a new folder of memories
-that no search in the right scope will find (issue 14).
+that no search in the right scope will find (docs/cli.md).
 
 Hand-written files are not refused: a file in ``memories/notes/`` is indexed
 with the scope its folder gives (``notes``), and ``memex doctor`` lists it

@@ -251,7 +251,8 @@ class Vault:
 
     # -- reading -------------------------------------------------------------
 
-    def _row_by_id(self, memory_id: str) -> MemoryRow:
+    def row_by_id(self, memory_id: str) -> MemoryRow:
+        """The index row of one memory (its path, status, fields); MemoryNotFound if none."""
         row = memories.row_by_id(self.conn, memory_id)
         if row is None:
             raise MemoryNotFound(memory_id)
@@ -259,7 +260,7 @@ class Vault:
 
     def get(self, memory_id: str) -> Memory:
         """The memory with this id, read from its file."""
-        row = self._row_by_id(memory_id)
+        row = self.row_by_id(memory_id)
         count, last = usage.usage_of(self.conn, memory_id)
         mf, _ = memory_file.read(self.root / row.path, self.config.max_file_bytes, self.root)
         hit = hit_from_row(row)
@@ -315,7 +316,7 @@ class Vault:
     ) -> builtins.list[Hit]:
         """Search for an agent's context: active memories only, and counts the recall.
 
-        Decay (issue 7) filters memories whose effective confidence is too low.
+        Decay (docs/consolidation.md, "Decay") filters memories whose effective confidence is too low.
         """
         # Ask for more than `limit`: decayed memories are dropped afterwards.
         hits = self.search(query, limit=limit * 3 + 10, scope=scope)
@@ -340,7 +341,7 @@ class Vault:
         """Bring the index in line with the files; ``full`` re-reads every file."""
         report = self.indexer.sync(full=full, progress=progress)
         # Rows of vanished files were purged (a crashed erase, a file deleted by
-        # hand): make their text unreadable on disk too (issue 5, memex/index/purge.py).
+        # hand): make their text unreadable on disk too (docs/forgetting.md, memex/index/purge.py).
         from memex.index.purge import scrub_if_pending
 
         scrub_if_pending(self.conn)
@@ -372,7 +373,7 @@ class Vault:
         """Store a memory unless the dedup pipeline finds it is already known.
 
         A body that was erased before is refused (method "erased") unless
-        ``allow_erased`` (issue 5, memex/erase/erased_list.py). A body the index
+        ``allow_erased`` (docs/forgetting.md, memex/erase/erased_list.py). A body the index
         would never hold (over ``[index] max_file_bytes``, a NUL byte) raises
         InvalidArgument and nothing is written. See memex/adding.py.
         """

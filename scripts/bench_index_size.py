@@ -15,7 +15,7 @@ what the values are does not change the bytes) and reports:
   them unused (from SQLite's ``dbstat``), largest first;
 - ``page_size`` and the ``schema_version`` that built it.
 
-The default count, 5,882, is the size of the vault in which issue 11
+The default count, 5,882, is the size of the vault in which an earlier run
 measured 43 MB (7.3 KB per memory, ~18 MB unused).
 """
 

@@ -1,4 +1,4 @@
-"""The write lock covers only a short commit (issue 12, item 6).
+"""The write lock covers only a short commit (docs/write-path.md).
 
 Eight concurrent ``memex add`` beside a watcher and a reindex loop lost adds
 ("write.lock held for over 30s"): model loading and embedding ran inside

@@ -1,4 +1,4 @@
-"""Start-up of the CLI (issue 14 item 7): a command imports only its module,
+"""Start-up of the CLI (docs/benchmarks.md): a command imports only its module,
 and --version / --help import nothing heavy."""
 
 from __future__ import annotations
@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import click
@@ -18,6 +17,7 @@ from memex.agents import warm
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 from tests.hook_helpers import set_config
+from tests.watchkit import wait_for
 
 
 def _run(args: list[str]) -> tuple[str, set[str]]:
@@ -101,11 +101,8 @@ def test_search_and_add_embed_through_a_running_warm_server(
         vault.add("Blue-green deploys happen on Fridays", scope="user")
     server = threading.Thread(target=warm.serve, args=(vault_root,), daemon=True)
     server.start()
-    deadline = time.monotonic() + 30
     with Vault(vault_root) as vault:
-        while warm.connect(vault) is None:
-            assert time.monotonic() < deadline, "the warm server never answered"
-            time.sleep(0.05)
+        wait_for(lambda: warm.connect(vault), 30, "the warm server to answer")
     out, modules = _run(["--vault", str(vault_root), "search", "when do we deploy", "--json"])
     assert "Blue-green deploys happen on Fridays" in out
     assert "when do we deploy" in asked
@@ -132,12 +129,12 @@ def test_a_running_watcher_serves_its_model_to_one_shot_commands(
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     try:
-        deadline = time.monotonic() + 120
+        def serving() -> bool:
+            assert watcher.poll() is None, watcher.communicate()[1]  # a watcher that died says why
+            return warm.connect(vault) is not None
+
         with Vault(vault_root) as vault:
-            while warm.connect(vault) is None:
-                assert watcher.poll() is None, watcher.communicate()[1]
-                assert time.monotonic() < deadline, "the watcher never served its model"
-                time.sleep(0.1)
+            wait_for(serving, 120, "the watcher to serve its model")
         out, modules = _run(["--vault", str(vault_root), "search", "when do we deploy", "--json"])
         assert "Blue-green deploys happen on Fridays" in out
         assert "onnxruntime" not in modules
@@ -181,7 +178,7 @@ def test_search_imports_only_what_it_needs(vault_root: Path, monkeypatch: pytest
     """A cold one-shot `memex search` (the real model, its answer printed as a
     table) imports neither `memex stats` / `doctor`'s health checks, nor the
     write path's dedup checks, nor numpy's masked arrays (np.median) or
-    numpy.typing (sqlite_vec's own __init__), nor difflib: start-up CPU, issue 14."""
+    numpy.typing (sqlite_vec's own __init__), nor difflib: start-up CPU (docs/benchmarks.md)."""
     monkeypatch.setenv("MEMEX_PRELOAD", "0")  # the head start's thread imports the same modules
     with Vault(vault_root) as vault:
         vault.add("Blue-green deploys happen on Fridays", scope="user")

@@ -1,4 +1,4 @@
-"""The embedding cache's on-disk layout (issue 11 item 5: index size)."""
+"""The embedding cache's on-disk layout (docs/models.md: index size)."""
 
 from __future__ import annotations
 

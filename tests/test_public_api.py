@@ -1,4 +1,4 @@
-"""Pins the public Python API (issue 2, item 8): hooks, the MCP server and
+"""Pins the public Python API (docs/design.md, "Layers"): hooks, the MCP server and
 users' scripts call it, so a change must be deliberate. If you change one of
 these on purpose, update the pin here in the same commit and say so.
 

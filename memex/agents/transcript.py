@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from memex.files import permissions
 from memex.errors import InvalidArgument
@@ -179,7 +180,7 @@ def mark_read(vault: Vault, agent: str, session: str, offset: int | None, echoed
     tmp.replace(state)
 
 
-def session_lock(vault: Vault, agent: str, session: str) -> Any:
+def session_lock(vault: Vault, agent: str, session: str) -> AbstractContextManager[IO[bytes]]:
     """Serializes two Stop hooks of one session (each must archive distinct lines)."""
     return file_lock(_state_path(vault, agent, session).with_suffix(".lock"), timeout=60.0)
 

@@ -214,7 +214,7 @@ def reindex_cmd(ctx: click.Context, full: bool, allow_paths: tuple[str, ...], as
 @click.pass_context
 def stats_cmd(ctx: click.Context, as_json: bool) -> None:
     """What the vault and its index hold."""
-    from memex import health  # not on search's start-up path (issue 14)
+    from memex import health  # not on search's start-up path (docs/benchmarks.md)
 
     data = health.stats(get_vault(ctx))
     if as_json:
@@ -244,7 +244,7 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     a valid one (a hand-written file in an unknown folder). Exit status: 0
     clean (after --fix: everything was fixed), 1 problems remain, 2 usage error.
     """
-    from memex import health, scopes  # not on search's start-up path (issue 14)
+    from memex import health, scopes  # not on search's start-up path (docs/benchmarks.md)
     from memex.files import permissions
     from memex.store import memories
 

@@ -7,7 +7,7 @@ say the same thing. Each cluster keeps one representative; the others get
 one write pass: :func:`memex.meta_edit.update_meta_many`), which hides them from
 default search without deleting anything. :func:`unsupersede` undoes one.
 
-Rules, all from issue 7:
+Rules (docs/consolidation.md):
 
 - candidates: active, not in a protected category (constraint, postmortem,
   gotcha by default) and below the protected confidence (0.95); a scope

@@ -1,6 +1,6 @@
 """The ``<relevant-memories>`` block: how recalled memories enter a prompt.
 
-Recalled text is *data*, never instructions (issue 6, item 5). The block
+Recalled text is *data*, never instructions (docs/context-engine.md). The block
 says so in its header, and every memory body and attribute is escaped
 (``&``, ``<``, ``>``, quotes) so that a memory can neither close the block
 nor open a tag of its own: ``</relevant-memories>`` or ``<system>`` inside

@@ -19,7 +19,7 @@ Erasing by id reaches the memory and the archives that quote it, but not
 memories derived from it: erasing an outdated version must not take the
 current one with it.
 
-Either way it also reaches every copy of an erased memory (issue 12 item 1):
+Either way it also reaches every copy of an erased memory (docs/forgetting.md):
 each file on disk that claims an erased id (``cp``, a sync tool's
 ``note.sync-conflict-1.md``, a restored file the index refused), indexed or
 not, and each memory whose text is the same as an erased one up to what the

@@ -153,7 +153,7 @@ def _select(
 
 
 def _add_copies(vault: Vault, sel: Selection, ids: list[str]) -> None:
-    """Every copy of what is erased (issue 12 item 1; see memex.erase.select)."""
+    """Every copy of what is erased (docs/forgetting.md; see memex.erase.select)."""
     # An Indexer without a model: walking must not load it.
     walker = Indexer(vault.root, vault.conn, vault.config, None)
     on_disk, _ = walker.walk()

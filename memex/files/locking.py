@@ -3,7 +3,7 @@
 ``write.lock`` serializes the short commit of ``add`` (re-check the exact
 duplicate, write the file, index it), so two processes adding the same body
 produce one file; the slow work (loading the model, embedding, the dedup
-pipeline) runs before the lock is taken (issue 12, item 6). Other features
+pipeline) runs before the lock is taken (docs/write-path.md). Other features
 take their own named lock (the watcher takes ``watch.lock`` and holds it
 while it runs).
 

@@ -1,4 +1,4 @@
-"""The erased list at index time (issue 12 items 2 and 4).
+"""The erased list at index time (docs/forgetting.md).
 
 The indexer refuses a file whose body is on the erased list (restored by
 git or a backup, a sync tool's copy) and records it as an error that names

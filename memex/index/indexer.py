@@ -14,7 +14,7 @@ under a new path with the id or the bytes of a vanished one is a move.
 Unreadable files are recorded in ``index_errors`` with their reason and are
 not read again until their size or mtime changes.
 
-Two kinds of file are never indexed (issue 12):
+Two kinds of file are never indexed (docs/forgetting.md, docs/reliability.md):
 
 * a file whose body is on the erased list (:class:`memex.erase.erased_list.Guard`):
   restored from git or a backup, or a sync tool's copy. It is recorded as an
@@ -53,7 +53,7 @@ from memex.embedding import profiles
 from memex.index import purge
 from memex.config import Config
 from memex.store import IndexStore, SqliteStore
-from memex.store.memories import IndexError_
+from memex.store.memories import EmbedState, ErrorRow, Located
 from memex.store.memories import SyncRow as _Row
 from memex.errors import MemoryFileError
 from memex.faults import point
@@ -205,7 +205,7 @@ class Indexer:
     def _rows(self) -> dict[str, _Row]:
         return self.store.sync_rows()
 
-    def _known_errors(self) -> dict[str, IndexError_]:
+    def _known_errors(self) -> dict[str, ErrorRow]:
         return self.store.index_errors()
 
     def sync(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
@@ -472,13 +472,13 @@ class Indexer:
         chunks, and what the cache already holds."""
         if self.embedder is None or not records:
             return [], None
-        current: dict[str, tuple[str | None, int]] = {}
+        current: dict[str, EmbedState] = {}
         if not full:  # one query per batch, not one per file
             current = self.store.embed_state([rec.id for rec in records])
         wanted: list[Record] = []
         for rec in records:
             have = current.get(rec.id)
-            if full or have is None or not have[1] or have[0] != embed.text_key(rec.embed_text):
+            if full or have is None or not have.embedded or have.key != embed.text_key(rec.embed_text):
                 wanted.append(rec)
         texts: list[str] = []
         plan: list[tuple[Record, list[str]]] = []
@@ -559,7 +559,7 @@ class Indexer:
                 # Same bytes under a new path (a hand-written file renamed):
                 # the row moves, keeping its vectors and usage.
                 store.move_row(old.rowid, old.id, rec.id, rec.path)
-                by_own_id = (old.rowid, rec.path)
+                by_own_id = Located(old.rowid, rec.path)
                 vanished.discard(moved_from)
                 outcome = "moved"
         elif (
@@ -576,7 +576,7 @@ class Indexer:
         by_id[rec.id] = rec.path
         if full and outcome == "updated" and at_path is not None and at_path.file_hash == rec.file_hash:
             # `reindex --full` rewrites every row; a file whose bytes are what
-            # the row was built from did not change (issue 14: not "updated 24").
+            # the row was built from did not change (docs/cli.md: not "updated 24").
             return "unchanged"
         return outcome
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Sequence
 
 import apsw
 import numpy as np
@@ -67,7 +68,7 @@ class _Block:
             new[: self.size] = old[: self.size]
             setattr(self, name, new)
 
-    def load(self, rows: list[tuple[int, int, bytes]]) -> None:
+    def load(self, rows: Sequence[tuple[int, int, bytes]]) -> None:
         """Replace the contents with ``(key, owner, blob)`` rows in one go."""
         rows = [r for r in rows if len(r[2]) == 4 * self.dim]  # others: another model's
         n = len(rows)

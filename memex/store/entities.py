@@ -17,6 +17,11 @@ from memex.fields import Relation
 from memex.text import entity_key
 
 
+class Entity(NamedTuple):
+    rowid: int
+    name: str
+
+
 class EntityCount(NamedTuple):
     name: str
     memories: int
@@ -128,10 +133,10 @@ def entity_counts(conn: apsw.Connection) -> list[EntityCount]:
     return [EntityCount(str(n), int(c), int(a), int(r)) for n, c, a, r in rows]
 
 
-def find_entity(conn: apsw.Connection, key: str) -> tuple[int, str] | None:
+def find_entity(conn: apsw.Connection, key: str) -> Entity | None:
     """The rowid and display name of the entity with this key."""
     row = conn.execute("SELECT rowid, name FROM entities WHERE key = ?", (key,)).fetchone()
-    return None if row is None else (int(row[0]), str(row[1]))
+    return None if row is None else Entity(int(row[0]), str(row[1]))
 
 
 def entity_memories(conn: apsw.Connection, entity_rowid: int) -> list[EntityMemory]:

@@ -64,12 +64,45 @@ class SyncRow(NamedTuple):
         return self.size == st.st_size and self.mtime_ns == st.st_mtime_ns and not self.racy
 
 
-class IndexError_(NamedTuple):
+class ErrorRow(NamedTuple):
     """A file that could not be indexed, with the stat it had then."""
 
     reason: str
     size: int | None
     mtime_ns: int | None
+
+
+class Located(NamedTuple):
+    """Where a memory is indexed."""
+
+    rowid: int
+    path: str
+
+
+class BodyRow(NamedTuple):
+    rowid: int
+    id: str
+    path: str
+    body: str
+
+
+class ScopeRow(NamedTuple):
+    path: str
+    scope: str
+
+
+class EmbedState(NamedTuple):
+    """The key of the text a memory's vectors were made from, and whether it has them."""
+
+    key: str | None
+    embedded: int
+
+
+class Scored(NamedTuple):
+    """A full-text match: a memory's rowid and its BM25 score (higher is better)."""
+
+    rowid: int
+    score: float
 
 
 _SHOWN = ", ".join(f"m.{c}" for c in ("rowid", *HIT_FIELDS))
@@ -173,29 +206,29 @@ def scope_in_use(conn: apsw.Connection, scope: str) -> bool:
     return conn.execute("SELECT 1 FROM memories WHERE scope = ? LIMIT 1", (scope,)).fetchone() is not None
 
 
-def path_scopes(conn: apsw.Connection) -> list[tuple[str, str]]:
+def path_scopes(conn: apsw.Connection) -> list[ScopeRow]:
     """(path, scope) of every memory, by path."""
-    return [(str(p), str(s)) for p, s in conn.execute("SELECT path, scope FROM memories ORDER BY path")]
+    return [ScopeRow(str(p), str(s)) for p, s in conn.execute("SELECT path, scope FROM memories ORDER BY path")]
 
 
-def bodies(conn: apsw.Connection) -> list[tuple[int, str, str, str]]:
+def bodies(conn: apsw.Connection) -> list[BodyRow]:
     """(rowid, id, path, body) of every memory."""
     return [
-        (int(r), str(i), str(p), str(b)) for r, i, p, b in conn.execute("SELECT rowid, id, path, body FROM memories")
+        BodyRow(int(r), str(i), str(p), str(b)) for r, i, p, b in conn.execute("SELECT rowid, id, path, body FROM memories")
     ]
 
 
 # -- full-text search -------------------------------------------------------
 
 
-def fts_top(conn: apsw.Connection, query: str, k: int) -> list[tuple[int, float]]:
+def fts_top(conn: apsw.Connection, query: str, k: int) -> list[Scored]:
     """The best ``k`` full-text matches of a query by BM25, best first, as
     (rowid, -bm25); none when the query has no words to match."""
     match = fts_query(query)
     if match is None:
         return []
     return [
-        (int(r), float(score))
+        Scored(int(r), float(score))
         for r, score in conn.execute(
             "SELECT rowid, -bm25(memory_fts) FROM memory_fts WHERE memory_fts MATCH ? "
             "ORDER BY bm25(memory_fts) LIMIT ?",
@@ -238,27 +271,27 @@ def sync_row_at(conn: apsw.Connection, path: str) -> SyncRow | None:
     return None if r is None else SyncRow(*r)
 
 
-def rowid_path_of(conn: apsw.Connection, memory_id: str) -> tuple[int, str] | None:
+def rowid_path_of(conn: apsw.Connection, memory_id: str) -> Located | None:
     """Where the memory with this id is indexed: (rowid, path)."""
     r = conn.execute("SELECT rowid, path FROM memories WHERE id = ?", (memory_id,)).fetchone()
-    return None if r is None else (int(r[0]), str(r[1]))
+    return None if r is None else Located(int(r[0]), str(r[1]))
 
 
-def embed_state(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, tuple[str | None, int]]:
+def embed_state(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, EmbedState]:
     """Per id: the key of the text its vectors were made from, and whether it has them."""
-    out: dict[str, tuple[str | None, int]] = {}
+    out: dict[str, EmbedState] = {}
     for start in range(0, len(ids), _BATCH):
         part = ids[start : start + _BATCH]
         for mid, key, embedded in conn.execute(
             f"SELECT id, embed_key, embedded FROM memories WHERE id IN ({_marks(len(part))})", part
         ):
-            out[str(mid)] = (key, int(embedded))
+            out[str(mid)] = EmbedState(key, int(embedded))
     return out
 
 
-def index_errors(conn: apsw.Connection) -> dict[str, IndexError_]:
+def index_errors(conn: apsw.Connection) -> dict[str, ErrorRow]:
     return {
-        str(p): IndexError_(str(r), s, m)
+        str(p): ErrorRow(str(r), s, m)
         for p, r, s, m in conn.execute("SELECT path, reason, size, mtime_ns FROM index_errors")
     }
 

@@ -116,6 +116,11 @@ def session_rows(
     ]
 
 
+class HashKey(NamedTuple):
+    scope: str
+    body_hash: str
+
+
 class DuplicateRow(NamedTuple):
     id: str
     confidence: float
@@ -123,10 +128,10 @@ class DuplicateRow(NamedTuple):
     body: str
 
 
-def duplicate_keys(conn: apsw.Connection) -> list[tuple[str, str]]:
+def duplicate_keys(conn: apsw.Connection) -> list[HashKey]:
     """(scope, body hash) held by more than one active memory, oldest first."""
     return [
-        (str(s), str(h))
+        HashKey(str(s), str(h))
         for s, h in conn.execute(
             "SELECT scope, body_hash FROM memories WHERE status = 'active' "
             "GROUP BY scope, body_hash HAVING count(*) > 1 ORDER BY scope, min(created)"

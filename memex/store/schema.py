@@ -155,7 +155,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 def vec_extension_path() -> str:
     """What ``sqlite_vec.loadable_path()`` returns, found without running the
     package's ``__init__``: that imports ``numpy.typing`` (about 10 ms of a
-    one-shot command's start-up, issue 14) for a helper memex never uses."""
+    one-shot command's start-up: docs/benchmarks.md) for a helper memex never uses."""
     spec = importlib.util.find_spec("sqlite_vec")
     if spec is None or not spec.submodule_search_locations:
         raise IndexStoreError("the sqlite-vec package is not installed (pip install sqlite-vec)")
@@ -212,6 +212,13 @@ def write_txn(conn: apsw.Connection) -> Iterator[None]:
         yield
         return
     conn.execute("BEGIN IMMEDIATE")
+    with _ending(conn):
+        yield
+
+
+@contextlib.contextmanager
+def _ending(conn: apsw.Connection) -> Iterator[None]:
+    """End the transaction the caller began: COMMIT after the block, ROLLBACK if it raises."""
     try:
         yield
     except BaseException:
@@ -231,14 +238,6 @@ def try_begin(conn: apsw.Connection, wait_ms: int) -> bool:
         return False
     finally:
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-
-
-def commit(conn: apsw.Connection) -> None:
-    conn.execute("COMMIT")
-
-
-def rollback(conn: apsw.Connection) -> None:
-    conn.execute("ROLLBACK")
 
 
 # How long BEGIN IMMEDIATE may wait while write.lock is held: long enough
@@ -263,12 +262,8 @@ def locked_txn(conn: apsw.Connection, path: Path, timeout: float | None = None) 
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         with file_lock(path, left):
             if try_begin(conn, _SQLITE_WAIT_MS):
-                try:
+                with _ending(conn):
                     yield
-                except BaseException:
-                    rollback(conn)
-                    raise
-                commit(conn)
                 return
         if deadline is not None and time.monotonic() >= deadline:
             raise LockTimeout(f"{path}: the index stayed busy for over {timeout:.0f}s")

@@ -18,13 +18,15 @@ import apsw
 
 from memex.store import cache, entities, memories, meta, purge, queries, schema, usage, vectors
 from memex.store.cache import CacheRow
-from memex.store.entities import EntityCount, EntityMemory, EntityRelation
+from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
-from memex.store.memories import Filters, IndexError_, MemoryRow, SyncRow, Vectors
+from memex.store.memories import (
+    BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
+)
 from memex.store.purge import PurgeCounts
-from memex.store.queries import DuplicateRow, Neighbour, SessionItem, SessionRow, Stats, TargetRow
+from memex.store.queries import DuplicateRow, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
 from memex.store.usage import DecayRow, Usage
-from memex.store.vectors import OwnedVector
+from memex.store.vectors import OwnedVector, RowVector
 
 if TYPE_CHECKING:
     from memex.records import Record
@@ -109,10 +111,10 @@ class SqliteStore:
     def scope_in_use(self, scope: str) -> bool:
         return memories.scope_in_use(self.conn, scope)
 
-    def path_scopes(self) -> list[tuple[str, str]]:
+    def path_scopes(self) -> list[ScopeRow]:
         return memories.path_scopes(self.conn)
 
-    def bodies(self) -> list[tuple[int, str, str, str]]:
+    def bodies(self) -> list[BodyRow]:
         return memories.bodies(self.conn)
 
     # -- what a sync compares
@@ -123,13 +125,13 @@ class SqliteStore:
     def sync_row_at(self, path: str) -> SyncRow | None:
         return memories.sync_row_at(self.conn, path)
 
-    def rowid_path_of(self, memory_id: str) -> tuple[int, str] | None:
+    def rowid_path_of(self, memory_id: str) -> Located | None:
         return memories.rowid_path_of(self.conn, memory_id)
 
-    def embed_state(self, ids: Sequence[str]) -> dict[str, tuple[str | None, int]]:
+    def embed_state(self, ids: Sequence[str]) -> dict[str, EmbedState]:
         return memories.embed_state(self.conn, ids)
 
-    def index_errors(self) -> dict[str, IndexError_]:
+    def index_errors(self) -> dict[str, ErrorRow]:
         return memories.index_errors(self.conn)
 
     def record_index_error(self, path: str, reason: str, st: os.stat_result | None) -> None:
@@ -140,7 +142,7 @@ class SqliteStore:
 
     # -- search
 
-    def fts_top(self, query: str, k: int) -> list[tuple[int, float]]:
+    def fts_top(self, query: str, k: int) -> list[Scored]:
         return memories.fts_top(self.conn, query, k)
 
     def fts_top_passing(self, query: str, filters: Filters, k: int) -> dict[int, float]:
@@ -155,7 +157,7 @@ class SqliteStore:
     def knn_bodies(self, blob: bytes, k: int) -> dict[int, float]:
         return vectors.knn_bodies(self.conn, blob, k)
 
-    def vectors_of(self, rowids: Sequence[int]) -> list[tuple[int, bytes]]:
+    def vectors_of(self, rowids: Sequence[int]) -> list[RowVector]:
         return vectors.vectors_of(self.conn, rowids)
 
     def memory_vectors_of(self, rowids: Sequence[int]) -> list[OwnedVector]:
@@ -217,7 +219,7 @@ class SqliteStore:
     ) -> list[SessionRow]:
         return queries.session_rows(self.conn, session, sources, since, k, newest_first)
 
-    def duplicate_keys(self) -> list[tuple[str, str]]:
+    def duplicate_keys(self) -> list[HashKey]:
         return queries.duplicate_keys(self.conn)
 
     def active_with_hash(self, scope: str, body_hash: str) -> list[DuplicateRow]:
@@ -275,7 +277,7 @@ class SqliteStore:
     def entity_counts(self) -> list[EntityCount]:
         return entities.entity_counts(self.conn)
 
-    def find_entity(self, key: str) -> tuple[int, str] | None:
+    def find_entity(self, key: str) -> Entity | None:
         return entities.find_entity(self.conn, key)
 
     def entity_memories(self, entity_rowid: int) -> list[EntityMemory]:

@@ -11,7 +11,7 @@ and friends).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import apsw
 
@@ -22,6 +22,13 @@ class Filters(Protocol):
     tests/test_architecture.py)."""
 
     def sql(self) -> tuple[str, list[Any]]: ...
+
+
+class RowVector(NamedTuple):
+    """A memory's rowid and one of its vectors (body or chunk)."""
+
+    rowid: int
+    blob: bytes
 
 
 def _marks(n: int) -> str:
@@ -99,30 +106,34 @@ def scan(conn: apsw.Connection, blob: bytes, filters: Filters, k: int) -> dict[i
     return dict(sorted(sims.items(), key=lambda kv: -kv[1])[:k])
 
 
-def vectors_of(conn: apsw.Connection, rowids: Sequence[int]) -> list[tuple[int, bytes]]:
+def vectors_of(conn: apsw.Connection, rowids: Sequence[int]) -> list[RowVector]:
     """(memory rowid, vector) of these memories' bodies and chunks."""
     marks = _marks(len(rowids))
-    out: list[tuple[int, bytes]] = []
+    out: list[RowVector] = []
     for sql in (
         f"SELECT rowid, embedding FROM memory_vec WHERE rowid IN ({marks})",
         "SELECT c.memory_rowid, v.embedding FROM chunks c JOIN chunk_vec v ON v.rowid = c.rowid "
         f"WHERE c.memory_rowid IN ({marks})",
     ):
-        out.extend((int(r), bytes(b)) for r, b in conn.execute(sql, list(rowids)))
+        out.extend(RowVector(int(r), bytes(b)) for r, b in conn.execute(sql, list(rowids)))
     return out
 
 
-# (chunk or memory rowid, owning memory rowid, vector): what the in-process copy holds.
-OwnedVector = tuple[int, int, bytes]
+class OwnedVector(NamedTuple):
+    """A body or chunk vector: its key (memory or chunk rowid), the memory it speaks for, the vector."""
+
+    key: int
+    owner: int
+    blob: bytes
 
 
 def all_memory_vectors(conn: apsw.Connection) -> list[OwnedVector]:
-    return [(int(r), int(r), b) for r, b in conn.execute("SELECT rowid, embedding FROM memory_vec")]
+    return [OwnedVector(int(r), int(r), b) for r, b in conn.execute("SELECT rowid, embedding FROM memory_vec")]
 
 
 def all_chunk_vectors(conn: apsw.Connection) -> list[OwnedVector]:
     return [
-        (int(r), int(o), b)
+        OwnedVector(int(r), int(o), b)
         for r, o, b in conn.execute(
             "SELECT c.rowid, c.memory_rowid, v.embedding FROM chunks c JOIN chunk_vec v ON v.rowid = c.rowid"
         )
@@ -133,7 +144,7 @@ def memory_vectors_of(conn: apsw.Connection, rowids: Sequence[int]) -> list[Owne
     # Through memories: vec0 scans for "rowid IN (...)" but looks a joined
     # "rowid = ?" up in its index (one add's row: 0.1 vs 1.3 ms at 10k).
     return [
-        (int(r), int(r), b)
+        OwnedVector(int(r), int(r), b)
         for r, b in conn.execute(
             "SELECT m.rowid, v.embedding FROM memories m JOIN memory_vec v ON v.rowid = m.rowid "
             f"WHERE m.rowid IN ({_marks(len(rowids))})",
@@ -144,7 +155,7 @@ def memory_vectors_of(conn: apsw.Connection, rowids: Sequence[int]) -> list[Owne
 
 def chunk_vectors_of(conn: apsw.Connection, chunk_rowids: Sequence[int]) -> list[OwnedVector]:
     return [
-        (int(r), int(o), b)
+        OwnedVector(int(r), int(o), b)
         for r, o, b in conn.execute(
             "SELECT c.rowid, c.memory_rowid, v.embedding FROM chunks c JOIN chunk_vec v ON v.rowid = c.rowid "
             f"WHERE c.rowid IN ({_marks(len(chunk_rowids))})",

@@ -440,7 +440,7 @@ class Watcher:
     def _commit_paths(self, paths: list[str]) -> SyncReport:
         """Index these paths. The model runs first, with no lock held; then
         write.lock and SQLite are taken together for the short commit
-        (issue 12, item 6: waiting for SQLite with write.lock held made
+        (docs/write-path.md: waiting for SQLite with write.lock held made
         every ``memex add`` wait too, until it timed out)."""
         rows = vectors_for_files(self.vault, paths)
         with self.vault.commit(timeout=LOCK_WAIT):
