@@ -123,17 +123,17 @@ def test_a_chinese_paraphrase_is_a_duplicate_and_a_changed_name_is_not(e5_vault:
 
 
 # Measured with scripts/eval_dedup.py --model multilingual (docs/models.md):
-# precision 1.0 on all three sets; recall 0.519 (zh, with Chinese numerals
-# read as values), 0.954 (dev), 0.950 (holdout). Floors leave room for model
-# noise only.
-RECALL_FLOOR = {"dedup_pairs_zh.jsonl": 0.48, "dedup_pairs.jsonl": 0.93, "dedup_pairs_holdout.jsonl": 0.92}
+# precision 1.0 on the Chinese sets, 0.996 on dev; recall 0.370 (zh) and
+# 0.300 (zh holdout) at the Chinese bar 0.965, 0.95 (dev), 0.96 (holdout).
+# Floors leave room for model noise only.
+RECALL_FLOOR = {"dedup_pairs_zh.jsonl": 0.33, "dedup_pairs_zh_holdout.jsonl": 0.25, "dedup_pairs.jsonl": 0.93, "dedup_pairs_holdout.jsonl": 0.92}
 
 
 @pytest.mark.parametrize("name", sorted(RECALL_FLOOR))
 def test_labelled_pairs_with_the_multilingual_model(e5_vault: Vault, name: str) -> None:
     ev = load_script("eval_dedup")
     pairs = ev.load_pairs(DATA / name)
-    if name == "dedup_pairs_zh.jsonl":
+    if name.startswith("dedup_pairs_zh"):
         assert len(pairs) >= 60 and {p["kind"] for p in pairs} == {"paraphrase", "distinct_same_topic", "value_change"}
     report = ev.evaluate(e5_vault, pairs)
     assert report["precision"] >= 0.98, report["false_merges"]

@@ -283,6 +283,10 @@ def test_plural_day_names_and_possessive_names_are_the_same_value() -> None:
         ("持续集成流水线45分钟超时。", "持续集成流水线 45 分钟超时"),  # spaces around the number
         ("备份保留90天。", "备份保留 90 天"),
         ("站会在 10 点", "站会在十点"),
+        ("接口响应不超过200毫秒", "接口响应不超过0.2秒"),
+        ("每天晚上十一点跑一次全量备份。", "全量备份在每晚23点执行。"),  # 十一点 is not 十 + 一点
+        ("缓存的过期时间设为十分钟。", "缓存条目600秒后失效。"),  # 十分钟 is not 十分 ("very")
+        ("每个迭代为期两周。", "一个迭代周期是14天。"),  # a lone 一 is an article, like "one"
     ],
 )
 def test_chinese_numbers_in_another_spelling_are_the_same_value(a: str, b: str) -> None:
@@ -302,6 +306,7 @@ def test_chinese_numbers_in_another_spelling_are_the_same_value(a: str, b: str) 
         ("代码评审需要两位同事批准。", "代码评审需要一位同事批准。"),
         ("覆盖率要求百分之八十", "覆盖率要求90%"),
         ("用户量有3万", "用户量有3千"),
+        ("接口响应不超过200毫秒", "接口响应不超过200秒"),
     ],
 )
 def test_chinese_numbers_that_differ_are_a_changed_value(a: str, b: str) -> None:

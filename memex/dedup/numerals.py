@@ -15,7 +15,7 @@ What is read (NFKC first, so full-width digits are ASCII already):
   两万五千), digits with 万/亿 (3万 = 30000), 百分之N (a percentage);
 - clock times: [上午|下午|晚上|凌晨...] N点/时/時 [M分|半|整] -> "H:MM",
   afternoon and evening hours moved past noon (下午三点 = 15:00);
-- durations: N 秒/分钟/小时/钟头/天/周/星期/个月/年, 半小时, 一个半小时 ->
+- durations: N 毫秒/秒/分钟/小时/钟头/天/周/星期/个月/年, 半小时, 一个半小时 ->
   seconds (a month is 30 days, a year 365), so 一个月 equals 30天;
 - weekdays: 周一 / 星期一 / 礼拜一 -> "monday", the word the English side
   of the guard already uses;
@@ -43,10 +43,10 @@ _NUM = rf"(?:\d+(?:\.\d+)?[万亿]?|[{_NUMERAL}]+)"
 # Words that contain a numeral character but carry no quantity.
 NON_NUMBERS = re.compile(
     r"统一|一起|一样|一直|一定|一些|一般|一致|唯一|进一步|一旦|一下|一切|一律|万一|"
-    r"一边|不一|同一|一向|一贯|十分|千万|万不|一次性|一同|一再|一度|一共|"
+    r"一边|不一|同一|一向|一贯|十分(?!钟)|千万|万不|一次性|一同|一再|一度|一共|"
     r"一方面|一会|之一|三思|五花八门|乱七八糟|一模一样|百度|万维网|"
     # 一点 is "a little" unless a time of day is around it (下午一点, 一点半).
-    r"(?<!上午|下午|晚上|凌晨|中午|早上)一点(?![半整钟0-9零〇一二两三四五六七八九十])"
+    r"(?<!上午|下午|晚上|凌晨|中午|早上)(?<![零〇一二两三四五六七八九十])一点(?![半整钟0-9零〇一二两三四五六七八九十])"
 )
 _WEEKDAY_NAMES = {"一": "monday", "二": "tuesday", "三": "wednesday", "四": "thursday", "五": "friday",
                   "六": "saturday", "日": "sunday", "天": "sunday", "末": "weekend"}
@@ -56,11 +56,11 @@ _TIME = re.compile(
     rf"(上午|早上|早晨|中午|下午|晚上|傍晚|夜里|凌晨|晚)?\s*({_NUM})\s*[点時时](?:\s*({_NUM})\s*分|(半)|整)?(?!钟|间|候|代)"
 )
 # 日 is left out: 15日 is a day of the month.
-_SECONDS = {"秒": 1, "秒钟": 1, "分钟": 60, "小时": 3600, "个小时": 3600, "钟头": 3600, "个钟头": 3600,
+_SECONDS = {"毫秒": 0.001, "秒": 1, "秒钟": 1, "分钟": 60, "小时": 3600, "个小时": 3600, "钟头": 3600, "个钟头": 3600,
             "天": 86400, "周": 604800, "个星期": 604800, "星期": 604800, "个月": 2592000,
             "年": 31536000}
 _DURATION = re.compile(
-    rf"({_NUM})?\s*(个)?(半)?(秒钟|秒|分钟|个小时|小时|个钟头|钟头|天|周|个星期|星期|个月|年)(半)?"
+    rf"({_NUM})?\s*(个)?(半)?(毫秒|秒钟|秒|分钟|个小时|小时|个钟头|钟头|天|周|个星期|星期|个月|年)(半)?"
 )
 _PERCENT = re.compile(rf"百分之({_NUM})")
 _NUMBER = re.compile(_NUM)
@@ -129,7 +129,7 @@ def _duration(m: re.Match[str]) -> str | None:
     if unit == "年" and count >= 1000:
         return None  # 2026年 is a year, not 2,026 years
     count += 0.5 if (half_before or half_after) else 0.0
-    return f"{_fmt(count * _SECONDS[unit])} s"
+    return f"{_fmt(round(count * _SECONDS[unit], 6))} s"
 
 
 def cjk_values(text: str) -> tuple[set[str], str]:
@@ -150,6 +150,11 @@ def cjk_values(text: str) -> tuple[set[str], str]:
     text = _PERCENT.sub(lambda m: take(_number_token(m.group(1)), m), text)
     for m in _NUMBER.finditer(text):
         token = m.group(0)
+        if token == "一" and text[m.end() : m.end() + 1] not in _DATE_UNITS:
+            # A lone 一 is mostly an article or "once" (一个迭代, 跑一次), as
+            # the English side leaves out "one" and "once"; 一小时, 一点,
+            # 十一, 一号 (the 1st) and 1个 were read above or stay numbers.
+            continue
         if not token[0].isdigit() or token[-1] in _BIG_UNITS:  # plain ASCII numbers are the caller's
             read = _number_token(token)
             if read is not None:
@@ -157,6 +162,7 @@ def cjk_values(text: str) -> tuple[set[str], str]:
     return found, _NUMBER_CJK.sub(" ", text)
 
 
+_DATE_UNITS = ("号", "日", "月")
 _NUMBER_CJK = re.compile(rf"[{_NUMERAL}]+|\d+(?:\.\d+)?[万亿]")
 
 
