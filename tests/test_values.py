@@ -261,3 +261,64 @@ def test_plural_day_names_and_possessive_names_are_the_same_value() -> None:
     assert differs_in_value("Deploys are not allowed on Fridays", "Never deploy on Mondays")
     assert not differs_in_value("The GitHub API allows 5000 requests per hour", "GitHub's rate limit is 5000 requests per hour")
     assert not differs_in_value("The orders query takes 4.2 s", "The orders query takes 4.2s")
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("模型训练用的是四张A100显卡。", "训练模型时使用了4块A100 GPU。"),  # numeral / digit
+        ("团队每周一上午十点开站会。", "周一早上10点是团队的例会时间。"),  # clock time
+        ("站会在上午十点。", "站会在10:00。"),
+        ("下午三点半发布", "15:30发布"),  # afternoon hours are past noon
+        ("数据库备份保留30天。", "数据库的备份文件会保存一个月（30天）。"),  # one duration, two spellings
+        ("CI超时时间是30分钟。", "CI任务跑超过半小时就会被取消。"),
+        ("训练花了一个半小时", "训练花了90分钟"),
+        ("线上服务的副本数是3个。", "这个服务运行了三个实例。"),
+        ("覆盖率要求百分之八十", "覆盖率要求80%"),
+        ("内存是３２ＧＢ", "内存是32GB"),  # full-width digits
+        ("预算是两万五千元", "预算是25000元"),
+        ("用户量有3万", "用户量有三万"),
+        ("一百零五个测试", "105个测试"),
+        ("周五下午不允许上线", "星期五下午不允许上线"),
+        ("持续集成流水线45分钟超时。", "持续集成流水线 45 分钟超时"),  # spaces around the number
+        ("备份保留90天。", "备份保留 90 天"),
+        ("站会在 10 点", "站会在十点"),
+        ("接口响应不超过200毫秒", "接口响应不超过0.2秒"),
+        ("每天晚上十一点跑一次全量备份。", "全量备份在每晚23点执行。"),  # 十一点 is not 十 + 一点
+        ("缓存的过期时间设为十分钟。", "缓存条目600秒后失效。"),  # 十分钟 is not 十分 ("very")
+        ("每个迭代为期两周。", "一个迭代周期是14天。"),  # a lone 一 is an article, like "one"
+    ],
+)
+def test_chinese_numbers_in_another_spelling_are_the_same_value(a: str, b: str) -> None:
+    assert not differs_in_value(a, b)
+    assert not differs_in_value(b, a)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("模型训练用的是四张A100显卡。", "模型训练用的是八张A100显卡。"),
+        ("团队每周一上午十点开站会。", "团队每周三上午十点开站会。"),
+        ("站会在上午十点。", "站会在上午十一点。"),
+        ("下午三点发布", "上午三点发布"),
+        ("数据库备份保留30天。", "数据库备份保留三个月。"),
+        ("CI超时时间是30分钟。", "CI超时时间是30秒。"),  # same number, another unit
+        ("代码评审需要两位同事批准。", "代码评审需要一位同事批准。"),
+        ("覆盖率要求百分之八十", "覆盖率要求90%"),
+        ("用户量有3万", "用户量有3千"),
+        ("接口响应不超过200毫秒", "接口响应不超过200秒"),
+    ],
+)
+def test_chinese_numbers_that_differ_are_a_changed_value(a: str, b: str) -> None:
+    assert differs_in_value(a, b)
+    assert differs_in_value(b, a)
+
+
+def test_chinese_bounds_are_not_negations_and_opposite_bounds_conflict() -> None:
+    at_least = "单元测试的覆盖率要求不低于80%。"
+    assert not differs_in_polarity(at_least, "单测覆盖率必须达到80%以上。")
+    assert not conflicts(at_least, "单测覆盖率必须达到80%以上。")
+    assert not conflicts("每个请求的最大上传文件大小是10MB。", "上传的单个文件不能超过10MB。")
+    assert conflicts(at_least, "单元测试的覆盖率低于80%。")
+    assert conflicts("重试至少三次", "重试最多三次")
+    assert differs_in_polarity("周五下午允许上线。", "周五下午不允许上线。")  # a real negation still counts

@@ -23,6 +23,8 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from memex.dedup.numerals import bounds, cjk_values, strip_bounds
+
 # Numbers with optional decimals, units glued on (12.5N, 15ms, 3x), versions
 # (v1.2.3, 3.11), dates (2026-11-30, 30/11/2026) and times (10:30).
 _VALUE = re.compile(
@@ -41,12 +43,6 @@ _IDENTIFIER = re.compile(
 _WORD = re.compile(r"[A-Za-z\u00c0-\u024f0-9]+(?:[-'][A-Za-z\u00c0-\u024f0-9]+)*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*|^\s*[-*>#]+\s*)$")
 _LOOK_BACK = 64
-_CJK_NUMBER = re.compile(r"[零一二三四五六七八九十百千万亿两]+")
-# Chinese words that contain a numeral character but carry no quantity.
-_CJK_NON_NUMBERS = re.compile(
-    r"统一|一起|一样|一直|一定|一些|一般|一致|唯一|进一步|一旦|一下|一切|一律|万一|"
-    r"一边|一点|不一|同一|一向|一贯|十分|千万|万不|一次性"
-)
 _NUMBER_WORDS = frozenset(
     """zero one two three four five six seven eight nine ten eleven twelve thirteen
     fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty
@@ -131,13 +127,16 @@ def _canonical_number(token: str) -> str:
 
 
 def _numbers(text: str) -> set[str]:
-    """Numbers, dates, versions and quantities, canonical (see above)."""
-    numbers = {_canonical_number(m.group(0).lower().replace(",", ".")) for m in _VALUE.finditer(text)}
+    """Numbers, dates, versions and quantities, canonical (see above).
+    Chinese numerals, clock times, durations and weekdays are read as the
+    values they state (四张 = 4, 十点 = 10点 = 10:00, 半小时 = 30分钟;
+    memex/dedup/numerals.py)."""
+    numbers, text = cjk_values(text)
+    numbers |= {_canonical_number(m.group(0).lower().replace(",", ".")) for m in _VALUE.finditer(text)}
     # "Fridays" is Friday; "GitHub's" is GitHub.
     words = {_singular_day(_possessive(w.lower())) for w in _WORD.findall(text)}
     numbers |= {_WORD_DIGITS.get(w, w) for w in words & (_NUMBER_WORDS | _MONTHS_DAYS) if w not in _NOT_QUANTITIES}
-    cjk = _CJK_NUMBER.findall(_CJK_NON_NUMBERS.sub(" ", text))
-    return numbers | set(cjk)
+    return numbers
 
 
 # Hyphenated names of things (acme-uploads, sqlite-vec, pytest-rerunfailures):
@@ -289,7 +288,9 @@ def _polarity(text: str) -> tuple[int, bool, set[str]]:
     from memex.text import STOPWORDS  # local: text.py must not depend on values.py
 
     text = _CONTRAST_NOT.sub(" instead ", unicodedata.normalize("NFKC", text))
-    zh = _POLARITY_ZH.findall(_ZH_NOT_NEGATION.sub(" ", text))
+    # 不低于 / 不超过 are bounds ("at least", "at most"), compared by
+    # differs_in_opposites, not negations.
+    zh = _POLARITY_ZH.findall(_ZH_NOT_NEGATION.sub(" ", strip_bounds(text)))
     reached: set[str] = set()
     count = len(zh)
     for m in _POLARITY_EN.finditer(text):
@@ -361,7 +362,11 @@ _ZH_STOP_CHARS = frozenset("的了是在我有和就不都也很到要会着这�
 
 
 def differs_in_opposites(a: str, b: str) -> bool:
-    """One text has a word and the other its opposite ("dark mode" / "light mode")."""
+    """One text has a word and the other its opposite ("dark mode" / "light mode"),
+    or the two bound a value from different sides (不低于 / 低于, 至少 / 最多)."""
+    ba, bb = bounds(unicodedata.normalize("NFKC", a)), bounds(unicodedata.normalize("NFKC", b))
+    if ba and bb and ba != bb:
+        return True
     wa = set(_ASCII_WORD.findall(unicodedata.normalize("NFKC", a).lower()))
     wb = set(_ASCII_WORD.findall(unicodedata.normalize("NFKC", b).lower()))
     for x, y in _ANTONYMS_EN:

