@@ -213,3 +213,29 @@ def test_the_vector_extension_is_the_one_sqlite_vec_names() -> None:
     from memex.store.schema import vec_extension_path
 
     assert vec_extension_path() == sqlite_vec.loadable_path()
+
+
+@pytest.mark.model
+def test_the_head_start_imports_the_model_runtime_before_the_command(vault_root: Path) -> None:
+    """`memex search` lets the model's head start import numpy and
+    onnxruntime before it imports the rest of memex, so the session builds
+    (outside the GIL) while the command imports (memex/cli/_preload.py)."""
+    with Vault(vault_root) as vault:
+        vault.add("Blue-green deploys happen on Fridays", scope="user")
+    # When the command's own module starts importing, is onnxruntime there, whole?
+    code = (
+        "import sys\n"
+        "seen = []\n"
+        "def hook(event, args):\n"
+        "    if event == 'import' and args[0] == 'memex.cli._common' and not seen:\n"
+        "        ort = sys.modules.get('onnxruntime')\n"
+        "        seen.append(ort is not None and not getattr(ort.__spec__, '_initializing', False))\n"
+        "sys.addaudithook(hook)\n"
+        "from memex.cli import run\n"
+        f"try:\n    run({['--vault', str(vault_root), 'search', 'when do we deploy', '--json']!r})\n"
+        "except SystemExit:\n    pass\n"
+        "sys.stderr.write(f'\\nRUNTIME_FIRST {seen}')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "Blue-green deploys happen on Fridays" in done.stdout, done.stderr[-2000:]
+    assert done.stderr.rpartition("RUNTIME_FIRST ")[2] == "[True]"

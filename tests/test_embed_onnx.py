@@ -95,3 +95,39 @@ def test_the_quick_session_does_not_busy_wait() -> None:
     assert model.optimized
     with pytest.raises(RuntimeError, match="does not have configuration"):  # never set: the default
         model.session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning")
+
+
+@pytest.mark.model
+def test_the_bundled_model_knows_its_size_without_running() -> None:
+    """The vector size comes from the graph's output shape: loading the
+    model runs no probe text (a one-shot command runs the model once, for
+    its own text; start-up, docs/benchmarks.md)."""
+    model_dir = embed._bundled_model_dir()
+    assert model_dir is not None
+    embedder = embed.FastEmbedder(model_dir, "direct", direct=True)
+    model = embedder._run.__self__  # type: ignore[attr-defined]
+    assert embedder.dim == 384 and model.dim == 384
+    assert model._embedded == 0
+
+
+@pytest.mark.model
+def test_the_first_run_on_the_side_does_not_change_any_vector() -> None:
+    """The session's one-token first run (on its own thread, memex/embedding/onnx.py)
+    leaves the vectors exactly as a session that never had it gives them."""
+    model_dir = embed._bundled_model_dir()
+    assert model_dir is not None
+    started = onnx.OnnxModel(model_dir, embed.MAX_TOKENS, 2)
+    plain = onnx.OnnxModel(model_dir, embed.MAX_TOKENS, 2)
+    plain.embed(["x"])  # its own start thread joined, then a fresh session with no run yet
+    plain.session = plain._session(optimized=False)
+    for text in TEXTS:
+        assert np.array_equal(started.embed([text]), plain.embed([text])), text
+
+
+def test_the_embedding_module_does_not_import_the_index() -> None:
+    """The CLI's head start imports memex.embedding.embed to build the model:
+    it reaches onnxruntime without SQLite or the store's modules."""
+    modules = _imported_after("from memex.embedding import embed")
+    assert "numpy" in modules
+    for index_module in ("apsw", "memex.store", "memex.store.sqlite", "memex.index"):
+        assert index_module not in modules, index_module

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +84,56 @@ def _special_tokens(tokens_map: dict[str, Any]) -> list[Any]:
 QUICK_TEXTS = 64
 
 
+class _QuickStart(threading.Thread):
+    """Builds the quick session, then runs it once on one token, on its own thread.
+
+    Both run in onnxruntime's C++ outside the GIL, so they overlap what the
+    process does meanwhile: reading the tokenizer (about 20 ms of CPU) and,
+    in a one-shot command, importing the rest of memex and opening the index.
+    The first run of a session costs several times a later one (about 50 ms
+    of CPU against 10 for the bundled model: onnxruntime allocates and fills
+    the buffers of the int8 weights' float copies). Paid here, the command's
+    own text, a query, runs at the later speed. A run's result does not
+    depend on an earlier run (tests/test_embed_onnx.py). The thread is not a
+    daemon: a session half built at interpreter exit is not something to
+    gamble on.
+    """
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        super().__init__(name="memex-onnx-start")
+        self._build = build
+        self._built = threading.Event()
+        self._session: Any = None
+        self._error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._session = self._build()
+        except BaseException as exc:  # handed to the caller by wait_built
+            self._error = exc
+        finally:
+            self._built.set()
+        if self._session is not None:
+            try:
+                self._session.run(None, first_run_feed(self._session))
+            except Exception:  # a model that cannot run says so on its first real run
+                pass
+
+    def wait_built(self) -> Any:
+        """The session, once built (raises what building it raised)."""
+        self._built.wait()
+        if self._error is not None:
+            raise self._error
+        return self._session
+
+
+def first_run_feed(session: Any) -> dict[str, np.ndarray]:
+    """One text of one token (id 0) for each input the graph takes."""
+    one = np.ones((1, 1), dtype=np.int64)
+    values = {"input_ids": one * 0, "attention_mask": one, "token_type_ids": one * 0}
+    return {node.name: values.get(node.name, one * 0) for node in session.get_inputs()}
+
+
 class OnnxModel:
     """One ONNX session and its tokenizer: texts in, normalized mean-pooled vectors out.
 
@@ -98,13 +150,24 @@ class OnnxModel:
     """
 
     def __init__(self, model_dir: Path, max_tokens: int, threads: int) -> None:
-        self.tokenizer = load_tokenizer(model_dir, max_tokens)
         self._path = model_dir / "model.onnx"
         self._threads = threads
         self._embedded = 0
         self.optimized = False
-        self.session = self._session(optimized=False)
+        # The session is built (and run once) on its own thread while this
+        # one reads the tokenizer: see _QuickStart.
+        self._start: _QuickStart | None = _QuickStart(lambda: self._session(optimized=False))
+        self._start.start()
+        try:
+            self.tokenizer = load_tokenizer(model_dir, max_tokens)
+        finally:
+            self.session = self._start.wait_built()
         self._inputs = {node.name for node in self.session.get_inputs()}
+        # The vector size, read from the graph's output shape when it is
+        # fixed there (it is for the bundled model): no model run needed to
+        # learn it. None: the caller embeds a text to find out.
+        size = self.session.get_outputs()[0].shape[-1]
+        self.dim: int | None = size if isinstance(size, int) and size > 0 else None
 
     def _session(self, optimized: bool) -> Any:
         import onnxruntime as ort
@@ -126,6 +189,9 @@ class OnnxModel:
         return ort.InferenceSession(str(self._path), providers=["CPUExecutionProvider"], sess_options=options)
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        if self._start is not None:  # its first run still under way: one run at a time
+            self._start.join()
+            self._start = None
         self._embedded += len(texts)
         if not self.optimized and self._embedded > QUICK_TEXTS:
             self.session = self._session(optimized=True)
