@@ -14,7 +14,8 @@ caller (the CLI, a hook, the MCP server) can catch one class at its edge::
     │   └── SchemaTooNew     index.db was written by a newer memex
     ├── LockTimeout          another process held the vault's write lock too long
     ├── WatcherRunning       another `memex watch` already watches this vault (carries .pid)
-    └── GitHistoryError      checking or rewriting the vault's git history failed (erase)
+    ├── GitHistoryError      checking or rewriting the vault's git history failed (erase)
+    └── SyncError            `memex sync` cannot sync the team vault (no remote, a conflict, a rejected push)
 
 The CLI converts any of these to ``click.ClickException`` (one line, exit 1).
 """
@@ -95,3 +96,7 @@ class WatcherRunning(MemexError):
 
 class GitHistoryError(MemexError):
     """Checking or rewriting the vault's git history failed; the message names the step."""
+
+
+class SyncError(MemexError):
+    """``memex sync`` cannot go on; the message says what to do (docs/team.md)."""

@@ -11,6 +11,8 @@ A vault is a folder holding::
         erase.key          the key of the erased list (docs/forgetting.md)
         erased.txt         keyed digests of erased texts, never rewritten
         erasure.log        what each erasure removed (no erased text)
+        erase-key.id       the team's erasure key's fingerprint, committed (docs/team.md)
+        sync.lock          one `memex sync` of a vault at a time
         watch.json         the watcher's heartbeat; watch.lock its single-run lock
         writers/<pid>      folders a running process writes temp files in
         session-<s>.lock   serializes the writers of one archived session
@@ -42,6 +44,11 @@ WRITE_LOCK_NAME = "write.lock"
 ERASE_KEY_NAME = "erase.key"
 ERASED_LIST_NAME = "erased.txt"
 ERASURE_LOG_NAME = "erasure.log"
+ERASE_KEY_ID_NAME = "erase-key.id"
+SYNC_LOCK_NAME = "sync.lock"
+# Beside memories/: which merge driver git uses for which files (docs/team.md).
+GIT_ATTRIBUTES_NAME = ".gitattributes"
+GIT_IGNORE_NAME = ".gitignore"
 WATCH_STATE_NAME = "watch.json"
 WATCH_LOCK_NAME = "watch.lock"
 WRITERS_DIR = "writers"
@@ -110,6 +117,14 @@ class VaultPaths:
     @property
     def erasure_log(self) -> Path:
         return self.memex_dir / ERASURE_LOG_NAME
+
+    @property
+    def erase_key_id(self) -> Path:
+        return self.memex_dir / ERASE_KEY_ID_NAME
+
+    @property
+    def sync_lock(self) -> Path:
+        return self.memex_dir / SYNC_LOCK_NAME
 
     @property
     def watch_state(self) -> Path:

@@ -38,6 +38,7 @@ COMMAND_MODULES = {
     "context": "context",
     "erase": "erase",
     "import": "importer",
+    "sync": "sync",
 }
 _registered: set[str] = set()
 

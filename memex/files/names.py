@@ -21,6 +21,7 @@ _DASHES = re.compile(r"-{2,}")
 # Leading/trailing dots, dashes and any Unicode space: hidden files, names
 # Windows truncates, and names that differ from another only invisibly.
 _EDGES = re.compile(r"^[\s.-]+|[\s.-]+$")
+_TRAILING = re.compile(r"[\s.-]+$")
 _WINDOWS_RESERVED = frozenset(
     ["con", "prn", "aux", "nul"]
     + [f"com{i}" for i in range(1, 10)]
@@ -32,6 +33,14 @@ _SCOPE_KIND = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 
 def _hashed(name: str) -> str:
     return "h-" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _with_hash(readable: str, name: str) -> str:
+    """``readable`` cut to fit, then a short hash of ``name``. The cut may end
+    in a dash, dot or space: those go, or the result ("…--hash") would not
+    be its own safe name."""
+    stem = _TRAILING.sub("", readable[: MAX_NAME - 9])
+    return f"{stem}-{_hashed(name)[2:9]}"
 
 
 def safe_name(name: str) -> str:
@@ -50,9 +59,9 @@ def safe_name(name: str) -> str:
         lost = sum(1 for a in cleaned if _ILLEGAL.match(a))
         if lost * 3 > len(cleaned):
             return _hashed(name)
-        replaced = f"{replaced[: MAX_NAME - 9]}-{_hashed(name)[2:9]}"
+        replaced = _with_hash(replaced, name)
     if len(replaced) > MAX_NAME:
-        replaced = f"{replaced[: MAX_NAME - 9]}-{_hashed(name)[2:9]}"
+        replaced = _with_hash(replaced, name)
     return replaced
 
 
