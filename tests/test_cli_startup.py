@@ -307,3 +307,30 @@ def test_the_warm_server_saves_the_optimized_graph(
         if server.poll() is None:
             server.kill()
             server.wait(30)
+
+
+def test_search_and_add_load_openblas_with_one_thread(vault_root: Path) -> None:
+    """A one-shot search or add tells OpenBLAS to start one thread (numpy's
+    import costs 10-15 ms of CPU less, docs/benchmarks.md); a value the
+    user set is kept, and other commands are left alone."""
+    import os
+
+    def blas_threads(args: list[str], preset: str | None) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+        if preset is not None:
+            env["OPENBLAS_NUM_THREADS"] = preset
+        code = (
+            "import os, sys\n"
+            "from memex.cli import run\n"
+            f"try:\n    run({args!r})\n"
+            "except SystemExit:\n    pass\n"
+            "sys.stderr.write('\\nBLAS ' + os.environ.get('OPENBLAS_NUM_THREADS', '-'))\n"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+        return done.stderr.rpartition("BLAS ")[2]
+
+    vault = ["--vault", str(vault_root)]
+    assert blas_threads([*vault, "search", "anything", "--json"], None) == "1"
+    assert blas_threads([*vault, "add", "Deploys happen on Fridays", "--json"], None) == "1"
+    assert blas_threads([*vault, "search", "anything", "--json"], "2") == "2"
+    assert blas_threads([*vault, "list", "--json"], None) == "-"

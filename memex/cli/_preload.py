@@ -38,6 +38,12 @@ READY_WAIT = 5.0
 
 
 def start(vault_path: str | None) -> threading.Thread | None:
+    # numpy is about to load OpenBLAS, which starts a thread per core and
+    # gives each its buffers: 10-15 ms of CPU of numpy's import here, for a
+    # search or an add whose arrays are too small for BLAS to use them (the
+    # model runs on onnxruntime's own threads). Read once, when the library
+    # loads; a value the user set stays.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if os.environ.get("MEMEX_PRELOAD") == "0":
         return None
     try:
