@@ -178,7 +178,8 @@ def test_search_imports_only_what_it_needs(vault_root: Path, monkeypatch: pytest
     """A cold one-shot `memex search` (the real model, its answer printed as a
     table) imports neither `memex stats` / `doctor`'s health checks, nor the
     write path's dedup checks, nor numpy's masked arrays (np.median) or
-    numpy.typing (sqlite_vec's own __init__), nor difflib: start-up CPU (docs/benchmarks.md)."""
+    numpy.typing (sqlite_vec's own __init__), nor difflib, nor PyYAML (it reads
+    no memory file): start-up CPU (docs/benchmarks.md)."""
     monkeypatch.setenv("MEMEX_PRELOAD", "0")  # the head start's thread imports the same modules
     with Vault(vault_root) as vault:
         vault.add("Blue-green deploys happen on Fridays", scope="user")
@@ -186,7 +187,8 @@ def test_search_imports_only_what_it_needs(vault_root: Path, monkeypatch: pytest
     out, modules = _run(["--vault", str(vault_root), "search", "who owns billing"])
     assert "payments team" in out
     assert "onnxruntime" in modules and "memex.search.fusion" in modules  # the path ran whole
-    for unneeded in ("memex.health", "memex.dedup.pipeline", "memex.dedup.values", "numpy.ma", "numpy.typing", "sqlite_vec", "difflib"):
+    for unneeded in ("memex.health", "memex.dedup.pipeline", "memex.dedup.values", "numpy.ma", "numpy.typing", "sqlite_vec",
+                     "difflib", "yaml", "frontmatter"):
         assert unneeded not in modules, unneeded
 
 
