@@ -10,6 +10,9 @@ from memex.search.hybrid import Filters, Fusion, fuse
 from memex.vault import Vault
 from memex.meta_edit import update_meta
 
+# Run on the SQLite and on the PostgreSQL index (docs/postgres.md).
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def filled(vault: Vault) -> dict[str, str]:

@@ -32,7 +32,7 @@ from typing import Any
 
 from memex.erase.erased_list import canonical
 from memex.errors import GitHistoryError, InvalidArgument
-from memex.layout import MEMEX_DIR, WRITERS_DIR
+from memex.layout import ERASE_KEY_ID_NAME, MEMEX_DIR, WRITERS_DIR
 
 GIT_TIMEOUT = 600
 UNREACHABLE = (
@@ -305,12 +305,23 @@ def purge(root: Path, paths: list[str], bodies: list[str], ids: list[str]) -> Gi
     return GitReport(
         status="purged",
         commits=before.commits,
-        next_step=(
-            "history rewritten and verified (no object holds the erased text); force-push "
-            "(git push --force --all && git push --force --tags) to every remote and ask "
-            "other clones to re-clone" if remotes else "history rewritten and verified "
-            "(no object holds the erased text)"
-        ),
+        next_step=_after_rewrite(root, bool(remotes)),
         unreachable=UNREACHABLE,
         remotes=sorted(remotes),
+    )
+
+
+def _after_rewrite(root: Path, has_remotes: bool) -> str:
+    done = "history rewritten and verified (no object holds the erased text)"
+    if not has_remotes:
+        return done
+    if (root / MEMEX_DIR / ERASE_KEY_ID_NAME).is_file():
+        # A team vault (docs/team.md): memex sync publishes the rewrite and each clone adopts it.
+        return (
+            f"{done}; run `memex sync` here to publish it (a force-push with lease), then `memex sync` "
+            "on every other clone: each moves its own changes onto the new history and drops the old objects"
+        )
+    return (
+        f"{done}; force-push (git push --force --all && git push --force --tags) to every remote "
+        "and ask other clones to re-clone"
     )
