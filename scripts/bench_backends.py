@@ -130,7 +130,8 @@ def pct(values: list[float], q: float) -> float:
 
 def bench_sqlite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from memex.index import purge
-    from memex.index.db import connect, write_txn
+    from memex.store.purge import purge_memory
+    from memex.store.schema import connect, write_txn
     from memex.index.indexer import Indexer
     from memex.search.hybrid import search
 
@@ -170,7 +171,7 @@ def bench_sqlite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         rowid = conn.execute("SELECT rowid FROM memories WHERE id = ?", (f"b{k * 997 % args.size:09d}",)).fetchone()[0]
         t = time.perf_counter()
         with write_txn(conn):
-            purge.purge_memory(conn, rowid)
+            purge_memory(conn, rowid)
         purge.scrub(conn)
         erases.append(time.perf_counter() - t)
     size = sum(p.stat().st_size for p in work.glob("index.db*"))

@@ -212,7 +212,7 @@ def test_the_checks_catch_what_they_are_for() -> None:
     ("from memex import __version__\n", {"memex"}),
     ("import memex.index.purge as purge\n", {"memex.index.purge"}),
     ("from . import purge\n", {"memex.index.purge"}),
-    ("from .db import write_txn\n", {"memex.index.db"}),
+    ("from .guard import erased_reason\n", {"memex.index.guard"}),
 ])
 def test_imports_are_read_from_the_source(tmp_path: Path, source: str, expected: set[str]) -> None:
     fake = tmp_path / "probe.py"

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from memex.index import chunking
 from memex.embedding import embed
-from memex.index import purge
+from memex.store.cache import body_cache_keys
+from memex.store.vectors import delete as delete_vectors
 from memex.config import Config
 from memex.store.meta import get_meta, set_meta
 from memex.text import chunks as char_chunks
@@ -120,7 +121,7 @@ def test_an_index_cut_by_another_rule_is_re_cut_without_re_embedding_bodies(vaul
         old_pieces = char_chunks(normalize(body), 800, 120)
         vault.indexer.conn.execute("BEGIN IMMEDIATE")
         rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (long_one.id,)).fetchone()[0]
-        purge.delete_vectors(vault.conn, rowid)
+        delete_vectors(vault.conn, rowid)
         body_vec = fake.embed([normalize(body)])[0]
         vault.conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (?, ?)", (rowid, embed.to_blob(body_vec)))
         for seq, (piece, vec) in enumerate(zip(old_pieces, fake.embed(old_pieces))):
@@ -156,7 +157,7 @@ def test_an_edit_drops_the_old_text_vectors_from_the_cache(vault: Vault) -> None
     old_body = "The deploy key lives in the blue vault. " + _sentences(30)
     added = vault.add(old_body)
     path = vault.root / added.path
-    old_keys = set(purge.body_cache_keys(old_body)) | _chunk_keys(vault, added.id)
+    old_keys = set(body_cache_keys(old_body)) | _chunk_keys(vault, added.id)
     assert old_keys & _cached(vault)
     path.write_text(path.read_text(encoding="utf-8").replace("blue vault", "green safe room"), encoding="utf-8")
     assert vault.reindex().updated == 1

@@ -9,7 +9,7 @@ The order matters for crash safety (docs/forgetting.md, "Order and crash safety"
    that even if we crash below, nothing re-adds them;
 3. delete the files (and temp files killed writes left behind, which may
    hold the text), and write an audit line;
-4. one index transaction purges every row (:func:`memex.index.purge.purge_memory`,
+4. one index transaction purges every row (:func:`memex.store.purge.purge_memory`,
    the same purge a sync does for a vanished file) and rewrites the FTS5
    segments; then the WAL is checkpointed and truncated. A crash between 3
    and 4 leaves rows of missing files, which the next reindex, ``doctor
@@ -43,6 +43,8 @@ from memex.erase import git_history
 from memex.erase import erased_list
 from memex.files import orphans
 from memex.index import purge
+from memex.store import purge as store_purge
+from memex.store.purge import PurgeCounts
 from memex.store import IndexStore
 from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.faults import point
@@ -63,7 +65,7 @@ class EraseResult:
     derived: list[str] = field(default_factory=list)
     archives: list[str] = field(default_factory=list)
     files_deleted: int = 0
-    counts: purge.PurgeCounts = field(default_factory=purge.PurgeCounts)
+    counts: PurgeCounts = field(default_factory=PurgeCounts)
     wal_truncated: bool = False
     git: git_history.GitReport = field(default_factory=git_history.GitReport)
     # The PostgreSQL index's purge and VACUUM, and what PostgreSQL still holds
@@ -216,14 +218,14 @@ def _remove_empty_session_dirs(root: Path, archives: list[str]) -> None:
             folder = folder.parent
 
 
-def _purge_index(vault: Vault, sel: Selection, paths: list[str]) -> purge.PurgeCounts:
+def _purge_index(vault: Vault, sel: Selection, paths: list[str]) -> PurgeCounts:
     """One transaction: every row of every erased memory, then the FTS rewrite.
 
     Rows are looked up again by id and by path inside the transaction: a
     reindex that read a file before the erasure may have written its row
     (under the same id, or at the same path) since the selection.
     """
-    counts = purge.PurgeCounts()
+    counts = PurgeCounts()
     store = vault.store
     ids = sorted({*sel.memories, *(t.id for t in sel.memories.values())})
     with store.write_txn():
@@ -344,7 +346,7 @@ def _finish(
         result.counts = _purge_index(vault, sel, paths)
         done.append("index")
         point("erase.purged")
-        result.wal_truncated = purge.checkpoint(vault.conn)
+        result.wal_truncated = store_purge.checkpoint(vault.conn)
         if result.wal_truncated:
             purge.scrub_done(vault.conn)
         done.append("wal")

@@ -1,4 +1,5 @@
 """The derived index: keeping SQLite in step with the files (``indexer``),
-its schema and connection (``db``), chunks, the entity graph, the purge of
-one memory's every derived trace, and the in-process vector copy.
+chunks, the entity graph, the scrub after a purge, and the in-process vector
+copy. The schema, connection and every SQL statement are the store's
+(``memex.store``).
 See docs/design.md."""

@@ -9,7 +9,7 @@ A sync compares size and mtime first and reads only files that differ, then
 compares the file hash, so a no-change sync reads no file at all (except
 files it last read within two seconds of their mtime, whose same-size
 rewrite in the same timestamp tick stat could not see: see RACY_NS). Files that
-vanished are purged completely (see :mod:`memex.index.purge`); a file that shows up
+vanished are purged completely (see :mod:`memex.store.purge`); a file that shows up
 under a new path with the id or the bytes of a vanished one is a move.
 Unreadable files are recorded in ``index_errors`` with their reason and are
 not read again until their size or mtime changes.
@@ -50,7 +50,8 @@ from memex.index import guard
 from memex.files import memory_file
 from memex.files import orphans
 from memex.embedding import profiles
-from memex.index import purge
+from memex.store.meta import SCRUB_PENDING
+from memex.store.purge import PurgeCounts
 from memex.config import Config
 from memex.store import IndexStore, SqliteStore
 from memex.store.memories import EmbedState, ErrorRow, Located
@@ -527,7 +528,7 @@ class Indexer:
         words: the index is scrubbed of it as of a purged row."""
         gone = self.store.drop_index_error(rel)
         if any(reason.startswith(guard.ERASED_REASON) for reason in gone):
-            self.store.set_meta(purge.SCRUB_KEY, "1")
+            self.store.set_meta(SCRUB_PENDING, "1")
 
     def _record_error(self, rel: str, reason: str, st: os.stat_result | None) -> None:
         # A path that fails now may be written later in the same run (an id
@@ -588,6 +589,6 @@ class Indexer:
             return "unchanged"
         return outcome
 
-    def purge_row(self, rowid: int) -> purge.PurgeCounts:
+    def purge_row(self, rowid: int) -> PurgeCounts:
         """Purge one memory row and everything derived from it (caller holds the txn)."""
         return self.store.purge_memory(rowid)

@@ -1,6 +1,6 @@
-"""Remove every derived trace of one memory from the index, and scrub it from the file.
+"""Scrub purged rows from the index file (the purge itself is :mod:`memex.store.purge`).
 
-Used when a file disappears (reindex, watcher, doctor) and by erasure, so a
+A purge is used when a file disappears (reindex, watcher, doctor) and by erasure, so a
 crash between deleting a file and purging its rows is repaired by the next
 sync with exactly the purge that erasure would have done.
 
@@ -27,23 +27,11 @@ from pathlib import Path
 
 import apsw
 
-# Re-exported: the purge itself is the store's (memex.store.purge).
-from memex.store.cache import body_cache_keys as body_cache_keys
-from memex.store.cache import drop_unused as drop_unused_cache
-from memex.store.memories import vector_cache_keys as vector_cache_keys
-from memex.store.meta import SCRUB_PENDING as SCRUB_KEY
-from memex.store.meta import get_meta
-from memex.store.purge import PurgeCounts as PurgeCounts
-from memex.store.purge import checkpoint as checkpoint
-from memex.store.purge import optimize_fts as optimize_fts
-from memex.store.purge import purge_memory as purge_memory
+from memex.store.meta import SCRUB_PENDING, get_meta
+from memex.store.purge import checkpoint, optimize_fts
 from memex.store.schema import write_txn
-from memex.store.vectors import delete as delete_vectors
 
-__all__ = [
-    "SCRUB_KEY", "PurgeCounts", "body_cache_keys", "checkpoint", "delete_vectors", "drop_unused_cache",
-    "mark_scrub", "optimize_fts", "purge_memory", "scrub", "scrub_done", "scrub_if_pending", "vector_cache_keys",
-]
+__all__ = ["mark_scrub", "scrub", "scrub_done", "scrub_if_pending"]
 
 
 def _marker(conn: apsw.Connection) -> Path | None:
@@ -86,6 +74,6 @@ def scrub(conn: apsw.Connection) -> bool:
 def scrub_if_pending(conn: apsw.Connection) -> bool | None:
     """Scrub when a purge happened since the last scrub; None when none was needed."""
     marker = _marker(conn)
-    if get_meta(conn, SCRUB_KEY) is None and not (marker is not None and marker.exists()):
+    if get_meta(conn, SCRUB_PENDING) is None and not (marker is not None and marker.exists()):
         return None
     return scrub(conn)

@@ -69,7 +69,8 @@ from memex.errors import LockTimeout, WatcherRunning
 from memex.index.indexer import SyncReport, is_memory_name
 from memex.layout import MEMORIES_DIR
 from memex.files.locking import try_file_lock
-from memex.index.purge import SCRUB_KEY, scrub_if_pending
+from memex.index.purge import scrub_if_pending
+from memex.store.meta import SCRUB_PENDING
 from memex.watch.state import WatchSettings as WatchSettings  # re-exported: the public API
 from memex.watch.state import settings_for as settings_for
 
@@ -430,7 +431,7 @@ class Watcher:
                 for rel in chunk:
                     self._index_one(rel, total)
             self._write_state("running")
-        if total.removed or self.vault.store.get_meta(SCRUB_KEY) is not None:
+        if total.removed or self.vault.store.get_meta(SCRUB_PENDING) is not None:
             self._scrub()
         changed = sum(getattr(total, k) for k in ("added", "updated", "removed", "moved"))
         level = logging.INFO if changed else logging.DEBUG

@@ -3,7 +3,7 @@
 :func:`upsert` writes a memory's row, its text search vector, its vectors
 (body and chunks), its entity links and relations; :func:`purge_memory`
 removes every one of those, its usage, and the cached embeddings of its
-texts that no other memory uses, exactly as :func:`memex.index.purge.purge_memory`
+texts that no other memory uses, exactly as :func:`memex.store.purge.purge_memory`
 does on SQLite. Both run inside the caller's :meth:`PgConnection.write_txn`.
 """
 
@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from memex import text
 from memex.embedding import embed
 from memex.index import graph
-from memex.index.purge import PurgeCounts, body_cache_keys
+from memex.store.cache import body_cache_keys
+from memex.store.purge import PurgeCounts
 from memex.records import Record
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.schema import TS_CONFIG
@@ -97,7 +98,7 @@ def delete_vectors(conn: PgConnection, memory_rowid: int) -> tuple[int, int, int
 
 
 def vector_cache_keys(conn: PgConnection, memory_rowid: int) -> set[str]:
-    """Text hashes a memory's vectors may be cached under (see :func:`memex.index.purge.vector_cache_keys`)."""
+    """Text hashes a memory's vectors may be cached under (see :func:`memex.store.memories.vector_cache_keys`)."""
     keys: set[str] = set()
     for embed_key, body in conn.execute("SELECT embed_key, body FROM memories WHERE rowid = %s", (memory_rowid,)):
         if embed_key:

@@ -27,7 +27,7 @@ from memex.index import chunking
 from memex.errors import ConfigError, MemoryFileError
 from memex.index.indexer import RACY_NS, is_memory_name
 from memex.layout import MEMEX_DIR, MEMORIES_DIR
-from memex.index.purge import PurgeCounts
+from memex.store.purge import PurgeCounts
 from memex.records import Record, build_record
 from memex.store.postgres import forensic, query, rows, schema
 from memex.store.postgres.connection import PgConnection
