@@ -28,7 +28,7 @@ from memex.errors import (
 
 if TYPE_CHECKING:
     from memex.dedup.pipeline import AddResult, SimilarFact
-    from memex.index.indexer import SyncReport
+    from memex.index.sync_run import SyncReport
     from memex.search.hybrid import Hit
     from memex.vault import Memory, Vault, find_vault_root, init_vault, open_vault
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 # hooks that never touch the index do not pay for numpy, SQLite and the rest
 # (start-up: docs/benchmarks.md).
 _LAZY = {
-    "AddResult": "memex.dedup.pipeline", "SimilarFact": "memex.dedup.pipeline", "SyncReport": "memex.index.indexer",
+    "AddResult": "memex.dedup.pipeline", "SimilarFact": "memex.dedup.pipeline", "SyncReport": "memex.index.sync_run",
     "Hit": "memex.search.hybrid", "Memory": "memex.vault", "Vault": "memex.vault",
     "find_vault_root": "memex.vault", "init_vault": "memex.vault", "open_vault": "memex.vault",
 }

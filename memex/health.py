@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memex.files import orphans
-from memex.index.indexer import is_memory_name
+from memex.index import scan
+from memex.index.scan import is_memory_name
 from memex.layout import MEMORIES_DIR
 from memex.store.schema import SCHEMA_VERSION
 from memex.index.guard import ERASED_REASON
@@ -62,8 +63,10 @@ class Drift:
 
 def drift(vault: Vault) -> Drift:
     report = Drift()
-    on_disk, link_errors = vault.indexer.walk()
-    report.errors.extend(link_errors)
+    vault.indexer  # vector tables must match this model before rows are compared
+    walked = scan.walk(vault.root)
+    on_disk = walked.found
+    report.errors.extend(walked.errors)
     store = vault.store
     errors = store.index_errors()
     rows = store.sync_rows()

@@ -39,7 +39,8 @@ from memex.store import IndexStore, SqliteStore, memories, usage
 from memex.store.memories import MemoryRow
 from memex.store.schema import connect, locked_txn, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
-from memex.index.indexer import Indexer, Progress, SyncReport
+from memex.index.indexer import Indexer
+from memex.index.sync_run import Progress, SyncReport
 from memex.layout import CONFIG_RELPATH, MEMEX_DIR, VaultPaths
 from memex.files.locking import file_lock
 from memex.files.names import scope_dir_parts, slug

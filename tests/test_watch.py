@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from memex.index import indexer as indexer_mod
+from memex.config import Config
+from memex.index import scan
+from memex.records import Record
 from memex.watch import watcher as watch_mod
 from memex.watch.state import status
 from memex.watch.watcher import Watcher, settings_for
@@ -224,14 +226,14 @@ def test_an_inotify_overflow_triggers_a_reconcile_at_once(vault: Vault) -> None:
 def test_a_crash_on_one_file_is_logged_with_its_path_and_the_watcher_goes_on(
     vault: Vault, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    real_read = indexer_mod.Indexer._read
+    real_read = scan.read_record
 
-    def flaky_read(self: indexer_mod.Indexer, rel: str, st: os.stat_result) -> object:
+    def flaky_read(root: Path, rel: str, config: Config, real_dirs: dict[str, str]) -> Record:
         if "boom" in rel:
             raise RuntimeError("simulated parser crash")
-        return real_read(self, rel, st)
+        return real_read(root, rel, config, real_dirs)
 
-    monkeypatch.setattr(indexer_mod.Indexer, "_read", flaky_read)
+    monkeypatch.setattr(scan, "read_record", flaky_read)
     caplog.set_level(logging.ERROR, logger="memex.watch.watcher")
     with running_watcher(vault.root) as watcher:
         _write(vault.root / MEM / "boom.md", "this one crashes\n")

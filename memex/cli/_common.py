@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-from memex.index.indexer import Progress
+from memex.index.sync_run import Progress
 from memex.vault import Vault, open_vault
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -50,7 +50,7 @@ from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.faults import point
 from memex.layout import ERASURE_LOG_NAME, INDEX_NAME, MEMORIES_DIR, VaultPaths
 from memex.erase.select import Selection, by_id, by_subject, claiming_files, expand, files_to_read, same_text
-from memex.index.indexer import Indexer
+from memex.index import scan
 from memex.files.memory_file import fsync_dir, read
 from memex.records import path_id
 
@@ -161,10 +161,9 @@ def _select(
 
 def _add_copies(vault: Vault, sel: Selection, ids: list[str]) -> None:
     """Every copy of what is erased (docs/forgetting.md; see memex.erase.select)."""
-    # An Indexer without a model: walking must not load it.
-    walker = Indexer(vault.root, vault.conn, vault.config, None)
-    on_disk, _ = walker.walk()
-    sel.temp_names = walker.temp_names
+    walked = scan.walk(vault.root)  # the indexer's walk, without loading the model
+    on_disk = walked.found
+    sel.temp_names = walked.temp_names
     indexed = {t.path for t in sel.memories.values()}
     wanted = list(dict.fromkeys([*ids, *sel.memories]))
     unknown = files_to_read(vault.store, on_disk, wanted)

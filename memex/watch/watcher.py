@@ -66,7 +66,9 @@ from watchdog.observers.polling import PollingObserver
 from memex.watch import state as watch_state
 from memex.adding import vectors_for_files
 from memex.errors import LockTimeout, WatcherRunning
-from memex.index.indexer import SyncReport, is_memory_name
+from memex.index import scan
+from memex.index.scan import is_memory_name
+from memex.index.sync_run import SyncReport
 from memex.layout import MEMORIES_DIR
 from memex.files.locking import try_file_lock
 from memex.index.purge import scrub_if_pending
@@ -400,7 +402,7 @@ class Watcher:
     def _expand(self, dirs: set[str]) -> set[str]:
         """Every path a moved, created or deleted folder may have touched: files on
         disk below it now, and rows and recorded errors below it in the index."""
-        on_disk, _ = self.vault.indexer.walk()
+        on_disk = scan.walk(self.vault.root).found
         known = self.vault.store.known_paths()
         out: set[str] = set()
         for d in dirs:

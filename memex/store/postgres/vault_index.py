@@ -25,7 +25,7 @@ from memex.erase import erased_list
 from memex.files import memory_file
 from memex.index import chunking
 from memex.errors import ConfigError, MemoryFileError
-from memex.index.indexer import RACY_NS, is_memory_name
+from memex.index.scan import RACY_NS, is_memory_name
 from memex.layout import MEMEX_DIR, MEMORIES_DIR
 from memex.store.purge import PurgeCounts
 from memex.records import Record, build_record
@@ -142,7 +142,7 @@ class PgVaultIndex:
     def _sync(self, on_disk: dict[str, os.stat_result], only: list[str] | None) -> PgSyncReport:
         """Stat first, then the file hash, as the SQLite indexer does (a
         no-change sync reads no file); a file read within RACY_NS of its
-        mtime is re-read next time (see memex/index/indexer.py)."""
+        mtime is re-read next time (see memex/index/scan.py)."""
         report = PgSyncReport()
         self.guard.refresh()
         cols = "rowid, path, file_hash, embedded, size, mtime_ns, racy, id"
