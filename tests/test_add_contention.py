@@ -123,7 +123,7 @@ def test_the_watcher_embeds_outside_the_lock_and_never_holds_it_waiting_for_sqli
         vault.indexer  # vector tables for this model, before the index is busy
         watcher = Watcher(vault, WatchSettings(reconcile_seconds=3600.0, heartbeat_seconds=0.2))
         busy_index.execute("BEGIN IMMEDIATE")
-        worker = threading.Thread(target=watcher._index, args=(["memories/hand-note.md"],))
+        worker = threading.Thread(target=watcher.indexing.index, args=(["memories/hand-note.md"],))
         worker.start()
         time.sleep(0.3)
         share = _lock_free_share(lock, 1.5)

@@ -2,7 +2,7 @@
 
 Hypothesis interleaves add / edit / copy (``cp``, a sync tool's conflict copy)
 / rename / delete / erase / git commit / git checkout of an old commit /
-reindex / the watcher's event handling (:meth:`Watcher._index`, what a flush
+reindex / the watcher's event handling (:meth:`memex.watch.indexing.BatchIndexer.index`, what a flush
 of file events runs) / the watcher's reconcile, and checks after every step:
 
 * nothing erased is findable: no index row and no search hit holds an erased
@@ -147,7 +147,7 @@ class VaultLife(RuleBasedStateMachine):
     def watcher_flush(self) -> None:
         """What the watcher runs for a batch of file events."""
         if self.pending:
-            self.watcher._index(sorted(self.pending))
+            self.watcher.indexing.index(sorted(self.pending))
         self.looked(set(self.pending))
         self.pending.clear()
         self.touch()

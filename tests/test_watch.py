@@ -95,7 +95,7 @@ def test_truncate_then_write_never_loses_the_memory(vault: Vault) -> None:
             handle.flush()
             os.fsync(handle.fileno())
             # The watcher must have seen the empty file (not just been too slow to).
-            wait_for(lambda: result.path in watcher._empty_since, what="the watcher to see the empty file")
+            wait_for(lambda: result.path in watcher.indexing.empty_since, what="the watcher to see the empty file")
             for _ in range(10):  # and for a while after, the old memory is still there
                 assert found(vault, "quokka") == [result.path], "old content must stay searchable"
                 time.sleep(0.03)

@@ -26,7 +26,7 @@ from memex.erase.erased_list import Guard
 from memex.records import Record
 from memex.store.protocol import IndexStore
 
-# The indexer's error row for one path (Indexer._record_error): passed in, so
+# The indexer's error row for one path (BatchWriter.record_error): passed in, so
 # that this module needs nothing of the indexer's.
 RecordError = Callable[[str, str, os.stat_result | None], None]
 

@@ -20,21 +20,13 @@ or an editor's save sequence is one burst), or ``max_delay_ms`` after its
 first event so a stream of events cannot postpone indexing for ever.
 
 Editors' saves: rename-over shows up as a move onto the target; swap,
-backup and hidden files fail :func:`is_memory_name`. Truncate-then-write
-leaves an empty file for a moment; the indexer treats a file that no longer
-reads as a memory as gone (so the index agrees with a rebuild), so the
-watcher holds an indexed path that is empty for up to ``empty_grace_ms``,
-keeping the old memory searchable until the real content arrives; a file
-still empty after that is indexed as it is. Likewise a path that vanished
-with nothing else in its batch waits ``vanish_grace_ms`` before it is
-purged, so an editor that renames the old file away before it writes the
-new one does not drop the memory (and its usage) in between.
-
-Indexing a batch takes the vault's ``write.lock``, the lock ``add`` holds
-while it checks, writes and indexes; so a memory memex just wrote is seen
-here as unchanged, never indexed twice.
+backup and hidden files fail :func:`memex.index.scan.is_memory_name`. How
+half-written saves are held back, and how a batch is indexed under the
+vault's locks: :mod:`memex.watch.indexing`; how events become a batch:
+:mod:`memex.watch.pending`. This module is the watcher's life cycle: the
+lock, the observer and its health, the loop, reconciles and the heartbeat
+(``watch.json``, read by ``memex status``).
 """
-
 from __future__ import annotations
 
 import logging
@@ -43,7 +35,6 @@ import signal
 import threading
 import time
 import warnings
-from collections.abc import Iterator
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
@@ -63,16 +54,12 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from memex.watch import state as watch_state
-from memex.adding import vectors_for_files
-from memex.errors import LockTimeout, WatcherRunning
-from memex.index import scan
-from memex.index.scan import is_memory_name
-from memex.index.sync_run import SyncReport
-from memex.layout import MEMORIES_DIR
+from memex.errors import WatcherRunning
 from memex.files.locking import try_file_lock
-from memex.index.purge import scrub_if_pending
-from memex.store.meta import SCRUB_PENDING
+from memex.index.sync_run import SyncReport
+from memex.watch import state as watch_state
+from memex.watch.indexing import BatchIndexer
+from memex.watch.pending import Pending, touched
 from memex.watch.state import WatchSettings as WatchSettings  # re-exported: the public API
 from memex.watch.state import settings_for as settings_for
 
@@ -80,15 +67,12 @@ if TYPE_CHECKING:
     from memex.vault import Vault
 
 log = logging.getLogger("memex.watch.watcher")
-# How long one batch waits for write.lock and SQLite before it is requeued.
-LOCK_WAIT = 30.0
 
 _EVENTS = (
     FileCreatedEvent, FileModifiedEvent, FileDeletedEvent, FileMovedEvent, FileClosedEvent,
     FileAttribEvent,  # `touch` changes only the mtime, which drift compares
     DirCreatedEvent, DirDeletedEvent, DirMovedEvent,
 )
-_OUTCOMES = ("added", "updated", "removed", "moved", "unchanged")
 # How long a second watcher keeps trying the lock: `memex status` probes it
 # for a moment, and that must not make a watcher starting then give up.
 _LOCK_RETRY_SECONDS = 0.5
@@ -121,71 +105,43 @@ class Watcher:
     def __init__(self, vault: Vault, settings: WatchSettings | None = None) -> None:
         self.vault = vault
         self.settings = settings or settings_for(vault)
-        self.totals: dict[str, int] = dict.fromkeys((*_OUTCOMES, "errors", "failures"), 0)
-        self.events = 0
-        self.batches = 0
+        self.pending = Pending(self.settings)
+        self.indexing = BatchIndexer(vault, self.settings, self.pending, lambda: self._write_state("running"))
         self.reconciles = 0
-        self.last_error: dict[str, str] | None = None
-        self._cond = threading.Condition()
         self._stop = threading.Event()
-        self._files: set[str] = set()
-        self._dirs: set[str] = set()
-        self._first_event = 0.0
-        self._last_event = 0.0
-        self._deferred: dict[str, float] = {}  # held path -> look again no earlier than
-        self._empty_since: dict[str, float] = {}  # indexed path seen empty -> since when
-        self._reconcile_now = False
-        self._idle = threading.Event()
-        self._idle.set()
         self._lock: IO[bytes] | None = None
         self._observer: Any = None
         self._spy = _OverflowSpy(self)
         self._started = 0.0
         self._last_reconcile: float | None = None
-        self._warned: dict[str, str] = {}
+
+    @property
+    def totals(self) -> dict[str, int]:
+        """Paths added, updated, removed, moved, unchanged; errors; failures."""
+        return self.indexing.totals
+
+    @property
+    def last_error(self) -> dict[str, str] | None:
+        return self.indexing.last_error
+
+    @property
+    def batches(self) -> int:
+        return self.indexing.batches
+
+    @property
+    def events(self) -> int:
+        """File events seen that touched a path the index may hold."""
+        return self.pending.events
 
     # -- events (observer thread) ----------------------------------------------
 
-    def _relative(self, path: str | bytes) -> str | None:
-        """The vault-relative POSIX path of an event, or None when it is not ours."""
-        rel = os.path.relpath(os.fsdecode(path), self.vault.root).replace(os.sep, "/")
-        if rel != MEMORIES_DIR and not rel.startswith(MEMORIES_DIR + "/"):
-            return None  # .git/, .memex/, sessions/, outside the vault
-        if any(part.startswith(".") for part in rel.split("/")):
-            return None  # hidden folders are not walked, so never indexed
-        return rel
-
     def on_event(self, event: FileSystemEvent) -> None:
-        touched: list[tuple[str, bool]] = []
-        for raw in (event.src_path, getattr(event, "dest_path", "")):
-            if not raw:
-                continue
-            rel = self._relative(raw)
-            if rel is None:
-                continue
-            if event.is_directory:
-                touched.append((rel, True))
-            elif is_memory_name(rel.rsplit("/", 1)[-1]):
-                touched.append((rel, False))
-        if not touched:
-            return
-        now = time.monotonic()
-        with self._cond:
-            self.events += 1
-            if not self._files and not self._dirs:
-                self._first_event = now
-            self._last_event = now
-            for rel, is_dir in touched:
-                (self._dirs if is_dir else self._files).add(rel)
-                self._deferred.pop(rel, None)
-            self._idle.clear()
-            self._cond.notify()
+        paths = touched(self.vault.root, event)
+        if paths:
+            self.pending.add(paths)
 
     def request_reconcile(self) -> None:
-        with self._cond:
-            self._reconcile_now = True
-            self._idle.clear()
-            self._cond.notify()
+        self.pending.request_reconcile()
 
     # -- life cycle ---------------------------------------------------------------
 
@@ -251,7 +207,7 @@ class Watcher:
         if self._observer is None or self._observer.is_alive():
             return
         log.error("the file observer stopped; starting a new one and reconciling")
-        self.last_error = {"path": "", "error": "file observer stopped; restarted", "at": watch_state.iso(time.time())}
+        self.indexing.note_error("", "file observer stopped; restarted")
         self._start_observer()
         self.reconcile("observer restart")
 
@@ -289,10 +245,10 @@ class Watcher:
                 self._observer.stop()
                 self._observer.join(timeout=5)
                 self._observer = None
-            with self._cond:
-                files, dirs, ripe = self._take(force=True)
+            with self.pending.cond:
+                files, dirs, ripe = self.pending.take(force=True)
             if files or dirs or ripe:
-                self._flush(files, dirs, ripe | files)
+                self.indexing.flush(files, dirs, ripe | files)
             self._write_state("stopped")
         finally:
             logging.getLogger("watchdog.observers.inotify").removeHandler(self._spy)
@@ -306,7 +262,7 @@ class Watcher:
 
     def wait_idle(self, timeout: float) -> bool:
         """True once every event seen so far has been indexed (for tests and tools)."""
-        return self._idle.wait(timeout)
+        return self.pending.idle.wait(timeout)
 
     # -- the loop (one thread owns the index connection) -----------------------------
 
@@ -314,16 +270,9 @@ class Watcher:
         next_beat = time.monotonic() + self.settings.heartbeat_seconds
         next_reconcile = time.monotonic() + self.settings.reconcile_seconds
         while not self._stop.is_set():
-            with self._cond:
-                now = time.monotonic()
-                due = min(self._due(), next_beat, next_reconcile)
-                if due > now and not self._reconcile_now:
-                    # Bounded so a stop request is seen quickly even without a notify.
-                    self._cond.wait(min(due - now, 0.25))
-                files, dirs, ripe = self._take(force=False)
-                reconcile_now, self._reconcile_now = self._reconcile_now, False
+            files, dirs, ripe, reconcile_now = self.pending.wait(min(next_beat, next_reconcile))
             if files or dirs or ripe:
-                self._flush(files, dirs, ripe)
+                self.indexing.flush(files, dirs, ripe)
             now = time.monotonic()
             if reconcile_now or now >= next_reconcile:
                 self.reconcile("overflow" if reconcile_now else "periodic")
@@ -332,162 +281,14 @@ class Watcher:
                 self._check_observer()
                 self._write_state("running")
                 next_beat = now + self.settings.heartbeat_seconds
-            with self._cond:
-                if not (self._files or self._dirs or self._deferred or self._reconcile_now):
-                    self._idle.set()
-
-    def _due(self) -> float:
-        """When the pending batch (or a deferred purge) should be flushed."""
-        s = self.settings
-        due = float("inf")
-        if self._files or self._dirs:
-            due = min(self._last_event + s.debounce_ms / 1000, self._first_event + s.max_delay_ms / 1000)
-        if self._deferred:
-            due = min(due, min(self._deferred.values()))
-        return due
-
-    def _take(self, force: bool) -> tuple[set[str], set[str], set[str]]:
-        """Hand over the batch if it is due, and deferred purges that are ripe
-        (caller holds the condition)."""
-        now = time.monotonic()
-        files: set[str] = set()
-        dirs: set[str] = set()
-        if (self._files or self._dirs) and (force or now >= self._due()):
-            files, dirs = self._files, self._dirs
-            self._files, self._dirs = set(), set()
-        ripe = {p for p, t in self._deferred.items() if force or t <= now}
-        for p in ripe:
-            del self._deferred[p]
-        return files, dirs, ripe
-
-    def _flush(self, files: set[str], dirs: set[str], ripe: set[str]) -> None:
-        paths = files | ripe
-        if dirs:
-            paths |= self._expand(dirs)
-        fresh = files - ripe
-        if fresh and not dirs and not any(os.path.lexists(self.vault.root / p) for p in paths):
-            # Only vanished paths: hold them briefly in case an editor is
-            # about to put the file back (rename-away-then-write saves).
-            until = time.monotonic() + self.settings.vanish_grace_ms / 1000
-            with self._cond:
-                for p in fresh:
-                    self._deferred.setdefault(p, until)
-            paths = set(ripe)
-        paths -= self._hold_empty(paths)
-        if paths:
-            self._index(sorted(paths))
-            self.batches += 1
-
-    def _hold_empty(self, paths: set[str]) -> set[str]:
-        """Indexed paths that are empty files right now and still within their
-        grace: they are held (their old row stays) until content arrives."""
-        now = time.monotonic()
-        grace = self.settings.empty_grace_ms / 1000
-        held: set[str] = set()
-        for rel in paths:
-            if not _is_blank(self.vault.root / rel):
-                self._empty_since.pop(rel, None)
-                continue
-            if not self.vault.store.has_path(rel):
-                continue  # nothing to protect: index it (the indexer records why it is skipped)
-            since = self._empty_since.setdefault(rel, now)
-            if now - since < grace:
-                held.add(rel)
-                with self._cond:
-                    self._deferred[rel] = since + grace
-            else:
-                del self._empty_since[rel]
-        return held
-
-    def _expand(self, dirs: set[str]) -> set[str]:
-        """Every path a moved, created or deleted folder may have touched: files on
-        disk below it now, and rows and recorded errors below it in the index."""
-        on_disk = scan.walk(self.vault.root).found
-        known = self.vault.store.known_paths()
-        out: set[str] = set()
-        for d in dirs:
-            prefix = d + "/"
-            out.update(p for p in on_disk if p.startswith(prefix))
-            out.update(p for p in known if p.startswith(prefix))
-        return out
-
-    def _chunks(self, paths: list[str]) -> Iterator[list[str]]:
-        size = self.settings.batch_size
-        for i in range(0, len(paths), size):
-            yield paths[i : i + size]
-
-    def _index(self, paths: list[str]) -> None:
-        started = time.perf_counter()
-        total = SyncReport()
-        for chunk in self._chunks(paths):
-            try:
-                self._count(self._commit_paths(chunk), total)
-            except LockTimeout as exc:
-                log.warning("%s; will retry %d paths", exc, len(chunk))
-                with self._cond:
-                    self._files.update(chunk)
-                    self._first_event = self._last_event = time.monotonic()
-                continue
-            except Exception:
-                # One bad file must not stop the others: retry one by one.
-                for rel in chunk:
-                    self._index_one(rel, total)
-            self._write_state("running")
-        if total.removed or self.vault.store.get_meta(SCRUB_PENDING) is not None:
-            self._scrub()
-        changed = sum(getattr(total, k) for k in ("added", "updated", "removed", "moved"))
-        level = logging.INFO if changed else logging.DEBUG
-        log.log(level, "indexed %d path(s) in %.0f ms: %s", len(paths), (time.perf_counter() - started) * 1000,
-                ", ".join(f"{getattr(total, k)} {k}" for k in _OUTCOMES if getattr(total, k)) or "nothing")
-
-    def _commit_paths(self, paths: list[str]) -> SyncReport:
-        """Index these paths. The model runs first, with no lock held; then
-        write.lock and SQLite are taken together for the short commit
-        (docs/write-path.md: waiting for SQLite with write.lock held made
-        every ``memex add`` wait too, until it timed out)."""
-        rows = vectors_for_files(self.vault, paths)
-        with self.vault.commit(timeout=LOCK_WAIT):
-            self.vault.store.cache_put(rows)
-            report: SyncReport = self.vault.indexer.index_paths(paths, verify=True)
-            # Vectors of files gone or refused since they were read go again.
-            self.vault.store.cache_drop_unused({r[1] for r in rows})
-        return report
-
-    def _scrub(self) -> None:
-        """A deleted file's text must not linger in FTS segments or the WAL
-        until the next reconcile: scrub now, as erase and reindex do."""
-        try:
-            with self.vault.write_lock():
-                scrub_if_pending(self.vault.conn)
-        except Exception as exc:
-            log.error("scrub after removal failed: %s: %s", type(exc).__name__, exc)
-
-    def _index_one(self, rel: str, total: SyncReport) -> None:
-        try:
-            self._count(self._commit_paths([rel]), total)
-        except Exception as exc:
-            self.totals["failures"] += 1
-            self.last_error = {"path": rel, "error": f"{type(exc).__name__}: {exc}", "at": watch_state.iso(time.time())}
-            log.error("%s: could not be indexed: %s: %s", rel, type(exc).__name__, exc, exc_info=True)
-
-    def _count(self, report: SyncReport, total: SyncReport) -> None:
-        for key in _OUTCOMES:
-            setattr(total, key, getattr(total, key) + getattr(report, key))
-            self.totals[key] += getattr(report, key)
-        self.totals["errors"] += len(report.errors)
-        for err in report.errors:
-            path, reason = err["path"], err["reason"]
-            if self._warned.get(path) != reason:
-                self._warned[path] = reason
-                log.warning("%s: not indexed: %s", path, reason)
+            self.pending.settle()
 
     def reconcile(self, why: str) -> SyncReport:
         """A full sync, exactly ``memex reindex``; logged when it changed something."""
         try:
             report = self.vault.reindex(progress=self._progress)
         except Exception as exc:
-            self.last_error = {"path": "", "error": f"reconcile: {type(exc).__name__}: {exc}",
-                               "at": watch_state.iso(time.time())}
+            self.indexing.note_error("", f"reconcile: {type(exc).__name__}: {exc}")
             log.error("reconcile (%s) failed: %s: %s", why, type(exc).__name__, exc, exc_info=True)
             return SyncReport()
         self.reconciles += 1
@@ -526,14 +327,3 @@ class Watcher:
         except OSError as exc:
             log.warning("%s: cannot write the heartbeat: %s", watch_state.state_path(self.vault.memex_dir), exc)
 
-
-def _is_blank(path: os.PathLike[str]) -> bool:
-    """An empty (or whitespace-only) regular file: a save caught half way."""
-    try:
-        st = os.stat(path)
-        if st.st_size > 4096 or not os.path.isfile(path):
-            return False
-        with open(path, "rb") as handle:
-            return not handle.read(4097).strip()
-    except OSError:
-        return False
