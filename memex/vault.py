@@ -300,10 +300,10 @@ class Vault:
         wanted = (scope,) if isinstance(scope, str) else tuple(scope) if scope else None
         filters = Filters(wanted, source, session, include_superseded)
         self.indexer  # make sure vector tables match the loaded model
-        # The query vector comes from an in-process LRU, not the index's
-        # cache (a search takes no write lock and does not grow the index),
-        # computed by search() while BM25 runs.
-        hits = search(self.conn, self.embedder, query, limit, filters)
+        # Query vectors come from an in-process LRU, not the index's cache:
+        # a search takes no write lock and does not grow the index.
+        qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
+        hits = search(self.conn, self.embedder, query, limit, filters, qvec)
         decay.annotate(self.conn, hits, decay.load_policy(self.config))
         return hits
 
