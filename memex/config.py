@@ -17,6 +17,7 @@ from typing import Any
 from memex.errors import ConfigError
 from memex.layout import CONFIG_RELPATH as CONFIG_RELPATH  # how messages name the file
 
+BACKENDS = ("sqlite", "postgres")
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,10 @@ class Config:
     embedding_model: str = "auto"
     chunk_chars: int = 800
     chunk_overlap: int = 120
+    # Where the derived index lives: "sqlite" (index.db in the vault) or
+    # "postgres" (a shared server, index_url; docs/postgres.md).
+    index_backend: str = "sqlite"
+    index_url: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
 
     def section(self, name: str) -> dict[str, Any]:
@@ -87,10 +92,19 @@ def load_config(root: Path) -> Config:
         embedding_model=_typed(embedding, "model", str, Config.embedding_model, where),
         chunk_chars=_typed(index, "chunk_chars", int, Config.chunk_chars, where),
         chunk_overlap=_typed(index, "chunk_overlap", int, Config.chunk_overlap, where),
+        index_backend=_typed(index, "backend", str, Config.index_backend, where),
+        index_url=_typed(index, "url", str, "", where) or None,
         raw=raw,
     )
     if cfg.max_file_bytes <= 0:
         raise ConfigError(f"{where}: index.max_file_bytes must be positive")
     if not 0 <= cfg.chunk_overlap < cfg.chunk_chars:
         raise ConfigError(f"{where}: index.chunk_overlap must be in [0, chunk_chars)")
+    if cfg.index_backend not in BACKENDS:
+        raise ConfigError(f"{where}: index.backend must be one of {', '.join(BACKENDS)}, got {cfg.index_backend!r}")
+    if cfg.index_backend == "postgres" and not cfg.index_url:
+        raise ConfigError(
+            f"{where}: index.backend = \"postgres\" needs index.url, a PostgreSQL connection string "
+            "such as \"postgresql://memex@db.example/memex\" (docs/postgres.md)"
+        )
     return cfg

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,10 +156,18 @@ def days_until(confidence: float, category: str | None, policy: DecayPolicy) -> 
 def annotate(conn: apsw.Connection, hits: list[Any], policy: DecayPolicy) -> None:
     """Set ``effective_confidence`` on search hits (anything with id,
     confidence, category and created), reading last accesses in one query."""
+    annotate_from(lambda ids: last_accesses(conn, ids), hits, policy)
+
+
+def annotate_from(
+    lookup: Callable[[Iterable[str]], dict[str, str | None]], hits: list[Any], policy: DecayPolicy
+) -> None:
+    """:func:`annotate` with the last accesses from ``lookup`` (the PostgreSQL
+    index keeps its own usage: docs/postgres.md)."""
     if not hits:
         return
     now = dt.datetime.now(dt.timezone.utc)
-    last = last_accesses(conn, (h.id for h in hits))
+    last = lookup(h.id for h in hits)
     for hit in hits:
         value = effective_confidence(hit.confidence, hit.category, last.get(hit.id), hit.created, policy, now)
         hit.effective_confidence = round(value, 6)

@@ -49,6 +49,7 @@ from memex.search.hybrid import Filters, Hit, hit_from_row, search
 
 if TYPE_CHECKING:
     from memex.dedup.pipeline import AddResult  # the write path's; a search need not import it
+    from memex.store.postgres.vault_index import PgVaultIndex
 
 ENV_VAR = "MEMEX_VAULT"
 
@@ -150,6 +151,7 @@ class Vault:
         self._embedder_loaded = False
         self._embedder: embed.Embedder | None = None
         self._indexer: Indexer | None = None
+        self._shared: PgVaultIndex | None = None
         self._scope_rules: scopes.ScopeRules | None = None
         # Temp files (whole memory texts) a killed write left behind go now,
         # not at the next reindex: one listing of a small folder (memex/files/writers.py).
@@ -192,9 +194,35 @@ class Vault:
     def indexer(self) -> Indexer:
         if self._indexer is None:
             self._indexer = Indexer(self.root, self.conn, self.config, self.embedder)
+            if self.shared_index is not None:
+                self._indexer.followers.append(self.shared_index.follow)
         return self._indexer
 
+    @property
+    def shared_index(self) -> PgVaultIndex | None:
+        """The PostgreSQL index when ``[index] backend = "postgres"``, else None.
+
+        It follows every write the local index sees, and search and recall
+        read it (docs/postgres.md says what else does and does not yet)."""
+        if self.config.index_backend != "postgres":
+            return None
+        if self._shared is None:
+            from memex.store.postgres.vault_index import PgVaultIndex
+
+            assert self.config.index_url is not None  # load_config requires it for postgres
+            self._shared = PgVaultIndex(
+                self.root, self.config, self.embedder, self.config.index_url, local_cache=self._cached_locally
+            )
+        return self._shared
+
+    def _cached_locally(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
+        """Vectors the local index's cache holds (what add just embedded): the shared index need not embed them again."""
+        return self.store.cache_get(model, keys)
+
     def close(self) -> None:
+        if self._shared is not None:
+            self._shared.close()
+            self._shared = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -300,6 +328,13 @@ class Vault:
         wanted = (scope,) if isinstance(scope, str) else tuple(scope) if scope else None
         filters = Filters(wanted, source, session, include_superseded)
         self.indexer  # make sure vector tables match the loaded model
+        if self.shared_index is not None:  # [index] backend = "postgres" (docs/postgres.md)
+            from memex.search.postgres import search as shared_search
+
+            qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
+            hits = shared_search(self.shared_index.conn, self.embedder, query, limit, filters, qvec)
+            decay.annotate_from(self.shared_index.last_accesses, hits, decay.load_policy(self.config))
+            return hits
         # Query vectors come from an in-process LRU, not the index's cache:
         # a search takes no write lock and does not grow the index.
         qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
@@ -334,6 +369,8 @@ class Vault:
         stamp = now_iso()
         with write_txn(self.conn):
             usage.record_use(self.conn, ids, stamp)
+        if self.shared_index is not None:
+            self.shared_index.record_access(list(ids), stamp)
 
     # -- writing -------------------------------------------------------------
 

@@ -25,8 +25,13 @@ Commands: ``memex --version``; ``memex search QUERY`` (a distinct
 conversational query each run); ``memex add TEXT --json`` (a distinct new
 memory each run: embedding, dedup, file write with fsync, indexing).
 For reference, cold ``search`` is also timed with the model loaded through
-fastembed (``MEMEX_EMBED_BACKEND=fastembed``, the old path) and without the
-model preload thread (``MEMEX_PRELOAD=0``). After one warm-up run (not
+fastembed (``MEMEX_EMBED_BACKEND=fastembed``, the old path), without the
+model preload thread (``MEMEX_PRELOAD=0``), and without the optimized graph
+saved in the user's cache (``search_no_saved_graph``: a cache folder of its
+own, as on a machine where no process has built the optimized session yet;
+memex/embedding/prebuilt.py). The warm server saves that graph when it
+starts, so the other cold cases, timed after the warm ones, load it
+(``saved_graph`` in the output says whether it was there). After one warm-up run (not
 counted) each case runs ``--runs`` times; cases are interleaved run by run
 so that a change in the machine's load touches them alike. Prints JSON:
 p50 / p95 / max wall milliseconds and median CPU milliseconds (user + system
@@ -99,7 +104,7 @@ def summary(walls: list[float], cpus: list[float]) -> dict[str, float]:
     }
 
 
-def cases(root: Path, rng: random.Random, n: int) -> dict[str, tuple[list[str], dict[str, str]]]:
+def cases(root: Path, rng: random.Random, n: int, bare_cache: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
     """Each case's arguments and environment for run ``n``."""
     base = {**os.environ, "MEMEX_VAULT": str(root)}
     query = bench.queries(rng, 1)[0]
@@ -110,15 +115,16 @@ def cases(root: Path, rng: random.Random, n: int) -> dict[str, tuple[list[str], 
         "add": (["add", text, "--json"], base),
         "search_fastembed": (["search", query], {**base, "MEMEX_EMBED_BACKEND": "fastembed"}),
         "search_no_preload": (["search", query], {**base, "MEMEX_PRELOAD": "0"}),
+        "search_no_saved_graph": (["search", query], {**base, "MEMEX_CACHE_DIR": str(bare_cache)}),
     }
 
 
-def measure(root: Path, runs: int, names: list[str], seed: int) -> dict[str, dict[str, float]]:
+def measure(root: Path, runs: int, names: list[str], seed: int, bare_cache: Path) -> dict[str, dict[str, float]]:
     rng = random.Random(seed)
     walls: dict[str, list[float]] = {name: [] for name in names}
     cpus: dict[str, list[float]] = {name: [] for name in names}
     for n in range(runs + 1):
-        chosen = cases(root, rng, n)
+        chosen = cases(root, rng, n, bare_cache)
         for name in names:
             wall, cpu = run_once(*chosen[name])
             if n:  # run 0 warms the file-system cache and is not counted
@@ -142,15 +148,26 @@ def loaded_model_modules(args: list[str], env: dict[str, str]) -> list[str]:
     return sorted(m for m in imported if m.split(".")[0] in MODEL_MODULES)
 
 
-def check_warm(root: Path, rng: random.Random) -> dict[str, bool]:
+def check_warm(root: Path, rng: random.Random, bare_cache: Path) -> dict[str, bool]:
     """Stop unless a search and an add are answered by the warm server (no model in process)."""
-    chosen = cases(root, rng, -1)
+    chosen = cases(root, rng, -1, bare_cache)
     for name in ("search", "add"):
         loaded = loaded_model_modules(*chosen[name])
         if loaded:
             raise SystemExit(f"warm case: `memex {name}` loaded the model in process ({', '.join(loaded[:3])}): "
                              "it did not reach the warm server, so its timing would be the cold path's")
     return {"search": True, "add": True}
+
+
+def saved_graph(cache: Path | None = None) -> bool:
+    """Whether the bundled model's optimized graph is saved in ``cache`` (default: the user's)."""
+    code = (
+        "import onnxruntime; from memex.embedding import embed, prebuilt; d = embed._bundled_model_dir(); "
+        "print(d is not None and prebuilt.find(d / 'model.onnx', onnxruntime.__version__) is not None)"
+    )
+    env = {**os.environ, **({"MEMEX_CACHE_DIR": str(cache)} if cache is not None else {})}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip() == "True"
 
 
 def start_warm(root: Path) -> subprocess.Popen[bytes]:
@@ -202,15 +219,21 @@ def main() -> None:
             "vault": str(root), "size": args.size, "built_in_s": built, "memories": memories,
             "load_average_1m_before": round(os.getloadavg()[0], 2),
         }
+        bare_cache = Path(tmp) / "cache-without-saved-graph"
         server = start_warm(root)
         try:
-            figures["warm_checked"] = check_warm(root, random.Random(args.seed + 2))
-            figures["warm"] = measure(root, args.runs, ["version", "search", "add"], args.seed)
+            figures["warm_checked"] = check_warm(root, random.Random(args.seed + 2), bare_cache)
+            figures["warm"] = measure(root, args.runs, ["version", "search", "add"], args.seed, bare_cache)
         finally:
             stop_warm(root, server)
+        figures["saved_graph"] = saved_graph()
         figures["cold"] = measure(
-            root, args.runs, ["version", "search", "add", "search_fastembed", "search_no_preload"], args.seed + 1
+            root, args.runs,
+            ["version", "search", "add", "search_fastembed", "search_no_preload", "search_no_saved_graph"],
+            args.seed + 1, bare_cache,
         )
+        if saved_graph(bare_cache):
+            raise SystemExit("search_no_saved_graph found a saved graph: its figure would be the other case's")
         figures["load_average_1m_after"] = round(os.getloadavg()[0], 2)
         cold = figures["cold"]
         figures["target_search_p50_ms_350"] = {

@@ -8,7 +8,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test,multilingual]'
+.venv/bin/python -m pip install -q -e '.[test,multilingual,postgres]'
 # The whole package is kept clean under mypy --strict (pyproject.toml [tool.mypy]).
 # It runs first so that pytest's summary is the last line a reader (or CI) sees.
 .venv/bin/python -m mypy memex

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,12 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("MEMEX_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "memex-cache"))
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests in a module marked ``both_backends`` run once per index backend."""
+    if "vault_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_backends"):
+        metafunc.parametrize("vault_backend", ["sqlite", "postgres"], indirect=True)
+
+
 @pytest.fixture
 def no_warm_server(monkeypatch: pytest.MonkeyPatch) -> None:
     """SessionStart would start a warm model server that outlives the test;
@@ -26,8 +34,24 @@ def no_warm_server(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def vault_root(tmp_path: Path) -> Path:
-    return init_vault(tmp_path / "vault", git=False)
+def vault_backend(request: pytest.FixtureRequest) -> str:
+    return str(getattr(request, "param", "sqlite"))
+
+
+def use_postgres(root: Path, url: str) -> None:
+    """Point a vault's [index] at a PostgreSQL database (docs/postgres.md)."""
+    conf = root / ".memex" / "config.toml"
+    text = conf.read_text(encoding="utf-8")
+    assert "\n[index]\n" in text
+    conf.write_text(text.replace("\n[index]\n", f'\n[index]\nbackend = "postgres"\nurl = "{url}"\n', 1))
+
+
+@pytest.fixture
+def vault_root(tmp_path: Path, vault_backend: str, request: pytest.FixtureRequest) -> Path:
+    root = init_vault(tmp_path / "vault", git=False)
+    if vault_backend == "postgres":
+        use_postgres(root, request.getfixturevalue("pg_url"))
+    return root
 
 
 @pytest.fixture
@@ -54,3 +78,26 @@ def model_vault(vault_root: Path, real_embedder) -> Iterator[Vault]:  # type: ig
     """A vault with the real all-MiniLM-L6-v2 model (quality tests)."""
     with Vault(vault_root, embedder=real_embedder) as v:
         yield v
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One PostgreSQL + pgvector server for the whole test session (tests/pgkit.py)."""
+    from tests import pgkit
+
+    if pgkit.MISSING is not None:
+        pytest.skip(pgkit.MISSING)
+    # Not under pytest's temp folder: that is private to root (0700), and the
+    # server runs as another user, who must reach its data folder.
+    base = Path(tempfile.mkdtemp(prefix="memex-pg-"))
+    base.chmod(0o755)
+    server = pgkit.PgServer(base / "data")
+    yield server
+    server.stop()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:  # type: ignore[no-untyped-def]
+    """A fresh database on the session's server, with pgvector installed."""
+    return str(pg_server.new_database())

@@ -178,7 +178,8 @@ def test_search_imports_only_what_it_needs(vault_root: Path, monkeypatch: pytest
     """A cold one-shot `memex search` (the real model, its answer printed as a
     table) imports neither `memex stats` / `doctor`'s health checks, nor the
     write path's dedup checks, nor numpy's masked arrays (np.median) or
-    numpy.typing (sqlite_vec's own __init__), nor difflib: start-up CPU (docs/benchmarks.md)."""
+    numpy.typing (sqlite_vec's own __init__), nor difflib, nor PyYAML (it reads
+    no memory file): start-up CPU (docs/benchmarks.md)."""
     monkeypatch.setenv("MEMEX_PRELOAD", "0")  # the head start's thread imports the same modules
     with Vault(vault_root) as vault:
         vault.add("Blue-green deploys happen on Fridays", scope="user")
@@ -186,7 +187,8 @@ def test_search_imports_only_what_it_needs(vault_root: Path, monkeypatch: pytest
     out, modules = _run(["--vault", str(vault_root), "search", "who owns billing"])
     assert "payments team" in out
     assert "onnxruntime" in modules and "memex.search.fusion" in modules  # the path ran whole
-    for unneeded in ("memex.health", "memex.dedup.pipeline", "memex.dedup.values", "numpy.ma", "numpy.typing", "sqlite_vec", "difflib"):
+    for unneeded in ("memex.health", "memex.dedup.pipeline", "memex.dedup.values", "numpy.ma", "numpy.typing", "sqlite_vec",
+                     "difflib", "yaml", "frontmatter"):
         assert unneeded not in modules, unneeded
 
 
@@ -213,3 +215,124 @@ def test_the_vector_extension_is_the_one_sqlite_vec_names() -> None:
     from memex.store.schema import vec_extension_path
 
     assert vec_extension_path() == sqlite_vec.loadable_path()
+
+
+@pytest.mark.model
+def test_the_head_start_imports_the_model_runtime_before_the_command(vault_root: Path) -> None:
+    """`memex search` lets the model's head start import numpy and
+    onnxruntime before it imports the rest of memex, so the session builds
+    (outside the GIL) while the command imports (memex/cli/_preload.py)."""
+    with Vault(vault_root) as vault:
+        vault.add("Blue-green deploys happen on Fridays", scope="user")
+    # When the command's own module starts importing, is onnxruntime there, whole?
+    code = (
+        "import sys\n"
+        "seen = []\n"
+        "def hook(event, args):\n"
+        "    if event == 'import' and args[0] == 'memex.cli._common' and not seen:\n"
+        "        ort = sys.modules.get('onnxruntime')\n"
+        "        seen.append(ort is not None and not getattr(ort.__spec__, '_initializing', False))\n"
+        "sys.addaudithook(hook)\n"
+        "from memex.cli import run\n"
+        f"try:\n    run({['--vault', str(vault_root), 'search', 'when do we deploy', '--json']!r})\n"
+        "except SystemExit:\n    pass\n"
+        "sys.stderr.write(f'\\nRUNTIME_FIRST {seen}')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "Blue-green deploys happen on Fridays" in done.stdout, done.stderr[-2000:]
+    assert done.stderr.rpartition("RUNTIME_FIRST ")[2] == "[True]"
+
+
+@pytest.mark.model
+def test_a_saved_graph_gives_a_cold_search_the_same_answer(
+    vault_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold `memex search` loads the optimized graph an earlier process saved
+    (memex/embedding/prebuilt.py) and answers as it did before it existed."""
+    import json
+
+    from memex.embedding import embed
+
+    monkeypatch.setenv("MEMEX_CACHE_DIR", str(tmp_path / "cache"))
+    with Vault(vault_root) as vault:
+        for text in ("Blue-green deploys happen on Fridays", "The billing service is owned by the payments team",
+                     "Staging runs Postgres 16 on port 5433", "Rotate the API keys every 90 days"):
+            vault.add(text, scope="user")
+    code = (
+        "import sys\n"
+        "from memex.cli import run\n"
+        "from memex.embedding import embed\n"
+        f"try:\n    run({['--vault', str(vault_root), 'search', 'who owns billing and when do we deploy', '--json']!r})\n"
+        "except SystemExit:\n    pass\n"
+        "model = embed._LOADED['auto']\n"
+        "sys.stderr.write(f'\\nSAVED_GRAPH {model._onnx.from_saved_graph}')\n"
+    )
+
+    def search() -> tuple[list[dict[str, object]], str]:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        return json.loads(done.stdout), done.stderr.rpartition("SAVED_GRAPH ")[2]
+
+    before, used = search()
+    assert used == "False" and before
+    model_dir = embed._bundled_model_dir()
+    assert model_dir is not None
+    embed.FastEmbedder(model_dir, "direct", direct=True).save_graph()
+    after, used = search()
+    assert used == "True"
+    assert [h["id"] for h in after] == [h["id"] for h in before]
+    for old, new in zip(before, after):
+        assert abs(float(old["score"]) - float(new["score"])) <= 1e-5  # type: ignore[arg-type]
+        assert abs(float(old["semantic"]) - float(new["semantic"])) <= 1e-5  # type: ignore[arg-type]
+
+
+@pytest.mark.model
+def test_the_warm_server_saves_the_optimized_graph(
+    vault_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm model server (started by an agent session or a search at a
+    terminal) saves the graph, so later cold commands start from it."""
+    from memex.embedding import embed, prebuilt
+
+    monkeypatch.delenv("MEMEX_WARM", raising=False)
+    monkeypatch.setenv("MEMEX_CACHE_DIR", str(tmp_path / "cache"))
+    set_config(vault_root, "agents", "warm_seconds = 3")
+    server = subprocess.Popen([sys.executable, "-m", "memex.agents.warm", str(vault_root)])
+    try:
+        with Vault(vault_root) as vault:
+            wait_for(lambda: warm.connect(vault), 120, "the warm server to answer")
+        model_dir = embed._bundled_model_dir()
+        assert model_dir is not None
+        saved = [p for p in model_dir.glob(f"{prebuilt.PREFIX}*") if (p / prebuilt.GRAPH).is_file()]
+        assert len(saved) == 1
+        assert server.wait(60) == 0  # idle for warm_seconds: it exits
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(30)
+
+
+def test_search_and_add_load_openblas_with_one_thread(vault_root: Path) -> None:
+    """A one-shot search or add tells OpenBLAS to start one thread (numpy's
+    import costs 10-15 ms of CPU less, docs/benchmarks.md); a value the
+    user set is kept, and other commands are left alone."""
+    import os
+
+    def blas_threads(args: list[str], preset: str | None) -> str:
+        env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+        if preset is not None:
+            env["OPENBLAS_NUM_THREADS"] = preset
+        code = (
+            "import os, sys\n"
+            "from memex.cli import run\n"
+            f"try:\n    run({args!r})\n"
+            "except SystemExit:\n    pass\n"
+            "sys.stderr.write('\\nBLAS ' + os.environ.get('OPENBLAS_NUM_THREADS', '-'))\n"
+        )
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+        return done.stderr.rpartition("BLAS ")[2]
+
+    vault = ["--vault", str(vault_root)]
+    assert blas_threads([*vault, "search", "anything", "--json"], None) == "1"
+    assert blas_threads([*vault, "add", "Deploys happen on Fridays", "--json"], None) == "1"
+    assert blas_threads([*vault, "search", "anything", "--json"], "2") == "2"
+    assert blas_threads([*vault, "list", "--json"], None) == "-"

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from memex.vault import Vault
+
+# Run on the SQLite and on the PostgreSQL index (docs/postgres.md).
+pytestmark = pytest.mark.both_backends
 
 
 def test_add_writes_a_file_and_search_finds_it(vault: Vault) -> None:

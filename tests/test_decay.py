@@ -17,6 +17,9 @@ from memex.errors import ConfigError
 from memex.vault import Vault
 from memex.decay import confidence_now
 
+# Run on the SQLite and on the PostgreSQL index (docs/postgres.md).
+pytestmark = pytest.mark.both_backends
+
 
 def _iso(days_ago: float) -> str:
     moment = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=days_ago)
@@ -38,6 +41,8 @@ def _set_last_access(vault: Vault, memory_id: str, days_ago: float) -> None:
         "ON CONFLICT(memory_id) DO UPDATE SET last_access = excluded.last_access",
         (memory_id, _iso(days_ago)),
     )
+    if vault.shared_index is not None:  # search reads usage from the PostgreSQL index
+        vault.shared_index.record_access([memory_id], _iso(days_ago))
 
 
 def test_100_days_is_recalled_and_115_is_not(model_vault: Vault) -> None:

@@ -13,6 +13,9 @@ from memex.errors import ConfigError
 from memex.text import normalize
 from memex.vault import Vault
 
+# Run on the SQLite and on the PostgreSQL index (docs/postgres.md).
+pytestmark = pytest.mark.both_backends
+
 ANSWER_KEYS = {"status", "id", "path", "method", "existing_id", "similarity", "similar_facts"}
 
 
@@ -244,6 +247,8 @@ def test_the_in_process_vector_copy_gives_the_same_decisions_as_sqlite_vec(
     from memex.index import vecmatrix
 
     vault = model_vault
+    if vault.shared_index is not None:
+        pytest.skip("the in-process copy is of the SQLite index, which search on PostgreSQL does not load")
     lines = (Path(__file__).parent / "data" / "dedup_pairs.jsonl").read_text(encoding="utf-8").splitlines()
     pairs = [json.loads(line) for line in lines]
     pairs = [p for p in pairs if p["lang"] == "en"][:80]

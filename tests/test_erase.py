@@ -16,6 +16,9 @@ from memex.vault import Vault
 from memex.erase.steps import erase
 from memex.index.graph import list_entities
 
+# Run on the SQLite and on the PostgreSQL index (docs/postgres.md).
+pytestmark = pytest.mark.both_backends
+
 LONG = " ".join(f"Sentence {i} about the quarterly budget review and its owners." for i in range(60))  # three windows of the model
 
 

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import pytest
 
+from memex.embedding import embed
 from memex.search import hybrid as search_mod
 from memex.errors import InvalidArgument
 from memex.search.hybrid import Filters, Fusion, fuse
 from memex.vault import Vault
 from memex.meta_edit import update_meta
+
+# Run on the SQLite and on the PostgreSQL index (docs/postgres.md).
+pytestmark = pytest.mark.both_backends
 
 
 @pytest.fixture
@@ -171,8 +177,13 @@ def test_search_is_read_only_and_remembers_query_vectors(vault: Vault, fake_embe
     assert vault.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == cached
 
 
-def test_search_without_a_query_vector_embeds_the_question_on_the_query_side(vault: Vault) -> None:
+def test_search_without_a_query_vector_embeds_the_question_on_the_query_side(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """e5 models need "query: " on questions; search() used to embed them as stored text."""
+    # Query vectors are remembered per process by model id: start from none,
+    # so this run (one per backend) asks the model itself.
+    monkeypatch.setattr(embed, "_query_lru", OrderedDict())
     vault.add("The staging cluster is rebuilt every night.", scope="user")
     embedder = vault.embedder
     assert embedder is not None

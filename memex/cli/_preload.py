@@ -3,9 +3,16 @@
 Such a command needs the model (about 0.2 s, most of it onnxruntime building
 its session, which runs outside the GIL) and the rest of memex (about 0.15 s
 of imports, which hold it). Loading the model on a thread started before
-those imports overlaps the two (start-up: docs/benchmarks.md). It is only a head
-start: the vault later asks :func:`memex.embedding.embed.load_embedder` for the same
-setting, which returns the model or waits for this thread (its lock). When
+those imports overlaps the two (start-up: docs/benchmarks.md). The command
+waits (at most :data:`READY_WAIT`) until that thread has imported numpy,
+onnxruntime and the tokenizer library: imports on two threads share one GIL, so without the wait the
+session would start building only about halfway through the command's
+imports, and the command would then wait for it; with it, the session
+builds (and runs once, memex/embedding/onnx.py) beside those imports. The
+wait costs the command nothing it would not spend anyway: it imports numpy
+itself. It is only a head start: the vault later asks
+:func:`memex.embedding.embed.load_embedder` for the same setting, which
+returns the model or waits for this thread (its lock). When
 the vault's warm model server runs (memex/agents/warm.py) nothing is loaded,
 as the command will embed through the server. Any failure here is ignored:
 the command then loads the model itself, or says why it cannot.
@@ -24,9 +31,19 @@ from pathlib import Path
 from memex.layout import is_vault
 
 COMMANDS = frozenset({"search", "add"})
+# Seconds the command waits for the head start's imports (numpy and
+# onnxruntime) before importing the rest of memex: a bound for a stuck
+# thread, far above the 0.1-0.5 s those imports take.
+READY_WAIT = 5.0
 
 
 def start(vault_path: str | None) -> threading.Thread | None:
+    # numpy is about to load OpenBLAS, which starts a thread per core and
+    # gives each its buffers: 10-15 ms of CPU of numpy's import here, for a
+    # search or an add whose arrays are too small for BLAS to use them (the
+    # model runs on onnxruntime's own threads). Read once, when the library
+    # loads; a value the user set stays.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if os.environ.get("MEMEX_PRELOAD") == "0":
         return None
     try:
@@ -35,8 +52,11 @@ def start(vault_path: str | None) -> threading.Thread | None:
         return None
     if root is None:
         return None
-    thread = threading.Thread(target=_load, args=(root,), name="memex-model-preload")
+    ready = threading.Event()
+    thread = threading.Thread(target=_load, args=(root, ready), name="memex-model-preload")
     thread.start()
+    # The head start's imports go first (see the module's docstring).
+    ready.wait(READY_WAIT)
     return thread
 
 
@@ -54,7 +74,7 @@ def _guess_root(vault_path: str | None) -> Path | None:
     return None
 
 
-def _load(root: Path) -> None:
+def _load(root: Path, ready: threading.Event) -> None:
     try:
         from memex.config import load_config
 
@@ -68,9 +88,13 @@ def _load(root: Path) -> None:
             return
         from memex.embedding import embed
 
+        embed.prepare(setting)
+        ready.set()
         embed.load_embedder(setting)
     except Exception:  # a head start only; the command reports real problems
         return
+    finally:
+        ready.set()
 
 
 def _answers(sock: Path) -> bool:

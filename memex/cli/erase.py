@@ -43,6 +43,7 @@ def erase_cmd(
     erased = data.pop("erased")
     derived = data.pop("derived")
     archives = data.pop("archives")
+    shared = data.pop("postgres", None)
     key_values({k: v for k, v in data.items()}, title=f"erased {len(erased)} memories")
     if erased:
         table(("id", "why"), ((i, "derived" if i in derived else "chosen") for i in erased))
@@ -52,6 +53,10 @@ def erase_cmd(
         click.echo(f"git history: {git['status']} in {len(git['commits'])} commit(s): {' '.join(c[:10] for c in git['commits'][:10])}")
         click.echo(f"next step: {git['next_step']}")
         click.echo(f"out of reach: {git['unreachable']}" + (f" (remotes: {', '.join(git['remotes'])})" if git["remotes"] else ""))
+    if shared is not None:
+        click.echo(f"postgres index: {shared['summary']}")
+        for note in shared["retained"]:
+            click.echo(f"postgres still holds: {note}")
 
 
 def register(main: click.Group) -> None:

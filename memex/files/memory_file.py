@@ -8,6 +8,8 @@ set ``superseded_by``, say) keeps every other key and the body exactly.
 Untrusted input is refused before YAML sees it: files over the size cap,
 binary files, bytes that are not UTF-8, and YAML that uses anchors or aliases
 (the "billion laughs" bomb needs them; memory frontmatter never does).
+PyYAML itself is set up in :mod:`memex.files.frontmatter_yaml`, imported
+when a file is first read or written.
 """
 
 from __future__ import annotations
@@ -19,9 +21,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-
-import yaml
-from frontmatter.default_handlers import YAMLHandler
 
 from memex.files import permissions
 from memex.files import writers
@@ -48,39 +47,6 @@ KNOWN_KEYS = (
 )
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that leaves timestamps as strings (round-trip exact)."""
-
-
-class _Dumper(yaml.SafeDumper):
-    """SafeDumper that does not quote timestamp-looking strings."""
-
-
-def _strip_timestamp_resolver(cls: type[Any]) -> None:
-    cls.yaml_implicit_resolvers = {
-        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
-
-
-_strip_timestamp_resolver(_Loader)
-_strip_timestamp_resolver(_Dumper)
-
-# libyaml (shipped in PyYAML's wheels) scans and parses frontmatter about 8x
-# faster than the pure-Python loader, which dominated reindex time after the
-# model (scripts/bench.py). Same resolvers, same constructor; the Python
-# loader is the fallback where PyYAML was built without libyaml.
-_FastLoader: type[Any] = _Loader
-if getattr(yaml, "__with_libyaml__", False):
-
-    class _CLoader(yaml.CSafeLoader):
-        """libyaml loader that leaves timestamps as strings, like _Loader."""
-
-    _strip_timestamp_resolver(_CLoader)
-    _FastLoader = _CLoader
-_HANDLER = YAMLHandler()
-
-
 @dataclass
 class MemoryFile:
     """A memory file's frontmatter (as an ordered dict) and its exact body."""
@@ -99,10 +65,6 @@ class MemoryFile:
 # PyYAML composes nested nodes recursively, so a few thousand "[" in a small
 # file would raise RecursionError; frontmatter never needs this much depth.
 MAX_YAML_DEPTH = 50
-_OPEN = (yaml.FlowSequenceStartToken, yaml.FlowMappingStartToken, yaml.BlockSequenceStartToken,
-         yaml.BlockMappingStartToken)
-_CLOSE = (yaml.FlowSequenceEndToken, yaml.FlowMappingEndToken, yaml.BlockEndToken)
-
 
 # Every token that opens a level comes from one of these characters ("[",
 # "{", a "- " entry, a "key:" or "? key"): frontmatter with fewer of them
@@ -119,29 +81,9 @@ def _check_yaml_safe(fm: str, path: Path) -> None:
 
 def _scan_yaml(fm: str, path: Path) -> None:
     """The token scan behind :func:`_check_yaml_safe`."""
-    depth = 0
-    try:
-        for token in yaml.scan(fm, Loader=_FastLoader):
-            if isinstance(token, (yaml.AnchorToken, yaml.AliasToken)):
-                raise MemoryFileError(path, "YAML anchors and aliases are not allowed in frontmatter")
-            if isinstance(token, _OPEN):
-                depth += 1
-                if depth > MAX_YAML_DEPTH:
-                    raise MemoryFileError(path, f"frontmatter nested deeper than {MAX_YAML_DEPTH} levels")
-            elif isinstance(token, _CLOSE):
-                depth -= 1
-    except yaml.YAMLError as exc:
-        raise MemoryFileError(path, f"broken YAML frontmatter: {_one_line(exc)}") from exc
+    from memex.files import frontmatter_yaml
 
-
-def _one_line(exc: Exception) -> str:
-    """PyYAML's complaint, short, with the line number in the file."""
-    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
-        mark = exc.problem_mark
-        # +2: marks count from 0 inside the frontmatter, which starts after "---".
-        where = f" (line {mark.line + 2}, column {mark.column + 1})" if mark is not None else ""
-        return " ".join(f"{exc.problem}{where}".split())
-    return " ".join(str(exc).split())
+    frontmatter_yaml.scan(fm, path, MAX_YAML_DEPTH)
 
 
 def decode(data: bytes, path: Path) -> str:
@@ -166,12 +108,9 @@ def parse(text: str, path: Path) -> MemoryFile:
         return MemoryFile({}, text, has_frontmatter=False)
     fm = match.group(1)
     _check_yaml_safe(fm, path)
-    try:
-        meta = _HANDLER.load(fm, Loader=_FastLoader)
-    except yaml.YAMLError as exc:
-        raise MemoryFileError(path, f"broken YAML frontmatter: {_one_line(exc)}") from exc
-    except RecursionError as exc:  # the depth check above should make this unreachable
-        raise MemoryFileError(path, "frontmatter nested too deeply") from exc
+    from memex.files import frontmatter_yaml  # PyYAML only where a file is read (start-up: docs/benchmarks.md)
+
+    meta = frontmatter_yaml.load(fm, path)
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
@@ -218,24 +157,15 @@ def _real_dir(folder: str, cache: dict[str, str]) -> str:
     return found
 
 
-def _reload(fm: str) -> Any:
-    try:
-        return yaml.load(fm, Loader=_Loader)
-    except yaml.YAMLError:
-        return None
-
-
 def serialize(mf: MemoryFile) -> str:
     """Text of a memory file: known keys first in a fixed order, then the rest."""
     if not mf.has_frontmatter and not mf.meta:
         return mf.body
     ordered = {k: mf.meta[k] for k in KNOWN_KEYS if k in mf.meta}
     ordered.update((k, v) for k, v in mf.meta.items() if k not in ordered)
-    fm = _HANDLER.export(ordered, Dumper=_Dumper, sort_keys=False, width=100000)
-    if _reload(fm) != ordered:
-        # PyYAML writes a few characters (NEL, odd line breaks) in plain style
-        # that it then reads back differently; double quotes escape them all.
-        fm = _HANDLER.export(ordered, Dumper=_Dumper, sort_keys=False, width=100000, default_style='"')
+    from memex.files import frontmatter_yaml
+
+    fm = frontmatter_yaml.dump(ordered)
     body = mf.body
     return f"---\n{fm}\n---\n{body}"
 

@@ -135,6 +135,9 @@ class Indexer:
         self.chunker = chunking.for_config(config)
         self.guard = erased_list.Guard(root / MEMEX_DIR)
         self.orphans_removed: list[str] = []  # temp files the last sync removed
+        # Called after index_paths (with the paths) and sync (with None): the
+        # shared PostgreSQL index follows the files too (docs/postgres.md).
+        self.followers: list[Callable[[list[str] | None], None]] = []
         self.temp_names: list[str] = []  # temp-file names the last walk passed
         if embedder is not None:
             self.store.ensure_vectors(embedder.model_id, embedder.dim)
@@ -250,6 +253,8 @@ class Indexer:
         found = orphans.orphans_among(self.root, self.temp_names)
         found += orphans.find_orphans(self.root, tuple(f for f in orphans.FOLDERS if f != MEMORIES_DIR))
         self.orphans_removed = orphans.remove_orphans(self.root, found)
+        for follow in self.followers:
+            follow(None)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -265,7 +270,8 @@ class Indexer:
         on_disk: dict[str, os.stat_result] = {}
         vanished: list[str] = []
         rows = {}
-        for rel in dict.fromkeys(relpaths):
+        relpaths = list(dict.fromkeys(relpaths))
+        for rel in relpaths:
             if not is_text_name(rel):  # a watcher event for such a file: as a sync reports it
                 report.errors.append({"path": shown_name(rel), "reason": f"file {BAD_NAME}"})
                 continue
@@ -288,6 +294,8 @@ class Indexer:
             else:
                 candidates.append(rel)
         self._apply(candidates, on_disk, rows, vanished, report, False, None)
+        for follow in self.followers:
+            follow(relpaths)
         report.seconds = time.perf_counter() - started
         return report
 

@@ -41,7 +41,7 @@ from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in
     has_cjk,
     relevant,
 )
-from memex.text import fts_query, normalize
+from memex.text import normalize
 
 CANDIDATES = 100
 
@@ -88,8 +88,6 @@ def _lexical(store: IndexStore, query: str, filters: Filters, k: int) -> dict[in
     filters, take the best ``2k`` matches first and filter those; only when
     that leaves fewer than ``k`` is every match filtered.
     """
-    if fts_query(query) is None:
-        return {}
     if not filters.narrowing:
         top = store.fts_top(query, 2 * k)
         keep = store.passing([r for r, _ in top], filters)

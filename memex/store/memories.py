@@ -13,6 +13,7 @@ vectors and links is :func:`write_memory`; purging it is
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -228,8 +229,8 @@ def fts_top(conn: apsw.Connection, query: str, k: int) -> list[Scored]:
     if match is None:
         return []
     return [
-        Scored(int(r), float(score))
-        for r, score in conn.execute(
+        Scored._make(row)  # (INTEGER rowid, REAL score) as SQLite gives them
+        for row in conn.execute(
             "SELECT rowid, -bm25(memory_fts) FROM memory_fts WHERE memory_fts MATCH ? "
             "ORDER BY bm25(memory_fts) LIMIT ?",
             (match, k),
@@ -260,10 +261,8 @@ def fts_top_passing(conn: apsw.Connection, query: str, filters: Filters, k: int)
 
 def sync_rows(conn: apsw.Connection) -> dict[str, SyncRow]:
     """Every row by path."""
-    return {
-        str(path): SyncRow(*rest)
-        for path, *rest in conn.execute(f"SELECT path, {_SYNC} FROM memories")
-    }
+    # Read last so that the rest of the row is the SyncRow as it comes (one per file: a no-change sync at 10k).
+    return {row[-1]: SyncRow._make(row[:-1]) for row in conn.execute(f"SELECT {_SYNC}, path FROM memories")}
 
 
 def sync_row_at(conn: apsw.Connection, path: str) -> SyncRow | None:
@@ -327,10 +326,17 @@ def touch_row(conn: apsw.Connection, rowid: int, rec: Record) -> None:
     )
 
 
+# The two columns a record does not hold as such come last (memex/fields.py):
+# the rest is read off the record in one attrgetter call per row.
+_DERIVED = ("embed_key", "racy")
+if ROW_COLUMNS[-len(_DERIVED):] != _DERIVED:
+    raise ImportError(f"memex.fields.ROW_COLUMNS must end with {_DERIVED}")
+_RECORD_COLUMNS = attrgetter(*ROW_COLUMNS[: -len(_DERIVED)])
+
+
 def row_values(rec: Record) -> tuple[Any, ...]:
     """The values of :data:`memex.fields.ROW_COLUMNS` for a record."""
-    derived = {"embed_key": text_key(rec.embed_text), "racy": int(rec.racy), "status": rec.status}
-    return tuple(derived[c] if c in derived else getattr(rec, c) for c in ROW_COLUMNS)
+    return (*_RECORD_COLUMNS(rec), text_key(rec.embed_text), int(rec.racy))
 
 
 _COLS = ", ".join(ROW_COLUMNS)

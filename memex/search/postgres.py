@@ -1,0 +1,91 @@
+"""Hybrid search on the PostgreSQL index (``memex/store/postgres/``): the same fusion and floor.
+
+This is :func:`memex.search.hybrid.search` with the candidates read from
+PostgreSQL (:mod:`.query`): BM25 by FTS5's formula and cosine from pgvector,
+then the same :mod:`memex.search.fusion` rule, name bonus, priors, relevance floor,
+supersede cap and duplicate collapse, so both backends answer alike.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+
+from memex.embedding import embed
+from memex.search import when
+from memex.search.fusion import add_name_bonus, apply_priors, calibration_for, fuse, fusion_for, relevant
+from memex.search.hybrid import CANDIDATES, Filters, Hit, hit_from_row, unique_bodies
+from memex.store.memories import MemoryRow
+from memex.store.postgres import query
+from memex.store.postgres.connection import PgConnection
+from memex.store.postgres.schema import get_meta
+
+
+def search(
+    conn: PgConnection,
+    embedder: embed.Embedder | None,
+    text: str,
+    limit: int = 10,
+    filters: Filters = Filters(),
+    qvec: np.ndarray | None = None,
+    floor: bool = True,
+    now: dt.datetime | None = None,
+) -> list[Hit]:
+    """Best ``limit`` memories for ``text`` (hybrid when a model is given)."""
+    k = max(CANDIDATES, limit * 4)
+    lexical = query.bm25_top(conn, text, filters, k)
+    semantic: dict[int, float] = {}
+    use_vectors = embedder is not None and get_meta(conn, "vector_model") is not None
+    model_id = embedder.model_id if use_vectors and embedder is not None else None
+    if use_vectors and embedder is not None:
+        if qvec is None:
+            qvec = embed.query_vector(embedder, text)
+        semantic = query.knn(conn, qvec, filters, k)
+        semantic.update(query.cosines(conn, qvec, [r for r in lexical if r not in semantic]))
+    calibration = calibration_for(model_id)
+    fusion = fusion_for(model_id)
+    pool = list(set(lexical) | set(semantic))
+    span = when.window(text, now or dt.datetime.now(dt.timezone.utc)) if fusion.time_boost else None
+    created = query.column(conn, "created", pool) if fusion.recency or span else None
+    scores = fuse(lexical, semantic, fusion, use_vectors, text, calibration, created, None, span)
+    if not scores:
+        return []
+    want = limit * 3 if floor or fusion.collapse_duplicates else limit
+    read: dict[int, str] = {}
+
+    def bodies_of(rowids: list[int]) -> dict[int, str]:
+        read.update(query.column(conn, "body", [r for r in rowids if r not in read]))
+        return {r: read[r] for r in rowids if r in read}
+
+    scores = add_name_bonus(scores, text, fusion, bodies_of)
+    scores = apply_priors(scores, fusion, bodies_of, want)
+    order = sorted(scores, key=lambda r: -round(scores[r], 9))
+    cutoff = round(scores[order[min(want, len(order)) - 1]], 9)
+    short = [r for r in order if round(scores[r], 9) >= cutoff]
+    rows = query.hit_rows(conn, short)
+    if filters.include_superseded:
+        _below_replacements(conn, rows, scores)
+    ranked = sorted((r for r in short if r in rows), key=lambda r: (-round(scores[r], 9), rows[r].id))
+    if floor:
+        ranked = [r for r in ranked if relevant(text, rows[r].body, semantic.get(r), calibration)]
+    if fusion.collapse_duplicates:
+        ranked = unique_bodies(ranked, {r: rows[r].body for r in ranked})
+    best_lex = max(lexical.values(), default=0.0)
+    hits = []
+    for rowid in ranked[:limit]:
+        hit = hit_from_row(rows[rowid], round(max(0.0, scores[rowid]), 6))
+        hit.lexical = round(lexical.get(rowid, 0.0) / best_lex, 6) if best_lex > 0 else 0.0
+        hit.semantic = round(semantic[rowid], 6) if rowid in semantic else None
+        hits.append(hit)
+    return hits
+
+
+def _below_replacements(conn: PgConnection, rows: dict[int, MemoryRow], scores: dict[int, float]) -> None:
+    """A superseded memory never outranks its replacement (as on SQLite)."""
+    replaced = {r: row.superseded_by for r, row in rows.items() if row.superseded_by}
+    by_id = query.rowids_of(conn, sorted(set(replaced.values())))
+    for rowid, newer in replaced.items():
+        other = by_id.get(newer)
+        if other is not None and other in scores and scores[rowid] >= scores[other]:
+            scores[rowid] = scores[other] - 1e-6

@@ -1,0 +1,282 @@
+"""A vault's files indexed in PostgreSQL: sync, search, erase, decay reads.
+
+:class:`PgVaultIndex` is what the SQLite side's ``Indexer`` + ``search`` +
+erasure's purge do, on the PostgreSQL store: it walks ``memories/``, reads
+each changed file into the same :class:`memex.records.Record`, embeds
+through the shared embedding cache, writes under the write lock, purges
+what vanished, and never indexes a body or id on the erased list. Several
+vault clones (one per machine) can sync into one database: rows are keyed
+by the memory id and the path relative to the vault, which agree across
+clones of one vault.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memex.config import CONFIG_RELPATH, Config, setting
+from memex.embedding import embed
+from memex.erase import erased_list
+from memex.files import memory_file
+from memex.index import chunking
+from memex.errors import ConfigError, MemoryFileError
+from memex.index.indexer import RACY_NS, is_memory_name
+from memex.layout import MEMEX_DIR, MEMORIES_DIR
+from memex.index.purge import PurgeCounts
+from memex.records import Record, build_record
+from memex.store.postgres import forensic, query, rows, schema
+from memex.store.postgres.connection import PgConnection
+from memex.store.postgres.schema import connect
+
+BATCH = 256
+
+
+ERASE_VACUUM = ("plain", "full")
+
+
+def erase_vacuum(config: Config) -> str:
+    """``[index] erase_vacuum``: "plain" (VACUUM, fast) or "full" (VACUUM FULL, a clean data folder)."""
+    where = f"{CONFIG_RELPATH} [index]"
+    value = str(setting(config.section("index"), "erase_vacuum", "plain", where))
+    if value not in ERASE_VACUUM:
+        raise ConfigError(f"{where}: erase_vacuum must be \"plain\" or \"full\", got {value!r}")
+    return value
+
+
+@dataclass
+class PgSyncReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    embedded: int = 0
+    errors: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class PgErasure:
+    purged: dict[str, int]
+    vacuum: dict[str, object]
+
+    def as_dict(self) -> dict[str, object]:
+        return {"purged": self.purged, **self.vacuum, "summary": self.summary()}
+
+    def summary(self) -> str:
+        """One line for ``memex erase``: what was purged and how it was vacuumed."""
+        if not self.vacuum:
+            return f"{self.purged['memories']} row(s) purged, not vacuumed"
+        how = "VACUUM FULL" if self.vacuum["full"] else "VACUUM"
+        line = f"{self.purged['memories']} row(s) purged, {how} of {self.vacuum['tables']} tables"
+        return line + ("" if self.vacuum["checkpoint"] else "; CHECKPOINT not allowed to this role")
+
+
+class PgVaultIndex:
+    def __init__(
+        self,
+        root: Path,
+        config: Config,
+        embedder: embed.Embedder | None,
+        url: str,
+        local_cache: Callable[[str, Sequence[str]], dict[str, bytes]] | None = None,
+    ) -> None:
+        self.root = root
+        self.local_cache = local_cache
+        # Checked before anything is written: an erasure must not fail half way on a typo.
+        self.erase_full = erase_vacuum(config) == "full"
+        self.config = config
+        self.embedder = embedder
+        self.conn: PgConnection = connect(url)
+        self.chunker = chunking.for_config(config)
+        self.guard = erased_list.Guard(root / MEMEX_DIR)
+        if embedder is not None:
+            schema.ensure_vectors(self.conn, embedder.model_id, embedder.dim)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> PgVaultIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -------------------------------------------------------------
+
+    def _walk(self) -> dict[str, os.stat_result]:
+        found: dict[str, os.stat_result] = {}
+        base = self.root / MEMORIES_DIR
+        for folder, dirs, files in os.walk(base):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(folder, d)))
+            rel_folder = os.path.relpath(folder, self.root).replace(os.sep, "/")
+            for name in files:
+                full = os.path.join(folder, name)
+                if is_memory_name(name) and not os.path.islink(full):
+                    found[f"{rel_folder}/{name}"] = os.lstat(full)
+        return found
+
+    def sync(self) -> PgSyncReport:
+        """Bring the index in step with all the files (``memex reindex``)."""
+        return self._sync(self._walk(), None)
+
+    def sync_paths(self, relpaths: list[str]) -> PgSyncReport:
+        """Index (or purge) just these paths: what a write or the watcher touched."""
+        on_disk: dict[str, os.stat_result] = {}
+        for rel in dict.fromkeys(relpaths):
+            full = self.root / rel
+            if is_memory_name(full.name) and full.is_file() and not full.is_symlink():
+                on_disk[rel] = full.stat()
+        return self._sync(on_disk, list(dict.fromkeys(relpaths)))
+
+    def follow(self, relpaths: list[str] | None) -> None:
+        """What the SQLite indexer calls after it indexed these paths (None: a whole sync)."""
+        if relpaths is None:
+            self.sync()
+        elif relpaths:
+            self.sync_paths(relpaths)
+
+    def _sync(self, on_disk: dict[str, os.stat_result], only: list[str] | None) -> PgSyncReport:
+        """Stat first, then the file hash, as the SQLite indexer does (a
+        no-change sync reads no file); a file read within RACY_NS of its
+        mtime is re-read next time (see memex/index/indexer.py)."""
+        report = PgSyncReport()
+        self.guard.refresh()
+        cols = "rowid, path, file_hash, embedded, size, mtime_ns, racy, id"
+        if only is None:
+            found = self.conn.execute(f"SELECT {cols} FROM memories")
+        else:
+            found = self.conn.execute(f"SELECT {cols} FROM memories WHERE path = ANY(%s)", (only,))
+        indexed = {str(r[1]): r for r in found}
+        records: list[Record] = []
+        restat: list[tuple[int, int, int, int]] = []
+        stale: list[int] = []
+        for rel, st in sorted(on_disk.items()):
+            have = indexed.get(rel)
+            if have is not None and self.guard.erased_id(str(have[7])):
+                # Erased (by id) while its file stayed or came back unchanged: never trust the stat.
+                report.errors.append({"path": rel, "reason": "on the erased list; not indexed"})
+                stale.append(int(have[0]))
+                continue
+            vectors_ok = have is not None and (have[3] or self.embedder is None)
+            if have is not None and vectors_ok and (have[4], have[5], have[6]) == (st.st_size, st.st_mtime_ns, 0):
+                report.unchanged += 1
+                continue
+            try:
+                mf, raw = memory_file.read(self.root / rel, self.config.max_file_bytes, self.root)
+                st = os.stat(self.root / rel)
+                rec = build_record(rel, mf, raw, st, self.config.default_scope)
+            except (MemoryFileError, OSError) as exc:
+                report.errors.append({"path": rel, "reason": getattr(exc, "reason", str(exc))})
+                continue
+            rec.racy = time.time_ns() - st.st_mtime_ns < RACY_NS
+            if self.guard.erased(rec.body) or self.guard.erased_id(rec.id):
+                report.errors.append({"path": rel, "reason": "on the erased list; not indexed"})
+                if have is not None:  # a row left by an erasure whose PostgreSQL step failed
+                    stale.append(int(have[0]))
+                continue
+            if have is not None and vectors_ok and have[2] == rec.file_hash:
+                restat.append((rec.size, rec.mtime_ns, int(rec.racy), int(have[0])))
+                report.unchanged += 1
+                continue
+            records.append(rec)
+        if restat:
+            with self.conn.write_txn(), self.conn.raw.cursor() as cur:
+                cur.executemany("UPDATE memories SET size = %s, mtime_ns = %s, racy = %s WHERE rowid = %s", restat)
+        for start in range(0, len(records), BATCH):
+            self._write(records[start : start + BATCH], report)
+        if stale:
+            with self.conn.write_txn():
+                for rowid in stale:
+                    report.removed += rows.purge_memory(self.conn, rowid).memories
+        gone = [rel for rel in indexed if rel not in on_disk]
+        if gone:
+            with self.conn.write_txn():
+                # Asked again: a row whose file moved was re-pointed by the writes above.
+                for (rowid,) in self.conn.execute(
+                    "SELECT rowid FROM memories WHERE path = ANY(%s)", (gone,)
+                ).fetchall():
+                    if rows.purge_memory(self.conn, int(rowid)).memories:
+                        report.removed += 1
+        return report
+
+    def _write(self, batch: list[Record], report: PgSyncReport) -> None:
+        vectors: dict[str, rows.Vectors] = {}
+        cache_rows: list[embed.CacheRow] = []
+        if self.embedder is not None:
+            plan = [(rec, self.chunker(rec.embed_text)) for rec in batch]
+            texts = [t for rec, pieces in plan for t in (rec.embed_text, *pieces)]
+            keys = [embed.text_key(t) for t in texts]
+            found = rows.cached(self.conn, self.embedder.model_id, keys)
+            local: dict[str, bytes] = {}
+            if self.local_cache is not None:
+                local = self.local_cache(self.embedder.model_id, [k for k in keys if k not in found])
+                found.update(local)
+            missing = {k: t for k, t in zip(keys, texts) if k not in found}
+            lookup = embed.CacheLookup(self.embedder.model_id, keys, found, missing)
+            fresh = self.embedder.embed(list(missing.values())) if missing else None
+            blobs, cache_rows = lookup.complete(fresh if fresh is not None else [])  # type: ignore[arg-type]
+            report.embedded += len(cache_rows)  # texts the model had to embed
+            cache_rows += [(self.embedder.model_id, k, b) for k, b in local.items()]
+            i = 0
+            for rec, pieces in plan:
+                vectors[rec.path] = (blobs[i], [(embed.text_key(p), blobs[i + 1 + k]) for k, p in enumerate(pieces)])
+                i += 1 + len(pieces)
+        with self.conn.write_txn():
+            self.guard.refresh()  # an erasure that landed while we embedded is honoured
+            keep = [rec for rec in batch if not (self.guard.erased(rec.body) or self.guard.erased_id(rec.id))]
+            dropped: set[str] = set()
+            for rec in batch:
+                if rec not in keep and rec.path in vectors:
+                    dropped.add(embed.text_key(rec.embed_text))
+                    dropped.update(k for k, _ in vectors[rec.path][1])
+            rows.store_cache(self.conn, [r for r in cache_rows if r[1] not in dropped])
+            for rec in keep:
+                _, outcome = rows.upsert(self.conn, rec, vectors.get(rec.path))
+                setattr(report, outcome, getattr(report, outcome) + 1)
+
+    # -- reading -------------------------------------------------------------
+
+    def last_accesses(self, ids: Iterable[str]) -> dict[str, str | None]:
+        """The shared ``usage.last_access`` of these memories (what decay reads)."""
+        return query.last_accesses(self.conn, ids)
+
+    def record_access(self, ids: list[str], stamp: str) -> None:
+        query.record_use(self.conn, ids, stamp)
+
+    def usage(self, memory_id: str) -> tuple[int, str | None]:
+        row = self.conn.execute(
+            "SELECT access_count, last_access FROM usage WHERE memory_id = %s", (memory_id,)
+        ).fetchone()
+        return (0, None) if row is None else (int(row[0]), None if row[1] is None else str(row[1]))
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+
+    def get(self, memory_id: str) -> dict[str, Any] | None:
+        cur = self.conn.execute(
+            "SELECT id, path, scope, source, session, category, confidence, created, status, superseded_by, body "
+            "FROM memories WHERE id = %s",
+            (memory_id,),
+        )
+        row = cur.fetchone()
+        return None if row is None else dict(zip([d.name for d in cur.description], row))
+
+    # -- erasure -------------------------------------------------------------
+
+    def purge(self, memory_id: str | list[str], vacuum: bool = True, full: bool | None = None) -> PgErasure:
+        """Every trace of these memories out of the index, then VACUUM (``full``: VACUUM FULL,
+        see :mod:`.forensic`; None: as ``[index] erase_vacuum`` says); the files are the caller's."""
+        if full is None:
+            full = self.erase_full
+        ids = [memory_id] if isinstance(memory_id, str) else memory_id
+        counts = PurgeCounts()
+        with self.conn.write_txn():
+            for (rowid,) in self.conn.execute("SELECT rowid FROM memories WHERE id = ANY(%s)", (ids,)).fetchall():
+                counts.add(rows.purge_memory(self.conn, int(rowid)))
+        report = forensic.vacuum_purged(self.conn, full) if vacuum else None
+        return PgErasure(counts.as_dict(), report.as_dict() if report else {})
+
