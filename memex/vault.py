@@ -336,10 +336,10 @@ class Vault:
             hits = shared_search(self.shared_index.conn, self.embedder, query, limit, filters, qvec)
             decay.annotate_from(self.shared_index.last_accesses, hits, decay.load_policy(self.config))
             return hits
-        # The query vector comes from an in-process LRU, not the index's
-        # cache (a search takes no write lock and does not grow the index),
-        # computed by search() while BM25 runs.
-        hits = search(self.conn, self.embedder, query, limit, filters)
+        # Query vectors come from an in-process LRU, not the index's cache:
+        # a search takes no write lock and does not grow the index.
+        qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
+        hits = search(self.conn, self.embedder, query, limit, filters, qvec)
         decay.annotate(self.conn, hits, decay.load_policy(self.config))
         return hits
 

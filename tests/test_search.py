@@ -202,32 +202,3 @@ def test_search_without_a_query_vector_embeds_the_question_on_the_query_side(
     hits = search_mod.search(vault.conn, QuerySide(), "staging rebuilt nightly")  # type: ignore[arg-type]
     assert asked == ["staging rebuilt nightly"]
     assert hits and "staging" in hits[0].body
-
-
-def test_search_without_a_vector_embeds_the_query_beside_bm25_and_ranks_alike(
-    vault: Vault, filled: dict[str, str]
-) -> None:
-    """search() embeds the question in a worker thread while BM25 runs; the
-    ranking is the one a precomputed query vector gives."""
-    from memex.embedding import embed
-
-    assert vault.embedder is not None
-    qvec = embed.embed_queries(vault.embedder, ["deploy with helm"])[0]
-    given = search_mod.search(vault.conn, vault.embedder, "deploy with helm", 10, qvec=qvec)
-    computed = search_mod.search(vault.conn, vault.embedder, "deploy with helm", 10)
-    assert [h.id for h in computed] == [h.id for h in given]
-    assert [h.score for h in computed] == pytest.approx([h.score for h in given], abs=1e-5)
-    assert computed[0].id == filled["atlas"]
-
-
-def test_a_failing_model_during_search_raises_in_the_callers_thread(
-    vault: Vault, filled: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from memex.embedding import embed
-
-    def broken(embedder: object, text: str) -> object:
-        raise RuntimeError("model engine failed")
-
-    monkeypatch.setattr(embed, "query_vector", broken)
-    with pytest.raises(RuntimeError, match="model engine failed"):
-        search_mod.search(vault.conn, vault.embedder, "deploy with helm", 10)

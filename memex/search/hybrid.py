@@ -16,7 +16,6 @@ split, and every figure: docs/search.md (``scripts/eval_search.py``).
 from __future__ import annotations
 
 import datetime as dt
-import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -136,37 +135,6 @@ def _fill_semantic(
     return out
 
 
-def _lexical_while_embedding(
-    store: IndexStore, embedder: embed.Embedder, query: str, filters: Filters, k: int
-) -> tuple[dict[int, float], np.ndarray]:
-    """The BM25 side and the query's vector, computed at the same time.
-
-    The model (its C engine, or onnxruntime) and SQLite both release the
-    GIL, so on two cores the BM25 lookup costs no wall time next to the
-    query embedding, the larger part of a search (docs/models.md, "Query
-    latency"). The vector is the model's query side (e5: "query: "),
-    remembered in-process like Vault.search's (:func:`embed.query_vector`).
-    """
-    out: list[np.ndarray] = []
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            out.append(embed.query_vector(embedder, query))
-        except BaseException as exc:  # re-raised in the caller's thread
-            failed.append(exc)
-
-    worker = threading.Thread(target=run, name="memex-query-embed", daemon=True)
-    worker.start()
-    try:
-        lexical = _lexical(store, query, filters, k)
-    finally:
-        worker.join()
-    if failed:
-        raise failed[0]
-    return lexical, out[0]
-
-
 @dataclass
 class Candidates:
     """Both signals for one query: BM25 and cosine per candidate rowid."""
@@ -190,17 +158,18 @@ def candidates(
     ``conn``: the SQLite index's connection, or any backend's store.
     """
     store = as_store(conn)
+    lexical = _lexical(store, query, filters, k)
+    semantic: dict[int, float] = {}
     use_vectors = embedder is not None and store.has_vectors()
     if not use_vectors:
-        return Candidates(_lexical(store, query, filters, k), {}, False)
+        return Candidates(lexical, semantic, False)
     assert embedder is not None
     if qvec is None:
-        lexical, qvec = _lexical_while_embedding(store, embedder, query, filters, k)
-    else:
-        lexical = _lexical(store, query, filters, k)
+        # The model's query side (e5: "query: "), as Vault.search embeds a question.
+        qvec = embed.embed_queries(embedder, [query])[0]
     # One look at the in-process copy per search (None: ask the store).
     matrix = vecmatrix.for_connection(conn) if isinstance(conn, apsw.Connection) else None
-    semantic: dict[int, float] = _semantic(store, matrix, qvec, filters, k)
+    semantic = _semantic(store, matrix, qvec, filters, k)
     missing = [r for r in lexical if r not in semantic]
     semantic.update(_fill_semantic(store, matrix, qvec, missing))
     return Candidates(lexical, semantic, True, embedder.model_id)
