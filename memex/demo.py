@@ -18,7 +18,10 @@ SAMPLES = [
     ("数据库使用 SQLite，开启 WAL 模式以便多个进程共享。", "project:demo", "decision"),
     ("用户喜欢简洁的回答，不要长篇大论。", "user", "preference"),
 ]
-QUERIES = ["which indentation does the user like", "how is the database shared between processes", "数据库 模式", "git workflow rules"]
+# The last one has nothing to do with the vault: search says so instead of
+# returning its least bad guess (the relevance floor, docs/search.md).
+QUERIES = ["which indentation does the user like", "how do changes get into main", "数据库 模式",
+           "how long may the test suite run", "recipe for banana bread"]
 
 
 def _edit_by_hand(vault: Vault, root: Path, path: Path, echo: Callable[[str], None]) -> None:
@@ -55,12 +58,14 @@ def run_demo(keep: bool = False, echo: Callable[[str], None] = print) -> Path:
             echo(f"search {query!r}")
             for hit in hits:
                 echo(f"  {hit.score:.3f}  {hit.body}")
+            if not hits:
+                echo("  no matches")
         echo(f"file {paths[1].relative_to(root)}:")
         for line in paths[1].read_text(encoding="utf-8").splitlines():
             echo(f"  | {line}")
         _edit_by_hand(vault, root, paths[1], echo)
         report = vault.reindex(full=True)
-        echo(f"reindex --full: {report.updated} re-read, {report.embedded} embedded "
+        echo(f"reindex --full: every file re-read, {report.updated} changed, {report.embedded} embedded "
              f"(cache reused), {len(report.errors)} errors, {report.seconds:.2f}s")
     if keep:
         echo(f"kept: {root}")

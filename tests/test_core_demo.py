@@ -18,3 +18,7 @@ def test_demo_runs_end_to_end() -> None:
     edited = out.split("search 'which indentation does the user like'")[-1].splitlines()[1]
     assert "spaces over tabs" in edited  # the hand edit is what search returns
     assert "0 embedded (cache reused)" in out
+    # A question about the vault finds its answer; one about nothing in it finds nothing.
+    answer = out.split("search 'how do changes get into main'")[-1].splitlines()[1]
+    assert "Never push directly to main" in answer
+    assert out.split("search 'recipe for banana bread'")[-1].splitlines()[1] == "  no matches"
