@@ -242,13 +242,35 @@ def search(
     scores = apply_priors(scores, fusion, bodies_of, want)
     # Ties break on the memory id, so a rebuilt index (new rowids) ranks alike.
     # Only the best few need their ids and rows; cut on score first.
-    order = sorted(scores, key=lambda r: -round(scores[r], 9))
-    cutoff = round(scores[order[min(want, len(order)) - 1]], 9)
-    short = [r for r in order if round(scores[r], 9) >= cutoff]
-    rows = store.rows_by_rowids(short)
+    rows = store.rows_by_rowids(shortlist(scores, want))
     if filters.include_superseded:
         _below_replacements(store, rows, scores)
-    ranked = sorted((r for r in short if r in rows), key=lambda r: (-round(scores[r], 9), rows[r].id))
+    return ranked_hits(query, scores, rows, lexical, semantic, limit, floor, fusion, calibration)
+
+
+def shortlist(scores: dict[int, float], want: int) -> list[int]:
+    """The best ``want`` candidates by fused score, and any tied with the last:
+    only these need their rows read."""
+    order = sorted(scores, key=lambda r: -round(scores[r], 9))
+    cutoff = round(scores[order[min(want, len(order)) - 1]], 9)
+    return [r for r in order if round(scores[r], 9) >= cutoff]
+
+
+def ranked_hits(
+    query: str,
+    scores: dict[int, float],
+    rows: dict[int, MemoryRow],
+    lexical: dict[int, float],
+    semantic: dict[int, float],
+    limit: int,
+    floor: bool,
+    fusion: Fusion,
+    calibration: Calibration,
+) -> list[Hit]:
+    """The last steps of a search on any backend: order (ties on the id, so a
+    rebuilt index ranks alike), the relevance floor, duplicate collapse, and
+    the hits with both signals."""
+    ranked = sorted((r for r in rows if r in scores), key=lambda r: (-round(scores[r], 9), rows[r].id))
     if floor:
         ranked = [r for r in ranked if relevant(query, rows[r].body, semantic.get(r), calibration)]
     if fusion.collapse_duplicates:

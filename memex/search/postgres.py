@@ -14,8 +14,8 @@ import numpy as np
 
 from memex.embedding import embed
 from memex.search import when
-from memex.search.fusion import add_name_bonus, apply_priors, calibration_for, fuse, fusion_for, relevant
-from memex.search.hybrid import CANDIDATES, Filters, Hit, hit_from_row, unique_bodies
+from memex.search.fusion import add_name_bonus, apply_priors, calibration_for, fuse, fusion_for
+from memex.search.hybrid import CANDIDATES, Filters, Hit, ranked_hits, shortlist
 from memex.store.memories import MemoryRow
 from memex.store.postgres import query
 from memex.store.postgres.connection import PgConnection
@@ -60,25 +60,10 @@ def search(
 
     scores = add_name_bonus(scores, text, fusion, bodies_of)
     scores = apply_priors(scores, fusion, bodies_of, want)
-    order = sorted(scores, key=lambda r: -round(scores[r], 9))
-    cutoff = round(scores[order[min(want, len(order)) - 1]], 9)
-    short = [r for r in order if round(scores[r], 9) >= cutoff]
-    rows = query.hit_rows(conn, short)
+    rows = query.hit_rows(conn, shortlist(scores, want))
     if filters.include_superseded:
         _below_replacements(conn, rows, scores)
-    ranked = sorted((r for r in short if r in rows), key=lambda r: (-round(scores[r], 9), rows[r].id))
-    if floor:
-        ranked = [r for r in ranked if relevant(text, rows[r].body, semantic.get(r), calibration)]
-    if fusion.collapse_duplicates:
-        ranked = unique_bodies(ranked, {r: rows[r].body for r in ranked})
-    best_lex = max(lexical.values(), default=0.0)
-    hits = []
-    for rowid in ranked[:limit]:
-        hit = hit_from_row(rows[rowid], round(max(0.0, scores[rowid]), 6))
-        hit.lexical = round(lexical.get(rowid, 0.0) / best_lex, 6) if best_lex > 0 else 0.0
-        hit.semantic = round(semantic[rowid], 6) if rowid in semantic else None
-        hits.append(hit)
-    return hits
+    return ranked_hits(text, scores, rows, lexical, semantic, limit, floor, fusion, calibration)
 
 
 def _below_replacements(conn: PgConnection, rows: dict[int, MemoryRow], scores: dict[int, float]) -> None:
