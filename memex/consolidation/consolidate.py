@@ -40,6 +40,7 @@ from memex.decay import parse_time
 from memex.errors import ConfigError, InvalidArgument
 from memex.meta_edit import update_meta, update_meta_many
 from memex.consolidation.pairscore import ScoreProfile, pair_matrices, profile_for
+from memex.store.queries import SessionItem
 from memex.text import preview
 from memex.dedup.values import conflict_reason
 
@@ -87,18 +88,9 @@ def load_settings(config: Config) -> Settings:
     return out
 
 
-@dataclass
-class Item:
-    """One candidate memory as consolidation sees it (from the index)."""
-
-    rowid: int
-    id: str
-    body: str
-    scope: str
-    category: str | None
-    confidence: float
-    created: str
-    access_count: int
+# One candidate memory as consolidation sees it: the store's row
+# (memex/store/queries.py), its body stripped.
+Item = SessionItem
 
 
 @dataclass
@@ -216,7 +208,7 @@ def representative(items: list[Item]) -> Item:
 
 def _candidates(vault: Vault, session: str, scope: str | None) -> list[Item]:
     return [
-        Item(r.rowid, r.id, r.body.strip(), r.scope, r.category, r.confidence, r.created, r.access_count)
+        r._replace(body=r.body.strip())
         for r in vault.store.session_items(session, scope)
     ]
 

@@ -48,19 +48,9 @@ from memex.text import tokens
 _JSON_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[nrtbf\"\\/])")
 
 
-@dataclass(frozen=True)
-class Target:
-    """One memory row to erase, as the index knows it."""
-
-    rowid: int
-    id: str
-    path: str
-    body: str
-    source: str | None
-    source_ref: str | None
-    session: str | None
-    supersedes: str | None
-    superseded_by: str | None
+# One memory row to erase, as the index knows it: the store's row
+# (memex/store/queries.py), read-only here.
+Target = TargetRow
 
 
 @dataclass
@@ -74,7 +64,7 @@ class Selection:
 
 
 def _targets(rows: list[TargetRow]) -> list[Target]:
-    return [Target(*row) for row in rows]
+    return list(rows)
 
 
 def _unescape(match: re.Match[str]) -> str:
