@@ -29,10 +29,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -40,23 +38,9 @@ from memex.embedding.embed import load_embedder  # noqa: E402
 from memex.files.memory_file import MemoryFile, serialize  # noqa: E402
 from memex.vault import Vault, init_vault  # noqa: E402
 from memex.erase.steps import erase  # noqa: E402
+from benchkit import RandomEmbedder  # noqa: E402
 
 SYLLABLES = "ka lo mi ne ru sa ti vo be da fe gi ho ju ly po qu re so tu va we xi yo ze".split()
-
-
-class RandomEmbedder:
-    """Random unit vectors of the real model's dimension (index size, not quality)."""
-
-    model_id = "bench-random-384"
-    dim = 384
-
-    def __init__(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = self.rng.standard_normal((len(texts), self.dim)).astype(np.float32)
-        normed: np.ndarray = out / np.linalg.norm(out, axis=1, keepdims=True)
-        return normed
 
 
 def vocabulary(rng: random.Random, size: int) -> list[str]:

@@ -27,29 +27,13 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
-
-class RandomEmbedder:
-    """Random unit vectors of the bundled models' dimension (size, not quality)."""
-
-    model_id = "bench-random-384"
-    dim = 384
-
-    def __init__(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = self.rng.standard_normal((len(texts), self.dim)).astype(np.float32)
-        normed: np.ndarray = out / np.linalg.norm(out, axis=1, keepdims=True)
-        return normed
+from benchkit import RandomEmbedder  # noqa: E402
 
 
 def table_bytes(conn: Any) -> list[dict[str, Any]]:

@@ -26,10 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -38,24 +36,10 @@ from memex.erase.steps import erase  # noqa: E402
 from memex.files.memory_file import MemoryFile, serialize  # noqa: E402
 from memex.team.sync import sync  # noqa: E402
 from memex.vault import Vault, init_vault  # noqa: E402
+from benchkit import RandomEmbedder  # noqa: E402
 
 WORDS = ("deploy build cache token review branch release index vector query latency schema migration "
          "backup queue worker retry timeout config secret lint format docker kernel thread socket").split()
-
-
-class RandomEmbedder:
-    """Random unit vectors of the bundled model's dimension (no model cost)."""
-
-    model_id = "bench-random-384"
-    dim = 384
-
-    def __init__(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = self.rng.standard_normal((len(texts), self.dim)).astype(np.float32)
-        normed: np.ndarray = out / np.linalg.norm(out, axis=1, keepdims=True)
-        return normed
 
 
 def git(cwd: Path, *args: str) -> None:
