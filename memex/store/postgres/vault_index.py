@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from memex.files import memory_file
 from memex.index import chunking
 from memex.errors import ConfigError, MemoryFileError
 from memex.index.scan import RACY_NS, is_memory_name
+from memex.index.sync_run import SyncReport
 from memex.layout import MEMEX_DIR, MEMORIES_DIR
 from memex.store.purge import PurgeCounts
 from memex.records import Record, build_record
@@ -46,16 +47,6 @@ def erase_vacuum(config: Config) -> str:
     if value not in ERASE_VACUUM:
         raise ConfigError(f"{where}: erase_vacuum must be \"plain\" or \"full\", got {value!r}")
     return value
-
-
-@dataclass
-class PgSyncReport:
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    embedded: int = 0
-    errors: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -119,11 +110,11 @@ class PgVaultIndex:
                     found[f"{rel_folder}/{name}"] = os.lstat(full)
         return found
 
-    def sync(self) -> PgSyncReport:
+    def sync(self) -> SyncReport:
         """Bring the index in step with all the files (``memex reindex``)."""
         return self._sync(self._walk(), None)
 
-    def sync_paths(self, relpaths: list[str]) -> PgSyncReport:
+    def sync_paths(self, relpaths: list[str]) -> SyncReport:
         """Index (or purge) just these paths: what a write or the watcher touched."""
         on_disk: dict[str, os.stat_result] = {}
         for rel in dict.fromkeys(relpaths):
@@ -139,11 +130,11 @@ class PgVaultIndex:
         elif relpaths:
             self.sync_paths(relpaths)
 
-    def _sync(self, on_disk: dict[str, os.stat_result], only: list[str] | None) -> PgSyncReport:
+    def _sync(self, on_disk: dict[str, os.stat_result], only: list[str] | None) -> SyncReport:
         """Stat first, then the file hash, as the SQLite indexer does (a
         no-change sync reads no file); a file read within RACY_NS of its
         mtime is re-read next time (see memex/index/scan.py)."""
-        report = PgSyncReport()
+        report = SyncReport()
         self.guard.refresh()
         cols = "rowid, path, file_hash, embedded, size, mtime_ns, racy, id"
         if only is None:
@@ -203,7 +194,7 @@ class PgVaultIndex:
                         report.removed += 1
         return report
 
-    def _write(self, batch: list[Record], report: PgSyncReport) -> None:
+    def _write(self, batch: list[Record], report: SyncReport) -> None:
         vectors: dict[str, rows.Vectors] = {}
         cache_rows: list[embed.CacheRow] = []
         if self.embedder is not None:
