@@ -17,6 +17,7 @@ from memex.embedding import embed
 from memex.cli import app
 from memex.erase.steps import erase
 from memex.errors import SyncError
+from memex.files import permissions
 from memex.files.memory_file import parse
 from memex.team.merge import CONFLICT_KEY
 from memex.team.sync import sync
@@ -423,3 +424,17 @@ def test_three_clones_syncing_at_the_same_moment_converge(team: Team) -> None:
     team.sync("a")
     assert team.files("a") == team.files("b") == team.files("c")
     assert len(team.index("a")) == 15 and team.index("a") == team.index("b") == team.index("c")
+
+
+def test_what_a_sync_brings_in_is_private_like_the_rest_of_the_vault(team: Team) -> None:
+    """git writes pulled files and folders with the umask's modes (0644 / 0755);
+    a vault's files are 0600 and its folders 0700 (docs/write-path.md)."""
+    memory_id = team.add("a", "the vpn certificate expires in march")
+    team.sync("a")
+    team.sync("b")
+    with team.vault("a") as v:
+        erase(v, memory_id, reason="test")
+    team.sync("a")
+    team.sync("b")  # brings in a's erased list and the folders of a's memory
+    with team.vault("b") as v:
+        assert permissions.loose_modes(v.root) == []

@@ -40,6 +40,7 @@ from memex import layout
 from memex.config import setting
 from memex.erase import erased_list
 from memex.errors import SyncError
+from memex.files import permissions
 from memex.files.locking import file_lock
 from memex.team import tombstones, wiring
 from memex.team.gitrepo import Repo
@@ -119,6 +120,11 @@ def _settle_tree(vault: Vault, report: SyncReport, state: dict[str, Any]) -> boo
     """Reindex, apply teammates' erasures, retire exact duplicates; True when something was erased."""
     from memex.dedup.cleanup import dedup_existing
 
+    # git writes what it pulls with the umask's modes (0644 files, 0755
+    # folders); a vault is private to its user (docs/write-path.md).
+    tightened = permissions.tighten(vault.root)
+    if tightened:
+        report.notes.append(f"made {len(tightened)} file(s) and folder(s) git wrote private (0600 / 0700)")
     started = time.perf_counter()
     done = vault.reindex()
     report.seconds["index"] = report.seconds.get("index", 0.0) + time.perf_counter() - started
