@@ -14,7 +14,8 @@ from memex.embedding import embed
 from memex.embedding import profiles
 from memex.config import load_config
 from memex.store.meta import get_meta
-from memex.dedup.pipeline import Thresholds, swaps_cjk_span
+from memex.dedup.cjk import swaps_cjk_span
+from memex.dedup.pipeline import Thresholds
 from memex.errors import ConfigError
 from memex.vault import Vault
 from memex.erase.steps import erase

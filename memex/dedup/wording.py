@@ -35,6 +35,14 @@ _ZH_NOT_NEGATION = re.compile(
     r"不同|不断|不过|不少|不久|不仅|不管|不论|不一|差不多|区别|特别|分别|别人|类别|级别|识别|"
     r"告别|性别|个别|非常|未来|除非|是非"
 )
+# A negated word that is one word of its own: 不喜欢 is 讨厌 ("dislikes"), so
+# "用户讨厌开会" / "用户很不喜欢开会" state the same thing, and 不喜欢 / 喜欢
+# are opposites like 讨厌 / 喜欢.
+_ZH_NEGATED_WORD = re.compile(r"不太?喜欢")
+
+
+def _zh_plain(text: str) -> str:
+    return _ZH_NEGATED_WORD.sub("讨厌", text)
 
 
 # Number words as the digits they stand for, so "retried twice" and "2
@@ -73,7 +81,7 @@ def _polarity(text: str) -> tuple[int, bool, set[str]]:
     text = _CONTRAST_NOT.sub(" instead ", unicodedata.normalize("NFKC", text))
     # 不低于 / 不超过 are bounds ("at least", "at most"), compared by
     # differs_in_opposites, not negations.
-    zh = _POLARITY_ZH.findall(_ZH_NOT_NEGATION.sub(" ", strip_bounds(text)))
+    zh = _POLARITY_ZH.findall(_ZH_NOT_NEGATION.sub(" ", strip_bounds(_zh_plain(text))))
     reached: set[str] = set()
     count = len(zh)
     for m in _POLARITY_EN.finditer(text):
@@ -155,6 +163,7 @@ def differs_in_opposites(a: str, b: str) -> bool:
             y in wa and x in wb and x not in wa and y not in wb
         ):
             return True
+    a, b = _zh_plain(a), _zh_plain(b)
     for x, y in _ANTONYMS_ZH:
         if (x in a and y in b and y not in a and x not in b) or (
             y in a and x in b and x not in a and y not in b
@@ -224,6 +233,7 @@ def _rejected(words: list[str]) -> set[str]:
     return _neighbours_of_relations(words).get("over", set())
 
 
+_CJK_UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[.'][^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)*")
 
 
@@ -310,3 +320,42 @@ def swaps_roles(a: str, b: str) -> bool:
             if rb[:ly] == ra[n - ly :] and ra[lx : n - ly] == rb[ly : n - lx]:
                 return True
     return False
+
+
+# How many units (words; CJK characters) two texts must open with to share a
+# topic, and how little of the rest they may share to say different things.
+MIN_SHARED_OPENING = 4
+MAX_REST_OVERLAP = 0.25
+
+
+def changes_statement(a: str, b: str) -> bool:
+    """The same opening, then a different statement: "用户偏好用中文回复" /
+    "用户偏好简洁的回答", "The user wants commit messages in the imperative
+    mood" / "... in the past tense". A multilingual model scores such
+    pairs like paraphrases (0.93-0.95 on the query side), though only the
+    topic is shared.
+
+    The texts open with at least :data:`MIN_SHARED_OPENING` equal units;
+    what follows (after any common ending) is non-empty on both sides,
+    shares no Latin word, name or number, and under
+    :data:`MAX_REST_OVERLAP` of its content characters. A paraphrase
+    rewords the opening or keeps the fact's words ("数据库连接池的大小是20" /
+    "数据库连接池最多20个连接" share "20"). Not one of :data:`GUARDS
+    <memex.dedup.values.GUARDS>`: dedup asks it where the multilingual
+    model's cosine decides (docs/models.md); consolidation does not.
+    """
+    from memex.text import STOPWORDS  # local: text.py must not depend on this module
+
+    ua = _UNIT.findall(unicodedata.normalize("NFKC", a).casefold())
+    ub = _UNIT.findall(unicodedata.normalize("NFKC", b).casefold())
+    head, tail = common_ends(ua, ub)
+    if head < MIN_SHARED_OPENING:
+        return False
+    rest_a = {u for u in ua[head : len(ua) - tail] if u not in STOPWORDS and u not in _ZH_STOP_CHARS}
+    rest_b = {u for u in ub[head : len(ub) - tail] if u not in STOPWORDS and u not in _ZH_STOP_CHARS}
+    if not rest_a or not rest_b:
+        return False
+    shared = rest_a & rest_b
+    if any(not _CJK_UNIT.fullmatch(u) for u in shared):
+        return False
+    return len(shared) / len(rest_a | rest_b) < MAX_REST_OVERLAP
