@@ -19,8 +19,10 @@ any of them explicitly (``[dedup]``, ``[consolidate]``).
 
 How the figures were measured (commands and results in docs/models.md):
 ``scripts/eval_dedup.py --model SETTING`` on the labelled pairs of
-``tests/data/dedup_pairs.jsonl`` (chosen there), checked on
-``dedup_pairs_holdout.jsonl`` and ``dedup_pairs_zh.jsonl``;
+``tests/data/dedup_pairs.jsonl``, ``dedup_pairs_zh.jsonl`` and
+``dedup_pairs_zh_dev2.jsonl`` (chosen there), checked on
+``dedup_pairs_holdout.jsonl``, ``dedup_pairs_zh_holdout.jsonl`` and
+``dedup_pairs_zh_holdout2.jsonl``;
 ``scripts/eval_consolidate.py --model SETTING``; and
 ``scripts/calibrate_model.py`` for the cosine distributions of related and
 unrelated pairs.
