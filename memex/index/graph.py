@@ -18,7 +18,8 @@ import apsw
 
 from memex.errors import InvalidArgument
 from memex.fields import Relation as Relation  # re-exported: the shape lives in memex.fields
-from memex.store import entities
+from memex.store import IndexStore
+from memex.store.sqlite import as_store
 from memex.text import entity_key as entity_key  # re-exported
 from memex.text import normalize
 
@@ -67,23 +68,24 @@ class EntitySummary:
         return {"name": self.name, "memories": self.memories, "active": self.active, "relations": self.relations}
 
 
-def list_entities(conn: apsw.Connection) -> list[EntitySummary]:
+def list_entities(conn: apsw.Connection | IndexStore) -> list[EntitySummary]:
     """Every entity, most-mentioned first; one row per entity however many memories name it."""
-    return [EntitySummary(*row) for row in entities.entity_counts(conn)]
+    return [EntitySummary(*row) for row in as_store(conn).entity_counts()]
 
 
-def entity_graph(conn: apsw.Connection, name: str) -> dict[str, Any]:
+def entity_graph(conn: apsw.Connection | IndexStore, name: str) -> dict[str, Any]:
     """One entity: the memories naming it, its relations (both ways), its neighbours."""
     key = entity_key(name)
     if not key:
         raise InvalidArgument("NAME", "must not be empty")
-    found = entities.find_entity(conn, key)
+    store = as_store(conn)
+    found = store.find_entity(key)
     if found is None:
         raise InvalidArgument("NAME", f"no entity named {name!r} (see `memex entities`)")
     rowid, display = found
     return {
         "name": display,
-        "memories": [m._asdict() for m in entities.entity_memories(conn, rowid)],
-        "relations": [r._asdict() for r in entities.entity_relations(conn, rowid)],
-        "neighbours": [n._asdict() for n in entities.neighbours(conn, rowid)],
+        "memories": [m._asdict() for m in store.entity_memories(rowid)],
+        "relations": [r._asdict() for r in store.entity_relations(rowid)],
+        "neighbours": [n._asdict() for n in store.neighbours(rowid)],
     }
