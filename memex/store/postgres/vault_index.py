@@ -110,9 +110,15 @@ class PgVaultIndex:
                     found[f"{rel_folder}/{name}"] = os.lstat(full)
         return found
 
-    def sync(self) -> SyncReport:
-        """Bring the index in step with all the files (``memex reindex``)."""
-        return self._sync(self._walk(), None)
+    def sync(self, vanished: Iterable[str] | None = None) -> SyncReport:
+        """Bring the index in step with all the files (``memex reindex``).
+
+        ``vanished``: the paths whose files this clone lost (its own index had
+        a row for them); only their rows are purged of those whose file is
+        not here. Another clone's memory whose file git has not brought here
+        yet is not "gone". None: purge every row whose file is not here (an
+        index this vault has alone)."""
+        return self._sync(self._walk(), None, None if vanished is None else set(vanished))
 
     def sync_paths(self, relpaths: list[str]) -> SyncReport:
         """Index (or purge) just these paths: what a write or the watcher touched."""
@@ -123,14 +129,17 @@ class PgVaultIndex:
                 on_disk[rel] = full.stat()
         return self._sync(on_disk, list(dict.fromkeys(relpaths)))
 
-    def follow(self, relpaths: list[str] | None) -> None:
-        """What the SQLite indexer calls after it indexed these paths (None: a whole sync)."""
+    def follow(self, relpaths: list[str] | None, vanished: list[str]) -> None:
+        """What the SQLite indexer calls after it indexed these paths (None: a
+        whole sync, which found the files of ``vanished`` gone)."""
         if relpaths is None:
-            self.sync()
+            self.sync(vanished)
         elif relpaths:
             self.sync_paths(relpaths)
 
-    def _sync(self, on_disk: dict[str, os.stat_result], only: list[str] | None) -> SyncReport:
+    def _sync(
+        self, on_disk: dict[str, os.stat_result], only: list[str] | None, vanished: set[str] | None = None
+    ) -> SyncReport:
         """Stat first, then the file hash, as the SQLite indexer does (a
         no-change sync reads no file); a file read within RACY_NS of its
         mtime is re-read next time (see memex/index/scan.py)."""
@@ -183,7 +192,7 @@ class PgVaultIndex:
             with self.conn.write_txn():
                 for rowid in stale:
                     report.removed += rows.purge_memory(self.conn, rowid).memories
-        gone = [rel for rel in indexed if rel not in on_disk]
+        gone = [rel for rel in indexed if rel not in on_disk and (vanished is None or rel in vanished)]
         if gone:
             with self.conn.write_txn():
                 # Asked again: a row whose file moved was re-pointed by the writes above.
