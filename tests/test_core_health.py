@@ -9,6 +9,9 @@ from memex.embedding import embed
 from memex.store.schema import write_txn
 from memex.vault import Vault
 from memex.meta_edit import update_meta
+import pytest
+
+pytestmark = pytest.mark.both_backends
 
 
 def test_stray_vectors_are_found_and_removed(vault: Vault) -> None:
