@@ -63,11 +63,14 @@ BATCH = 256
 
 class Indexer:
     def __init__(
-        self, root: Path, conn: apsw.Connection, config: Config, embedder: embed.Embedder | None
+        self, root: Path, conn: apsw.Connection, config: Config, embedder: embed.Embedder | None,
+        store: IndexStore | None = None,
     ) -> None:
         self.root = root
         self.conn = conn
-        self.store: IndexStore = SqliteStore(conn)
+        # Everything the indexer reads and writes goes through the store: any
+        # backend's (``store``), else the SQLite index on ``conn`` (docs/store.md).
+        self.store: IndexStore = SqliteStore(conn) if store is None else store
         self.config = config
         self.embedder = embedder
         self.chunker = chunking.for_config(config)
