@@ -183,6 +183,7 @@ class PgVaultIndex:
                 report.unchanged += 1
                 continue
             records.append(rec)
+        records = self._moves(records, indexed, on_disk, vanished, report)
         if restat:
             with self.conn.write_txn(), self.conn.raw.cursor() as cur:
                 cur.executemany("UPDATE memories SET size = %s, mtime_ns = %s, racy = %s WHERE rowid = %s", restat)
@@ -202,6 +203,34 @@ class PgVaultIndex:
                     if rows.purge_memory(self.conn, int(rowid)).memories:
                         report.removed += 1
         return report
+
+    def _moves(
+        self, records: list[Record], indexed: dict[str, Any], on_disk: dict[str, os.stat_result],
+        vanished: set[str] | None, report: SyncReport,
+    ) -> list[Record]:
+        """Files whose bytes are a gone row's under a new path (a hand-written
+        file renamed, its id following the path): the row moves, keeping its
+        vectors and its recall counts, and takes the record's other columns,
+        as the SQLite indexer's ``move_row`` + ``write_memory``."""
+        gone = {
+            str(row[2]): row for rel, row in indexed.items()
+            if rel not in on_disk and (vanished is None or rel in vanished)
+        }
+        if not gone:
+            return records
+        rest: list[Record] = []
+        with self.conn.write_txn():
+            for rec in records:
+                old = gone.pop(rec.file_hash, None) if rec.path not in indexed else None
+                if old is None or self.conn.execute("SELECT 1 FROM memories WHERE id = %s AND rowid <> %s",
+                                                    (rec.id, int(old[0]))).fetchone() is not None:
+                    rest.append(rec)
+                    continue
+                self.conn.execute("UPDATE usage SET memory_id = %s WHERE memory_id = %s", (rec.id, str(old[7])))
+                self.conn.execute("UPDATE memories SET id = %s, path = %s WHERE rowid = %s", (rec.id, rec.path, int(old[0])))
+                rows.upsert(self.conn, rec, None)  # the rest of the row (a scope read off the new folder)
+                report.moved += 1
+        return rest
 
     def _write(self, batch: list[Record], report: SyncReport) -> None:
         vectors: dict[str, rows.Vectors] = {}
