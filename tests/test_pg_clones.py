@@ -118,3 +118,18 @@ def test_a_reindex_on_a_clone_that_is_behind_keeps_the_others_memories(clones: t
     with pytest.raises(MemoryNotFound):
         a.get(mine.id)
     assert a.get(theirs.id).id == theirs.id
+
+
+def test_a_clone_erases_a_memory_only_the_shared_index_has_brought_it(clones: tuple[Vault, Vault]) -> None:
+    """B shows A's memory before git brings the file; B can erase it too."""
+    a, b = clones
+    secret = "The payroll export key is plum-seven-seven"
+    added = a.add(secret, scope="user")
+    result = erase(b, added.id, reason="wrong place for a key")
+    assert result.erased == [added.id] and result.files_deleted == 0
+    assert result.shared_index is not None and result.shared_index["purged"]["memories"] == 1
+    for clone in (a, b):
+        with pytest.raises(MemoryNotFound):
+            clone.get(added.id)
+        assert clone.search("payroll export key plum") == []
+    assert b.add(secret, scope="user").status == "refused"  # B's erased list holds it now

@@ -135,6 +135,8 @@ def _select(
             except MemoryNotFound:
                 start = []  # not indexed: maybe a restored file the index refused
         sel = expand(store, vault.root, start, follow_derived=False)
+        if not start:
+            _only_shared(vault, sel, memory_id)
     else:
         # Files edited or added while nothing was watching must be seen too.
         vault.reindex()
@@ -157,6 +159,18 @@ def _select(
         )
         raise InvalidArgument("subject", f"nothing to erase: no memory or archive matches {what}")
     return sel
+
+
+def _only_shared(vault: Vault, sel: Selection, memory_id: str) -> None:
+    """A memory only the shared PostgreSQL index holds (another clone added
+    it; git has not brought its file here): erased by id there, its body
+    remembered here. Its rowid is the shared index's, which names nothing
+    in this clone's index: 0, which SQLite never assigns, so the local
+    purge finds nothing by it (docs/postgres.md)."""
+    if vault.shared_index is None:
+        return
+    for t in vault.store.targets_by_id(memory_id):
+        sel.memories[t.id] = t._replace(rowid=0)
 
 
 def _add_copies(vault: Vault, sel: Selection, ids: list[str]) -> None:
