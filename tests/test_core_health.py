@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from memex import health
 from memex.embedding import embed
 from memex.store.schema import write_txn
 from memex.vault import Vault
 from memex.meta_edit import update_meta
-import pytest
 
 pytestmark = pytest.mark.both_backends
 
