@@ -249,7 +249,7 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
 
     vault = get_vault(ctx)
     found = health.drift(vault).as_dict()
-    unknown = scopes.unknown_scopes(vault.scope_rules, vault.store.path_scopes())
+    unknown = scopes.unknown_scopes(vault.scope_rules, vault.local_store.path_scopes())
     # A vault is private to its user (memex/files/permissions.py): modes others can use.
     loose = permissions.loose_modes(vault.root)
     data: dict[str, Any] = {
@@ -262,7 +262,7 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     if fix:
         data["repair"] = health.repair(vault)
         data["after"] = health.drift(vault).as_dict()
-        data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, vault.store.path_scopes())
+        data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, vault.local_store.path_scopes())
         data["modes_tightened"] = [m.as_dict() for m in permissions.tighten(vault.root)]
         problems = _doctor_problems(data["after"], data["unknown_scopes_after"])
     data["clean"] = not problems
