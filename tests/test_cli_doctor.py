@@ -15,6 +15,8 @@ from memex.embedding import embed
 from memex.cli import app, run
 from tests.fakes import HashEmbedder
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch) -> click.Group:

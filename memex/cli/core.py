@@ -246,11 +246,10 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     """
     from memex import health, scopes  # not on search's start-up path (docs/benchmarks.md)
     from memex.files import permissions
-    from memex.store import memories
 
     vault = get_vault(ctx)
     found = health.drift(vault).as_dict()
-    unknown = scopes.unknown_scopes(vault.scope_rules, memories.path_scopes(vault.conn))
+    unknown = scopes.unknown_scopes(vault.scope_rules, vault.local_store.path_scopes())
     # A vault is private to its user (memex/files/permissions.py): modes others can use.
     loose = permissions.loose_modes(vault.root)
     hint = health.model_hint(vault)
@@ -264,7 +263,7 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     if fix:
         data["repair"] = health.repair(vault)
         data["after"] = health.drift(vault).as_dict()
-        data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, memories.path_scopes(vault.conn))
+        data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, vault.local_store.path_scopes())
         data["modes_tightened"] = [m.as_dict() for m in permissions.tighten(vault.root)]
         problems = _doctor_problems(data["after"], data["unknown_scopes_after"])
     data["clean"] = not problems
