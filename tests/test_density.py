@@ -139,3 +139,36 @@ def test_an_index_from_before_the_table_gets_every_density(vault: Vault) -> None
     reopened = Vault(root, embedder=HashEmbedder())
     _assert_exact(reopened)
     reopened.close()
+
+
+def test_the_hub_prior_lowers_crowded_memories_only_above_the_floor() -> None:
+    from memex.search.fusion import Fusion, apply_priors
+
+    rule = Fusion("blend", 0.7, "sat", density_penalty=0.5, density_floor=0.5)
+    assert rule.density_factor(None) == 1.0 and rule.density_factor(0.4) == 1.0 and rule.density_factor(0.5) == 1.0
+    assert rule.density_factor(0.75) == pytest.approx(0.75) and rule.density_factor(1.0) == pytest.approx(0.5)
+    scores = {1: 0.9, 2: 0.8, 3: 0.1}
+    dens = {1: 0.95, 2: 0.3, 3: 0.99}
+    out = apply_priors(scores, rule, lambda rowids: {}, keep=3, densities_of=lambda rowids: {r: dens[r] for r in rowids})
+    assert out[2] == 0.8 and out[1] == pytest.approx(0.9 * (1 - 0.5 * 0.9)) and out[1] < out[2]
+    # A backend that keeps no densities ranks as before.
+    assert apply_priors(scores, rule, lambda rowids: {}, keep=3) == scores
+
+
+def test_search_ranks_a_statement_above_a_crowd_of_near_copies(vault: Vault) -> None:
+    from memex.search.fusion import Fusion
+    from memex.search.hybrid import search
+
+    crowd = [f"deploy window sounds good to me {w}" for w in ("ok", "sure", "yes", "fine", "great", "agreed",
+                                                            "right", "cool", "yep", "noted", "thanks", "nice")]
+    for text in crowd:
+        vault.add(text)
+    answer = vault.add("the deploy window is Tuesday 14:00 UTC after the freeze")
+    query = "is the deploy window good for everyone"
+    plain = Fusion("blend", 0.7, "sat")
+    hubs_lose = Fusion("blend", 0.7, "sat", density_penalty=0.5, density_floor=0.5)
+    qvec = vault.embed_query(query)
+    before = [h.id for h in search(vault.conn, vault.embedder, query, 5, qvec=qvec, fusion=plain, floor=False)]
+    after = [h.id for h in search(vault.conn, vault.embedder, query, 5, qvec=qvec, fusion=hubs_lose, floor=False)]
+    assert before[0] != answer.id  # one of the crowd wins on plain cosine + BM25
+    assert after[0] == answer.id
