@@ -42,15 +42,54 @@ _EPS = 1e-6  # float noise between a product by blocks and one by vector
 _BATCH = 500
 
 
-@dataclass
 class _Copy:
     """Every body vector and neighbour list as of the last settle, and the
-    ``data_version`` then (another connection's commit makes it stale)."""
+    ``data_version`` then (another connection's commit makes it stale).
 
-    version: int
-    rowids: np.ndarray  # int64, sorted
-    matrix: np.ndarray  # float32, one row per rowid
-    lists: np.ndarray  # float32 (n, K), best first, -inf where fewer than K others
+    Rows live in buffers that grow by doubling, so the rows a transaction
+    adds are appended without copying the others (a reindex settles once per
+    batch)."""
+
+    def __init__(self, version: int, rowids: np.ndarray, matrix: np.ndarray, lists: np.ndarray) -> None:
+        self.version = version
+        self.size = len(rowids)
+        self._rowids, self._matrix, self._lists = rowids, matrix, lists
+
+    @property
+    def rowids(self) -> np.ndarray:  # int64
+        return self._rowids[: self.size]
+
+    @property
+    def matrix(self) -> np.ndarray:  # float32, one row per rowid
+        return self._matrix[: self.size]
+
+    @property
+    def lists(self) -> np.ndarray:  # float32 (n, K), best first; -inf: fewer than K others; NaN: not computed
+        return self._lists[: self.size]
+
+    def keep(self, mask: np.ndarray) -> None:
+        """Only the rows where ``mask`` is true."""
+        self._rowids, self._matrix, self._lists = self.rowids[mask], self.matrix[mask], self.lists[mask]
+        self.size = len(self._rowids)
+
+    def append(self, rowids: np.ndarray, matrix: np.ndarray) -> None:
+        """New rows, their lists not computed yet."""
+        import numpy as np
+
+        need = self.size + len(rowids)
+        if need > len(self._rowids) or (len(matrix) and self._matrix.shape[1] != matrix.shape[1]):
+            cap = max(need, 2 * len(self._rowids), 64)
+            dim = matrix.shape[1] if len(matrix) else self._matrix.shape[1]
+            grown = (np.empty(cap, dtype=np.int64), np.empty((cap, dim), dtype=np.float32),
+                     np.empty((cap, K), dtype=np.float32))
+            grown[0][: self.size], grown[2][: self.size] = self.rowids, self.lists
+            if self.size:
+                grown[1][: self.size] = self.matrix
+            self._rowids, self._matrix, self._lists = grown
+        self._rowids[self.size : need] = rowids
+        self._matrix[self.size : need] = matrix
+        self._lists[self.size : need] = np.nan
+        self.size = need
 
 
 @dataclass
@@ -73,7 +112,10 @@ def _state(conn: apsw.Connection) -> _Pending:
 
 
 def create(conn: apsw.Connection) -> None:
-    conn.execute("CREATE TABLE IF NOT EXISTS memory_density (rowid INTEGER PRIMARY KEY, neighbours BLOB NOT NULL)")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS memory_density "
+        "(rowid INTEGER PRIMARY KEY, density REAL NOT NULL, neighbours BLOB NOT NULL)"
+    )
 
 
 def note_insert(conn: apsw.Connection, rowid: int, blob: bytes) -> None:
@@ -105,19 +147,13 @@ def clear(conn: apsw.Connection) -> None:
 
 def densities(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, float]:
     """Density of these memories (those without a body vector are left out)."""
-    import numpy as np
-
     out: dict[int, float] = {}
     ids = list(rowids)
     for start in range(0, len(ids), _BATCH):
         part = ids[start : start + _BATCH]
         marks = ",".join("?" * len(part))
-        for rowid, blob in conn.execute(
-            f"SELECT rowid, neighbours FROM memory_density WHERE rowid IN ({marks})", part
-        ):
-            values = np.frombuffer(blob, dtype=np.float32)
-            if len(values):
-                out[int(rowid)] = float(values.mean(dtype=np.float64))
+        for rowid, value in conn.execute(f"SELECT rowid, density FROM memory_density WHERE rowid IN ({marks})", part):
+            out[int(rowid)] = float(value)
     return out
 
 
@@ -183,17 +219,14 @@ def _updated(copy: _Copy, state: _Pending) -> _Copy:
     """The copy with this transaction's deletions and writes applied, without a read."""
     import numpy as np
 
-    changed = state.deleted | set(state.added)
-    keep = np.fromiter((r not in changed for r in copy.rowids.tolist()), dtype=bool, count=len(copy.rowids))
+    changed = np.fromiter(state.deleted | set(state.added), dtype=np.int64)
+    gone = np.isin(copy.rowids, changed)
+    if gone.any():  # deletions and rewrites (rare: an erase, an edit)
+        copy.keep(~gone)
     new = np.fromiter(state.added, dtype=np.int64, count=len(state.added))
-    rowids = np.concatenate([copy.rowids[keep], new])
-    parts = [copy.matrix[keep]]
     if len(new):
-        parts.append(_stack(list(state.added.values())))
-    matrix = np.concatenate(parts) if len(copy.matrix[keep]) else parts[-1]
-    lists = np.concatenate([copy.lists[keep], np.full((len(new), K), np.nan, dtype=np.float32)])
-    order = np.argsort(rowids, kind="stable")
-    return _Copy(copy.version, rowids[order], matrix[order], lists[order])
+        copy.append(new, _stack(list(state.added.values())))
+    return copy
 
 
 def _top(sims: np.ndarray) -> np.ndarray:
@@ -209,15 +242,27 @@ def _top(sims: np.ndarray) -> np.ndarray:
     return out.astype(np.float32)
 
 
-def _compute(copy: _Copy, rows: np.ndarray) -> None:
-    """Neighbour lists of ``rows`` (positions) computed afresh against every vector."""
+def _compute(copy: _Copy, rows: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray | None:
+    """Neighbour lists of ``rows`` (positions) computed afresh against every vector.
+
+    ``keep``: positions (all among ``rows``) whose cosines to every memory are
+    returned, one column each (n, len(keep)), for merging into other lists.
+    """
     import numpy as np
 
+    columns = None if keep is None else np.empty((len(copy.rowids), len(keep)), dtype=np.float32)
+    where = {} if keep is None else {int(p): j for j, p in enumerate(keep.tolist())}
     for start in range(0, len(rows), _BLOCK):
         part = rows[start : start + _BLOCK]
         sims = copy.matrix[part] @ copy.matrix.T
         sims[np.arange(len(part)), part] = -np.inf  # not its own neighbour
+        if columns is not None:
+            for i, p in enumerate(part.tolist()):
+                j = where.get(p)
+                if j is not None:
+                    columns[:, j] = sims[i]
         copy.lists[part] = _top(sims)
+    return columns
 
 
 def settle(conn: apsw.Connection) -> None:
@@ -243,27 +288,31 @@ def settle(conn: apsw.Connection) -> None:
     pos = {r: i for i, r in enumerate(copy.rowids.tolist())}
     kth = copy.lists[:, K - 1]
     todo = np.isnan(kth)  # written in this transaction, or never computed
-    kth = np.where(todo, np.inf, kth)
     if state.removed:
         # A list that held a deleted vector is computed again.
         sims = copy.matrix @ _stack(state.removed).T
         todo |= (sims >= kth[:, None] - _EPS).any(axis=1)
-    merged = np.zeros(n, dtype=bool)
-    added = [pos[r] for r in state.added if r in pos]
-    if added:
-        # A new vector closer than a list's K-th neighbour is merged into it.
-        sims = copy.matrix @ copy.matrix[added].T
-        sims[added, np.arange(len(added))] = -np.inf
-        merged = (sims > kth[:, None]).any(axis=1) & ~todo
-        rows = np.flatnonzero(merged)
-        if len(rows):
-            copy.lists[rows] = _top(np.concatenate([copy.lists[rows], sims[rows]], axis=1))
+    added = np.array(sorted(pos[r] for r in state.added if r in pos), dtype=np.int64)
     rows = np.flatnonzero(todo)
-    _compute(copy, rows)
-    for i in np.flatnonzero(todo | merged).tolist():
-        values = copy.lists[i]
-        conn.execute(
-            "INSERT OR REPLACE INTO memory_density(rowid, neighbours) VALUES (?, ?)",
-            (int(copy.rowids[i]), values[np.isfinite(values)].tobytes()),
-        )
+    # The new vectors' cosines to every memory come out of their own lists'
+    # products; a list they come closer than its K-th neighbour merges them.
+    columns = _compute(copy, rows, keep=added if not todo.all() else None)
+    merged = np.zeros(n, dtype=bool)
+    if columns is not None and len(added):
+        merged = (columns > kth[:, None]).any(axis=1) & ~todo
+        near = np.flatnonzero(merged)
+        if len(near):
+            copy.lists[near] = _top(np.concatenate([copy.lists[near], columns[near]], axis=1))
+    changed = np.flatnonzero(todo | merged)
+    lists = copy.lists[changed]
+    finite = np.isfinite(lists)
+    counts = finite.sum(axis=1)
+    means = np.where(finite, lists, 0.0).sum(axis=1, dtype=np.float64) / np.maximum(counts, 1)
+    full = counts == K
+    conn.executemany(
+        "INSERT OR REPLACE INTO memory_density(rowid, density, neighbours) VALUES (?, ?, ?)",
+        [(rowid, mean, row.tobytes() if whole else row[: count].tobytes())
+         for rowid, mean, row, whole, count in zip(copy.rowids[changed].tolist(), means.tolist(), lists,
+                                                   full.tolist(), counts.tolist())],
+    )
     _STATE[conn] = _Pending(copy=copy)
