@@ -252,9 +252,14 @@ def _compute(copy: _Copy, rows: np.ndarray, keep: np.ndarray | None = None) -> n
 
     columns = None if keep is None else np.empty((len(copy.rowids), len(keep)), dtype=np.float32)
     where = {} if keep is None else {int(p): j for j, p in enumerate(keep.tolist())}
+    # In float64, then rounded to float32: a float32 product's last bits depend on
+    # the shape of the block it was computed in, and a list must come out the
+    # same whichever settle computed it, or a rebuilt index would break ties
+    # differently (tests/test_reindex_pipeline.py).
+    wide = copy.matrix.astype(np.float64) if len(rows) else copy.matrix
     for start in range(0, len(rows), _BLOCK):
         part = rows[start : start + _BLOCK]
-        sims = copy.matrix[part] @ copy.matrix.T
+        sims = (wide[part] @ wide.T).astype(np.float32)
         sims[np.arange(len(part)), part] = -np.inf  # not its own neighbour
         if columns is not None:
             for i, p in enumerate(part.tolist()):
