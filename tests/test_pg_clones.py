@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from memex import decay
 from memex.cli import main
 from memex.consolidation.consolidate import consolidate
-from memex.erase.steps import erase
+from memex.erase.steps import allow_files, erase
 from memex.errors import MemoryNotFound
 from memex.index.graph import entity_graph, list_entities
 from memex.vault import Vault, init_vault
@@ -133,3 +133,23 @@ def test_a_clone_erases_a_memory_only_the_shared_index_has_brought_it(clones: tu
             clone.get(added.id)
         assert clone.search("payroll export key plum") == []
     assert b.add(secret, scope="user").status == "refused"  # B's erased list holds it now
+
+
+def test_a_clone_that_has_not_pulled_the_erasure_does_not_bring_it_back(clones: tuple[Vault, Vault]) -> None:
+    """B holds A's file (pulled before), A erases it, B reindexes before it
+    pulls the tombstone: the shared index must not take the memory back."""
+    a, b = clones
+    added = a.add("The break-glass token is kiwi-nine-one", scope="user")
+    pulled = b.root / added.path
+    pulled.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(a.root / added.path, pulled)  # what a git pull would bring
+    b.reindex()
+    erase(a, added.id, reason="rotated")
+    b.reindex(full=True)
+    for clone in (a, b):
+        with pytest.raises(MemoryNotFound):
+            clone.get(added.id)
+        assert clone.search("break-glass token kiwi") == []
+    # The deliberate way back on B brings it back for every clone.
+    allow_files(b, [str(pulled)])
+    assert a.get(added.id).body.strip() == "The break-glass token is kiwi-nine-one"
