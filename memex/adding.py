@@ -177,10 +177,13 @@ def add(
             allow(vault.memex_dir, [body])
         memory_file.atomic_write(path, content)
         rel = path.relative_to(vault.root).as_posix()
-        vault.local_store.cache_put(cache_rows)
+        # With the query-side vectors dedup computed (memex/dedup/symmetric.py):
+        # the next add that meets these memories finds them cached.
+        rows = cache_rows + decision.cache_rows
+        vault.local_store.cache_put(rows)
         vault.indexer.index_paths([rel])
         # Vectors stored for a file the indexer then refused go again.
-        vault.local_store.cache_drop_unused({r[1] for r in cache_rows})
+        vault.local_store.cache_drop_unused({r[1] for r in rows})
     return pipeline.AddResult("created", memory_id, rel, None, None, None, decision.similar_facts)
 
 
