@@ -155,3 +155,44 @@ def test_a_clone_that_has_not_pulled_the_erasure_does_not_bring_it_back(clones: 
     # The deliberate way back on B brings it back for every clone.
     allow_files(b, [str(pulled)])
     assert a.get(added.id).body.strip() == "The break-glass token is kiwi-nine-one"
+
+
+def test_two_clones_adding_the_same_text_at_once_store_it_once(
+    clones: tuple[Vault, Vault], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A's add has checked the exact layer and is about to write; B's add
+    reaches the same step. The shared index's write lock, held by each
+    commit, makes B wait and then find A's memory, instead of both storing it."""
+    import threading
+
+    a, b = clones
+    text = "The release freeze starts on the twentieth"
+    a_checked, b_checked = threading.Event(), threading.Event()
+    a_new_path, b_new_path = a.new_path, b.new_path
+
+    def a_path(scope: str, body: str, memory_id: str) -> Path:
+        a_checked.set()
+        b_checked.wait(3.0)  # B checks in the meantime, unless the shared lock holds it back
+        return a_new_path(scope, body, memory_id)
+
+    def b_path(scope: str, body: str, memory_id: str) -> Path:
+        b_checked.set()
+        return b_new_path(scope, body, memory_id)
+
+    monkeypatch.setattr(a, "new_path", a_path)
+    monkeypatch.setattr(b, "new_path", b_path)
+    a.indexer, b.indexer  # the models' vector tables, before the threads
+    results: dict[str, str] = {}
+
+    def add(name: str, clone: Vault) -> None:
+        results[name] = clone.add(text, scope="user").status
+
+    first = threading.Thread(target=add, args=("a", a))
+    first.start()
+    assert a_checked.wait(30)  # A has checked and holds its commit
+    second = threading.Thread(target=add, args=("b", b))
+    second.start()
+    first.join(30)
+    second.join(30)
+    assert sorted(results.values()) == ["created", "duplicate"], results
+    assert len(a.list()) == 1
