@@ -183,7 +183,7 @@ class Vault:
     def local_store(self) -> IndexStore:
         """This clone's own SQLite index, whatever the backend: what the write
         path, the sync bookkeeping, erasure's purge and scrub, and ``doctor``'s
-        drift work on (docs/postgres.md, "What stays local")."""
+        drift work on (docs/postgres.md, "What is shared and what stays local")."""
         return SqliteStore(self.conn)
 
     @property
