@@ -267,18 +267,30 @@ def _top(sims: np.ndarray) -> np.ndarray:
     return out.astype(np.float32)
 
 
-def _cosines(vecs: np.ndarray, ids: np.ndarray, ref: np.ndarray, ref_ids: np.ndarray) -> np.ndarray:
-    """Cosines of ``vecs`` to ``ref`` (float32), -inf where a row meets itself.
+def _near(vecs: np.ndarray, ids: np.ndarray, ref: np.ndarray, ref_ids: np.ndarray) -> np.ndarray:
+    """Cosines of ``vecs`` to ``ref`` (float64, as :func:`_wide` gives it),
+    float32, -inf where a row meets itself.
 
     In float64, then rounded to float32: a float32 product's last bits depend on
     the shape of the block it was computed in, and a list must come out the same
     whichever settle computed it, or a rebuilt index would break ties
-    differently (tests/test_reindex_pipeline.py)."""
+    differently (tests/test_reindex_pipeline.py). (A float32 product to pick
+    the pairs worth an exact one was slower here: OpenBLAS's sgemm is.)"""
     import numpy as np
 
-    sims = (vecs.astype(np.float64) @ ref.astype(np.float64).T).astype(np.float32)
-    sims[ids[:, None] == ref_ids[None, :]] = -np.inf
+    sims = (vecs.astype(np.float64) @ ref.T).astype(np.float32)
+    order = np.argsort(ref_ids, kind="stable")
+    at = np.minimum(np.searchsorted(ref_ids[order], ids), max(len(ref_ids) - 1, 0))
+    mine = np.flatnonzero(ref_ids[order][at] == ids) if len(ref_ids) else np.zeros(0, dtype=np.int64)
+    sims[mine, order[at[mine]]] = -np.inf
     return sims
+
+
+def _wide(ref: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    out: np.ndarray = ref.astype(np.float64)
+    return out
 
 
 def _lists(vecs: np.ndarray, ids: np.ndarray, ref: np.ndarray, ref_ids: np.ndarray) -> np.ndarray:
@@ -288,7 +300,7 @@ def _lists(vecs: np.ndarray, ids: np.ndarray, ref: np.ndarray, ref_ids: np.ndarr
     out = np.empty((len(vecs), DEPTH), dtype=np.float32)
     for start in range(0, len(vecs), _BLOCK):
         end = start + _BLOCK
-        out[start:end] = _top(_cosines(vecs[start:end], ids[start:end], ref, ref_ids))
+        out[start:end] = _top(_near(vecs[start:end], ids[start:end], ref, ref_ids))
     return out
 
 
@@ -318,11 +330,11 @@ def _full(conn: apsw.Connection, version: int) -> _Copy:
     keys = _keys(conn, rowids)
     pos = {r: i for i, r in enumerate(rowids)}
     ref_ids = np.array([r for _, r in sorted((k, r) for r, k in keys.items())[: S + 1]], dtype=np.int64)
-    ref = copy.matrix[[pos[r] for r in ref_ids.tolist()]]
-    copy.lists[:] = _lists(copy.matrix, copy.rowids, ref, ref_ids)
+    held = copy.matrix[[pos[r] for r in ref_ids.tolist()]]
+    copy.lists[:] = _lists(copy.matrix, copy.rowids, _wide(held), ref_ids)
     _write(conn, rowids, copy.lists, keys)
     conn.executemany("INSERT INTO density_reference(rowid, embedding) VALUES (?, ?)",
-                     [(r, v.tobytes()) for r, v in zip(ref_ids.tolist(), ref)])
+                     [(r, v.tobytes()) for r, v in zip(ref_ids.tolist(), held)])
     return copy
 
 
@@ -354,13 +366,14 @@ def _incremental(conn: apsw.Connection, state: _Pending, version: int, cached: _
     ranked = sorted({*((k, r) for k, r in stored if r not in state.added), *((k, r) for r, k in keys.items())})
     new_ref = [r for _, r in ranked[: S + 1]]
     entering = [r for r in new_ref if r not in held]
-    leaving = {r: b for r, b in held.items() if r not in set(new_ref)} | state.left
+    kept = set(new_ref)
+    leaving = {r: b for r, b in held.items() if r not in kept} | state.left
     blobs = {r: held.get(r) or state.added.get(r) for r in new_ref}
     for r in [r for r, b in blobs.items() if b is None]:  # next in line after a member left
         for (blob,) in conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (r,)):
             blobs[r] = bytes(blob)
     ref_ids = np.array(new_ref, dtype=np.int64)
-    ref = _stack([blobs[r] or b"" for r in new_ref])
+    ref = _wide(_stack([blobs[r] or b"" for r in new_ref]))
     added = sorted(state.added)
     if not entering and not leaving:  # R as it was: only the new memories' lists
         if cached is not None:
@@ -417,21 +430,17 @@ def _follow(copy: _Copy, old_size: int, old_ref: set[int], ref: np.ndarray, ref_
     complete = counts >= old_size - member  # the list holds all of R but itself
     if leaving:
         gone_ids = np.fromiter(leaving, dtype=np.int64, count=len(leaving))
-        sims = _cosines(copy.matrix[live], ids, _stack(list(leaving.values())), gone_ids)
         last = np.where(np.isfinite(lists[live]), lists[live], np.inf).min(axis=1)
-        for i in np.flatnonzero((sims >= last[:, None] - _EPS).any(axis=1)).tolist():
-            row = lists[live[i]].copy()
-            for value in sims[i][sims[i] >= last[i] - _EPS].tolist():
-                j = int(np.argmin(np.abs(row - value)))
-                if abs(float(row[j]) - value) <= _EPS:
-                    row[j] = -np.inf
-            lists[live[i]] = -np.sort(-row)
-            changed[live[i]] = True
+        sims = _near(copy.matrix[live], ids, _wide(_stack(list(leaving.values()))), gone_ids)
+        hit = np.flatnonzero((sims >= last[:, None] - _EPS).any(axis=1))
+        if len(hit):
+            lists[live[hit]] = _drop(lists[live[hit]], sims[hit], last[hit])
+            changed[live[hit]] = True
     if entering:
         pos = {r: i for i, r in enumerate(ref_ids.tolist())}
         new_ids = np.array(entering, dtype=np.int64)
-        sims = _cosines(copy.matrix[live], ids, ref[[pos[r] for r in entering]], new_ids)
         last = np.where(np.isfinite(lists[live]), lists[live], np.inf).min(axis=1)
+        sims = _near(copy.matrix[live], ids, ref[[pos[r] for r in entering]], new_ids)
         take = complete[:, None] | (sims > last[:, None])
         sims = np.where(take, sims, -np.inf).astype(np.float32)
         hit = np.flatnonzero(np.isfinite(sims).any(axis=1))
@@ -443,3 +452,29 @@ def _follow(copy: _Copy, old_size: int, old_ref: set[int], ref: np.ndarray, ref_
     short = counts < np.minimum(K, len(ref_ids) - in_new)
     lists[live[short]] = np.nan
     return changed
+
+
+def _drop(lists: np.ndarray, sims: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """``lists`` without one entry per cosine in ``sims`` that it holds (by
+    value, within float noise), best first again."""
+    import numpy as np
+
+    lists = lists.copy()
+    rows, cols = np.nonzero(sims >= last[:, None] - _EPS)
+    values = sims[rows, cols]
+    with np.errstate(invalid="ignore"):  # -inf - -inf: no match, as wanted
+        match = np.abs(lists[rows] - values[:, None]) <= _EPS
+    at = match.argmax(axis=1)
+    found = match.any(axis=1)
+    # One entry per cosine and one cosine per entry; otherwise (equal cosines) by hand.
+    pairs = rows[found] * lists.shape[1] + at[found]
+    odd = set(rows[match.sum(axis=1) > 1].tolist()) | set((np.unique(pairs, return_counts=True)[0][
+        np.unique(pairs, return_counts=True)[1] > 1] // lists.shape[1]).tolist())
+    plain = found & ~np.isin(rows, np.fromiter(odd, dtype=np.int64, count=len(odd)))
+    lists[rows[plain], at[plain]] = -np.inf
+    for i in sorted(odd):
+        for value in values[rows == i].tolist():
+            j = int(np.argmin(np.abs(np.where(np.isfinite(lists[i]), lists[i], np.inf) - value)))
+            if abs(float(lists[i, j]) - value) <= _EPS:
+                lists[i, j] = -np.inf
+    return -np.sort(-lists, axis=1)
