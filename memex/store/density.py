@@ -278,7 +278,7 @@ def _near(vecs: np.ndarray, ids: np.ndarray, ref: np.ndarray, ref_ids: np.ndarra
     the pairs worth an exact one was slower here: OpenBLAS's sgemm is.)"""
     import numpy as np
 
-    sims = (vecs.astype(np.float64) @ ref.T).astype(np.float32)
+    sims: np.ndarray = (vecs.astype(np.float64) @ ref.T).astype(np.float32)
     order = np.argsort(ref_ids, kind="stable")
     at = np.minimum(np.searchsorted(ref_ids[order], ids), max(len(ref_ids) - 1, 0))
     mine = np.flatnonzero(ref_ids[order][at] == ids) if len(ref_ids) else np.zeros(0, dtype=np.int64)
