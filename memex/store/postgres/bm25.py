@@ -1,0 +1,226 @@
+"""BM25 top-k on PostgreSQL that stops early, with the answer of full scoring.
+
+Scoring every memory that holds a query term costs as much as the commonest
+term's document count: at 1M memories a query of common words scored
+hundreds of thousands of rows (docs/postgres.md, benchmark). This module
+runs the threshold algorithm over the impact-ordered postings of
+:mod:`memex.store.postgres.postings`:
+
+1. read the next ``batch`` postings of every query term, best first (one
+   index range scan per term, all in one statement), with each one's exact
+   BM25 contribution;
+2. rescore exactly (the memory's whole ``tsvector``, the filters) every
+   memory seen so far that could still reach the k-th best score;
+3. stop when k memories passing the filters are known and the k-th best
+   score is above the sum of the terms' bounds, which no memory not yet seen
+   can exceed; else double the batch. When that would read a large share of
+   the postings, or there are few to read, score every match instead
+   (:func:`full`).
+
+Why the answer is exact and not an approximation: a memory never seen
+scores at most the sum of the bounds (each unread posting of a term weighs
+at most its bound, :func:`term_bound`), which is below the k-th score; a
+memory seen but not rescored was below the k-th score by the same
+reasoning. Ties need no care: both stay strictly below.
+
+**Scores are the same bits on both paths.** Each term's contribution is
+FTS5's formula (k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)), at
+least 1e-6) computed by one SQL expression (:data:`CONTRIB`) from the same
+parameters, and rounded to a multiple of 2^-32 (well inside the 1e-6 within
+which it equals SQLite's). Sums of such numbers are exact in float64, so a
+memory's score does not depend on the order its terms are added in: the
+early stop, its rescoring and full scoring give equal scores, and equal
+scores break by rowid the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from memex.store.memories import Filters
+from memex.store.postgres.connection import PgConnection
+from memex.store.postgres.postings import TF
+from memex.store.postgres.schema import TS_CONFIG
+
+GRID = 2.0**32
+CONTRIB = (
+    "round({idf} * {tf}::float8 * 2.2 / ({tf}::float8 + 1.2 * (0.25 + 0.75 * {length}::float8 / {avgdl})) "
+    f"* {GRID:.0f}) / {GRID:.0f}"
+)
+# Few postings to read: scoring every match is one statement and cheaper than rounds.
+FULL_BELOW = 4000
+# Stop reading postings once this share of them would have been read: full scoring is then cheaper.
+FULL_SHARE = 0.25
+
+
+@dataclass
+class Term:
+    lexeme: str
+    docs: int  # memories holding it
+    idf: float
+    after: tuple[float, int] = (-math.inf, -1)  # (ord, rowid) of the last posting read
+    done: bool = False  # every posting read
+
+
+@dataclass
+class Stats:
+    terms: list[Term]
+    avgdl: float
+    ord_c: float
+    read: int = 0
+    rounds: int = 0
+    path: str = ""
+    seen: dict[int, dict[str, float]] = field(default_factory=dict)
+
+
+def stats(conn: PgConnection, query_text: str) -> Stats:
+    """The query's lexemes with their document counts and idf; the average length."""
+    rows = conn.execute(
+        f"SELECT u.lexeme, coalesce(f.docs, 0), t.docs, t.tokens, t.ord_c "
+        f"FROM unnest(to_tsvector('{TS_CONFIG}', %s)) u LEFT JOIN fts_terms f USING (lexeme), fts_totals t",
+        (query_text,),
+    ).fetchall()
+    if not rows:
+        return Stats([], 1.0, 1.0)
+    total, tokens, ord_c = float(rows[0][2]), float(rows[0][3]), float(rows[0][4])
+    avgdl = max(tokens / max(total, 1.0), 1.0)
+    terms = [
+        Term(str(lx), int(n), max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6))
+        for lx, n, *_ in rows if int(n) > 0
+    ]
+    return Stats(terms, avgdl, ord_c)
+
+
+def term_bound(term: Term, st: Stats) -> float:
+    """The most any posting of ``term`` not read yet can add to a score.
+
+    Unread postings have ``ord = (c + len) / tf`` at least that of the last
+    one read. The weight falls with ``(avgdl / 3 + len) / tf``, which is
+    ``ord + (avgdl / 3 - c) / tf`` and so at least ``ord - max(0, c - avgdl / 3)``
+    (tf >= 1). Raised by a hair so float rounding cannot put a contribution
+    computed by PostgreSQL above it.
+    """
+    if term.done:
+        return 0.0
+    slack = max(0.0, st.ord_c - st.avgdl / 3)
+    h = 0.9 * max(term.after[0] - slack, 0.0) / st.avgdl
+    return term.idf * 2.2 / (1.0 + h) * (1 + 1e-9) + 2.0 / GRID
+
+
+def _params(st: Stats) -> tuple[list[str], list[float]]:
+    return [t.lexeme for t in st.terms], [t.idf for t in st.terms]
+
+
+def full(conn: PgConnection, st: Stats, filters: Filters, k: int) -> dict[int, float]:
+    """Score every memory holding a query term (the GIN index finds them) and keep the best ``k``."""
+    where, wparams = _filter_sql(filters)
+    lexemes, idfs = _params(st)
+    contrib = CONTRIB.format(idf="q.idf", tf=TF.format(u="u"), length="m.fts_len", avgdl="%s::float8")
+    rows = conn.execute(
+        f"SELECT m.rowid, sum({contrib}) AS score "
+        "FROM memories m CROSS JOIN LATERAL unnest(m.fts) u "
+        "JOIN unnest(%s::text[], %s::float8[]) AS q(lexeme, idf) ON q.lexeme = u.lexeme "
+        "WHERE m.fts @@ array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(%s::text[]) l), ' | ')::tsquery "
+        f"AND {where} GROUP BY m.rowid ORDER BY score DESC, m.rowid LIMIT %s",
+        (st.avgdl, lexemes, idfs, lexemes, *wparams, k),
+    ).fetchall()
+    st.path = st.path or "full"
+    return {int(r): float(s) for r, s in rows}
+
+
+def rescore(conn: PgConnection, st: Stats, filters: Filters, rowids: list[int]) -> dict[int, float]:
+    """Exact scores of these memories (those failing the filters left out)."""
+    where, wparams = _filter_sql(filters)
+    lexemes, idfs = _params(st)
+    contrib = CONTRIB.format(idf="q.idf", tf=TF.format(u="u"), length="m.fts_len", avgdl="%s::float8")
+    rows = conn.execute(
+        f"SELECT m.rowid, sum({contrib}) FROM memories m CROSS JOIN LATERAL unnest(m.fts) u "
+        "JOIN unnest(%s::text[], %s::float8[]) AS q(lexeme, idf) ON q.lexeme = u.lexeme "
+        f"WHERE m.rowid = ANY(%s) AND {where} GROUP BY m.rowid",
+        (st.avgdl, lexemes, idfs, rowids, *wparams),
+    ).fetchall()
+    return {int(r): float(s) for r, s in rows}
+
+
+def read_postings(conn: PgConnection, st: Stats, batch: int) -> None:
+    """The next ``batch`` postings of every term not yet read to the end, with their contributions."""
+    live = [t for t in st.terms if not t.done]
+    contrib = CONTRIB.format(idf="q.idf", tf="p.tf", length="p.len", avgdl="%s::float8")
+    rows = conn.execute(
+        f"SELECT q.i, p.rowid, p.ord, {contrib} FROM unnest(%s::text[], %s::float8[], %s::float8[], %s::int8[]) "
+        "WITH ORDINALITY AS q(lexeme, idf, after_ord, after_row, i) CROSS JOIN LATERAL ("
+        "  SELECT rowid, ord, tf, len FROM fts_postings p WHERE p.lexeme = q.lexeme "
+        "  AND (p.ord, p.rowid) > (q.after_ord, q.after_row) ORDER BY p.ord, p.rowid LIMIT %s) p",
+        (st.avgdl, [t.lexeme for t in live], [t.idf for t in live], [t.after[0] for t in live],
+         [t.after[1] for t in live], batch),
+    ).fetchall()
+    counts = [0] * len(live)
+    for i, rowid, ord_, score in rows:
+        term = live[int(i) - 1]
+        counts[int(i) - 1] += 1
+        st.seen.setdefault(int(rowid), {})[term.lexeme] = float(score)
+        if (float(ord_), int(rowid)) > term.after:
+            term.after = (float(ord_), int(rowid))
+    for term, n in zip(live, counts):
+        term.done = n < batch
+    st.read += len(rows)
+    st.rounds += 1
+
+
+def top(
+    conn: PgConnection,
+    query_text: str,
+    filters: Filters,
+    k: int,
+    st: Stats | None = None,
+    full_below: int = FULL_BELOW,
+    full_share: float = FULL_SHARE,
+    batch: int | None = None,
+) -> dict[int, float]:
+    """Top ``k`` memories by BM25 passing the filters: exactly :func:`full`'s answer.
+    ``st`` (from :func:`stats`) records which path answered and what it read."""
+    st = st or stats(conn, query_text)
+    if not st.terms or k <= 0:
+        return {}
+    postings = sum(t.docs for t in st.terms)
+    if postings <= full_below:
+        return full(conn, st, filters, k)
+    exact: dict[int, float] = {}
+    failed: set[int] = set()
+    batch = batch or max(2 * k, 128)  # the first read of each term's postings; doubled each round
+    while True:
+        if st.read + batch * sum(not t.done for t in st.terms) > full_share * postings:
+            st.path = "full after early stop gave up"
+            return full(conn, st, filters, k)
+        read_postings(conn, st, batch)
+        bounds = {t.lexeme: term_bound(t, st) for t in st.terms}
+        kth = _kth(exact, k)
+        todo = [
+            r for r, known in st.seen.items()
+            if r not in exact and r not in failed
+            and sum(known.values()) + sum(b for lx, b in bounds.items() if lx not in known) >= kth
+        ]
+        if todo:
+            scored = rescore(conn, st, filters, todo)
+            exact.update(scored)
+            failed.update(r for r in todo if r not in scored)
+        kth = _kth(exact, k)
+        if all(t.done for t in st.terms) or (len(exact) >= k and kth > sum(bounds.values())):
+            st.path = "early stop"
+            best = sorted(exact.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+            return dict(best)
+        batch *= 2
+
+
+def _kth(scores: dict[int, float], k: int) -> float:
+    if len(scores) < k:
+        return -math.inf
+    return sorted(scores.values(), reverse=True)[k - 1]
+
+
+def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
+    from memex.store.postgres.query import PgFilters
+
+    return PgFilters(filters).sql()
