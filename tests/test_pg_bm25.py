@@ -142,3 +142,16 @@ def test_a_common_word_query_reads_few_postings(pg) -> None:  # type: ignore[no-
         assert stats.read < postings / 4, (query, stats.read, postings)
         assert fast == bm25.full(pg, bm25.stats(pg, query), Filters(), 10)
         assert len(fast) == 10
+
+
+def test_c_follows_the_average_length(pg) -> None:  # type: ignore[no-untyped-def]
+    """An index that starts empty learns c from its memories (else the early
+    stop's bound stays loose forever), and re-derives the postings with it."""
+    from memex.store.postgres import rows
+
+    with pg.write_txn():
+        for i in range(60):
+            rows.upsert(pg, _record(i, " ".join(WORDS[: 5 + i % 5]), "user", False, None), None)
+    docs, tokens, ord_c = pg.execute("SELECT docs, tokens, ord_c FROM fts_totals").fetchone()
+    assert ord_c == pytest.approx(tokens / docs / 3, rel=0.2)
+    _assert_postings_exact(pg)

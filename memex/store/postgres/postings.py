@@ -105,16 +105,19 @@ def rebuild(conn: PgConnection, ord_c: float | None = None) -> None:
 
 # Re-derive the postings when the average length has drifted this far from 3c,
 # once there are enough memories for the average to mean something: a stale
-# c keeps answers exact but loosens the early stop's bound.
+# c keeps answers exact but loosens the early stop's bound. Not beyond
+# RETUNE_UPTO memories, where one write would pay for rewriting millions of
+# postings (a bulk load or `rebuild` sets c there; the average moves slowly).
 RETUNE_DRIFT = 0.2
 RETUNE_FROM = 50
+RETUNE_UPTO = 50_000
 
 
 def retune(conn: PgConnection, docs: int, tokens: int, ord_c: float) -> bool:
     """After a write (inside its transaction): :func:`rebuild` if ``c`` no
     longer fits the average length. Returns True when it did."""
     target = max(tokens / max(docs, 1), 1.0) / 3
-    if docs < RETUNE_FROM or abs(ord_c - target) <= RETUNE_DRIFT * target:
+    if not RETUNE_FROM <= docs <= RETUNE_UPTO or abs(ord_c - target) <= RETUNE_DRIFT * target:
         return False
     rebuild(conn)
     return True
