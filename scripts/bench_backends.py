@@ -140,13 +140,11 @@ def bench_sqlite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     conn = connect(path)
     idx = Indexer(work, conn, Config(), embedder)  # type: ignore[arg-type]
     t0 = time.perf_counter()
-    by_id: dict[str, str] = {}
     for batch in batches(args.size, args.seed):
         with write_txn(conn):
             embed.store_cache(conn, [(embedder.model_id, embed.text_key(r.embed_text), b) for r, b in batch])
             for rec, blob in batch:
-                idx._write(rec, (blob, []), by_id, set(), {})
-        by_id.clear()
+                idx.store.write_memory(None, rec, text.fts_document(rec.embed_text), (blob, []))
     load_s = time.perf_counter() - t0
     qs = queries(args.queries + 5, args.seed)
     times: list[float] = []
@@ -164,7 +162,7 @@ def bench_sqlite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         t = time.perf_counter()
         with write_txn(conn):
             embed.store_cache(conn, [(embedder.model_id, embed.text_key(rec.embed_text), blob)])
-            idx._write(rec, (blob, []), {}, set(), {})
+            idx.store.write_memory(None, rec, text.fts_document(rec.embed_text), (blob, []))
         adds.append(time.perf_counter() - t)
     erases = []
     for k in range(args.erases):
@@ -258,22 +256,39 @@ def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
             times.append(time.perf_counter() - t)
             hits.append(len(found))
     pieces: dict[str, Any] = {}
-    if args.pieces:  # the two halves of a search, timed apart
+    if args.pieces:  # the two halves of a search, timed apart; BM25 also by full scoring
+        from memex.store.postgres import bm25 as pg_bm25
         from memex.store.postgres import query
 
-        bm25, knn = [], []
+        lexical, full, knn = [], [], []
+        paths: dict[str, int] = {}
+        share = []
         for q in qs[5:]:
             qvec = embed.query_vector(embedder, q)  # type: ignore[arg-type]
+            terms = " ".join(query.query_terms(q))
             t = time.perf_counter()
-            query.bm25_top(conn, q, Filters(), 100)
-            bm25.append(time.perf_counter() - t)
+            st = pg_bm25.stats(conn, terms)
+            pg_bm25.top(conn, terms, Filters(), 100, st)
+            lexical.append(time.perf_counter() - t)
+            paths[st.path] = paths.get(st.path, 0) + 1
+            share.append(st.read / max(1, sum(term.docs for term in st.terms)))
+            t = time.perf_counter()
+            pg_bm25.full(conn, pg_bm25.stats(conn, terms), Filters(), 100)
+            full.append(time.perf_counter() - t)
             t = time.perf_counter()
             query.knn(conn, qvec, Filters(), 100)
             knn.append(time.perf_counter() - t)
         pieces = {
-            "bm25_p50_ms": pct(bm25, 50), "bm25_p95_ms": pct(bm25, 95), "bm25_max_ms": round(max(bm25) * 1000, 1),
+            "bm25_p50_ms": pct(lexical, 50), "bm25_p95_ms": pct(lexical, 95),
+            "bm25_max_ms": round(max(lexical) * 1000, 1), "bm25_paths": paths,
+            "bm25_postings_read_mean": round(statistics.mean(share), 4),
+            "bm25_full_p50_ms": pct(full, 50), "bm25_full_p95_ms": pct(full, 95),
             "knn_p50_ms": pct(knn, 50), "knn_p95_ms": pct(knn, 95),
         }
+    if args.search_only:
+        conn.close()
+        return {"backend": "postgres", "size": args.size, "search_p50_ms": pct(times, 50),
+                "search_p95_ms": pct(times, 95), "search_max_ms": round(max(times) * 1000, 1), **pieces}
     adds = []
     for k, (rec, blob) in enumerate(next(batches(args.adds, args.seed + 1))):
         rec.id, rec.path = f"add{run}x{k}", f"memories/project/add{run}x{k}.md"
@@ -322,6 +337,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--pieces", action="store_true", help="PostgreSQL: also time BM25 and KNN apart")
     parser.add_argument("--pg-url", default=None, help="an existing PostgreSQL database (default: start the bundled one)")
+    parser.add_argument("--search-only", action="store_true", help="PostgreSQL: time searches only (a kept index)")
     parser.add_argument("--pg-dir", default=None,
                         help="keep the bundled server's data here; a later run with the same folder reuses the loaded index")
     parser.add_argument("--workdir", default=None, help="where to build (default: a temporary folder, removed after)")
