@@ -43,7 +43,7 @@ def relation_files(conn, url: str) -> dict[str, str]:  # type: ignore[no-untyped
 
 
 PLAIN_LEFTOVERS = {
-    "body": ["entities_key_key", "fts_postings", "fts_postings_order", "fts_terms", "fts_terms_pkey", "memories",
+    "body": ["entities_key_key", "fts_postings", "fts_postings_doc", "fts_postings_order", "fts_terms", "fts_terms_pkey", "memories",
              "memories_fts", "memories_path_key"],
     "vector": ["embedding_cache", "memory_vec"],
 }

@@ -9,12 +9,14 @@ runs the threshold algorithm over the impact-ordered postings of
 1. read the next ``batch`` postings of every query term, best first (one
    index range scan per term, all in one statement), with each one's exact
    BM25 contribution;
-2. rescore exactly (the memory's whole ``tsvector``, the filters) every
-   memory seen so far that could still reach the k-th best score;
+2. score exactly every memory seen so far that could still reach the k-th
+   best score (its postings of every query term, by rowid), and ask the
+   filters (scope, source, session, superseded: the memory's row) of the
+   best ones only, until k pass;
 3. stop when k memories passing the filters are known and the k-th best
    score is above the sum of the terms' bounds, which no memory not yet seen
-   can exceed; else double the batch. When that would read a large share of
-   the postings, or there are few to read, score every match instead
+   can exceed; else double the batch. When there are few postings, or a
+   filter narrows to a scope, source or session, score every match instead
    (:func:`full`).
 
 Why the answer is exact and not an approximation: a memory never seen
@@ -35,6 +37,7 @@ scores break by rowid the same way everywhere.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,8 +54,6 @@ CONTRIB = (
 )
 # Few postings to read: scoring every match is one statement and cheaper than rounds.
 FULL_BELOW = 4000
-# Stop reading postings once this share of them would have been read: full scoring is then cheaper.
-FULL_SHARE = 0.25
 
 
 @dataclass
@@ -130,18 +131,65 @@ def full(conn: PgConnection, st: Stats, filters: Filters, k: int) -> dict[int, f
     return {int(r): float(s) for r, s in rows}
 
 
-def rescore(conn: PgConnection, st: Stats, filters: Filters, rowids: list[int]) -> dict[int, float]:
-    """Exact scores of these memories (those failing the filters left out)."""
-    where, wparams = _filter_sql(filters)
+def score_postings(conn: PgConnection, st: Stats, rowids: list[int]) -> dict[int, float]:
+    """Exact scores of these memories, filters not asked: the sum of their
+    postings of the query terms (index-only probes by rowid; the same values
+    :func:`full` computes from the ``tsvector``)."""
     lexemes, idfs = _params(st)
-    contrib = CONTRIB.format(idf="q.idf", tf=TF.format(u="u"), length="m.fts_len", avgdl="%s::float8")
+    contrib = CONTRIB.format(idf="q.idf", tf="p.tf", length="p.len", avgdl="%s::float8")
     rows = conn.execute(
-        f"SELECT m.rowid, sum({contrib}) FROM memories m CROSS JOIN LATERAL unnest(m.fts) u "
-        "JOIN unnest(%s::text[], %s::float8[]) AS q(lexeme, idf) ON q.lexeme = u.lexeme "
-        f"WHERE m.rowid = ANY(%s) AND {where} GROUP BY m.rowid",
-        (st.avgdl, lexemes, idfs, rowids, *wparams),
+        f"SELECT p.rowid, sum({contrib}) FROM fts_postings p "
+        "JOIN unnest(%s::text[], %s::float8[]) AS q(lexeme, idf) ON q.lexeme = p.lexeme "
+        "WHERE p.rowid = ANY(%s) AND p.lexeme = ANY(%s) GROUP BY p.rowid",
+        (st.avgdl, lexemes, idfs, sorted(rowids), lexemes),
     ).fetchall()
     return {int(r): float(s) for r, s in rows}
+
+
+class _Verdicts:
+    """Which candidates pass the filters, asked lazily: only those that rank
+    near the top are looked up (the filters need each memory's row)."""
+
+    def __init__(self, conn: PgConnection, filters: Filters) -> None:
+        self.conn = conn
+        self.where, self.params = _filter_sql(filters)
+        self.known: dict[int, bool] = {}
+
+    def ask(self, rowids: list[int]) -> None:
+        wanted = [r for r in rowids if r not in self.known]
+        if not wanted:
+            return
+        if self.where == "TRUE":
+            ok = set(wanted)
+        else:
+            ok = {int(r[0]) for r in self.conn.execute(
+                f"SELECT m.rowid FROM memories m WHERE m.rowid = ANY(%s) AND {self.where}", (wanted, *self.params)
+            )}
+        self.known.update((r, r in ok) for r in wanted)
+
+    def _passing(self, order: list[int]) -> list[int]:
+        """Those of ``order`` that pass the filters, in order."""
+        self.ask(order)
+        return [r for r in order if self.known[r]]
+
+    def best(self, scores: dict[int, float], k: int) -> list[int]:
+        """The best ``k`` candidates passing the filters, by score then rowid (fewer if there are not k)."""
+        # Nearly every candidate passes the status filter: the best few
+        # usually suffice, and sorting them is cheaper than sorting all.
+        few = heapq.nsmallest(2 * k + 16, scores, key=lambda r: (-scores[r], r))
+        found = self._passing(few)
+        if len(found) >= k or len(few) == len(scores):
+            return found[:k]
+        order = sorted(scores, key=lambda r: (-scores[r], r))
+        out: list[int] = []
+        for i, rowid in enumerate(order):
+            if rowid not in self.known:
+                self.ask(order[i:i + 2 * (k - len(out)) + 16])
+            if self.known[rowid]:
+                out.append(rowid)
+                if len(out) == k:
+                    break
+        return out
 
 
 def read_postings(conn: PgConnection, st: Stats, batch: int) -> None:
@@ -176,48 +224,53 @@ def top(
     k: int,
     st: Stats | None = None,
     full_below: int = FULL_BELOW,
-    full_share: float = FULL_SHARE,
+    narrow_full: bool = True,
     batch: int | None = None,
 ) -> dict[int, float]:
     """Top ``k`` memories by BM25 passing the filters: exactly :func:`full`'s answer.
-    ``st`` (from :func:`stats`) records which path answered and what it read."""
+    ``st`` (from :func:`stats`) records which path answered and what it read.
+
+    Full scoring answers when there are few postings, and for a narrowing
+    filter (scope, source, session; ``narrow_full``): there PostgreSQL can
+    combine the filter's index with the text index, while the postings are
+    read in score order and most of what they yield would fail the filter.
+    Otherwise (the status filter passes nearly every memory) the early stop
+    costs at most about what full scoring does: reading a posting and
+    scoring a candidate by its postings are index probes, full scoring
+    reads every matching row."""
     st = st or stats(conn, query_text)
     if not st.terms or k <= 0:
         return {}
     postings = sum(t.docs for t in st.terms)
-    if postings <= full_below:
+    if postings <= full_below or (narrow_full and filters.narrowing):
         return full(conn, st, filters, k)
-    exact: dict[int, float] = {}
-    failed: set[int] = set()
+    scores: dict[int, float] = {}  # exact, filters not asked
+    verdicts = _Verdicts(conn, filters)
+    kth = -math.inf  # the k-th best score passing the filters (-inf: not k of them yet)
     batch = batch or max(2 * k, 128)  # the first read of each term's postings; doubled each round
     while True:
-        if st.read + batch * sum(not t.done for t in st.terms) > full_share * postings:
-            st.path = "full after early stop gave up"
-            return full(conn, st, filters, k)
         read_postings(conn, st, batch)
         bounds = {t.lexeme: term_bound(t, st) for t in st.terms}
-        kth = _kth(exact, k)
-        todo = [
-            r for r, known in st.seen.items()
-            if r not in exact and r not in failed
-            and sum(known.values()) + sum(b for lx, b in bounds.items() if lx not in known) >= kth
-        ]
-        if todo:
-            scored = rescore(conn, st, filters, todo)
-            exact.update(scored)
-            failed.update(r for r in todo if r not in scored)
-        kth = _kth(exact, k)
-        if all(t.done for t in st.terms) or (len(exact) >= k and kth > sum(bounds.values())):
+        hope = {
+            r: sum(known.values()) + sum(b for lx, b in bounds.items() if lx not in known)
+            for r, known in st.seen.items() if r not in scores
+        }
+        todo = sorted((r for r, h in hope.items() if h >= kth), key=lambda r: -hope[r])
+        best = verdicts.best(scores, k)
+        # Most hopeful first, a chunk at a time: once k are known, the rest
+        # of this round's candidates that cannot reach the k-th are not scored.
+        size = 2 * k
+        while todo:
+            chunk, todo = todo[:size], todo[size:]
+            size *= 2  # few statements (and sorts) however many candidates a round has
+            scores.update(score_postings(conn, st, chunk))
+            best = verdicts.best(scores, k)
+            kth = scores[best[-1]] if len(best) == k else -math.inf
+            todo = [r for r in todo if hope[r] >= kth]
+        if all(t.done for t in st.terms) or kth > sum(bounds.values()):
             st.path = "early stop"
-            best = sorted(exact.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-            return dict(best)
+            return {r: scores[r] for r in best}
         batch *= 2
-
-
-def _kth(scores: dict[int, float], k: int) -> float:
-    if len(scores) < k:
-        return -math.inf
-    return sorted(scores.values(), reverse=True)[k - 1]
 
 
 def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:

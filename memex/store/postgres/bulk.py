@@ -73,7 +73,7 @@ def start(conn: PgConnection) -> None:
     with conn.write_txn():
         schema.drop_vector_indexes(conn)
         conn.execute("DROP INDEX IF EXISTS memories_fts")
-        postings.drop_index(conn)
+        postings.drop_indexes(conn)
 
 
 def finish(conn: PgConnection, workers: int = 1) -> None:

@@ -15,7 +15,8 @@ term: a query made only of common words scores a large share of the index
   ``(avgdl / 3 + len) / tf`` grows, so while ``c`` is close to
   ``avgdl / 3`` the index order is the score order, and when the average
   drifts the bound in :func:`memex.store.postgres.bm25.term_bound` stays
-  an upper bound (it only loosens).
+  an upper bound (it only loosens). A second index ``(rowid, lexeme)``
+  gives a memory's postings of the query terms when it is rescored.
 
 Both tables are derived from ``memories.fts`` and kept exact by a trigger on
 ``memories`` (insert, delete, a change of ``fts`` or ``fts_len``), so every
@@ -66,7 +67,18 @@ CREATE TRIGGER memories_fts_postings AFTER INSERT OR DELETE OR UPDATE OF fts, ft
     FOR EACH ROW EXECUTE FUNCTION memex_fts_postings();
 """
 
-_INDEX = "CREATE INDEX IF NOT EXISTS fts_postings_order ON fts_postings(lexeme, ord, rowid) INCLUDE (tf, len)"
+_INDEXES = (
+    # Each term's postings best first: what the early stop reads.
+    "CREATE INDEX IF NOT EXISTS fts_postings_order ON fts_postings(lexeme, ord, rowid) INCLUDE (tf, len)",
+    # A memory's postings: what rescoring a candidate reads (an index-only
+    # probe instead of the memory's row and whole tsvector).
+    "CREATE INDEX IF NOT EXISTS fts_postings_doc ON fts_postings(rowid, lexeme) INCLUDE (tf, len)",
+)
+
+
+def create_indexes(conn: PgConnection) -> None:
+    for sql in _INDEXES:
+        conn.execute(sql)
 
 
 def create(conn: PgConnection) -> None:
@@ -88,7 +100,7 @@ def rebuild(conn: PgConnection, ord_c: float | None = None) -> None:
     """Derive both tables anew from ``memories.fts`` (inside the caller's write
     transaction), with ``c`` set from today's average length (or ``ord_c``).
     The index is built once after the rows, much faster than row by row."""
-    conn.execute("DROP INDEX IF EXISTS fts_postings_order")
+    drop_indexes(conn)
     conn.execute("TRUNCATE fts_postings, fts_terms")
     if ord_c is None:
         conn.execute("UPDATE fts_totals SET ord_c = greatest(tokens::float8 / greatest(docs, 1), 1) / 3")
@@ -100,7 +112,7 @@ def rebuild(conn: PgConnection, ord_c: float | None = None) -> None:
         "m.fts_len FROM memories m, unnest(m.fts) u, fts_totals t"
     )
     conn.execute("INSERT INTO fts_terms(lexeme, docs) SELECT lexeme, count(*) FROM fts_postings GROUP BY lexeme")
-    conn.execute(_INDEX)
+    create_indexes(conn)
 
 
 # Re-derive the postings when the average length has drifted this far from 3c,
@@ -128,5 +140,6 @@ def bulk_mode(conn: PgConnection) -> None:
     conn.execute("SET LOCAL memex.bulk_load = 'on'")
 
 
-def drop_index(conn: PgConnection) -> None:
+def drop_indexes(conn: PgConnection) -> None:
     conn.execute("DROP INDEX IF EXISTS fts_postings_order")
+    conn.execute("DROP INDEX IF EXISTS fts_postings_doc")

@@ -147,8 +147,15 @@ def _step2(conn: PgConnection) -> None:
     postings.create(conn)
 
 
+def _step3(conn: PgConnection) -> None:
+    """A memory's postings by rowid: rescoring a candidate without its row."""
+    from memex.store.postgres import postings
+
+    postings.create_indexes(conn)
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[PgConnection], None]] = [_step1, _step2]
+MIGRATIONS: list[Callable[[PgConnection], None]] = [_step1, _step2, _step3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table that holds a memory's text or a trace of it: what a purge VACUUMs.
