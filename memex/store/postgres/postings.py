@@ -25,6 +25,8 @@ and a purge of a memory deletes its postings and the count rows of lexemes
 no other memory holds in the same transaction. A bulk load into an empty
 index switches the trigger off for its own transactions
 (``SET LOCAL memex.bulk_load = on``) and calls :func:`rebuild` at the end.
+Row triggers do not fire on ``TRUNCATE``: code that empties ``memories``
+that way must call :func:`rebuild` too.
 """
 
 from __future__ import annotations
