@@ -44,6 +44,7 @@ from typing import Any
 
 from memex.store.memories import Filters
 from memex.store.postgres.connection import PgConnection
+from memex.store.postgres.filters import PgFilters
 from memex.store.postgres.postings import TF
 from memex.store.postgres.schema import TS_CONFIG
 
@@ -274,6 +275,4 @@ def top(
 
 
 def _filter_sql(filters: Filters) -> tuple[str, list[Any]]:
-    from memex.store.postgres.query import PgFilters
-
     return PgFilters(filters).sql()

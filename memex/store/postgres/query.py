@@ -19,8 +19,6 @@ its k nearest instead of what is left of the global k.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -28,31 +26,8 @@ from memex.store.memories import Filters
 from memex.store.memories import MemoryRow
 from memex.store.postgres import bm25
 from memex.store.postgres.connection import PgConnection, Vec
+from memex.store.postgres.filters import PgFilters as PgFilters
 from memex.text import fts_query
-
-
-@dataclass(frozen=True)
-class PgFilters:
-    """:class:`memex.store.memories.Filters` as a PostgreSQL WHERE clause over ``memories m``."""
-
-    filters: Filters
-
-    def sql(self) -> tuple[str, list[Any]]:
-        f = self.filters
-        clauses: list[str] = []
-        params: list[Any] = []
-        if f.scopes:
-            clauses.append("m.scope = ANY(%s)")
-            params.append([s.strip() for s in f.scopes])
-        if f.source:
-            clauses.append("m.source = %s")
-            params.append(f.source)
-        if f.session:
-            clauses.append("m.session = %s")
-            params.append(f.session)
-        if not f.include_superseded:
-            clauses.append("m.status = 'active'")
-        return (" AND ".join(clauses) or "TRUE"), params
 
 
 def query_terms(query: str) -> list[str]:
