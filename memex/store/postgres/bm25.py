@@ -37,8 +37,10 @@ scores break by rowid the same way everywhere.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +57,9 @@ CONTRIB = (
 )
 # Few postings to read: scoring every match is one statement and cheaper than rounds.
 FULL_BELOW = 4000
+# Memories holding two or more of the query's words, if the words were
+# independent at most this many: found and scored first (see :func:`top`).
+SHARED_MAX = 3000
 
 
 @dataclass
@@ -71,6 +76,7 @@ class Stats:
     terms: list[Term]
     avgdl: float
     ord_c: float
+    total: int = 0  # memories in the index (BM25's N)
     read: int = 0
     rounds: int = 0
     path: str = ""
@@ -92,7 +98,7 @@ def stats(conn: PgConnection, query_text: str) -> Stats:
         Term(str(lx), int(n), max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6))
         for lx, n, *_ in rows if int(n) > 0
     ]
-    return Stats(terms, avgdl, ord_c)
+    return Stats(terms, avgdl, ord_c, int(total))
 
 
 def term_bound(term: Term, st: Stats) -> float:
@@ -193,6 +199,25 @@ class _Verdicts:
         return out
 
 
+def shared_estimate(st: Stats, total: int) -> float:
+    """How many memories hold two or more query words, were the words independent."""
+    dfs = [t.docs for t in st.terms]
+    return sum(a * b for i, a in enumerate(dfs) for b in dfs[i + 1:]) / max(total, 1)
+
+
+def shared_words(conn: PgConnection, st: Stats, limit: int) -> list[int] | None:
+    """The memories holding at least two of the query's words (the GIN index,
+    an AND per pair); None when there are more than ``limit``."""
+    a = [x.lexeme for i, x in enumerate(st.terms) for _ in st.terms[i + 1:]]
+    b = [y.lexeme for i, _ in enumerate(st.terms) for y in st.terms[i + 1:]]
+    rows = conn.execute(
+        "SELECT m.rowid FROM memories m WHERE m.fts @@ (SELECT string_agg(quote_literal(a) || ' & ' || "
+        "quote_literal(b), ' | ')::tsquery FROM unnest(%s::text[], %s::text[]) AS p(a, b)) LIMIT %s",
+        (a, b, limit + 1),
+    ).fetchall()
+    return None if len(rows) > limit else [int(r[0]) for r in rows]
+
+
 def read_postings(conn: PgConnection, st: Stats, batch: int) -> None:
     """The next ``batch`` postings of every term not yet read to the end, with their contributions."""
     live = [t for t in st.terms if not t.done]
@@ -218,6 +243,20 @@ def read_postings(conn: PgConnection, st: Stats, batch: int) -> None:
     st.rounds += 1
 
 
+@contextlib.contextmanager
+def snapshot(conn: PgConnection) -> Iterator[None]:
+    """One snapshot for the several statements of a top-k: a memory written
+    between two rounds must not land in a stretch of postings already read.
+    Inside the caller's transaction nothing is started (a writer there holds
+    the write lock, so no other write runs)."""
+    if conn.raw.info.transaction_status != 0:
+        yield
+        return
+    with conn.raw.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
+
+
 def top(
     conn: PgConnection,
     query_text: str,
@@ -227,6 +266,7 @@ def top(
     full_below: int = FULL_BELOW,
     narrow_full: bool = True,
     batch: int | None = None,
+    shared_max: int = SHARED_MAX,
 ) -> dict[int, float]:
     """Top ``k`` memories by BM25 passing the filters: exactly :func:`full`'s answer.
     ``st`` (from :func:`stats`) records which path answered and what it read.
@@ -238,7 +278,28 @@ def top(
     Otherwise (the status filter passes nearly every memory) the early stop
     costs at most about what full scoring does: reading a posting and
     scoring a candidate by its postings are index probes, full scoring
-    reads every matching row."""
+    reads every matching row.
+
+    When few memories hold two or more of the query's words (``shared_max``),
+    they are found through the text index and scored first. Every other
+    memory then holds one query word, so one not seen yet scores at most the
+    largest of the words' bounds instead of their sum: two words of similar
+    frequency no longer have to be read to the end of one of them."""
+    with snapshot(conn):
+        return _top(conn, query_text, filters, k, st, full_below, narrow_full, batch, shared_max)
+
+
+def _top(
+    conn: PgConnection,
+    query_text: str,
+    filters: Filters,
+    k: int,
+    st: Stats | None,
+    full_below: int,
+    narrow_full: bool,
+    batch: int | None,
+    shared_max: int,
+) -> dict[int, float]:
     st = st or stats(conn, query_text)
     if not st.terms or k <= 0:
         return {}
@@ -249,11 +310,19 @@ def top(
     verdicts = _Verdicts(conn, filters)
     kth = -math.inf  # the k-th best score passing the filters (-inf: not k of them yet)
     batch = batch or max(2 * k, 128)  # the first read of each term's postings; doubled each round
+    shared = False  # every memory holding two or more query words is in scores
+    if len(st.terms) > 1 and shared_estimate(st, st.total) <= shared_max:
+        found = shared_words(conn, st, 4 * shared_max)
+        if found is not None:
+            scores.update(score_postings(conn, st, found) if found else {})
+            shared = True
     while True:
         read_postings(conn, st, batch)
         bounds = {t.lexeme: term_bound(t, st) for t in st.terms}
+        # A memory seen but not scored yet: with the shared ones all scored,
+        # the one word it was seen under is all it holds.
         hope = {
-            r: sum(known.values()) + sum(b for lx, b in bounds.items() if lx not in known)
+            r: sum(known.values()) + (0.0 if shared else sum(b for lx, b in bounds.items() if lx not in known))
             for r, known in st.seen.items() if r not in scores
         }
         todo = sorted((r for r, h in hope.items() if h >= kth), key=lambda r: -hope[r])
@@ -268,8 +337,9 @@ def top(
             best = verdicts.best(scores, k)
             kth = scores[best[-1]] if len(best) == k else -math.inf
             todo = [r for r in todo if hope[r] >= kth]
-        if all(t.done for t in st.terms) or kth > sum(bounds.values()):
-            st.path = "early stop"
+        unseen = max(bounds.values()) if shared else sum(bounds.values())
+        if all(t.done for t in st.terms) or kth > unseen:
+            st.path = "early stop, shared words first" if shared else "early stop"
             return {r: scores[r] for r in best}
         batch *= 2
 
