@@ -178,3 +178,37 @@ def test_a_bulk_load_derives_the_postings_once(pg) -> None:  # type: ignore[no-u
         stats = bm25.stats(pg, query)
         assert bm25.top(pg, query, Filters(), 10, stats, full_below=0) == bm25.full(pg, bm25.stats(pg, query), Filters(), 10)
         assert stats.path.startswith("early stop")
+
+
+def test_a_write_between_two_rounds_does_not_change_the_answer(pg, pg_url: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The rounds of one top-k read one snapshot: a memory purged by another
+    process after the first round (it was read there, not yet scored) is still
+    scored as it was when the search began."""
+    from memex.store.postgres import bm25, rows
+    from memex.store.postgres.schema import connect
+
+    rng = random.Random(5)
+    with pg.write_txn():
+        for i in range(400):
+            rows.upsert(pg, _record(i, " ".join(["alpha"] + rng.choices(WORDS[1:6], k=rng.randint(1, 8))), "user",
+                                    False, None), None)
+    expected = bm25.full(pg, bm25.stats(pg, "alpha beta"), Filters(), 5)
+    other = connect(pg_url)
+    real = bm25.read_postings
+    rounds = []
+
+    def read_then_purge(conn, st, batch):  # type: ignore[no-untyped-def]
+        real(conn, st, batch)
+        if not rounds:
+            with other.write_txn():
+                for rowid in expected:
+                    rows.purge_memory(other, rowid)
+        rounds.append(batch)
+
+    monkeypatch.setattr(bm25, "read_postings", read_then_purge)
+    try:
+        got = bm25.top(pg, "alpha beta", Filters(), 5, full_below=0, batch=3, shared_max=0)
+    finally:
+        other.close()
+    assert rounds and got == expected
+    assert bm25.full(pg, bm25.stats(pg, "alpha beta"), Filters(), 5).keys().isdisjoint(expected)  # they are gone now
