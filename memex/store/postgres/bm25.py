@@ -19,11 +19,18 @@ runs the threshold algorithm over the impact-ordered postings of
    filter narrows to a scope, source or session, score every match instead
    (:func:`full`).
 
+Before the rounds, when few memories are expected to hold two or more of
+the query's terms (:data:`SHARED_MAX`), those are found through the GIN
+index and scored (:func:`shared_words`); an unseen memory then holds one
+term and scores at most the largest bound, not the sum. All statements of
+one top-k read one snapshot (:func:`snapshot`).
+
 Why the answer is exact and not an approximation: a memory never seen
 scores at most the sum of the bounds (each unread posting of a term weighs
-at most its bound, :func:`term_bound`), which is below the k-th score; a
-memory seen but not rescored was below the k-th score by the same
-reasoning. Ties need no care: both stay strictly below.
+at most its bound, :func:`term_bound`), or the largest one after the shared
+step, which is below the k-th score; a memory seen but not scored was below
+the k-th score by the same reasoning. Ties need no care: both stay strictly
+below.
 
 **Scores are the same bits on both paths.** Each term's contribution is
 FTS5's formula (k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)), at
