@@ -49,6 +49,8 @@ SYNC_LOCK_NAME = "sync.lock"
 # Beside memories/: which merge driver git uses for which files (docs/team.md).
 GIT_ATTRIBUTES_NAME = ".gitattributes"
 GIT_IGNORE_NAME = ".gitignore"
+# What `memex init` writes beside memories/ to tell a reader what the folder is.
+README_NAME = "README.md"
 WATCH_STATE_NAME = "watch.json"
 WATCH_LOCK_NAME = "watch.lock"
 WRITERS_DIR = "writers"

@@ -76,7 +76,8 @@ def find_vault_root(explicit: str | os.PathLike[str] | None = None, cwd: Path | 
     )
 
 
-def _template_dir() -> Path:
+def template_dir() -> Path:
+    """The files `memex init` writes into a new vault."""
     packaged = Path(str(resources.files("memex"))) / "vault_template"
     if packaged.is_dir():
         return packaged
@@ -119,8 +120,8 @@ def init_vault(path: str | os.PathLike[str], git: bool = True) -> Path:
     # .gitignore only gains the lines that keep the index out of git.
     gitignore = root / ".gitignore"
     own_ignore = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else None
-    _copy_template(_template_dir(), root)
-    template_ignore = (_template_dir() / ".gitignore").read_text(encoding="utf-8")
+    _copy_template(template_dir(), root)
+    template_ignore = (template_dir() / ".gitignore").read_text(encoding="utf-8")
     if own_ignore is not None:
         lacking = [ln for ln in template_ignore.splitlines() if ln.strip() and ln not in own_ignore.splitlines()]
         if any(not ln.startswith("#") for ln in lacking):

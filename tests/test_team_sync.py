@@ -258,6 +258,24 @@ def test_the_index_is_never_committed(team: Team) -> None:
     assert ".memex/erase-key.id" in tracked and ".gitattributes" in tracked
 
 
+def test_the_vaults_own_readme_reaches_teammates_but_a_users_readme_stays_theirs(tmp_path: Path) -> None:
+    (tmp_path / "t").mkdir()
+    team = Team(tmp_path / "t")
+    assert "README.md" in git(team.roots["a"], "ls-files").split()  # what `memex init` wrote
+    assert (team.roots["b"] / "README.md").read_bytes() == (team.roots["a"] / "README.md").read_bytes()
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "README.md").write_text("my own notes, not for the team\n", encoding="utf-8")
+    root = init_vault(notes, git=True)
+    git(root, "config", "user.name", "n")
+    git(root, "config", "user.email", "n@example.org")
+    git(tmp_path, "init", "-q", "--bare", "notes.git")
+    git(root, "remote", "add", "origin", str(tmp_path / "notes.git"))
+    with Vault(root, embedder=HashEmbedder()) as v:
+        sync(v)
+    assert "README.md" not in git(root, "ls-files").split()
+
+
 def test_sync_rejects_an_unfinished_rebase(team: Team) -> None:
     (team.roots["a"] / ".git" / "rebase-merge").mkdir()
     with pytest.raises(SyncError, match="rebase is unfinished"):

@@ -97,10 +97,22 @@ def _tracked(repo: Repo, path: str) -> bool:
     return bool(repo.run("ls-files", "-z", "--", path).out)
 
 
+def _is_template_readme(root: Path) -> bool:
+    """True when the vault's README is the one `memex init` wrote: shared like
+    the rest of the template. A README the folder already had is the user's
+    own file, which sync never commits."""
+    from memex.vault import template_dir
+
+    ours, template = root / layout.README_NAME, template_dir() / layout.README_NAME
+    return ours.is_file() and template.is_file() and ours.read_bytes() == template.read_bytes()
+
+
 def _commit(vault: Vault, repo: Repo, message: str) -> int:
     """Stage memex's own files and commit them; returns how many files changed."""
     paths = [p for p in SHARED if (vault.root / p).exists() or _tracked(repo, p)]
     paths += [p for p in FIRST_TIME if (vault.root / p).exists() and not _tracked(repo, p)]
+    if _is_template_readme(vault.root) and not _tracked(repo, layout.README_NAME):
+        paths.append(layout.README_NAME)
     if paths:
         repo.run("add", "-A", "--", *paths)
     if _tracked(repo, layout.SESSIONS_DIR):
