@@ -59,6 +59,10 @@ class VaultLike(Protocol):
     @property
     def store(self) -> IndexStore: ...
     @property
+    def local_store(self) -> IndexStore: ...
+    @property
+    def index(self) -> apsw.Connection | IndexStore: ...
+    @property
     def embedder(self) -> embed.Embedder | None: ...
     @property
     def indexer(self) -> Indexer: ...
@@ -95,7 +99,7 @@ def _vectors(vault: VaultLike, body: str, content: str) -> tuple[Any, list[embed
     embed_text = normalize(strip_injected(mf.body))
     pieces = indexer.chunker(embed_text)
     texts = [body, embed_text, *pieces]
-    blobs, rows = embed.cached_vectors(vault.store, embedder, texts)
+    blobs, rows = embed.cached_vectors(vault.local_store, embedder, texts)
     # Only what the new memory's rows use goes into the cache; the query
     # vector of the raw body is kept out (one derived copy fewer to erase).
     keep = {embed.text_key(t) for t in texts[1:]}
@@ -155,7 +159,7 @@ def add(
 
     qvec, cache_rows = _vectors(vault, body, content)
     cand = pipeline.Candidate(body=body, scope=scope, source=source, session=session, supersedes=supersedes, qvec=qvec)
-    decision = pipeline.check(vault.conn, vault.config, vault.embedder, cand)
+    decision = pipeline.check(vault.index, vault.config, vault.embedder, cand)
     if decision.status != "created":
         return _known(vault, decision)
 
@@ -173,10 +177,13 @@ def add(
             allow(vault.memex_dir, [body])
         memory_file.atomic_write(path, content)
         rel = path.relative_to(vault.root).as_posix()
-        vault.store.cache_put(cache_rows)
+        # With the query-side vectors dedup computed (memex/dedup/symmetric.py):
+        # the next add that meets these memories finds them cached.
+        rows = cache_rows + decision.cache_rows
+        vault.local_store.cache_put(rows)
         vault.indexer.index_paths([rel])
         # Vectors stored for a file the indexer then refused go again.
-        vault.store.cache_drop_unused({r[1] for r in cache_rows})
+        vault.local_store.cache_drop_unused({r[1] for r in rows})
     return pipeline.AddResult("created", memory_id, rel, None, None, None, decision.similar_facts)
 
 

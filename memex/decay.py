@@ -32,7 +32,8 @@ import apsw
 
 from memex.config import CONFIG_RELPATH, Config, fraction, setting
 from memex.errors import ConfigError, MemoryNotFound
-from memex.store import usage
+from memex.store import IndexStore
+from memex.store.sqlite import as_store
 
 DEFAULT_RATE = 0.01
 DEFAULT_MIN_CONFIDENCE = 0.3
@@ -124,14 +125,15 @@ def effective_confidence(
     return confidence * math.exp(days * math.log1p(-rate))
 
 
-def last_accesses(conn: apsw.Connection, ids: Iterable[str]) -> dict[str, str | None]:
-    """``usage.last_access`` of these memories (absent ones are left out)."""
-    return usage.last_accesses(conn, ids)
+def last_accesses(conn: apsw.Connection | IndexStore, ids: Iterable[str]) -> dict[str, str | None]:
+    """``usage.last_access`` of these memories (absent ones are left out), from
+    an apsw connection or any backend's store (docs/store.md)."""
+    return as_store(conn).last_accesses(ids)
 
 
-def confidence_now(conn: apsw.Connection, config: Config, memory_id: str) -> float:
+def confidence_now(conn: apsw.Connection | IndexStore, config: Config, memory_id: str) -> float:
     """One memory's confidence after decay since its last recall (computed, never stored)."""
-    row = usage.decay_row(conn, memory_id)
+    row = as_store(conn).decay_row(memory_id)
     if row is None:
         raise MemoryNotFound(memory_id)
     value = effective_confidence(row.confidence, row.category, row.last_access, row.created, load_policy(config))
@@ -153,7 +155,7 @@ def days_until(confidence: float, category: str | None, policy: DecayPolicy) -> 
     return math.log(policy.min_confidence / confidence) / math.log1p(-rate)
 
 
-def annotate(conn: apsw.Connection, hits: list[Any], policy: DecayPolicy) -> None:
+def annotate(conn: apsw.Connection | IndexStore, hits: list[Any], policy: DecayPolicy) -> None:
     """Set ``effective_confidence`` on search hits (anything with id,
     confidence, category and created), reading last accesses in one query."""
     annotate_from(lambda ids: last_accesses(conn, ids), hits, policy)
@@ -191,11 +193,11 @@ class Fade:
         return self.days_left == 0.0
 
 
-def schedule(conn: apsw.Connection, policy: DecayPolicy, scope: str | None = None) -> list[Fade]:
+def schedule(conn: apsw.Connection | IndexStore, policy: DecayPolicy, scope: str | None = None) -> list[Fade]:
     """Every active memory with its effective confidence and days left, soonest first."""
     now = dt.datetime.now(dt.timezone.utc)
     out = []
-    for mid, mscope, category, conf, created, last, body in usage.active_decay_rows(conn, scope):
+    for mid, mscope, category, conf, created, last, body in as_store(conn).active_decay_rows(scope):
         value = effective_confidence(float(conf), category, last, created, policy, now)
         left = days_until(value, category, policy)
         out.append(Fade(mid, mscope, category, float(conf), round(value, 6), last,

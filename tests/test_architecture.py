@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     # The erased list is read at index time (the indexer refuses an erased
     # body), so it sits with the index although the erase package holds it.
     ("index", ["memex.store", "memex.index", "memex.embedding", "memex.records", "memex.erase.erased_list"]),
-    ("search, dedup", ["memex.search", "memex.dedup.pipeline", "memex.dedup.values", "memex.dedup.numerals"]),
+    ("search, dedup", ["memex.search", "memex.dedup.pipeline", "memex.dedup.values", "memex.dedup.wording", "memex.dedup.numerals", "memex.dedup.symmetric", "memex.dedup.cjk"]),
     ("core", ["memex.vault", "memex.adding", "memex.decay", "memex.meta_edit"]),
     ("features", [
         "memex.consolidation", "memex.erase", "memex.watch", "memex.health",
@@ -237,7 +237,7 @@ def test_design_md_lists_these_layers() -> None:
 
 # Modules still over the limit, each owned by work in flight elsewhere; the
 # list only shrinks (a module that drops under the limit must leave it).
-OVERSIZED = {"memex.dedup.values"}
+OVERSIZED: set[str] = set()
 MAX_LINES = 500
 
 

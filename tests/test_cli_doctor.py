@@ -15,6 +15,8 @@ from memex.embedding import embed
 from memex.cli import app, run
 from tests.fakes import HashEmbedder
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch) -> click.Group:
@@ -105,3 +107,38 @@ def test_the_table_agrees_with_the_exit_status(cli: click.Group, vault_root: Pat
     assert "False" in clean_row
     # --fix would not move the file: the verdict does not suggest it for this.
     assert human.output.splitlines()[-1] == "not clean (exit status 1)"
+
+
+CHINESE = ["前端项目用pnpm管理依赖。", "监控告警发送到钉钉群。", "数据库备份保留30天。", "用户的时区是北京时间。"]
+ENGLISH = ["Lunch is at noon.", "The staging deploy uses rsync.", "Backups are kept for 30 days.", "Use tabs."]
+
+
+def _add(cli: click.Group, root: Path, texts: list[str]) -> None:
+    for text in texts:
+        added = CliRunner().invoke(cli, ["--vault", str(root), "add", text, "--json"])
+        assert added.exit_code == 0, added.output
+
+
+def test_a_chinese_vault_on_the_english_model_is_pointed_at_the_multilingual_one(
+    cli: click.Group, vault_root: Path
+) -> None:
+    _add(cli, vault_root, ENGLISH + CHINESE)
+    human, data = doctor(cli, vault_root)
+    assert human.exit_code == 0 and data["clean"] is True  # advice, not a problem
+    assert len(data["hints"]) == 1 and "4 of 8 memories" in data["hints"][0]
+    assert 'model = "multilingual"' in data["hints"][0]
+    assert 'hint: 4 of 8 memories' in human.output and "not clean" not in human.output
+
+
+def test_no_model_hint_for_an_english_vault_or_with_the_multilingual_model_on(
+    cli: click.Group, vault_root: Path
+) -> None:
+    _add(cli, vault_root, ENGLISH + [f"Lunch is at noon ({n})." for n in range(20)])
+    assert doctor(cli, vault_root)[1]["hints"] == []
+    _add(cli, vault_root, CHINESE[:1])  # one Chinese memory in 25: too few
+    assert doctor(cli, vault_root)[1]["hints"] == []
+    _add(cli, vault_root, CHINESE[1:])
+    assert len(doctor(cli, vault_root)[1]["hints"]) == 1
+    (vault_root / ".memex" / "config.toml").write_text('[embedding]\nmodel = "multilingual"\n', encoding="utf-8")
+    human, data = doctor(cli, vault_root)
+    assert data["hints"] == [] and "hint:" not in human.output

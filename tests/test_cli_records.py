@@ -16,6 +16,8 @@ from memex.cli import app
 from memex.records import RECORD_FIELDS, SCORE_FIELDS
 from tests.fakes import HashEmbedder
 
+pytestmark = pytest.mark.both_backends
+
 
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch) -> click.Group:

@@ -16,6 +16,8 @@ from memex.errors import InvalidArgument
 from memex.dedup.values import conflict_reason
 from memex.vault import Vault
 
+pytestmark = pytest.mark.both_backends
+
 DATA = Path(__file__).parent / "data" / "consolidate_facts.jsonl"
 FACTS = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from memex import health
 from memex.embedding import embed
 from memex.store.schema import write_txn
 from memex.vault import Vault
 from memex.meta_edit import update_meta
+
+pytestmark = pytest.mark.both_backends
 
 
 def test_stray_vectors_are_found_and_removed(vault: Vault) -> None:

@@ -70,17 +70,17 @@ def test_100_days_is_recalled_and_115_is_not(model_vault: Vault) -> None:
 def test_a_recall_resets_the_clock(vault: Vault) -> None:
     _write(vault, "m1", "The release checklist lives in docs/release.md", confidence=0.9, created=_iso(100))
     vault.reindex()
-    before = confidence_now(vault.conn, vault.config, "m1")
+    before = confidence_now(vault.store, vault.config, "m1")
     assert before == pytest.approx(0.9 * 0.99**100, rel=1e-3)
     assert [h.id for h in vault.recall("release checklist")] == ["m1"]
-    assert confidence_now(vault.conn, vault.config, "m1") == pytest.approx(0.9, abs=1e-4)
+    assert confidence_now(vault.store, vault.config, "m1") == pytest.approx(0.9, abs=1e-4)
 
 
 def test_hand_written_file_with_old_created_decays_and_file_is_untouched(vault: Vault) -> None:
     path = _write(vault, "old", "The VPN config is in the ops wiki", created="2020-01-01")
     vault.reindex()
     raw = path.read_bytes()
-    assert confidence_now(vault.conn, vault.config, "old") < 0.01
+    assert confidence_now(vault.store, vault.config, "old") < 0.01
     assert vault.recall("VPN config ops wiki") == []
     assert path.read_bytes() == raw  # decay is never written back
 
@@ -91,7 +91,7 @@ def test_hand_written_file_without_frontmatter_uses_its_mtime(vault: Vault) -> N
     (folder / "plain.md").write_text("Coffee machine is on the third floor\n", encoding="utf-8")
     vault.reindex()
     memory_id = vault.list()[0].id
-    assert confidence_now(vault.conn, vault.config, memory_id) == pytest.approx(0.8, abs=1e-3)
+    assert confidence_now(vault.store, vault.config, memory_id) == pytest.approx(0.8, abs=1e-3)
 
 
 def test_constraints_do_not_decay_and_category_rates_come_from_config(vault: Vault) -> None:
@@ -103,9 +103,9 @@ def test_constraints_do_not_decay_and_category_rates_come_from_config(vault: Vau
     _write(vault, "p", "Prefers pytest over unittest", category="preference", confidence=0.9, created=_iso(80))
     _write(vault, "o", "The linter is ruff", category="observation", confidence=0.9, created=_iso(80))
     vault.reindex()
-    assert confidence_now(vault.conn, vault.config, "c") == pytest.approx(0.9)
-    assert confidence_now(vault.conn, vault.config, "p") == pytest.approx(0.9 * 0.999**80, rel=1e-3)
-    assert confidence_now(vault.conn, vault.config, "o") == pytest.approx(0.9 * 0.98**80, rel=1e-3)
+    assert confidence_now(vault.store, vault.config, "c") == pytest.approx(0.9)
+    assert confidence_now(vault.store, vault.config, "p") == pytest.approx(0.9 * 0.999**80, rel=1e-3)
+    assert confidence_now(vault.store, vault.config, "o") == pytest.approx(0.9 * 0.98**80, rel=1e-3)
     assert 0.9 * 0.98**80 < 0.3  # so the observation has faded; the others have not
     recalled = {h.id for h in vault.recall("force-push main pytest ruff")}
     assert recalled == {"c", "p"}
@@ -172,7 +172,7 @@ def test_fading_lists_the_schedule(vault: Vault) -> None:
     _write(vault, "rule", "Never deploy on Fridays", category="constraint", confidence=0.9, created=_iso(900))
     vault.reindex()
     policy = decay.load_policy(vault.config)
-    plan = {f.id: f for f in decay.schedule(vault.conn, policy)}
+    plan = {f.id: f for f in decay.schedule(vault.store, policy)}
     assert plan["gone"].faded
     # 0.9 x 0.99^100 today; days until x 0.99^d falls to 0.3.
     expected = math.log(0.3 / (0.9 * 0.99**100)) / math.log(0.99)

@@ -13,6 +13,8 @@ from memex.dedup.handoff import handoff
 from memex.meta_edit import update_meta
 from tests.test_dedup import memory_files, set_dedup_config
 
+pytestmark = pytest.mark.both_backends
+
 HOOK_TEXT = "I want all API handlers to return problem+json errors with a trace id"
 AGENT_TEXT = "User wants API handlers to return errors as problem+json including trace id field"
 

@@ -54,7 +54,7 @@ def test_erase_by_id_purges_every_derived_row(vault: Vault) -> None:
     assert data["cache_entries"] == before["embedding_cache"] - after["embedding_cache"] >= 1 + data["chunks"]
     # Budget and Finance had only this memory; SQLite is shared and stays.
     assert data["entities"] == 2 and data["relations"] == 1
-    assert {e.name for e in list_entities(vault.conn)} == {"SQLite"}
+    assert {e.name for e in list_entities(vault.store)} == {"SQLite"}
     assert after["relations"] == 0 and after["memories"] == 1 and after["fts"] == 1
     assert after["memory_vec"] == 1 and after["chunk_vec"] == after["chunks"]
     assert data["git_history"] == "not_a_repository"

@@ -79,7 +79,7 @@ def test_crash_between_file_delete_and_purge_is_repaired(
             for t in ("memories", "memory_vec", "chunks", "usage", "memory_fts_docsize")
         }
         assert counts["memories"] == counts["memory_vec"] == counts["memory_fts_docsize"] == 1
-        assert {e.name for e in list_entities(after.conn)} == {"Bike"}
+        assert {e.name for e in list_entities(after.store)} == {"Bike"}
         assert [h.id for h in after.list()] == [keep.id]
         # Even the bytes: the sync purged and scrubbed, like erase would have.
         assert files_with_text(after.root, WORDS) == {}

@@ -88,7 +88,7 @@ def test_erase_leaves_no_text_and_no_vector_bytes(model_vault: Vault, pre_optimi
     # ... and nothing is searchable, recallable or listed as an entity.
     assert secret_id not in [h.id for h in vault.search("zqorblax xjuimbrelk payroll", limit=100)]
     assert all(h.id != secret_id for h in vault.recall("payroll export recovery phrase"))
-    names = {e.name for e in list_entities(vault.conn)}
+    names = {e.name for e in list_entities(vault.store)}
     assert "Zqorblax Labs" not in names and "SQLite" in names
     assert len(vault.list()) == len(FILLERS)
 

@@ -11,6 +11,8 @@ from memex.errors import InvalidArgument
 from memex.vault import Vault
 from memex.index.graph import entity_graph, list_entities
 
+pytestmark = pytest.mark.both_backends
+
 
 def write(vault: Vault, name: str, text: str) -> None:
     path = vault.root / "memories" / name
@@ -28,31 +30,31 @@ def graph_vault(vault: Vault) -> Vault:
 
 
 def test_shared_entity_is_one_entity(graph_vault: Vault) -> None:
-    found = {e.name: e for e in list_entities(graph_vault.conn)}
+    found = {e.name: e for e in list_entities(graph_vault.store)}
     # "SQLite", "sqlite" and full-width "ＳＱＬｉｔｅ" are one entity, linked to all three.
     assert set(found) == {"SQLite", "FTS5", "Restic", "Postgres"}
     assert (found["SQLite"].memories, found["SQLite"].active, found["SQLite"].relations) == (3, 3, 1)
     assert (found["Restic"].memories, found["FTS5"].relations) == (1, 1)
-    assert [e.name for e in list_entities(graph_vault.conn)][0] == "SQLite"  # most named first
+    assert [e.name for e in list_entities(graph_vault.store)][0] == "SQLite"  # most named first
 
 
 def test_graph_of_an_entity(graph_vault: Vault) -> None:
-    data = entity_graph(graph_vault.conn, "sqlite")
+    data = entity_graph(graph_vault.store, "sqlite")
     assert data["name"] == "SQLite"
     assert len(data["memories"]) == 3 and {"A1", "B2"} <= {m["id"] for m in data["memories"]}
     assert data["relations"] == [{"subject": "SQLite", "predicate": "has", "object": "FTS5", "memory": "A1"}]
     assert {n["name"] for n in data["neighbours"]} == {"FTS5", "Restic", "Postgres"}
     with pytest.raises(InvalidArgument, match="no entity named 'Nope'"):
-        entity_graph(graph_vault.conn, "Nope")
+        entity_graph(graph_vault.store, "Nope")
 
 
 def test_editing_a_file_updates_its_entities(graph_vault: Vault) -> None:
     write(graph_vault, "a.md", "---\nid: A1\n---\nNo entities any more.\n")
     graph_vault.reindex()
-    names = {e.name for e in list_entities(graph_vault.conn)}
+    names = {e.name for e in list_entities(graph_vault.store)}
     assert "FTS5" not in names  # only a.md named it
     assert "SQLite" in names  # b.md still does
-    assert entity_graph(graph_vault.conn, "SQLite")["relations"] == []
+    assert entity_graph(graph_vault.store, "SQLite")["relations"] == []
 
 
 def test_cli_entities_and_graph(graph_vault: Vault) -> None:
@@ -73,4 +75,4 @@ def test_cli_entities_and_graph(graph_vault: Vault) -> None:
 
 
 def test_empty_vault_has_no_entities(vault: Vault) -> None:
-    assert list_entities(vault.conn) == []
+    assert list_entities(vault.store) == []

@@ -23,6 +23,8 @@ from memex.vault import Vault
 from memex.consolidation.consolidate import consolidate
 from memex.meta_edit import update_meta_many
 
+pytestmark = pytest.mark.both_backends
+
 # Near-duplicate pairs the fake embedder and Jaccard both fold, in two scopes
 # (two folders), plus one memory per scope that stays on its own.
 SESSION = {

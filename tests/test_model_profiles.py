@@ -14,11 +14,13 @@ from memex.embedding import e5, embed
 from memex.embedding import profiles
 from memex.config import load_config
 from memex.store.meta import get_meta
-from memex.dedup.pipeline import Thresholds, swaps_cjk_span
+from memex.dedup.cjk import swaps_cjk_span
+from memex.dedup.pipeline import Thresholds
 from memex.errors import ConfigError
 from memex.vault import Vault
 from memex.erase.steps import erase
 from tests.fakes import HashEmbedder
+from tests.scriptkit import load_script
 
 
 def _set_config(root: Path, text: str) -> None:
@@ -147,3 +149,12 @@ def test_multilingual_long_bodies_are_cut_by_characters_not_by_minilms_tokenizer
     # chunks for a window this model does not have.
     assert chunking.tokenizer_source(load_config(vault_root)) is None
     assert isinstance(chunking.for_config(load_config(vault_root)), chunking.CharChunker)
+
+
+def test_calibration_reports_every_labelled_dedup_set_and_keeps_the_held_out_ones_apart() -> None:
+    calibrate = load_script("calibrate_model")
+    data = Path(__file__).resolve().parent / "data"
+    on_disk = {p.name for p in data.glob("dedup_pairs*.jsonl")}
+    assert set(calibrate.PAIR_FILES) | set(calibrate.HOLDOUT_FILES) == on_disk
+    assert not set(calibrate.PAIR_FILES) & set(calibrate.HOLDOUT_FILES)
+    assert {"dedup_pairs_zh_holdout.jsonl", "dedup_pairs_zh_holdout2.jsonl"} <= set(calibrate.HOLDOUT_FILES)

@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memex.dedup import symmetric
 from memex.embedding import embed
+from memex.erase.steps import erase
 from memex.store.meta import get_meta, scalar
 from memex.vault import Vault
 from tests.scriptkit import load_script
@@ -122,11 +124,16 @@ def test_a_chinese_paraphrase_is_a_duplicate_and_a_changed_name_is_not(e5_vault:
     assert [(f.id, f.suggestion) for f in moved.similar_facts][:1] == [(first.id, "supersede")]
 
 
-# Measured with scripts/eval_dedup.py --model multilingual (docs/models.md):
-# precision 1.0 on the Chinese sets, 0.996 on dev; recall 0.370 (zh) and
-# 0.300 (zh holdout) at the Chinese bar 0.965, 0.95 (dev), 0.96 (holdout).
+# Measured with scripts/eval_dedup.py --model multilingual (docs/models.md),
+# query side of both texts at 0.935: precision 1.0 on every set; recall
+# 0.815 (zh), 0.933 (zh dev2), 0.969 (dev); held out 0.900 (zh holdout),
+# 0.800 (zh holdout2, written blind), 0.970 (holdout). Before: 0.370,
+# 0.467 (precision 0.778), 0.950, 0.300, 0.600 (precision 0.947), 0.960.
 # Floors leave room for model noise only.
-RECALL_FLOOR = {"dedup_pairs_zh.jsonl": 0.33, "dedup_pairs_zh_holdout.jsonl": 0.25, "dedup_pairs.jsonl": 0.93, "dedup_pairs_holdout.jsonl": 0.92}
+RECALL_FLOOR = {
+    "dedup_pairs_zh.jsonl": 0.77, "dedup_pairs_zh_dev2.jsonl": 0.88, "dedup_pairs_zh_holdout.jsonl": 0.85,
+    "dedup_pairs_zh_holdout2.jsonl": 0.75, "dedup_pairs.jsonl": 0.95, "dedup_pairs_holdout.jsonl": 0.94,
+}
 
 
 @pytest.mark.parametrize("name", sorted(RECALL_FLOOR))
@@ -138,6 +145,44 @@ def test_labelled_pairs_with_the_multilingual_model(e5_vault: Vault, name: str) 
     report = ev.evaluate(e5_vault, pairs)
     assert report["precision"] >= 0.98, report["false_merges"]
     assert report["recall"] >= RECALL_FLOOR[name], report["missed"]
+
+
+class CountingQueries(Counting):
+    """Counts the texts embedded on the query side too."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.queries = 0
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        self.queries += len(texts)
+        return embed.embed_queries(self.inner, texts)
+
+
+def test_dedup_compares_the_query_sides_and_caches_each_once(vault_root: Path, e5: embed.Embedder) -> None:
+    """A paraphrase below the passage-side bar (0.963 < 0.965) is a duplicate
+    on the query side (0.953 >= 0.935); the query-side vectors are cached
+    under their own model id, computed once, and erased with the memory."""
+    query_side = e5.model_id + symmetric.QUERY_SIDE
+    model = CountingQueries(e5)
+    with Vault(vault_root, embedder=model) as v:
+
+        def cached(body: str) -> int:
+            key = embed.text_key(symmetric.embed_text(body))
+            sql = "SELECT count(*) FROM embedding_cache WHERE text_hash = ? AND model = ?"
+            return int(scalar(v.conn, sql, (key, query_side)))
+
+        first = v.add("用户母语是粤语。", scope="user")
+        other = v.add("用户正在学日语。", scope="user")  # a close neighbour: both query sides computed
+        assert (first.status, other.status) == ("created", "created")
+        assert cached("用户母语是粤语。") == cached("用户正在学日语。") == 1
+        model.queries = 0
+        again = v.add("这位用户的第一语言是广东话。", scope="user")
+        assert (again.status, again.existing_id, again.method) == ("duplicate", first.id, "cosine")
+        assert again.similarity is not None and again.similarity >= 0.935
+        assert model.queries == 1  # the new text; the stored ones came from the cache
+        erase(v, first.id, reason="asked by the user")
+        assert cached("用户母语是粤语。") == 0
 
 
 def test_minilm_catches_no_chinese_paraphrase_by_cosine(model_vault: Vault) -> None:

@@ -18,6 +18,8 @@ from memex.erase.steps import erase
 from memex.dedup.supersede import supersede
 from memex.dedup.cleanup import dedup_existing
 
+pytestmark = pytest.mark.both_backends
+
 
 def write_copy(vault: Vault, name: str, body: str, scope: str = "user", **meta: Any) -> None:
     """A memory file copied in by hand (bypasses add-time dedup)."""

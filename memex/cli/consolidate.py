@@ -126,7 +126,7 @@ def fading_cmd(ctx: click.Context, scope: str | None, within_days: float, as_jso
     vault = get_vault(ctx)
     scope = vault.scope_filter(scope)
     policy = decay.load_policy(vault.config)
-    rows = [f for f in decay.schedule(vault.conn, policy, scope) if f.days_left is not None and f.days_left <= within_days]
+    rows = [f for f in decay.schedule(vault.store, policy, scope) if f.days_left is not None and f.days_left <= within_days]
     if as_json:
         print_json({"policy": policy.describe(), "memories": [
             {**{k: getattr(f, k) for k in f.__dataclass_fields__}, "faded": f.faded} for f in rows

@@ -246,16 +246,16 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     """
     from memex import health, scopes  # not on search's start-up path (docs/benchmarks.md)
     from memex.files import permissions
-    from memex.store import memories
 
     vault = get_vault(ctx)
     found = health.drift(vault).as_dict()
-    unknown = scopes.unknown_scopes(vault.scope_rules, memories.path_scopes(vault.conn))
+    unknown = scopes.unknown_scopes(vault.scope_rules, vault.local_store.path_scopes())
     # A vault is private to its user (memex/files/permissions.py): modes others can use.
     loose = permissions.loose_modes(vault.root)
+    hint = health.model_hint(vault)
     data: dict[str, Any] = {
         "drift": found, "unknown_scopes": unknown, "model": vault.embedder_status(),
-        "loose_modes": [m.as_dict() for m in loose],
+        "loose_modes": [m.as_dict() for m in loose], "hints": [hint] if hint else [],
     }
     # Loose modes are reported (and --fix tightens them) but are not drift:
     # a file made in an editor under umask 022 is 0644 and still a good memory.
@@ -263,7 +263,7 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     if fix:
         data["repair"] = health.repair(vault)
         data["after"] = health.drift(vault).as_dict()
-        data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, memories.path_scopes(vault.conn))
+        data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, vault.local_store.path_scopes())
         data["modes_tightened"] = [m.as_dict() for m in permissions.tighten(vault.root)]
         problems = _doctor_problems(data["after"], data["unknown_scopes_after"])
     data["clean"] = not problems
@@ -291,6 +291,8 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
         click.echo(f"... and {len(loose) - MAX_LISTED} more path(s) other users can reach (see --json)")
     if loose and not fix:
         click.echo("run `memex doctor --fix` to make them private (folders 0700, files 0600)")
+    for advice in data["hints"]:
+        click.echo(f"hint: {advice}")
     for item in data.get("unknown_scopes_after", unknown):
         guess = f"; did you mean {item['suggestion']!r}?" if item["suggestion"] else ""
         click.echo(f"unknown scope: {item['path']}: {item['reason']}{guess}")

@@ -44,7 +44,7 @@ class CleanupReport:
 
 
 def _plan(vault: Vault) -> list[DuplicateGroup]:
-    store = vault.store
+    store = vault.local_store  # it edits files: this clone's (docs/postgres.md)
     groups: list[DuplicateGroup] = []
     for scope, digest in store.duplicate_keys():
         rows = store.active_with_hash(scope, digest)

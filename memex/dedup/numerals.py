@@ -14,9 +14,11 @@ What is read (NFKC first, so full-width digits are ASCII already):
 - numerals: 一..九, 零/〇, 两, 十/百/千/万/亿 compounds (二十五, 一百零五,
   两万五千), digits with 万/亿 (3万 = 30000), 百分之N (a percentage);
 - clock times: [上午|下午|晚上|凌晨...] N点/时/時 [M分|半|整] -> "H:MM",
-  afternoon and evening hours moved past noon (下午三点 = 15:00);
+  afternoon and evening hours moved past noon (下午三点 = 15:00), the small
+  hours of the night not (夜里两点 = 凌晨两点 = 2:00);
 - durations: N 毫秒/秒/分钟/小时/钟头/天/周/星期/个月/年, 半小时, 一个半小时 ->
-  seconds (a month is 30 days, a year 365), so 一个月 equals 30天;
+  seconds (a month is 30 days, a year 365), so 一个月 equals 30天, and
+  每个季度 equals 三个月;
 - weekdays: 周一 / 星期一 / 礼拜一 -> "monday", the word the English side
   of the guard already uses;
 - bounds: 不低于 / 至少 / 以上 are one "at least", 不超过 / 最多 / 以内 one
@@ -52,6 +54,12 @@ _WEEKDAY_NAMES = {"一": "monday", "二": "tuesday", "三": "wednesday", "四": 
                   "六": "saturday", "日": "sunday", "天": "sunday", "末": "weekend"}
 _WEEKDAY = re.compile(r"(?:周|星期|礼拜)([一二三四五六日天末])")
 _AFTERNOON = ("下午", "晚上", "傍晚", "夜里", "晚")
+# 夜里两点 and 晚上一点 are small hours (2:00, 1:00), not 14:00 / 13:00.
+_NIGHT = ("晚上", "夜里", "晚")
+_SMALL_HOURS = 5
+# A quarter of a year, the count implied (每个季度, 一季度): three months.
+_QUARTER = re.compile(r"(?:每|一)个?季度")
+_QUARTER_SECONDS = 3 * 2592000
 _TIME = re.compile(
     rf"(上午|早上|早晨|中午|下午|晚上|傍晚|夜里|凌晨|晚)?\s*({_NUM})\s*[点時时](?:\s*({_NUM})\s*分|(半)|整)?(?!钟|间|候|代)"
 )
@@ -116,7 +124,7 @@ def _time(m: re.Match[str]) -> str | None:
     minute = 30.0 if m.group(4) else parse_number(m.group(3)) if m.group(3) else 0.0
     if minute is None or minute != int(minute) or not 0 <= minute < 60:
         return None
-    if m.group(1) in _AFTERNOON and hour < 12:
+    if m.group(1) in _AFTERNOON and hour < 12 and not (m.group(1) in _NIGHT and hour < _SMALL_HOURS):
         hour += 12
     return f"{int(hour)}:{int(minute):02d}"
 
@@ -147,6 +155,7 @@ def cjk_values(text: str) -> tuple[set[str], str]:
     text = _WEEKDAY.sub(lambda m: take(_WEEKDAY_NAMES[m.group(1)], m), text)
     text = _TIME.sub(lambda m: take(_time(m), m), text)
     text = _DURATION.sub(lambda m: take(_duration(m), m), text)
+    text = _QUARTER.sub(lambda m: take(f"{_QUARTER_SECONDS} s", m), text)
     text = _PERCENT.sub(lambda m: take(_number_token(m.group(1)), m), text)
     for m in _NUMBER.finditer(text):
         token = m.group(0)

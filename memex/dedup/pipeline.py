@@ -11,7 +11,9 @@ two processes adding the same body still produce one file:
 3. embedding cosine against the nearest vectors (one KNN: the in-process
    copy of :mod:`memex.index.vecmatrix` once loaded, else sqlite-vec's), with
    the same-session threshold for neighbours written in the same session,
-   and the session's own memories checked directly;
+   and the session's own memories checked directly; for an e5-style model
+   the close ones are judged on the query side of both texts
+   (:mod:`memex.dedup.symmetric`);
 4. value changes (a number, date, version, name, or a negation differs) are
    never duplicates: they are reported as similar with a ``supersede``
    suggestion, because silently dropping them would lose the update;
@@ -25,8 +27,7 @@ Without a model (no ``qvec``) layers 1, 2, 4 and 5 still run.
 from __future__ import annotations
 
 import datetime as dt
-import re
-import unicodedata
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -43,7 +44,10 @@ from memex.layout import CONFIG_RELPATH
 from memex.store import IndexStore
 from memex.store.sqlite import as_store
 from memex.text import body_hash, content_tokens, jaccard
+from memex.dedup import symmetric
+from memex.dedup.cjk import changes_cjk_value, cosine_trusted
 from memex.dedup.values import conflicts, differs_in_number
+from memex.dedup.wording import changes_statement
 
 # How many neighbours each layer looks at: enough to find a duplicate among
 # many memories on the same topic, few enough to keep add fast at 10k.
@@ -72,6 +76,9 @@ class Decision:
     existing_id: str | None = None
     similarity: float | None = None
     similar_facts: list[SimilarFact] = field(default_factory=list)
+    # Query-side vectors computed on the way (memex.dedup.symmetric): the
+    # add stores them with the memory it writes.
+    cache_rows: list[embed.CacheRow] = field(default_factory=list)
 
 
 @dataclass
@@ -119,6 +126,11 @@ class Thresholds:
     # model profile says).
     cjk_cosine: bool = False
     cjk_cosine_duplicate: float = 1.0
+    # Whether the duplicate bars apply to the query side of both texts, and
+    # the passage-side cosine a neighbour needs to be scored there (the
+    # model profile says; memex/dedup/symmetric.py).
+    query_side: bool = False
+    query_side_band: float = 1.0
 
     @classmethod
     def from_config(cls, config: Config, profile: ModelProfile | None = None) -> Thresholds:
@@ -133,7 +145,10 @@ class Thresholds:
             "session_cosine_duplicate": model.session_cosine_duplicate,
             "cjk_cosine_duplicate": model.cjk_cosine_duplicate,
         }
-        values: dict[str, Any] = {"cjk_cosine": model.cjk_cosine}
+        values: dict[str, Any] = {
+            "cjk_cosine": model.cjk_cosine, "query_side": model.dedup_query_side,
+            "query_side_band": model.query_side_band,
+        }
         for name in (
             "jaccard_duplicate", "jaccard_similar", "cosine_duplicate", "cosine_similar",
             "session_cosine_duplicate", "cjk_cosine_duplicate", "echo_jaccard",
@@ -184,7 +199,17 @@ def check(
     tokens = content_tokens(cand.body)
     for n in neighbours.values():
         n.jaccard = jaccard(tokens, content_tokens(n.body))
-    decision = _judge(cand, list(neighbours.values()), limits)
+    rows: list[embed.CacheRow] = []
+
+    def query_cosines(found: list[_Neighbour]) -> list[float]:
+        assert embedder is not None  # limits.query_side needs a model
+        sims, new = symmetric.cosines(index, embedder, cand.body, [n.body for n in found])
+        rows.extend(new)
+        return sims
+
+    scorer = query_cosines if limits.query_side and model_id is not None else None
+    decision = _judge(cand, list(neighbours.values()), limits, scorer)
+    decision.cache_rows = rows
     if decision.status == "created":
         echo = _turn_echo(store, cand, tokens, limits)
         if echo is not None:
@@ -193,53 +218,22 @@ def check(
     return decision
 
 
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
-# The bundled all-MiniLM-L6-v2 is an English model: most Chinese characters
-# become [UNK], so two unrelated Chinese sentences can score a cosine of
-# 1.0. Unless the model's profile trusts it with CJK (multilingual-e5),
-# cosine only decides a duplicate when both texts are mostly not CJK.
-MAX_CJK_SHARE = 0.2
-
-
-def cosine_trusted(text: str) -> bool:
-    visible = [c for c in text if not c.isspace()]
-    return not visible or len(_CJK_CHAR.findall(text)) / len(visible) < MAX_CJK_SHARE
-
-
-_SWAP_UNIT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_]+")
-MAX_SWAPPED_CJK = 4  # characters: a name, a place, a product ("法兰克福", "飞书")
-MIN_KEPT_CJK = 4  # units the two sentences share around the swap
-
-
-def swaps_cjk_span(a: str, b: str) -> bool:
-    """One sentence with one short CJK span replaced in place and the rest
-    kept: how a changed name or place looks in Chinese, where words are not
-    separated (:func:`memex.dedup.values.substitutes_one_word` sees one swapped
-    word; here a name is several characters)."""
-    from difflib import SequenceMatcher  # only on a write's dedup check, not on search's start-up
-
-    ua = _SWAP_UNIT.findall(unicodedata.normalize("NFKC", a).casefold())
-    ub = _SWAP_UNIT.findall(unicodedata.normalize("NFKC", b).casefold())
-    ops = [op for op in SequenceMatcher(None, ua, ub, autojunk=False).get_opcodes() if op[0] != "equal"]
-    if len(ops) != 1 or ops[0][0] != "replace":
-        return False
-    _, i1, i2, j1, j2 = ops[0]
-    swapped = ua[i1:i2] + ub[j1:j2]
-    kept = len(ua) - (i2 - i1)
-    return (
-        max(i2 - i1, j2 - j1) <= MAX_SWAPPED_CJK
-        and all(_CJK_CHAR.fullmatch(u) for u in swapped)
-        and kept >= MIN_KEPT_CJK
-    )
-
-
-def _judge(cand: Candidate, neighbours: list[_Neighbour], limits: Thresholds) -> Decision:
-    """Layers 2 to 4 over the gathered neighbours."""
+def _judge(
+    cand: Candidate,
+    neighbours: list[_Neighbour],
+    limits: Thresholds,
+    query_cosines: Callable[[list[_Neighbour]], list[float]] | None = None,
+) -> Decision:
+    """Layers 2 to 4 over the gathered neighbours. With ``query_cosines``
+    the duplicate bars apply to the query-side cosines it gives for the
+    neighbours still in the running (memex/dedup/symmetric.py)."""
     cand_latin = cosine_trusted(cand.body)
     trust_cosine = limits.cjk_cosine or cand_latin
     similar: dict[str, SimilarFact] = {}
     best_jaccard: tuple[float, str] | None = None
     best_cosine: tuple[float, str, str] | None = None
+    # Neighbours a cosine may still make a duplicate: (neighbour, its bar, method).
+    running: list[tuple[_Neighbour, float, str]] = []
     for n in neighbours:
         jac = n.jaccard or 0.0
         cos = n.cosine
@@ -256,18 +250,29 @@ def _judge(cand: Candidate, neighbours: list[_Neighbour], limits: Thresholds) ->
             best_jaccard = (jac, n.id)
         n_latin = cosine_trusted(n.body)
         if cos is not None and trust_cosine and (limits.cjk_cosine or n_latin):
-            if not (cand_latin and n_latin) and swaps_cjk_span(n.body, cand.body):
-                # One name swapped for another in the same Chinese sentence:
-                # a changed value that the multilingual model scores as high
-                # as a paraphrase ("部署在东京" / "部署在新加坡": 0.96).
+            if not (cand_latin and n_latin) and changes_cjk_value(n.body, cand.body):
+                # One name swapped for another in the same Chinese sentence
+                # ("部署在东京" / "部署在新加坡": 0.96), or a requirement
+                # narrowed: a changed value the multilingual model scores as
+                # high as a paraphrase (memex/dedup/cjk.py).
                 similar[n.id].suggestion = "supersede"
+                continue
+            if limits.query_side and changes_statement(n.body, cand.body):
+                # The same opening, then something else: a model this
+                # close on every pair of a topic scores it like a paraphrase.
                 continue
             same_session = cand.session is not None and n.session == cand.session
             bar = limits.session_cosine_duplicate if same_session else limits.cosine_duplicate
             if not (cand_latin and n_latin):
                 bar = limits.cjk_cosine_duplicate
-            if cos >= bar and (best_cosine is None or cos > best_cosine[0]):
-                best_cosine = (cos, n.id, "session_cosine" if same_session else "cosine")
+            if cos >= (limits.query_side_band if query_cosines is not None else bar):
+                running.append((n, bar, "session_cosine" if same_session else "cosine"))
+    scores = [n.cosine or 0.0 for n, _, _ in running]
+    if query_cosines is not None and running:
+        scores = query_cosines([n for n, _, _ in running])
+    for (n, bar, method), cos in zip(running, scores):
+        if cos >= bar and (best_cosine is None or cos > best_cosine[0]):
+            best_cosine = (cos, n.id, method)
     facts = sorted(similar.values(), key=lambda f: (-f.similarity, f.id))
     if best_jaccard is not None:
         jac, mid = best_jaccard

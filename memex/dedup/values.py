@@ -5,11 +5,11 @@ not one: the second updates the first. Dedup and consolidation both refuse
 to merge such pairs; dedup reports the older one as similar and suggests
 ``supersede``.
 
-A flipped polarity ("use tabs" / "never use tabs"), an opposite, the sides
-of a comparison, one word swapped in place and two roles exchanged ("Alice
-owns billing and Bob owns auth" / "Bob owns billing and Alice owns auth")
-are the same kind of trap for an embedding model, which scores such pairs
-as near-identical. :data:`GUARDS` lists the checks in order and
+A flipped polarity, an opposite, the sides of a comparison, one word
+swapped in place and two roles exchanged are the same kind of trap for an
+embedding model, which scores such pairs as near-identical; those checks
+look at the words (:mod:`memex.dedup.wording`). :data:`GUARDS` lists every
+check in order and
 :func:`conflict_reason` names the first that fires (what
 ``consolidate --explain`` shows); docs/consolidation.md measures each.
 
@@ -23,7 +23,17 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-from memex.dedup.numerals import bounds, cjk_values, strip_bounds
+from memex.dedup.numerals import cjk_values
+from memex.dedup.wording import (
+    differs_in_opposites,
+    differs_in_polarity,
+    differs_in_relation,
+    possessive,
+    stem,
+    substitutes_one_word,
+    substitution_units,
+    swaps_roles,
+)
 
 # Numbers with optional decimals, units glued on (12.5N, 15ms, 3x), versions
 # (v1.2.3, 3.11), dates (2026-11-30, 30/11/2026) and times (10:30).
@@ -76,23 +86,6 @@ _COMMON_STARTERS = frozenset(
     agent agents code tool tools file files""".split()
 )
 
-_POLARITY_EN = re.compile(
-    r"\b(?:not|no|never|none|nothing|nobody|neither|nor|without|avoid|avoids|avoided|"
-    r"disable|disabled|disallow|forbid|forbidden|prohibit|prohibited|"
-    r"don't|doesn't|didn't|isn't|aren't|wasn't|weren't|won't|wouldn't|shouldn't|"
-    r"can't|cannot|couldn't|mustn't|dont|doesnt|cant|shouldnt|wont)\b",
-    re.IGNORECASE,
-)
-_POLARITY_ZH = re.compile(r"不|没|别|勿|禁止|无须|无需|避免|未|莫|非")
-# Words that contain a negation character but do not negate anything.
-_ZH_NOT_NEGATION = re.compile(
-    r"不同|不断|不过|不少|不久|不仅|不管|不论|不一|差不多|区别|特别|分别|别人|类别|级别|识别|"
-    r"告别|性别|个别|非常|未来|除非|是非"
-)
-
-
-# Number words as the digits they stand for, so "retried twice" and "2
-# times", "two cores" and "2 cores" carry the same value. "one" is left out:
 # "in one file", "one of them" rarely state a quantity.
 _WORD_DIGITS = {
     "zero": "0", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
@@ -104,9 +97,6 @@ _WORD_DIGITS = {
 _NOT_QUANTITIES = frozenset({"one", "once"})
 _PLAIN_NUMBER = re.compile(r"v?(\d+(?:\.\d+)*)(?:[a-z%°µ]+)?")
 
-
-def _possessive(word: str) -> str:
-    return word[:-2] if word.endswith(("'s", "’s")) else word
 
 
 def _singular_day(word: str) -> str:
@@ -134,7 +124,7 @@ def _numbers(text: str) -> set[str]:
     numbers, text = cjk_values(text)
     numbers |= {_canonical_number(m.group(0).lower().replace(",", ".")) for m in _VALUE.finditer(text)}
     # "Fridays" is Friday; "GitHub's" is GitHub.
-    words = {_singular_day(_possessive(w.lower())) for w in _WORD.findall(text)}
+    words = {_singular_day(possessive(w.lower())) for w in _WORD.findall(text)}
     numbers |= {_WORD_DIGITS.get(w, w) for w in words & (_NUMBER_WORDS | _MONTHS_DAYS) if w not in _NOT_QUANTITIES}
     return numbers
 
@@ -160,15 +150,6 @@ def _values(text: str) -> set[str]:
     return _numbers(text) | _identifiers(text)
 
 
-def _stem(word: str) -> str:
-    """A crude English stem, enough to match "owns"/"owned", "uploads"/"upload",
-    "GitHub's"/"GitHub"."""
-    word = _possessive(word.lower())
-    for suffix in ("ing", "ers", "er", "ed", "es", "s", "ly"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
-    return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
 def _name_sets(text: str) -> tuple[set[str], set[str]]:
@@ -181,14 +162,14 @@ def _name_sets(text: str) -> tuple[set[str], set[str]]:
         word = m.group(0)
         if not word[0].isupper() or len(word) == 1:
             continue
-        lower = _possessive(word.lower())
+        lower = possessive(word.lower())
         if lower in _NUMBER_WORDS or _singular_day(lower) in _MONTHS_DAYS:
             continue  # already counted as a value
         # Only the few characters before the word decide; a bounded look-back
         # keeps this linear in the text (slicing the whole prefix for every
         # capitalized word was quadratic: 10 s for 54 KB of names).
         if _SENTENCE_START.search(text, max(0, m.start() - _LOOK_BACK), m.start()):
-            if lower in _COMMON_STARTERS or _stem(lower) in _COMMON_STARTERS or lower.endswith(("ly", "ing")):
+            if lower in _COMMON_STARTERS or stem(lower) in _COMMON_STARTERS or lower.endswith(("ly", "ing")):
                 continue
             opening.add(lower)
         else:
@@ -230,11 +211,11 @@ def differs_in_value(a: str, b: str) -> bool:
     ida, idb = _identifiers(na), _identifiers(nb)
     if ida - idb and idb - ida:
         return True
-    stems_a = {_stem(p) for w in _WORD.findall(na) for p in (w, *w.split("-"))}
-    stems_b = {_stem(p) for w in _WORD.findall(nb) for p in (w, *w.split("-"))}
+    stems_a = {stem(p) for w in _WORD.findall(na) for p in (w, *w.split("-"))}
+    stems_b = {stem(p) for w in _WORD.findall(nb) for p in (w, *w.split("-"))}
     # "Google-style" is matched by "Google style": every part is there.
-    lost_a = {n for n in _names(na) if not {_stem(p) for p in n.split("-")} <= stems_b and n not in ida}
-    lost_b = {n for n in _names(nb) if not {_stem(p) for p in n.split("-")} <= stems_a and n not in idb}
+    lost_a = {n for n in _names(na) if not {stem(p) for p in n.split("-")} <= stems_b and n not in ida}
+    lost_b = {n for n in _names(nb) if not {stem(p) for p in n.split("-")} <= stems_a and n not in idb}
     if not (lost_a and lost_b):
         return False
     around_a, around_b = _neighbours(na, lost_a), _neighbours(nb, lost_b)
@@ -249,10 +230,10 @@ def differs_in_value(a: str, b: str) -> bool:
 def _neighbours(text: str, names: set[str]) -> dict[str, set[str]]:
     """For each name, the content words right before and after it (other
     names skipped): "Alice prefers X" / "Bob prefers X" share "prefer"."""
-    units = _substitution_units(text)
+    units = substitution_units(text)
     # A hyphenated name ("Full-text") is several units: find it by its first
     # part, take the word after its last part.
-    parts = {n: [_stem(p) for p in n.split("-")] for n in names}
+    parts = {n: [stem(p) for p in n.split("-")] for n in names}
     starts = {p[0]: n for n, p in parts.items()}
     skip = {u for p in parts.values() for u in p}
     out: dict[str, set[str]] = {n: set() for n in names}
@@ -274,261 +255,6 @@ def differs_in_number(a: str, b: str) -> bool:
 
 
 # "X, not Y" names an alternative (like "instead of Y"), it negates nothing.
-_CONTRAST_NOT = re.compile(r",\s*(?:and\s+|but\s+)?not\b", re.IGNORECASE)
-
-
-# How many content words after an English negator it is taken to negate: the
-# first, the verb or noun it binds ("never use", "not enabled", "no deploys").
-_NEGATION_SCOPE = 1
-
-
-def _polarity(text: str) -> tuple[int, bool, set[str]]:
-    """(parity of negations, whether a Chinese one counts, stems of the
-    content words English negators reach)."""
-    from memex.text import STOPWORDS  # local: text.py must not depend on values.py
-
-    text = _CONTRAST_NOT.sub(" instead ", unicodedata.normalize("NFKC", text))
-    # 不低于 / 不超过 are bounds ("at least", "at most"), compared by
-    # differs_in_opposites, not negations.
-    zh = _POLARITY_ZH.findall(_ZH_NOT_NEGATION.sub(" ", strip_bounds(text)))
-    reached: set[str] = set()
-    count = len(zh)
-    for m in _POLARITY_EN.finditer(text):
-        count += 1
-        words = [w for w in _ASCII_WORD.findall(text[m.end() : m.end() + 120].lower()) if w not in STOPWORDS]
-        reached |= {_stem(w) for w in words[:_NEGATION_SCOPE]}
-    return count % 2, bool(zh), reached
-
-
-def differs_in_polarity(a: str, b: str) -> bool:
-    """True when one text negates what the other states ("use X" / "never use X").
-
-    Counts negation words (English and Chinese) on each side; an odd count
-    on one side and an even count on the other is a flip, provided the
-    negation reaches something the other text states: the content word
-    right after an English negator appears in the other text. So
-    "the wheels break with numpy 2" / "the wheels do not work with numpy 2"
-    (a negated synonym) is no flip, while "use tabs" / "never use tabs" is.
-    Chinese negators, unscoped, always count. "X, not Y" is a contrast.
-    """
-    pa, zh_a, reach_a = _polarity(a)
-    pb, zh_b, reach_b = _polarity(b)
-    if pa == pb:
-        return False
-    odd_zh, odd_reach, other = (zh_a, reach_a, b) if pa else (zh_b, reach_b, a)
-    if odd_zh:
-        return True
-    other_stems = {_stem(w) for w in _ASCII_WORD.findall(unicodedata.normalize("NFKC", other).lower())}
-    return bool(odd_reach & other_stems)
-
-
-_ANTONYMS_EN = (
-    ("dark", "light"), ("light", "heavy"), ("true", "false"), ("on", "off"), ("min", "max"),
-    ("minimum", "maximum"), ("increase", "decrease"), ("before", "after"), ("left", "right"),
-    ("up", "down"), ("open", "closed"), ("public", "private"), ("sync", "async"),
-    ("synchronous", "asynchronous"), ("tabs", "spaces"), ("allow", "deny"), ("accept", "reject"),
-    ("include", "exclude"), ("upper", "lower"), ("first", "last"), ("short", "long"),
-    ("brief", "long"), ("more", "less"), ("more", "fewer"), ("high", "low"), ("fast", "slow"),
-    ("large", "small"), ("big", "small"), ("old", "new"), ("older", "newer"), ("black", "white"),
-    ("enable", "disable"), ("enabled", "disabled"), ("always", "sometimes"), ("local", "remote"),
-    ("internal", "external"), ("read", "write"), ("input", "output"), ("client", "server"),
-    ("start", "stop"), ("morning", "evening"), ("morning", "afternoon"), ("day", "night"),
-    ("like", "dislike"), ("likes", "dislikes"), ("love", "hate"), ("loves", "hates"),
-    ("success", "failure"), ("pass", "fail"), ("passes", "fails"), ("add", "remove"),
-    ("static", "dynamic"), ("horizontal", "vertical"), ("ascending", "descending"),
-)
-_ANTONYMS_ZH = (
-    ("深色", "浅色"), ("上午", "下午"), ("详细", "简短"), ("开启", "关闭"), ("打开", "关闭"),
-    ("最大", "最小"), ("增加", "减少"), ("之前", "之后"), ("以前", "以后"), ("喜欢", "讨厌"),
-    ("同步", "异步"), ("公开", "私有"), ("本地", "远程"), ("成功", "失败"), ("横向", "纵向"),
-    ("升序", "降序"), ("白天", "晚上"), ("启用", "禁用"), ("允许", "拒绝"),
-)
-_RELATIONS = frozenset(
-    "over instead than not versus vs rather unlike except but replaced replaces replace before after".split()
-)
-# Words that all name the rejected alternative: "Redis over RabbitMQ",
-# "Redis instead of RabbitMQ", "Redis rather than RabbitMQ", "Redis, not
-# RabbitMQ", "Redis replaced RabbitMQ" compare as one relation.
-_ALTERNATIVE = {"over": "over", "instead": "over", "rather": "over", "versus": "over", "vs": "over",
-                "unlike": "over", "replaced": "over", "replaces": "over", "replace": "over"}
-# Order in time: what follows is a phrase ("after touching pyproject.toml" /
-# "after editing pyproject.toml"), so two words are kept and an overlap is
-# the same order.
-_TEMPORAL = frozenset({"before", "after"})
-_ASCII_WORD = re.compile(r"[a-z0-9](?:[a-z0-9_+#-]|\.(?=[a-z0-9]))*")
-_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-# Chinese characters too common to tell two facts apart.
-_ZH_STOP_CHARS = frozenset("的了是在我有和就不都也很到要会着这那们吗呢吧啊与及或等被把让给对从为而以之于其中个一")
-
-
-def differs_in_opposites(a: str, b: str) -> bool:
-    """One text has a word and the other its opposite ("dark mode" / "light mode"),
-    or the two bound a value from different sides (不低于 / 低于, 至少 / 最多)."""
-    ba, bb = bounds(unicodedata.normalize("NFKC", a)), bounds(unicodedata.normalize("NFKC", b))
-    if ba and bb and ba != bb:
-        return True
-    wa = set(_ASCII_WORD.findall(unicodedata.normalize("NFKC", a).lower()))
-    wb = set(_ASCII_WORD.findall(unicodedata.normalize("NFKC", b).lower()))
-    for x, y in _ANTONYMS_EN:
-        if (x in wa and y in wb and y not in wa and x not in wb) or (
-            y in wa and x in wb and x not in wa and y not in wb
-        ):
-            return True
-    for x, y in _ANTONYMS_ZH:
-        if (x in a and y in b and y not in a and x not in b) or (
-            y in a and x in b and x not in a and y not in b
-        ):
-            return True
-    return False
-
-
-def _neighbours_of_relations(words: list[str]) -> dict[str, set[str]]:
-    """For each comparison word, the first content word that follows it (the
-    next two for before/after)."""
-    from memex.text import STOPWORDS  # local: text.py must not depend on values.py
-
-    out: dict[str, set[str]] = {}
-    # Walk backwards carrying the next content words, so the text is read
-    # once (looking ahead from every relation word was quadratic).
-    after: list[str] = []
-    for word in reversed(words):
-        if word in _RELATIONS:
-            keep = after[:2] if word in _TEMPORAL else after[:1] or [""]
-            out.setdefault(_ALTERNATIVE.get(word, word), set()).update(_stem(w) for w in keep)
-        elif word not in STOPWORDS:
-            after = [word, *after[:1]]
-    return out
-
-
-def _relation_words(text: str) -> list[str]:
-    return _ASCII_WORD.findall(_CONTRAST_NOT.sub(" instead ", unicodedata.normalize("NFKC", text)).lower())
-
-
-def differs_in_relation(a: str, b: str) -> bool:
-    """The same comparison with its sides changed ("pytest over unittest" /
-    "unittest over pytest", "main, not develop" / "develop, not main",
-    "linters before the tests" / "tests before the docs"), or what one text
-    rejects stated plainly by the other ("tabs over spaces" / "spaces for
-    indentation").
-
-    Relation words present in both texts are compared, so a paraphrase that
-    drops the comparison word is not flagged on that account.
-    """
-    wa, wb = _relation_words(a), _relation_words(b)
-    ra, rb = _neighbours_of_relations(wa), _neighbours_of_relations(wb)
-    for w in ra.keys() & rb.keys():
-        if (ra[w].isdisjoint(rb[w]) if w in _TEMPORAL else ra[w] != rb[w]):
-            return True
-    for words, other, other_rel in ((wa, wb, rb), (wb, wa, ra)):
-        if "over" in other_rel:
-            continue  # both compare: the loop above decided
-        # Everything the other text puts after a relation word is not
-        # stated plainly there ("better than requests").
-        placed = set().union(*other_rel.values()) if other_rel else set()
-        plain = {_stem(x) for x in other} - placed
-        if _rejected(words) & plain:
-            return True
-    return False
-
-
-_PREFERENCE = re.compile(r"^(?:prefer|pick|chose|choose|favou?r|like)")
-
-
-def _rejected(words: list[str]) -> set[str]:
-    """What the text names as the rejected alternative. "over" counts only
-    beside a word of preference ("prefers tabs over spaces"): alone it is
-    as often a place ("runs on FTS5 over text")."""
-    if not any(_PREFERENCE.match(w) for w in words):
-        words = [w for w in words if w not in ("over", "replaced", "replaces", "replace")]
-    return _neighbours_of_relations(words).get("over", set())
-
-
-_UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[.'][^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)*")
-
-
-def _substitution_units(text: str, function_words: bool = False) -> list[str]:
-    """Content words in order (stemmed), Chinese as single characters; with
-    ``function_words`` the stopwords stay (they mark roles: from/to, by)."""
-    from memex.text import STOPWORDS  # local: text.py must not depend on values.py
-
-    out = []
-    for unit in _UNIT.findall(unicodedata.normalize("NFKC", text).casefold()):
-        if not function_words and (unit in STOPWORDS or unit in _ZH_STOP_CHARS):
-            continue
-        if len(unit) == 1 and unit.isascii() and not unit.isdigit():
-            continue
-        out.append(_stem(unit))
-    return out
-
-
-def _common_ends(ua: list[str], ub: list[str]) -> tuple[int, int]:
-    """Lengths of the common prefix and of the common suffix after it."""
-    short = min(len(ua), len(ub))
-    head = 0
-    while head < short and ua[head] == ub[head]:
-        head += 1
-    tail = 0
-    while tail < short - head and ua[-1 - tail] == ub[-1 - tail]:
-        tail += 1
-    return head, tail
-
-
-def substitutes_one_word(a: str, b: str) -> bool:
-    """The same sentence with one word swapped in place ("use httpx instead of
-    requests" / "use aiohttp instead of requests").
-
-    Near-copies never swap a word, and a paraphrase reorders or rewords
-    more than one; a single in-place swap is how a changed value that is
-    not a number (a library, a colour, a city) usually looks.
-
-    Linear: one word swapped in place means the two unit lists agree
-    outside one position, so stripping their common prefix and suffix
-    must leave exactly one unit on each side (a general diff was
-    quadratic and worse on repetitive bodies: minutes for 54 KB).
-    """
-    ua, ub = _substitution_units(a), _substitution_units(b)
-    if len(ua) != len(ub) or len(ua) < 2:
-        return False
-    head, tail = _common_ends(ua, ub)
-    return len(ua) - head - tail == 1
-
-
-# Role swaps are looked for only in a differing stretch this short: longer
-# ones are not one sentence with two words exchanged, and the search over
-# splits is cubic in the stretch.
-MAX_SWAP_SPAN = 40
-
-
-def swaps_roles(a: str, b: str) -> bool:
-    """The same words with two of them (or two runs) exchanged across the
-    sentence: "Alice owns billing and Bob owns auth" / "Bob owns billing and
-    Alice owns auth", "never deploy on Fridays; fine on Mondays" / "never
-    deploy on Mondays; fine on Fridays", "migrate from MySQL to Postgres" /
-    "migrate from Postgres to MySQL".
-
-    Same bag of words (Jaccard 1.0), so no set-based check sees it. Outside
-    their common ends, one text must read X M Y and the other Y M X with a
-    non-empty M between: a paraphrase that moves a clause ("run tests before
-    committing" / "before committing, run tests") swaps adjacent runs (empty
-    M) and is not a role swap. Function words count: they mark the roles
-    ("from X to Y") and keep a passive paraphrase ("the cache is warmed by
-    the loader" / "the loader warms the cache") from being the same bag.
-    """
-    ua, ub = _substitution_units(a, True), _substitution_units(b, True)
-    if len(ua) != len(ub) or ua == ub or sorted(ua) != sorted(ub):
-        return False
-    head, tail = _common_ends(ua, ub)
-    ra, rb = ua[head : len(ua) - tail], ub[head : len(ub) - tail]
-    n = len(ra)
-    if n > MAX_SWAP_SPAN:
-        return False
-    for lx in range(1, n - 1):
-        if ra[:lx] != rb[n - lx :]:
-            continue
-        for ly in range(1, n - lx):
-            if rb[:ly] == ra[n - ly :] and ra[lx : n - ly] == rb[ly : n - lx]:
-                return True
-    return False
 
 
 # The guards in the order they are asked; the first that fires is the

@@ -124,7 +124,7 @@ def _check_args(
 def _select(
     vault: Vault, memory_id: str | None, source: str | None, source_ref: str | None, session: str | None
 ) -> Selection:
-    store = vault.store
+    store = vault.local_store
     if memory_id:
         try:
             start = by_id(store, memory_id)
@@ -135,6 +135,8 @@ def _select(
             except MemoryNotFound:
                 start = []  # not indexed: maybe a restored file the index refused
         sel = expand(store, vault.root, start, follow_derived=False)
+        if not start:
+            _only_shared(vault, sel, memory_id)
     else:
         # Files edited or added while nothing was watching must be seen too.
         vault.reindex()
@@ -159,6 +161,18 @@ def _select(
     return sel
 
 
+def _only_shared(vault: Vault, sel: Selection, memory_id: str) -> None:
+    """A memory only the shared PostgreSQL index holds (another clone added
+    it; git has not brought its file here): erased by id there, its body
+    remembered here. Its rowid is the shared index's, which names nothing
+    in this clone's index: 0, which SQLite never assigns, so the local
+    purge finds nothing by it (docs/postgres.md)."""
+    if vault.shared_index is None:
+        return
+    for t in vault.store.targets_by_id(memory_id):
+        sel.memories[t.id] = t._replace(rowid=0)
+
+
 def _add_copies(vault: Vault, sel: Selection, ids: list[str]) -> None:
     """Every copy of what is erased (docs/forgetting.md; see memex.erase.select)."""
     walked = scan.walk(vault.root)  # the indexer's walk, without loading the model
@@ -166,12 +180,12 @@ def _add_copies(vault: Vault, sel: Selection, ids: list[str]) -> None:
     sel.temp_names = walked.temp_names
     indexed = {t.path for t in sel.memories.values()}
     wanted = list(dict.fromkeys([*ids, *sel.memories]))
-    unknown = files_to_read(vault.store, on_disk, wanted)
+    unknown = files_to_read(vault.local_store, on_disk, wanted)
     for rel, (memory_id, body) in claiming_files(vault.root, unknown, wanted).items():
         if rel not in indexed:
             sel.files[rel] = body
     bodies = [t.body for t in sel.memories.values()] + list(sel.files.values())
-    for t in same_text(vault.store, bodies, set(sel.memories)):
+    for t in same_text(vault.local_store, bodies, set(sel.memories)):
         sel.memories[t.id] = t
         sel.copies.append(t.id)
 
@@ -225,7 +239,7 @@ def _purge_index(vault: Vault, sel: Selection, paths: list[str]) -> PurgeCounts:
     (under the same id, or at the same path) since the selection.
     """
     counts = PurgeCounts()
-    store = vault.store
+    store = vault.local_store
     ids = sorted({*sel.memories, *(t.id for t in sel.memories.values())})
     with store.write_txn():
         rowids = {t.rowid for t in sel.memories.values()}

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
-
-import apsw
+from typing import Any, Protocol
 
 from memex.errors import InvalidArgument
 from memex.fields import Relation as Relation  # re-exported: the shape lives in memex.fields
-from memex.store import entities
+from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
+from memex.store.entities import Neighbour as EntityNeighbour
 from memex.text import entity_key as entity_key  # re-exported
 from memex.text import normalize
 
@@ -67,23 +66,36 @@ class EntitySummary:
         return {"name": self.name, "memories": self.memories, "active": self.active, "relations": self.relations}
 
 
-def list_entities(conn: apsw.Connection) -> list[EntitySummary]:
+class EntityReader(Protocol):
+    """What the graph commands ask of the index: the entity operations of
+    :class:`memex.store.protocol.IndexStore` (any backend's store). Named
+    here, not imported: the store's package imports the records, which
+    import this module (tests/test_architecture.py)."""
+
+    def entity_counts(self) -> list[EntityCount]: ...
+    def find_entity(self, key: str) -> Entity | None: ...
+    def entity_memories(self, entity_rowid: int) -> list[EntityMemory]: ...
+    def entity_relations(self, entity_rowid: int) -> list[EntityRelation]: ...
+    def neighbours(self, entity_rowid: int) -> list[EntityNeighbour]: ...
+
+
+def list_entities(store: EntityReader) -> list[EntitySummary]:
     """Every entity, most-mentioned first; one row per entity however many memories name it."""
-    return [EntitySummary(*row) for row in entities.entity_counts(conn)]
+    return [EntitySummary(*row) for row in store.entity_counts()]
 
 
-def entity_graph(conn: apsw.Connection, name: str) -> dict[str, Any]:
+def entity_graph(store: EntityReader, name: str) -> dict[str, Any]:
     """One entity: the memories naming it, its relations (both ways), its neighbours."""
     key = entity_key(name)
     if not key:
         raise InvalidArgument("NAME", "must not be empty")
-    found = entities.find_entity(conn, key)
+    found = store.find_entity(key)
     if found is None:
         raise InvalidArgument("NAME", f"no entity named {name!r} (see `memex entities`)")
     rowid, display = found
     return {
         "name": display,
-        "memories": [m._asdict() for m in entities.entity_memories(conn, rowid)],
-        "relations": [r._asdict() for r in entities.entity_relations(conn, rowid)],
-        "neighbours": [n._asdict() for n in entities.neighbours(conn, rowid)],
+        "memories": [m._asdict() for m in store.entity_memories(rowid)],
+        "relations": [r._asdict() for r in store.entity_relations(rowid)],
+        "neighbours": [n._asdict() for n in store.neighbours(rowid)],
     }

@@ -63,11 +63,14 @@ BATCH = 256
 
 class Indexer:
     def __init__(
-        self, root: Path, conn: apsw.Connection, config: Config, embedder: embed.Embedder | None
+        self, root: Path, conn: apsw.Connection, config: Config, embedder: embed.Embedder | None,
+        store: IndexStore | None = None,
     ) -> None:
         self.root = root
         self.conn = conn
-        self.store: IndexStore = SqliteStore(conn)
+        # Everything the indexer reads and writes goes through the store: any
+        # backend's (``store``), else the SQLite index on ``conn`` (docs/store.md).
+        self.store: IndexStore = SqliteStore(conn) if store is None else store
         self.config = config
         self.embedder = embedder
         self.chunker = chunking.for_config(config)
@@ -75,9 +78,10 @@ class Indexer:
         self.reader = BatchReader(root, config, self.store, self.guard, embedder, self.chunker)
         self.writer = BatchWriter(root, self.store, self.guard)
         self.orphans_removed: list[str] = []  # temp files the last sync removed
-        # Called after index_paths (with the paths) and sync (with None): the
-        # shared PostgreSQL index follows the files too (docs/postgres.md).
-        self.followers: list[Callable[[list[str] | None], None]] = []
+        # Called after index_paths (with the paths) and sync (with None and
+        # the paths whose rows lost their file): the shared PostgreSQL index
+        # follows the files too (docs/postgres.md).
+        self.followers: list[Callable[[list[str] | None, list[str]], None]] = []
         if embedder is not None:
             self.store.ensure_vectors(embedder.model_id, embedder.dim)
             self.store.ensure_model_profile(profiles.for_model(embedder.model_id).as_meta())
@@ -127,7 +131,7 @@ class Indexer:
         found += orphans.find_orphans(self.root, tuple(f for f in orphans.FOLDERS if f != MEMORIES_DIR))
         self.orphans_removed = orphans.remove_orphans(self.root, found)
         for follow in self.followers:
-            follow(None)
+            follow(None, vanished)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -168,7 +172,7 @@ class Indexer:
                 candidates.append(rel)
         self._apply(candidates, on_disk, rows, vanished, report, False, None)
         for follow in self.followers:
-            follow(relpaths)
+            follow(relpaths, [])
         report.seconds = time.perf_counter() - started
         return report
 

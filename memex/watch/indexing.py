@@ -85,7 +85,7 @@ class BatchIndexer:
             if not _is_blank(self.vault.root / rel):
                 self.empty_since.pop(rel, None)
                 continue
-            if not self.vault.store.has_path(rel):
+            if not self.vault.local_store.has_path(rel):
                 continue  # nothing to protect: index it (the indexer records why it is skipped)
             since = self.empty_since.setdefault(rel, now)
             if now - since < grace:
@@ -99,7 +99,7 @@ class BatchIndexer:
         """Every path a moved, created or deleted folder may have touched: files on
         disk below it now, and rows and recorded errors below it in the index."""
         on_disk = scan.walk(self.vault.root).found
-        known = self.vault.store.known_paths()
+        known = self.vault.local_store.known_paths()
         out: set[str] = set()
         for d in dirs:
             prefix = d + "/"
@@ -127,7 +127,7 @@ class BatchIndexer:
                 for rel in chunk:
                     self._index_one(rel, total)
             self.heartbeat()
-        if total.removed or self.vault.store.get_meta(SCRUB_PENDING) is not None:
+        if total.removed or self.vault.local_store.get_meta(SCRUB_PENDING) is not None:
             self._scrub()
         changed = sum(getattr(total, k) for k in ("added", "updated", "removed", "moved"))
         level = logging.INFO if changed else logging.DEBUG
@@ -141,10 +141,10 @@ class BatchIndexer:
         every ``memex add`` wait too, until it timed out)."""
         rows = vectors_for_files(self.vault, paths)
         with self.vault.commit(timeout=LOCK_WAIT):
-            self.vault.store.cache_put(rows)
+            self.vault.local_store.cache_put(rows)
             report: SyncReport = self.vault.indexer.index_paths(paths, verify=True)
             # Vectors of files gone or refused since they were read go again.
-            self.vault.store.cache_drop_unused({r[1] for r in rows})
+            self.vault.local_store.cache_drop_unused({r[1] for r in rows})
         return report
 
     def _scrub(self) -> None:

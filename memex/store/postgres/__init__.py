@@ -10,7 +10,11 @@ that several memex processes on several machines share:
 * :mod:`.query`: BM25 top-k over PostgreSQL text search, vector KNN, usage;
 * :mod:`.forensic`: ``VACUUM`` after a purge, and what PostgreSQL still holds;
 * :mod:`.bulk`: loading many memories with ``COPY``;
-* :mod:`.vault_index`: a vault's files synced into it (what the Vault uses).
+* :mod:`.store`: :class:`PgStore`, the :class:`memex.store.protocol.IndexStore`
+  on PostgreSQL (``Vault.store``), over :mod:`.reads` (rows, vectors,
+  usage, entities) and :mod:`.selects` (what the features select);
+* :mod:`.vault_index`: a vault's files synced into it (the follower of
+  each clone's writes).
 
 Hybrid search over it is :mod:`memex.search.postgres` (the search layer).
 

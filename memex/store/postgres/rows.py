@@ -38,12 +38,16 @@ def _values(rec: Record) -> tuple[object, ...]:
     )
 
 
-def upsert(conn: PgConnection, rec: Record, vectors: Vectors | None) -> tuple[int, str]:
-    """Write one memory (by id); returns its rowid and ``added`` or ``updated``."""
+def upsert(
+    conn: PgConnection, rec: Record, vectors: Vectors | None, document: str | None = None
+) -> tuple[int, str]:
+    """Write one memory (by id); returns its rowid and ``added`` or ``updated``.
+    ``document``: its tokens for full text (:func:`memex.text.fts_document`), made here if not given."""
     at_path = conn.execute("SELECT rowid, id FROM memories WHERE path = %s", (rec.path,)).fetchone()
     if at_path is not None and at_path[1] != rec.id:
         purge_memory(conn, int(at_path[0]))  # the file now carries another id
-    document = text.fts_document(rec.embed_text)
+    if document is None:
+        document = text.fts_document(rec.embed_text)
     length = len(document.split())
     old = conn.execute("SELECT rowid, fts_len FROM memories WHERE id = %s", (rec.id,)).fetchone()
     values = _values(rec)

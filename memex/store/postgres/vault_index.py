@@ -110,9 +110,15 @@ class PgVaultIndex:
                     found[f"{rel_folder}/{name}"] = os.lstat(full)
         return found
 
-    def sync(self) -> SyncReport:
-        """Bring the index in step with all the files (``memex reindex``)."""
-        return self._sync(self._walk(), None)
+    def sync(self, vanished: Iterable[str] | None = None) -> SyncReport:
+        """Bring the index in step with all the files (``memex reindex``).
+
+        ``vanished``: the paths whose files this clone lost (its own index had
+        a row for them); only their rows are purged of those whose file is
+        not here. Another clone's memory whose file git has not brought here
+        yet is not "gone". None: purge every row whose file is not here (an
+        index this vault has alone)."""
+        return self._sync(self._walk(), None, None if vanished is None else set(vanished))
 
     def sync_paths(self, relpaths: list[str]) -> SyncReport:
         """Index (or purge) just these paths: what a write or the watcher touched."""
@@ -123,14 +129,17 @@ class PgVaultIndex:
                 on_disk[rel] = full.stat()
         return self._sync(on_disk, list(dict.fromkeys(relpaths)))
 
-    def follow(self, relpaths: list[str] | None) -> None:
-        """What the SQLite indexer calls after it indexed these paths (None: a whole sync)."""
+    def follow(self, relpaths: list[str] | None, vanished: list[str]) -> None:
+        """What the SQLite indexer calls after it indexed these paths (None: a
+        whole sync, which found the files of ``vanished`` gone)."""
         if relpaths is None:
-            self.sync()
+            self.sync(vanished)
         elif relpaths:
             self.sync_paths(relpaths)
 
-    def _sync(self, on_disk: dict[str, os.stat_result], only: list[str] | None) -> SyncReport:
+    def _sync(
+        self, on_disk: dict[str, os.stat_result], only: list[str] | None, vanished: set[str] | None = None
+    ) -> SyncReport:
         """Stat first, then the file hash, as the SQLite indexer does (a
         no-change sync reads no file); a file read within RACY_NS of its
         mtime is re-read next time (see memex/index/scan.py)."""
@@ -174,6 +183,7 @@ class PgVaultIndex:
                 report.unchanged += 1
                 continue
             records.append(rec)
+        records = self._moves(records, indexed, on_disk, vanished, report)
         if restat:
             with self.conn.write_txn(), self.conn.raw.cursor() as cur:
                 cur.executemany("UPDATE memories SET size = %s, mtime_ns = %s, racy = %s WHERE rowid = %s", restat)
@@ -183,7 +193,7 @@ class PgVaultIndex:
             with self.conn.write_txn():
                 for rowid in stale:
                     report.removed += rows.purge_memory(self.conn, rowid).memories
-        gone = [rel for rel in indexed if rel not in on_disk]
+        gone = [rel for rel in indexed if rel not in on_disk and (vanished is None or rel in vanished)]
         if gone:
             with self.conn.write_txn():
                 # Asked again: a row whose file moved was re-pointed by the writes above.
@@ -193,6 +203,34 @@ class PgVaultIndex:
                     if rows.purge_memory(self.conn, int(rowid)).memories:
                         report.removed += 1
         return report
+
+    def _moves(
+        self, records: list[Record], indexed: dict[str, Any], on_disk: dict[str, os.stat_result],
+        vanished: set[str] | None, report: SyncReport,
+    ) -> list[Record]:
+        """Files whose bytes are a gone row's under a new path (a hand-written
+        file renamed, its id following the path): the row moves, keeping its
+        vectors and its recall counts, and takes the record's other columns,
+        as the SQLite indexer's ``move_row`` + ``write_memory``."""
+        gone = {
+            str(row[2]): row for rel, row in indexed.items()
+            if rel not in on_disk and (vanished is None or rel in vanished)
+        }
+        if not gone:
+            return records
+        rest: list[Record] = []
+        with self.conn.write_txn():
+            for rec in records:
+                old = gone.pop(rec.file_hash, None) if rec.path not in indexed else None
+                if old is None or self.conn.execute("SELECT 1 FROM memories WHERE id = %s AND rowid <> %s",
+                                                    (rec.id, int(old[0]))).fetchone() is not None:
+                    rest.append(rec)
+                    continue
+                self.conn.execute("UPDATE usage SET memory_id = %s WHERE memory_id = %s", (rec.id, str(old[7])))
+                self.conn.execute("UPDATE memories SET id = %s, path = %s WHERE rowid = %s", (rec.id, rec.path, int(old[0])))
+                rows.upsert(self.conn, rec, None)  # the rest of the row (a scope read off the new folder)
+                report.moved += 1
+        return rest
 
     def _write(self, batch: list[Record], report: SyncReport) -> None:
         vectors: dict[str, rows.Vectors] = {}

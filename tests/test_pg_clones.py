@@ -1,0 +1,135 @@
+"""Two vault clones on one PostgreSQL index: what one adds, the other's
+get, list, dedup, consolidation, fading and entities answer at once (before
+git brings the file); what one erases, the other can no longer read.
+(docs/postgres.md, "What is shared and what stays local".)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memex import decay
+from memex.cli import main
+from memex.consolidation.consolidate import consolidate
+from memex.erase.steps import erase
+from memex.errors import MemoryNotFound
+from memex.index.graph import entity_graph, list_entities
+from memex.vault import Vault, init_vault
+from tests.conftest import use_postgres
+from tests.fakes import HashEmbedder
+
+
+@pytest.fixture
+def clones(tmp_path: Path, pg_url: str) -> Iterator[tuple[Vault, Vault]]:
+    """Clone A and clone B of one vault, one shared index, nothing pulled between them."""
+    root = init_vault(tmp_path / "a", git=False)
+    use_postgres(root, pg_url)
+    shutil.copytree(root, tmp_path / "b")
+    with Vault(root, embedder=HashEmbedder()) as a, Vault(tmp_path / "b", embedder=HashEmbedder()) as b:
+        yield a, b
+
+
+def test_a_memory_added_on_one_clone_is_read_by_the_other(clones: tuple[Vault, Vault]) -> None:
+    a, b = clones
+    fact = "The billing service retries webhooks three times with backoff"
+    added = a.add(fact, scope="project:billing", session="s1", entities=["Billing Service"])
+    a.add("Invoices are stored for seven years in the archive bucket", scope="project:billing", session="s1")
+    a.add("The tax module rounds half to even on every line item", scope="project:billing", session="s1")
+    assert not (b.root / added.path).exists()  # git has not brought the file to B
+
+    got = b.get(added.id)
+    assert (got.body.strip(), got.path, got.status) == (fact, added.path, "active")
+    assert got.meta["scope"] == "project:billing" and got.meta["session"] == "s1"
+    assert added.id in [h.id for h in b.list(scope="project:billing")]
+    assert [h.id for h in b.search("billing webhooks retries")][:1] == [added.id]
+
+    again = b.add(fact, scope="project:billing")
+    assert (again.status, again.method, again.existing_id) == ("duplicate", "exact", added.id)
+    assert not list((b.root / "memories").rglob("*.md"))  # nothing written on B
+
+    plan = consolidate(b, "s1", dry_run=True)
+    assert plan.candidates == 3
+    assert added.id in {f.id for f in decay.schedule(b.store, decay.load_policy(b.config))}
+    assert "Billing Service" in [e.name for e in list_entities(b.store)]
+    assert [m["id"] for m in entity_graph(b.store, "billing service")["memories"]] == [added.id]
+
+
+def test_an_erase_on_one_clone_leaves_nothing_the_other_can_read(clones: tuple[Vault, Vault]) -> None:
+    a, b = clones
+    secret = "The staging root password is tangerine-42"
+    gone = a.add(secret, scope="user", session="s2", entities=["Staging"])
+    kept = a.add("Staging deploys run from the release branch", scope="user", session="s2", entities=["Staging"])
+    assert b.get(gone.id).body.strip() == secret
+
+    erase(a, gone.id, reason="leaked credential")
+
+    with pytest.raises(MemoryNotFound):
+        b.get(gone.id)
+    assert gone.id not in [h.id for h in b.list(include_superseded=True)]
+    assert gone.id not in [h.id for h in b.search("staging root password tangerine")]
+    assert all(gone.id != f.id for f in decay.schedule(b.store, decay.load_policy(b.config)))
+    assert b.store.targets_containing("tangerine") == []
+    assert [m["id"] for m in entity_graph(b.store, "staging")["memories"]] == [kept.id]
+    # Adding it again on B is not refused by B's (unsynced) erased list, but
+    # it no longer counts as a duplicate of anything: the shared index forgot it.
+    assert b.add(secret, scope="user").status == "created"
+
+
+def test_the_cli_of_one_clone_shows_the_other_clones_memory(clones: tuple[Vault, Vault]) -> None:
+    a, b = clones
+    added = a.add("The on-call rota changes every Monday at nine", scope="user", entities=["On-call"])
+    runner = CliRunner()
+    env = {"MEMEX_VAULT": str(b.root)}
+    out = runner.invoke(main, ["show", "--json", added.id], env=env)
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["body"].strip() == "The on-call rota changes every Monday at nine"
+    out = runner.invoke(main, ["list", "--json"], env=env)
+    assert out.exit_code == 0, out.output
+    assert added.id in out.output
+    out = runner.invoke(main, ["entities", "--json"], env=env)
+    assert out.exit_code == 0, out.output
+    assert "On-call" in out.output
+    out = runner.invoke(main, ["fading", "--json", "--within", "100000"], env=env)
+    assert out.exit_code == 0, out.output
+    assert added.id in out.output
+    out = runner.invoke(main, ["stats", "--json"], env=env)
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["memories"] == 1
+
+
+def test_a_reindex_on_a_clone_that_is_behind_keeps_the_others_memories(clones: tuple[Vault, Vault]) -> None:
+    """A whole sync of clone B purges from the shared index only what B's own
+    files lost, not every row whose file git has not brought to B yet."""
+    a, b = clones
+    mine = b.add("Clone B wrote this: the VPN config lives in the ops repo", scope="user")
+    theirs = a.add("Clone A wrote this: the CDN purge takes ten minutes", scope="user")
+    b.reindex()
+    b.reindex(full=True)
+    assert b.get(theirs.id).body.strip() == "Clone A wrote this: the CDN purge takes ten minutes"
+    assert [h.id for h in a.search("CDN purge ten minutes")][:1] == [theirs.id]
+    # What B's own files lose still leaves the shared index.
+    (b.root / mine.path).unlink()
+    b.reindex()
+    with pytest.raises(MemoryNotFound):
+        a.get(mine.id)
+    assert a.get(theirs.id).id == theirs.id
+
+
+def test_a_clone_erases_a_memory_only_the_shared_index_has_brought_it(clones: tuple[Vault, Vault]) -> None:
+    """B shows A's memory before git brings the file; B can erase it too."""
+    a, b = clones
+    secret = "The payroll export key is plum-seven-seven"
+    added = a.add(secret, scope="user")
+    result = erase(b, added.id, reason="wrong place for a key")
+    assert result.erased == [added.id] and result.files_deleted == 0
+    assert result.shared_index is not None and result.shared_index["purged"]["memories"] == 1
+    for clone in (a, b):
+        with pytest.raises(MemoryNotFound):
+            clone.get(added.id)
+        assert clone.search("payroll export key plum") == []
+    assert b.add(secret, scope="user").status == "refused"  # B's erased list holds it now
