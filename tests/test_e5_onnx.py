@@ -150,3 +150,11 @@ def test_without_a_writable_cache_the_graph_is_built_for_the_process(
     model = e5.E5OnnxEmbedder(weights_sha256=e5weights.WEIGHTS_SHA256)
     assert model.model_id == e5.MULTILINGUAL_MODEL_ID  # not the fallback engine
     assert np.allclose(model.embed_query(["备份保存在哪里？"]), onnx_e5.embed_query(["备份保存在哪里？"]), atol=1e-6)
+
+
+def test_a_run_holds_at_most_its_token_budget_and_covers_every_window_once() -> None:
+    lengths = sorted([12] * 40 + [130] * 20 + [512] * 9)
+    runs = list(e5._runs(lengths))
+    assert [i for run in runs for i in run] == list(range(len(lengths)))
+    assert all(len(run) * lengths[run[-1]] <= e5.TOKENS_PER_RUN for run in runs)
+    assert max(len(run) for run in runs) == e5.BATCH_SIZE_ONNX

