@@ -159,7 +159,7 @@ def add(
 
     qvec, cache_rows = _vectors(vault, body, content)
     cand = pipeline.Candidate(body=body, scope=scope, source=source, session=session, supersedes=supersedes, qvec=qvec)
-    decision = pipeline.check(vault.index, vault.config, vault.embedder, cand)
+    decision = pipeline.check(vault.index, vault.config, vault.embedder, cand, cache=vault.local_store)
     if decision.status != "created":
         return _known(vault, decision)
 

@@ -109,7 +109,10 @@ def repair(vault: Vault) -> dict[str, Any]:
 
 
 def stats(vault: Vault) -> dict[str, Any]:
-    held = vault.store.stats()
+    """What the index the vault answers from holds (the shared one on PostgreSQL);
+    ``index_bytes`` is this clone's own SQLite file either way."""
+    store = vault.store
+    held = store.stats()
     by_status = held.by_status
     index_bytes = sum(os.path.getsize(p) for p in (vault.paths.index, vault.paths.index_wal) if p.exists())
     return {
@@ -125,7 +128,8 @@ def stats(vault: Vault) -> dict[str, Any]:
         "errors": held.errors,
         "model": vault.embedder_status(),
         "lexical_only": vault.embedder is None,
-        "schema_version": SCHEMA_VERSION,
+        "backend": vault.config.index_backend,
+        "schema_version": SCHEMA_VERSION if vault.config.index_backend == "sqlite" else store.schema_version(),
         "index_bytes": index_bytes,
     }
 

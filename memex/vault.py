@@ -19,8 +19,8 @@ import builtins
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -183,7 +183,7 @@ class Vault:
     def local_store(self) -> IndexStore:
         """This clone's own SQLite index, whatever the backend: what the write
         path, the sync bookkeeping, erasure's purge and scrub, and ``doctor``'s
-        drift work on (docs/postgres.md, "What stays local")."""
+        drift work on (docs/postgres.md, "What is shared and what stays local")."""
         return SqliteStore(self.conn)
 
     @property
@@ -267,8 +267,25 @@ class Vault:
     def commit(self, timeout: float | None = None) -> AbstractContextManager[None]:
         """``write.lock`` plus a write transaction, for a short commit; never
         holds the lock while SQLite is busy (memex.store.schema.locked_txn).
-        ``timeout`` None means :attr:`lock_wait`."""
-        return locked_txn(self.conn, self.paths.write_lock, timeout if timeout is not None else self.lock_wait)
+        ``timeout`` None means :attr:`lock_wait`.
+
+        On PostgreSQL the commit also holds the shared index's write lock
+        (taken second, as every other writer takes them: no two orders), so
+        what ``add`` checks under it (the exact layer) and what it then
+        writes, followed into the shared index, are one step for every clone
+        (docs/postgres.md)."""
+        local = locked_txn(self.conn, self.paths.write_lock, timeout if timeout is not None else self.lock_wait)
+        if self.config.index_backend != "postgres":
+            return local
+        return self._shared_commit(local)
+
+    @contextmanager
+    def _shared_commit(self, local: AbstractContextManager[None]) -> Iterator[None]:
+        with local:
+            shared = self.shared_index
+            assert shared is not None  # index_backend is "postgres"
+            with shared.conn.write_txn():
+                yield
 
     @property
     def scope_rules(self) -> scopes.ScopeRules:

@@ -77,7 +77,7 @@ def main() -> None:
     texts = sorted({strip_injected(t).strip() for _, r in pairs + held for t in (r["a"], r["b"])})
     vec = dict(zip(texts, embedder.embed(texts)))
     query_side = for_model(embedder.model_id).dedup_query_side
-    qvec = dict(zip(texts, embed_queries(embedder, texts))) if query_side else {}
+    qside = dict(zip(texts, embed_queries(embedder, texts))) if query_side else {}
 
     def cos(a: str, b: str, side: dict[str, np.ndarray] = vec) -> float:
         return float(np.dot(side[strip_injected(a).strip()], side[strip_injected(b).strip()]))
@@ -122,8 +122,8 @@ def main() -> None:
         "holdout_files": list(HOLDOUT_FILES), "holdout": table(by_kind(held, vec)),
     }
     if query_side:
-        report["query_side"] = table(by_kind(pairs, qvec))
-        report["holdout_query_side"] = table(by_kind(held, qvec))
+        report["query_side"] = table(by_kind(pairs, qside))
+        report["holdout_query_side"] = table(by_kind(held, qside))
     print(json.dumps(report, indent=2))
 
 

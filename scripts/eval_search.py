@@ -6,6 +6,7 @@
     .venv/bin/python scripts/eval_search.py --floor    # the relevance floor: cosines, empty rates
     .venv/bin/python scripts/eval_search.py --json     # everything as JSON
     .venv/bin/python scripts/eval_search.py --model multilingual   # any [embedding] model setting
+    .venv/bin/python scripts/eval_search.py --guard tests/data/convo_eval_fresh.jsonl   # a third set, never chosen on
 
 Sets: ``tests/data/search_eval.jsonl`` (200 hand-written agent memories, 100
 queries; no split field, so queries alternate dev/test in id order) and
@@ -59,6 +60,9 @@ DEFAULT_DATA = DATA / "search_eval.jsonl"
 CONVO_DATA = DATA / "convo_eval.jsonl"
 UNRELATED = DATA / "unrelated_queries.jsonl"
 SETS = {"handwritten": DEFAULT_DATA, "convo": CONVO_DATA}
+# The guard rail (docs/search.md): the generator run with another seed and with small talk and
+# distractors written apart from the ones the rules were chosen with (--filler fresh).
+FRESH_DATA = DATA / "convo_eval_fresh.jsonl"
 DEPTH = 10
 KEYS = ("recall@1", "recall@5", "recall@10", "mrr")
 
@@ -136,13 +140,14 @@ class Prepared:
         self.ids = {int(r): str(i) for r, i in vault.conn.execute("SELECT rowid, id FROM memories")}
         self.created = {int(r): str(c) for r, c in vault.conn.execute("SELECT rowid, created FROM memories")}
         self.bodies = {int(r): str(b) for r, b in vault.conn.execute("SELECT rowid, body FROM memories")}
+        self.densities = vault.store.densities(list(self.bodies))
         self.calibration = calibration_for(vault.embedder.model_id if vault.embedder else None)
 
     def ranking(self, q: dict[str, Any], fusion: Fusion) -> list[str]:
         c = self.cands[q["id"]]
         span = when.window(q["query"], query_now(q)) if fusion.time_boost else None
         scores = fuse(c.lexical, c.semantic, fusion, c.use_vectors, q["query"], self.calibration, self.created,
-                      self.bodies, span)
+                      self.bodies, span, self.densities)
         order = sorted(scores, key=lambda r: (-round(scores[r], 9), self.ids[r]))
         if fusion.collapse_duplicates:
             order = unique_bodies(order[: DEPTH * 3], self.bodies)
@@ -283,7 +288,13 @@ def main() -> None:
     parser.add_argument("--floor", action="store_true", help="measure the relevance floor")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--model", default="auto", help="[embedding] model setting: auto (MiniLM) or multilingual")
+    parser.add_argument("--guard", type=Path, action="append", default=[],
+                        help="another labelled set, measured beside the two but never chosen on "
+                             f"(e.g. {FRESH_DATA.relative_to(ROOT)})")
     args = parser.parse_args()
+    for path in args.guard:
+        if not path.is_file():
+            raise SystemExit(f"--guard: no such file: {path}")
     embedder = embed.load_embedder(args.model)
     if embedder is None:
         raise SystemExit(f"no embedding model for --model {args.model}: {embed.why_no_embedder(args.model)}")
@@ -292,7 +303,7 @@ def main() -> None:
     results: dict[str, dict[str, dict[str, Any]]] = {}
     floors: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
-        for label, path in SETS.items():
+        for label, path in {**SETS, **{f"guard:{p.stem}": p for p in args.guard}}.items():
             memories, queries = load_set(path)
             vault = stack.enter_context(build_vault(Path(tmp) / label, memories, embedder))
             if args.floor:
@@ -309,9 +320,10 @@ def main() -> None:
     names = [f.name for f in fusions]
     if args.choose:
         def objective(name: str) -> float:
-            return float(np.mean([per[name]["dev"][k] for per in results.values() for k in ("recall@5", "mrr")]))
+            return float(np.mean([per[name]["dev"][k] for label, per in results.items() if label in SETS
+                                  for k in ("recall@5", "mrr")]))
         names = sorted(names, key=objective, reverse=True)
-        print("rules by mean of dev recall@5 and MRR over both sets (best first):")
+        print("rules by mean of dev recall@5 and MRR over the two sets, never a --guard set (best first):")
         for name in names:
             print(f"  {objective(name):.4f}  {name}")
         names = names[:15]

@@ -24,6 +24,9 @@ PREVIOUS_FUSION = Fusion("blend", 0.7, "sat", cjk_semantic_weight=0.5)
 # several bonuses on top of it.
 MINILM_PRIORS = replace(profiles.MINILM.fusion, name_boost=0.0, name_mode="any")
 MULTILINGUAL_PRIORS = replace(profiles.MULTILINGUAL.fusion, name_boost=0.0, name_mode="any")
+# ... and without the hub prior, which the grid tries on top.
+MINILM_NAMES = replace(profiles.MINILM.fusion, density_penalty=0.0, density_floor=0.0)
+MULTILINGUAL_NAMES = replace(profiles.MULTILINGUAL.fusion, density_penalty=0.0, density_floor=0.0)
 
 # What scripts/eval_search.py compares; the named ones are always reported.
 NAMED_FUSIONS: tuple[Fusion, ...] = (
@@ -73,4 +76,9 @@ FUSIONS: tuple[Fusion, ...] = tuple(dict.fromkeys((  # in order, each rule once
     # Proper-name matching on top of each model's rule.
     *(replace(base, name_boost=b, name_mode=m) for base in (MINILM_PRIORS, MULTILINGUAL_PRIORS)
       for b in (0.05, 0.1, 0.15, 0.2, 0.3) for m in ("any", "mention")),
+    # Hubs lose (memex/store/density.py): on top of each model's rule without it,
+    # floors in the range of that model's cosines.
+    *(replace(base, density_penalty=g, density_floor=t)
+      for base, floors in ((MINILM_NAMES, (0.3, 0.4, 0.5, 0.6)), (MULTILINGUAL_NAMES, (0.85, 0.88, 0.9, 0.92)))
+      for g in (0.2, 0.3, 0.5, 0.7) for t in floors),
 )))

@@ -2,6 +2,7 @@
 """Write tests/data/convo_eval.jsonl: long team conversations and questions about them.
 
     .venv/bin/python scripts/gen_convo_eval.py [--out tests/data/convo_eval.jsonl] [--seed 20261201]
+    .venv/bin/python scripts/gen_convo_eval.py --seed 7 --filler fresh --out /tmp/convo_fresh.jsonl
 
 The set imitates what an agent's memory holds after weeks of chat: one
 memory per dialogue turn, in sessions with dates and several speakers, where
@@ -53,8 +54,10 @@ ZH_WEEKDAYS = ["周一", "周二", "周三", "周四", "周五", "周六", "周�
 
 
 class Gen:
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, filler: Any = V) -> None:
         self.rng = random.Random(seed)
+        # Where small talk and distractors come from (--filler; the facts always come from V).
+        self.filler = filler
         self.sessions: list[dict[str, Any]] = []
         self.slots: list[dict[str, Any]] = []
 
@@ -131,10 +134,10 @@ class Gen:
             s, s2 = self.rng.sample(systems, 2)
             # Not "owner": its values are people, and "a blog post about Lena" is no system talk.
             a = attrs[self.rng.choice([k for k in attrs if k != "owner"])]
-            tpl = self.rng.choice(V.DISTRACT_EN if lang == "en" else V.DISTRACT_ZH)
+            tpl = self.rng.choice(self.filler.DISTRACT_EN if lang == "en" else self.filler.DISTRACT_ZH)
             return tpl.format(S=s["name"], S2=s2["name"], A=self.rng.choice(s["aliases"]),
                               w=self.rng.choice(a["values"]), word=a["word"])
-        return self.rng.choice(V.SMALL_TALK_EN if lang == "en" else V.SMALL_TALK_ZH)
+        return self.rng.choice(self.filler.SMALL_TALK_EN if lang == "en" else self.filler.SMALL_TALK_ZH)
 
     def make_turns(self) -> list[dict[str, Any]]:
         turns: list[dict[str, Any]] = []
@@ -305,8 +308,19 @@ def split(queries: list[dict[str, Any]], rng: random.Random) -> None:
             q["split"] = "dev" if i % 2 == 0 else "test"
 
 
-def generate(seed: int = SEED) -> list[dict[str, Any]]:
-    gen = Gen(seed)
+def filler_vocab(name: str) -> Any:
+    """The small talk and distractor lists: ``original`` (convo_vocab) or ``fresh`` (convo_vocab_fresh)."""
+    if name == "original":
+        return V
+    if name == "fresh":
+        import convo_vocab_fresh
+
+        return convo_vocab_fresh
+    raise SystemExit(f"--filler: unknown list {name!r} (original, fresh)")
+
+
+def generate(seed: int = SEED, filler: str = "original") -> list[dict[str, Any]]:
+    gen = Gen(seed, filler_vocab(filler))
     gen.make_sessions()
     gen.make_slots()
     turns = gen.make_turns()
@@ -322,8 +336,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--filler", default="original",
+                        help="small talk and distractors: original (convo_vocab) or fresh (convo_vocab_fresh), "
+                             "to check a ranking rule does not depend on one list's wording")
     args = parser.parse_args()
-    rows = generate(args.seed)
+    rows = generate(args.seed, args.filler)
     args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     turns = [r for r in rows if r["kind"] == "memory"]
     queries = [r for r in rows if r["kind"] == "query"]

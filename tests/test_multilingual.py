@@ -159,10 +159,12 @@ class CountingQueries(Counting):
         return embed.embed_queries(self.inner, texts)
 
 
+@pytest.mark.both_backends
 def test_dedup_compares_the_query_sides_and_caches_each_once(vault_root: Path, e5: embed.Embedder) -> None:
     """A paraphrase below the passage-side bar (0.963 < 0.965) is a duplicate
     on the query side (0.953 >= 0.935); the query-side vectors are cached
-    under their own model id, computed once, and erased with the memory."""
+    under their own model id in this clone's cache (where the add writes,
+    whatever the backend), computed once, and erased with the memory."""
     query_side = e5.model_id + symmetric.QUERY_SIDE
     model = CountingQueries(e5)
     with Vault(vault_root, embedder=model) as v:

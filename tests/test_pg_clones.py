@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from memex import decay
 from memex.cli import main
 from memex.consolidation.consolidate import consolidate
-from memex.erase.steps import erase
+from memex.erase.steps import allow_files, erase
 from memex.errors import MemoryNotFound
 from memex.index.graph import entity_graph, list_entities
 from memex.vault import Vault, init_vault
@@ -99,7 +99,9 @@ def test_the_cli_of_one_clone_shows_the_other_clones_memory(clones: tuple[Vault,
     assert added.id in out.output
     out = runner.invoke(main, ["stats", "--json"], env=env)
     assert out.exit_code == 0, out.output
-    assert json.loads(out.output)["memories"] == 1
+    data = json.loads(out.output)
+    assert (data["memories"], data["backend"]) == (1, "postgres")
+    assert data["schema_version"] == b.store.schema_version() >= 2  # the shared index's schema, not SQLite's
 
 
 def test_a_reindex_on_a_clone_that_is_behind_keeps_the_others_memories(clones: tuple[Vault, Vault]) -> None:
@@ -133,3 +135,64 @@ def test_a_clone_erases_a_memory_only_the_shared_index_has_brought_it(clones: tu
             clone.get(added.id)
         assert clone.search("payroll export key plum") == []
     assert b.add(secret, scope="user").status == "refused"  # B's erased list holds it now
+
+
+def test_a_clone_that_has_not_pulled_the_erasure_does_not_bring_it_back(clones: tuple[Vault, Vault]) -> None:
+    """B holds A's file (pulled before), A erases it, B reindexes before it
+    pulls the tombstone: the shared index must not take the memory back."""
+    a, b = clones
+    added = a.add("The break-glass token is kiwi-nine-one", scope="user")
+    pulled = b.root / added.path
+    pulled.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(a.root / added.path, pulled)  # what a git pull would bring
+    b.reindex()
+    erase(a, added.id, reason="rotated")
+    b.reindex(full=True)
+    for clone in (a, b):
+        with pytest.raises(MemoryNotFound):
+            clone.get(added.id)
+        assert clone.search("break-glass token kiwi") == []
+    # The deliberate way back on B brings it back for every clone.
+    allow_files(b, [str(pulled)])
+    assert a.get(added.id).body.strip() == "The break-glass token is kiwi-nine-one"
+
+
+def test_two_clones_adding_the_same_text_at_once_store_it_once(
+    clones: tuple[Vault, Vault], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A's add has checked the exact layer and is about to write; B's add
+    reaches the same step. The shared index's write lock, held by each
+    commit, makes B wait and then find A's memory, instead of both storing it."""
+    import threading
+
+    a, b = clones
+    text = "The release freeze starts on the twentieth"
+    a_checked, b_checked = threading.Event(), threading.Event()
+    a_new_path, b_new_path = a.new_path, b.new_path
+
+    def a_path(scope: str, body: str, memory_id: str) -> Path:
+        a_checked.set()
+        b_checked.wait(3.0)  # B checks in the meantime, unless the shared lock holds it back
+        return a_new_path(scope, body, memory_id)
+
+    def b_path(scope: str, body: str, memory_id: str) -> Path:
+        b_checked.set()
+        return b_new_path(scope, body, memory_id)
+
+    monkeypatch.setattr(a, "new_path", a_path)
+    monkeypatch.setattr(b, "new_path", b_path)
+    a.indexer, b.indexer  # the models' vector tables, before the threads
+    results: dict[str, str] = {}
+
+    def add(name: str, clone: Vault) -> None:
+        results[name] = clone.add(text, scope="user").status
+
+    first = threading.Thread(target=add, args=("a", a))
+    first.start()
+    assert a_checked.wait(30)  # A has checked and holds its commit
+    second = threading.Thread(target=add, args=("b", b))
+    second.start()
+    first.join(30)
+    second.join(30)
+    assert sorted(results.values()) == ["created", "duplicate"], results
+    assert len(a.list()) == 1

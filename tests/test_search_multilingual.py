@@ -96,11 +96,12 @@ def convo_vault(tmp_path_factory: pytest.TempPathFactory, e5: embed.Embedder) ->
 
 
 def test_the_multilingual_rule_holds_its_measured_quality(convo_vault: Vault, e5: embed.Embedder) -> None:
-    """Measured on the convo test split: recall@5 0.784, MRR 0.563 (MiniLM's rule with this model: 0.696)."""
+    """Measured on the convo test split: recall@5 0.814, MRR 0.608 (0.784 / 0.563 before hubs lost;
+    MiniLM's rule with this model: 0.696)."""
     rule = fusion_for(e5.model_id)
     results = EVAL.evaluate(convo_vault, CONVO_TEST, (Fusion("lexical"), DEFAULT_FUSION, rule))
     chosen = results[rule.name]["test"]
-    assert chosen["recall@5"] >= 0.75 and chosen["mrr"] >= 0.52
+    assert chosen["recall@5"] >= 0.79 and chosen["mrr"] >= 0.58
     assert chosen["recall@5"] >= results["lexical"]["test"]["recall@5"] + 0.25
     assert chosen["recall@5"] > results[DEFAULT_FUSION.name]["test"]["recall@5"]
 

@@ -177,13 +177,19 @@ class _Neighbour:
 
 
 def check(
-    index: apsw.Connection | IndexStore, config: Config, embedder: embed.Embedder | None, cand: Candidate
+    index: apsw.Connection | IndexStore,
+    config: Config,
+    embedder: embed.Embedder | None,
+    cand: Candidate,
+    cache: IndexStore | None = None,
 ) -> Decision:
     """Decide whether ``cand`` is new (run before the write lock; see memex/adding.py).
 
     ``embedder`` is the model that made ``cand.qvec``; its profile sets the
     cosine thresholds (none without a query vector). ``index`` is the vault's
-    connection or any backend's store (docs/store.md).
+    connection or any backend's store (docs/store.md); ``cache``, the store
+    whose embedding cache the add writes to (this clone's own on PostgreSQL),
+    else ``index``'s.
     """
     model_id = embedder.model_id if embedder is not None and cand.qvec is not None else None
     limits = Thresholds.from_config(config, profiles.for_model(model_id))
@@ -203,7 +209,7 @@ def check(
 
     def query_cosines(found: list[_Neighbour]) -> list[float]:
         assert embedder is not None  # limits.query_side needs a model
-        sims, new = symmetric.cosines(index, embedder, cand.body, [n.body for n in found])
+        sims, new = symmetric.cosines(cache or index, embedder, cand.body, [n.body for n in found])
         rows.extend(new)
         return sims
 

@@ -121,6 +121,9 @@ FALLBACK_CALIBRATION = Calibration(
 _MINILM_FUSION = Fusion(
     "blend", 0.7, "sat", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4,
     collapse_duplicates=True, time_boost=0.3, name_boost=0.15, name_mode="mention",
+    # Hubs lose (memex/store/density.py): chosen on dev of both sets, checked on
+    # a set with other seed and other small talk (docs/search.md, "Crowded neighbourhoods").
+    density_penalty=0.5, density_floor=0.5,
 )
 # multilingual-e5: its cosines are compressed (0.72..0.96 for everything), so
 # a raw-cosine blend sees almost no contrast; min-max over the query's
@@ -129,6 +132,8 @@ _MINILM_FUSION = Fusion(
 _MULTILINGUAL_FUSION = Fusion(
     "blend", 0.5, "sat", "minmax", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4,
     collapse_duplicates=True, time_boost=0.3, name_boost=0.2, name_mode="mention",
+    # Hubs lose above a density of 0.9 (this model's cosines are compressed: docs/search.md).
+    density_penalty=0.5, density_floor=0.9,
 )
 
 # Fitted by scripts/eval_consolidate.py on the same-topic dev pairs the

@@ -118,10 +118,27 @@ class Fusion:
     # ``name_mode`` "mention" counts only the text after a "Speaker:" prefix.
     name_boost: float = 0.0
     name_mode: str = "any"
+    # Hubs lose: a memory whose density (mean cosine to its nearest
+    # neighbours; memex/store/density.py) is above ``density_floor`` loses up
+    # to ``density_penalty`` of its score, in proportion to how far above it
+    # is (docs/search.md, "Crowded neighbourhoods"). The floor is a cosine,
+    # so it is per model.
+    density_penalty: float = 0.0
+    density_floor: float = 0.0
 
     @property
     def needs_bodies(self) -> bool:
         return bool(self.short_penalty or self.question_penalty)
+
+    @property
+    def needs_density(self) -> bool:
+        return bool(self.density_penalty)
+
+    def density_factor(self, density: float | None) -> float:
+        """Multiplier in (0, 1] for a memory with this density (None: unknown, 1)."""
+        if not self.density_penalty or density is None or density <= self.density_floor:
+            return 1.0
+        return 1.0 - self.density_penalty * min(1.0, (density - self.density_floor) / (1.0 - self.density_floor))
 
     def weight_for(self, query: str) -> float:
         if self.cjk_semantic_weight is not None and has_cjk(query):
@@ -158,6 +175,8 @@ class Fusion:
             name += f"_time{self.time_boost:g}"
         if self.name_boost:
             name += f"_name{self.name_boost:g}" + ("" if self.name_mode == "any" else f"{self.name_mode}")
+        if self.density_penalty:
+            name += f"_dens{self.density_penalty:g}above{self.density_floor:g}"
         return name
 
 

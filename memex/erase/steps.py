@@ -434,6 +434,8 @@ def allow_files(vault: Vault, paths: list[str]) -> list[str]:
     allowed = [r for r in rels if guard.erased(bodies[r]) or guard.erased_id(ids[r])]
     with vault.write_lock():
         erased_list.allow(vault.memex_dir, [bodies[r] for r in allowed], [ids[r] for r in allowed])
+        if vault.shared_index is not None:  # the ids every clone refuses (docs/postgres.md)
+            vault.shared_index.allow_ids([ids[r] for r in rels])
         audit(vault.memex_dir, {"phase": "allowed_back", "reason": "reindex --allow-erased", "files": len(allowed)})
         vault.indexer.index_paths(rels, verify=True)
     return allowed

@@ -201,7 +201,7 @@ def answer_prior(body: str, fusion: Fusion) -> float:
 
 def apply_priors(
     scores: dict[int, float], fusion: Fusion, bodies_of: Callable[[list[int]], dict[int, str]], keep: int,
-    batch: int = 32,
+    batch: int = 32, densities_of: Callable[[list[int]], dict[int, float]] | None = None,
 ) -> dict[int, float]:
     """``scores`` with the answer priors applied to every candidate that can reach the top ``keep``.
 
@@ -210,9 +210,12 @@ def apply_priors(
     best adjusted score: the top ``keep`` is then exactly what applying the
     priors to all candidates gives, at the cost of reading and tokenizing a
     few dozen bodies instead of a few hundred. Candidates never reached keep
-    their (higher, unadjusted) scores, all below that cutoff.
+    their (higher, unadjusted) scores, all below that cutoff. ``densities_of``
+    (the store's :meth:`densities`; None: the backend keeps none) feeds the
+    hub prior (:meth:`Fusion.density_factor`).
     """
-    if not fusion.needs_bodies or not scores:
+    use_density = fusion.needs_density and densities_of is not None
+    if not (fusion.needs_bodies or use_density) or not scores:
         return scores
     order = sorted(scores, key=lambda r: -scores[r])
     out = dict(scores)
@@ -221,9 +224,11 @@ def apply_priors(
         if len(adjusted) >= keep and scores[order[start]] < sorted(adjusted, reverse=True)[keep - 1]:
             break
         part = order[start : start + batch]
-        bodies = bodies_of(part)
+        bodies = bodies_of(part) if fusion.needs_bodies else {}
+        dens = densities_of(part) if use_density and densities_of is not None else {}
         for r in part:
-            out[r] = scores[r] * answer_prior(bodies.get(r, ""), fusion)
+            factor = answer_prior(bodies.get(r, ""), fusion) if fusion.needs_bodies else 1.0
+            out[r] = scores[r] * factor * fusion.density_factor(dens.get(r))
             adjusted.append(out[r])
     return out
 
@@ -238,8 +243,13 @@ def fuse(
     created: dict[int, str] | None = None,
     bodies: dict[int, str] | None = None,
     span: tuple[dt.datetime, dt.datetime] | None = None,
+    densities: dict[int, float] | None = None,
 ) -> dict[int, float]:
-    """One score per candidate rowid (higher is better; a blend stays in 0..1 + recency)."""
+    """One score per candidate rowid (higher is better; a blend stays in 0..1 + recency).
+
+    With ``bodies`` (and ``densities``) every prior is applied to every
+    candidate, as the evaluation does; search applies them lazily instead
+    (:func:`apply_priors`), which gives the same top."""
     lex = _normalized_lexical(lexical, fusion.lexical_norm if fusion.method == "blend" else "max")
     if not use_vectors or fusion.method == "lexical":
         return lex
@@ -265,6 +275,8 @@ def fuse(
         out = add_name_bonus(out, query, fusion, lambda rowids: known)
     if fusion.needs_bodies and bodies:
         out = {r: s * answer_prior(bodies.get(r, ""), fusion) for r, s in out.items()}
+    if fusion.needs_density and densities is not None:
+        out = {r: s * fusion.density_factor(densities.get(r)) for r, s in out.items()}
     return out
 
 

@@ -239,7 +239,7 @@ def search(
         return {r: read[r] for r in rowids if r in read}
 
     scores = add_name_bonus(scores, query, fusion, bodies_of)
-    scores = apply_priors(scores, fusion, bodies_of, want)
+    scores = apply_priors(scores, fusion, bodies_of, want, densities_of=store.densities)
     # Ties break on the memory id, so a rebuilt index (new rowids) ranks alike.
     # Only the best few need their ids and rows; cut on score first.
     rows = store.rows_by_rowids(shortlist(scores, want))

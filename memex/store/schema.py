@@ -25,6 +25,7 @@ import apsw
 from memex.files import permissions
 from memex.files.locking import file_lock
 from memex.errors import IndexStoreError, LockTimeout, SchemaTooNew
+from memex.store import density
 from memex.store.meta import get_meta, scalar, set_meta
 
 BUSY_TIMEOUT_MS = 30_000
@@ -147,8 +148,14 @@ def _step3(conn: apsw.Connection) -> None:
     )
 
 
+def _step4(conn: apsw.Connection) -> None:
+    # Each memory's nearest-neighbour cosines, from which search reads how
+    # crowded its neighbourhood is (memex/store/density.py, docs/search.md).
+    density.rebuild(conn)
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[apsw.Connection], None]] = [_step1, _step2, _step3]
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [_step1, _step2, _step3, _step4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -221,7 +228,9 @@ def _ending(conn: apsw.Connection) -> Iterator[None]:
     """End the transaction the caller began: COMMIT after the block, ROLLBACK if it raises."""
     try:
         yield
+        density.settle(conn)  # derived from this transaction's vector writes (memex/store/density.py)
     except BaseException:
+        density.forget(conn)
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
@@ -289,6 +298,7 @@ def ensure_vector_tables(conn: apsw.Connection, model: str, dim: int) -> bool:
             return False
         conn.execute("DROP TABLE IF EXISTS memory_vec")
         conn.execute("DROP TABLE IF EXISTS chunk_vec")
+        density.clear(conn)
         conn.execute(
             f"CREATE VIRTUAL TABLE memory_vec USING vec0(embedding float[{dim}] distance_metric=cosine)"
         )

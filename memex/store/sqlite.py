@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from memex.store import cache, entities, memories, meta, purge, queries, schema, usage, vectors
+from memex.store import cache, density, entities, memories, meta, purge, queries, schema, usage, vectors
 from memex.store.cache import CacheRow
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
@@ -165,6 +165,9 @@ class SqliteStore:
 
     def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]:
         return vectors.body_vectors(self.conn, rowids)
+
+    def densities(self, rowids: Sequence[int]) -> dict[int, float]:
+        return density.densities(self.conn, rowids)
 
     def all_memory_vectors(self) -> list[OwnedVector]:
         return vectors.all_memory_vectors(self.conn)

@@ -15,6 +15,8 @@ from typing import Any, NamedTuple, Protocol
 
 import apsw
 
+from memex.store import density
+
 
 class Filters(Protocol):
     """What :func:`scan` needs of :class:`memex.store.memories.Filters`: named,
@@ -47,6 +49,7 @@ def _count(conn: apsw.Connection, sql: str, rowid: int) -> int:
 def insert(conn: apsw.Connection, rowid: int, body_blob: bytes, chunk_pairs: Sequence[tuple[str, bytes]]) -> None:
     """A memory's body vector and its chunks (text hash, vector), in order."""
     conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (?, ?)", (rowid, body_blob))
+    density.note_insert(conn, rowid, body_blob)
     for seq, (key, blob) in enumerate(chunk_pairs):
         conn.execute("INSERT INTO chunks(memory_rowid, seq, text_hash) VALUES (?, ?, ?)", (rowid, seq, key))
         conn.execute("INSERT INTO chunk_vec(rowid, embedding) VALUES (?, ?)", (conn.last_insert_rowid(), blob))
@@ -57,6 +60,7 @@ def delete(conn: apsw.Connection, memory_rowid: int) -> tuple[int, int, int]:
     vectors = chunk_vectors = 0
     chunk_rowids = [r[0] for r in conn.execute("SELECT rowid FROM chunks WHERE memory_rowid = ?", (memory_rowid,))]
     if _has_table(conn, "memory_vec"):
+        density.note_delete(conn, memory_rowid)
         # vec0 tables do not support DELETE ... RETURNING: count, then delete.
         vectors = _count(conn, "SELECT count(*) FROM memory_vec WHERE rowid = ?", memory_rowid)
         conn.execute("DELETE FROM memory_vec WHERE rowid = ?", (memory_rowid,))
@@ -194,6 +198,8 @@ def remove_orphans(conn: apsw.Connection) -> int:
         stray = [r[0] for r in conn.execute(f"SELECT rowid FROM {table} WHERE rowid NOT IN (SELECT rowid FROM {owner})")]
         conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(r,) for r in stray])
         removed += len(stray)
+    if removed:
+        density.recompute_all(conn)
     return removed
 
 

@@ -139,8 +139,17 @@ _NO_STATISTICS = {
 }
 
 
+def _step_erased_ids(conn: PgConnection) -> None:
+    """The ids of erased memories, shared by every clone: a clone that has not
+    pulled an erasure yet (its erased list is git's) must not index the
+    memory back from its old copy of the file (docs/postgres.md). Ids only,
+    as the audit log keeps them: no text."""
+    conn.execute("CREATE TABLE erased_ids (id TEXT PRIMARY KEY)")
+    conn.execute("ALTER TABLE erased_ids ALTER COLUMN id SET STATISTICS 0")
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[PgConnection], None]] = [_step1]
+MIGRATIONS: list[Callable[[PgConnection], None]] = [_step1, _step_erased_ids]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table that holds a memory's text or a trace of it: what a purge VACUUMs.

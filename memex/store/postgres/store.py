@@ -209,6 +209,11 @@ class PgStore:
     def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]:
         return reads.body_vectors(self.conn, rowids)
 
+    def densities(self, rowids: Sequence[int]) -> dict[int, float]:
+        # Not kept on PostgreSQL yet (memex/store/density.py is SQLite's):
+        # search ranks without the hub prior here (docs/store.md).
+        return {}
+
     def all_memory_vectors(self) -> list[OwnedVector]:
         return reads.all_memory_vectors(self.conn)
 

@@ -256,7 +256,12 @@ class PgVaultIndex:
                 i += 1 + len(pieces)
         with self.conn.write_txn():
             self.guard.refresh()  # an erasure that landed while we embedded is honoured
-            keep = [rec for rec in batch if not (self.guard.erased(rec.body) or self.guard.erased_id(rec.id))]
+            shared = self.erased_ids([rec.id for rec in batch])  # erased by a clone whose erasure git has not brought
+            keep = [rec for rec in batch if not (self.guard.erased(rec.body) or self.guard.erased_id(rec.id))
+                    and rec.id not in shared]
+            for rec in batch:
+                if rec.id in shared and not (self.guard.erased(rec.body) or self.guard.erased_id(rec.id)):
+                    report.errors.append({"path": rec.path, "reason": "erased on another clone; not indexed"})
             dropped: set[str] = set()
             for rec in batch:
                 if rec not in keep and rec.path in vectors:
@@ -266,6 +271,18 @@ class PgVaultIndex:
             for rec in keep:
                 _, outcome = rows.upsert(self.conn, rec, vectors.get(rec.path))
                 setattr(report, outcome, getattr(report, outcome) + 1)
+
+    def erased_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of these ids some clone erased (the shared list, :func:`schema._step_erased_ids`)."""
+        if not ids:
+            return set()
+        return {str(r[0]) for r in self.conn.execute("SELECT id FROM erased_ids WHERE id = ANY(%s)", (list(ids),))}
+
+    def allow_ids(self, ids: Sequence[str]) -> None:
+        """``memex reindex --allow-erased``: these ids may be indexed again, from every clone."""
+        if ids:
+            with self.conn.write_txn():
+                self.conn.execute("DELETE FROM erased_ids WHERE id = ANY(%s)", (list(ids),))
 
     # -- reading -------------------------------------------------------------
 
@@ -304,6 +321,10 @@ class PgVaultIndex:
         ids = [memory_id] if isinstance(memory_id, str) else memory_id
         counts = PurgeCounts()
         with self.conn.write_txn():
+            # Ids a file's frontmatter gives (not made from its path, which the next file there would share).
+            with self.conn.raw.cursor() as cur:
+                cur.executemany("INSERT INTO erased_ids(id) VALUES (%s) ON CONFLICT DO NOTHING",
+                                [(i,) for i in erased_list.explicit_ids(ids)])
             for (rowid,) in self.conn.execute("SELECT rowid FROM memories WHERE id = ANY(%s)", (ids,)).fetchall():
                 counts.add(rows.purge_memory(self.conn, int(rowid)))
         report = forensic.vacuum_purged(self.conn, full) if vacuum else None

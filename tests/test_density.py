@@ -1,0 +1,174 @@
+"""Each memory's neighbourhood density (memex/store/density.py) stays what
+its definition says after every kind of write: add, edit, delete, reindex,
+the watcher, erase, a rolled-back transaction, another process's write, an
+index made before the table existed; and erase leaves no row of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import numpy as np
+import pytest
+
+from memex.embedding import embed
+from memex.erase.steps import erase
+from memex.store import density
+from memex.store.schema import write_txn
+from memex.vault import Vault
+from tests.fakes import HashEmbedder
+from tests.watchkit import body_at, running_watcher, wait_for
+
+TOPICS = ["deploy", "billing", "lunch", "backup", "kafka", "python", "holiday", "review", "cache", "docs"]
+
+
+def _texts(n: int, salt: str = "") -> list[str]:
+    return [f"{TOPICS[i % len(TOPICS)]} note {i} {salt} about {TOPICS[(i * 3) % len(TOPICS)]} and item{i % 7}"
+            for i in range(n)]
+
+
+def _brute_force(conn: apsw.Connection) -> dict[int, float]:
+    """The definition: mean cosine of each body vector to its K nearest other body vectors."""
+    rows = sorted((int(r), embed.from_blob(b)) for r, b in conn.execute("SELECT rowid, embedding FROM memory_vec"))
+    if len(rows) < 2:
+        return {}
+    m = np.stack([v for _, v in rows]).astype(np.float64)
+    sims = m @ m.T
+    np.fill_diagonal(sims, -np.inf)
+    top = -np.sort(-sims, axis=1)[:, : density.K]
+    return {r: float(top[i][np.isfinite(top[i])].mean()) for i, (r, _) in enumerate(rows)}
+
+
+def _stored(conn: apsw.Connection) -> dict[int, float]:
+    rowids = [int(r) for (r,) in conn.execute("SELECT rowid FROM memory_density")]
+    return density.densities(conn, rowids)
+
+
+def _assert_exact(vault: Vault) -> None:
+    want, got = _brute_force(vault.conn), _stored(vault.conn)
+    assert set(got) == set(want)
+    for rowid, value in want.items():
+        assert got[rowid] == pytest.approx(value, abs=1e-5), rowid
+
+
+def test_densities_follow_adds_edits_deletes_and_a_rebuild(vault: Vault) -> None:
+    added = [vault.add(t) for t in _texts(40)]
+    _assert_exact(vault)
+    # Edit a few files by hand and delete others: the next reindex (a sync) follows.
+    for result in added[:5]:
+        path = vault.root / result.path
+        path.write_text(path.read_text().replace("note", "changed text about zebra"), encoding="utf-8")
+    for result in added[5:9]:
+        (vault.root / result.path).unlink()
+    report = vault.reindex()
+    assert report.updated == 5 and report.removed == 4
+    _assert_exact(vault)
+    ids_before = {int(r): str(i) for r, i in vault.conn.execute("SELECT rowid, id FROM memories")}
+    before = {ids_before[r]: v for r, v in _stored(vault.conn).items()}
+    # A rebuilt index (new rowids) holds the same value for each memory.
+    vault.close()
+    for f in (vault.root / ".memex").glob("index.db*"):
+        f.unlink()
+    again = Vault(vault.root, embedder=HashEmbedder())
+    again.reindex()
+    _assert_exact(again)
+    ids = {int(r): str(i) for r, i in again.conn.execute("SELECT rowid, id FROM memories")}
+    rebuilt = {ids[r]: v for r, v in _stored(again.conn).items()}
+    assert set(rebuilt) ^ set(before) == set(), (set(rebuilt) - set(before), set(before) - set(rebuilt))
+    # Exactly: a rebuilt index must break ties between hubs as the old one did.
+    assert rebuilt == before
+    again.close()
+
+
+def test_erase_purges_the_row_and_the_neighbours_lists_follow(vault: Vault) -> None:
+    results = [vault.add(t) for t in _texts(30)]
+    gone = results[3]
+    rowid = int(vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (gone.id,)).fetchone()[0])
+    erase(vault, gone.id, reason="test")
+    assert vault.conn.execute("SELECT count(*) FROM memory_density WHERE rowid = ?", (rowid,)).fetchone()[0] == 0
+    _assert_exact(vault)
+
+
+def test_a_rolled_back_transaction_leaves_them_as_they_were(vault: Vault) -> None:
+    for t in _texts(20):
+        vault.add(t)
+    before = _stored(vault.conn)
+    with pytest.raises(RuntimeError):
+        with write_txn(vault.conn):
+            victim = int(vault.conn.execute("SELECT rowid FROM memories LIMIT 1").fetchone()[0])
+            vault.store.purge_memory(victim)
+            raise RuntimeError("abandoned")
+    assert _stored(vault.conn) == before
+    vault.add("one more note about deploy and billing item3")
+    _assert_exact(vault)
+
+
+def test_another_connections_writes_are_seen(vault: Vault) -> None:
+    for t in _texts(15):
+        vault.add(t)
+    other = Vault(vault.root, embedder=HashEmbedder())
+    for t in _texts(15, salt="from another process"):
+        other.add(t)
+    other.close()
+    vault.add("a last note about kafka and lunch item2")  # this connection's cached vectors are stale now
+    _assert_exact(vault)
+
+
+def test_the_watcher_keeps_them_exact(vault: Vault) -> None:
+    for t in _texts(20):
+        vault.add(t)
+    folder = vault.root / "memories" / "notes"
+    with running_watcher(vault.root):
+        folder.mkdir(parents=True, exist_ok=True)
+        for i, text in enumerate(_texts(6, salt="watched")):
+            (folder / f"w{i}.md").write_text(text + "\n", encoding="utf-8")
+        wait_for(lambda: body_at(vault, "memories/notes/w5.md") is not None, what="new files indexed")
+        (folder / "w0.md").unlink()
+        wait_for(lambda: body_at(vault, "memories/notes/w0.md") is None, what="deleted file")
+    _assert_exact(vault)
+
+
+def test_an_index_from_before_the_table_gets_every_density(vault: Vault) -> None:
+    for t in _texts(25):
+        vault.add(t)
+    root: Path = vault.root
+    with write_txn(vault.conn):
+        vault.conn.execute("DROP TABLE memory_density")
+        vault.conn.execute("PRAGMA user_version=3")
+    vault.close()
+    reopened = Vault(root, embedder=HashEmbedder())
+    _assert_exact(reopened)
+    reopened.close()
+
+
+def test_the_hub_prior_lowers_crowded_memories_only_above_the_floor() -> None:
+    from memex.search.fusion import Fusion, apply_priors
+
+    rule = Fusion("blend", 0.7, "sat", density_penalty=0.5, density_floor=0.5)
+    assert rule.density_factor(None) == 1.0 and rule.density_factor(0.4) == 1.0 and rule.density_factor(0.5) == 1.0
+    assert rule.density_factor(0.75) == pytest.approx(0.75) and rule.density_factor(1.0) == pytest.approx(0.5)
+    scores = {1: 0.9, 2: 0.8, 3: 0.1}
+    dens = {1: 0.95, 2: 0.3, 3: 0.99}
+    out = apply_priors(scores, rule, lambda rowids: {}, keep=3, densities_of=lambda rowids: {r: dens[r] for r in rowids})
+    assert out[2] == 0.8 and out[1] == pytest.approx(0.9 * (1 - 0.5 * 0.9)) and out[1] < out[2]
+    # A backend that keeps no densities ranks as before.
+    assert apply_priors(scores, rule, lambda rowids: {}, keep=3) == scores
+
+
+def test_search_ranks_a_statement_above_a_crowd_of_near_copies(vault: Vault) -> None:
+    from memex.search.fusion import Fusion
+    from memex.search.hybrid import search
+
+    crowd = [f"deploy window sounds good to me {w}" for w in ("ok", "sure", "yes", "fine", "great", "agreed",
+                                                            "right", "cool", "yep", "noted", "thanks", "nice")]
+    for text in crowd:
+        vault.add(text)
+    answer = vault.add("the deploy window is Tuesday 14:00 UTC after the freeze")
+    query = "is the deploy window good for everyone"
+    plain = Fusion("blend", 0.7, "sat")
+    hubs_lose = Fusion("blend", 0.7, "sat", density_penalty=0.5, density_floor=0.5)
+    qvec = vault.embed_query(query)
+    before = [h.id for h in search(vault.conn, vault.embedder, query, 5, qvec=qvec, fusion=plain, floor=False)]
+    after = [h.id for h in search(vault.conn, vault.embedder, query, 5, qvec=qvec, fusion=hubs_lose, floor=False)]
+    assert before[0] != answer.id  # one of the crowd wins on plain cosine + BM25
+    assert after[0] == answer.id
