@@ -17,6 +17,7 @@ from memex.index import graph
 from memex.store.cache import body_cache_keys
 from memex.store.purge import PurgeCounts
 from memex.records import Record
+from memex.store.postgres import postings
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.schema import TS_CONFIG
 
@@ -59,7 +60,9 @@ def upsert(
             f"VALUES ({marks}, %s, to_tsvector('{TS_CONFIG}', %s), %s) RETURNING rowid",
             (*values, 1 if vectors is not None else 0, document, length),
         ).fetchone()[0])
-        conn.execute("UPDATE fts_totals SET docs = docs + 1, tokens = tokens + %s", (length,))
+        totals = conn.execute(
+            "UPDATE fts_totals SET docs = docs + 1, tokens = tokens + %s RETURNING docs, tokens, ord_c", (length,)
+        ).fetchone()
         outcome = "added"
     else:
         rowid = int(old[0])
@@ -68,8 +71,11 @@ def upsert(
             f"UPDATE memories SET {sets}, fts = to_tsvector('{TS_CONFIG}', %s), fts_len = %s WHERE rowid = %s",
             (*values, document, length, rowid),
         )
-        conn.execute("UPDATE fts_totals SET tokens = tokens + %s", (length - int(old[1]),))
+        totals = conn.execute(
+            "UPDATE fts_totals SET tokens = tokens + %s RETURNING docs, tokens, ord_c", (length - int(old[1]),)
+        ).fetchone()
         outcome = "updated"
+    postings.retune(conn, int(totals[0]), int(totals[1]), float(totals[2]))
     if vectors is not None:
         old_keys = vector_cache_keys(conn, rowid) if old is not None else set()
         body_blob, chunk_pairs = vectors

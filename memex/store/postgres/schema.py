@@ -148,14 +148,22 @@ def _step_erased_ids(conn: PgConnection) -> None:
     conn.execute("ALTER TABLE erased_ids ALTER COLUMN id SET STATISTICS 0")
 
 
+def _step_postings(conn: PgConnection) -> None:
+    """Per-term document counts and impact-ordered postings, so BM25 top-k
+    stops early (memex/store/postgres/postings.py, docs/postgres.md)."""
+    from memex.store.postgres import postings
+
+    postings.create(conn)
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[PgConnection], None]] = [_step1, _step_erased_ids]
+MIGRATIONS: list[Callable[[PgConnection], None]] = [_step1, _step_erased_ids, _step_postings]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table that holds a memory's text or a trace of it: what a purge VACUUMs.
 TABLES = (
     "memories", "memory_vec", "chunks", "chunk_vec", "embedding_cache", "usage", "index_errors",
-    "entities", "entity_links", "relations", "fts_totals",
+    "entities", "entity_links", "relations", "fts_totals", "fts_postings", "fts_terms",
 )
 
 
