@@ -27,7 +27,7 @@ connection wrote (``PRAGMA data_version``), so a reindex reads them once.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -42,7 +42,7 @@ _EPS = 1e-6  # float noise between a product by blocks and one by vector
 _BATCH = 500
 
 
-class _Copy:
+class Copy:
     """Every body vector and neighbour list as of the last settle, and the
     ``data_version`` then (another connection's commit makes it stale).
 
@@ -93,21 +93,21 @@ class _Copy:
 
 
 @dataclass
-class _Pending:
+class Pending:
     added: dict[int, bytes] = field(default_factory=dict)  # rowid -> body vector written
     removed: list[bytes] = field(default_factory=list)  # body vectors deleted (memory only, never stored)
     deleted: set[int] = field(default_factory=set)  # their rowids
     full: bool = False  # compute every list afresh (a rebuild, orphan vectors removed)
-    copy: _Copy | None = None
+    copy: Copy | None = None
 
 
-_STATE: weakref.WeakKeyDictionary[apsw.Connection, _Pending] = weakref.WeakKeyDictionary()
+_STATE: weakref.WeakKeyDictionary[apsw.Connection, Pending] = weakref.WeakKeyDictionary()
 
 
-def _state(conn: apsw.Connection) -> _Pending:
+def _state(conn: apsw.Connection) -> Pending:
     state = _STATE.get(conn)
     if state is None:
-        state = _STATE[conn] = _Pending()
+        state = _STATE[conn] = Pending()
     return state
 
 
@@ -186,23 +186,30 @@ def _has_vectors(conn: apsw.Connection) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'").fetchone() is not None
 
 
-def _read(conn: apsw.Connection, version: int) -> _Copy:
+def _read(conn: apsw.Connection, version: int) -> Copy:
     """Every body vector and stored list, read from the index (this transaction's writes included)."""
+    return build_copy(version, conn.execute("SELECT rowid, embedding FROM memory_vec"),
+                      conn.execute("SELECT rowid, neighbours FROM memory_density"))
+
+
+def build_copy(version: int, vectors: Iterable[tuple[int, bytes]], stored: Iterable[tuple[int, bytes]]) -> Copy:
+    """A copy of every body vector (rowid, float32 blob) and stored list
+    (rowid, neighbours blob): what a settle works on, whichever backend holds them."""
     import numpy as np
 
-    rows = sorted((int(r), bytes(b)) for r, b in conn.execute("SELECT rowid, embedding FROM memory_vec"))
+    rows = sorted((int(r), bytes(b)) for r, b in vectors)
     rowids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
     matrix = _stack([b for _, b in rows])
     lists = np.full((len(rows), K), -np.inf, dtype=np.float32)
     known = np.zeros(len(rows), dtype=bool)
     pos = {r: i for i, r in enumerate(rowids.tolist())}
-    for rowid, blob in conn.execute("SELECT rowid, neighbours FROM memory_density"):
+    for rowid, blob in stored:
         i = pos.get(int(rowid))
         if i is not None:
-            values = np.frombuffer(blob, dtype=np.float32)[:K]
+            values = np.frombuffer(bytes(blob), dtype=np.float32)[:K]
             lists[i, : len(values)] = values
             known[i] = True
-    copy = _Copy(version, rowids, matrix, lists)
+    copy = Copy(version, rowids, matrix, lists)
     copy.lists[~known] = np.nan  # no stored list: computed at this settle
     return copy
 
@@ -215,7 +222,7 @@ def _stack(blobs: list[bytes]) -> np.ndarray:
     return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1).copy()
 
 
-def _updated(copy: _Copy, state: _Pending) -> _Copy:
+def apply(copy: Copy, state: Pending) -> Copy:
     """The copy with this transaction's deletions and writes applied, without a read."""
     import numpy as np
 
@@ -242,7 +249,7 @@ def _top(sims: np.ndarray) -> np.ndarray:
     return out.astype(np.float32)
 
 
-def _compute(copy: _Copy, rows: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray | None:
+def _compute(copy: Copy, rows: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray | None:
     """Neighbour lists of ``rows`` (positions) computed afresh against every vector.
 
     ``keep``: positions (all among ``rows``) whose cosines to every memory are
@@ -276,20 +283,29 @@ def settle(conn: apsw.Connection) -> None:
     state = _STATE.get(conn)
     if state is None or not (state.added or state.removed or state.deleted or state.full):
         return
-    import numpy as np
-
     version = _data_version(conn)
     if state.copy is not None and state.copy.version == version and not state.full:
-        copy = _updated(state.copy, state)
+        copy = apply(state.copy, state)
     else:
         copy = _read(conn, version)
+    rows = derive(copy, state)
+    if rows:
+        conn.executemany("INSERT OR REPLACE INTO memory_density(rowid, density, neighbours) VALUES (?, ?, ?)", rows)
+    _STATE[conn] = Pending(copy=copy if len(copy.rowids) and copy.matrix.shape[1] else None)
+
+
+def derive(copy: Copy, state: Pending) -> list[tuple[int, float, bytes]]:
+    """The (rowid, density, neighbours) rows a settle writes, given the copy
+    with ``state``'s writes and deletions applied (:func:`build_copy`,
+    :func:`apply`). Updates the copy's lists. The one computation both
+    backends run, so that they store the same values (docs/postgres.md)."""
+    import numpy as np
+
     if state.full:
         copy.lists[:] = np.nan
-    state.copy = None
     n = len(copy.rowids)
     if n == 0 or copy.matrix.shape[1] == 0:
-        _STATE[conn] = _Pending()
-        return
+        return []
     pos = {r: i for i, r in enumerate(copy.rowids.tolist())}
     kth = copy.lists[:, K - 1]
     todo = np.isnan(kth)  # written in this transaction, or never computed
@@ -314,10 +330,6 @@ def settle(conn: apsw.Connection) -> None:
     counts = finite.sum(axis=1)
     means = np.where(finite, lists, 0.0).sum(axis=1, dtype=np.float64) / np.maximum(counts, 1)
     full = counts == K
-    conn.executemany(
-        "INSERT OR REPLACE INTO memory_density(rowid, density, neighbours) VALUES (?, ?, ?)",
-        [(rowid, mean, row.tobytes() if whole else row[: count].tobytes())
-         for rowid, mean, row, whole, count in zip(copy.rowids[changed].tolist(), means.tolist(), lists,
-                                                   full.tolist(), counts.tolist())],
-    )
-    _STATE[conn] = _Pending(copy=copy)
+    return [(rowid, mean, row.tobytes() if whole else row[: count].tobytes())
+            for rowid, mean, row, whole, count in zip(copy.rowids[changed].tolist(), means.tolist(), lists,
+                                                      full.tolist(), counts.tolist())]

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from memex import text
 from memex.embedding import embed
 from memex.records import Record
-from memex.store.postgres import schema
+from memex.store.postgres import density, schema
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.rows import _COLUMNS, _values
 
@@ -63,6 +63,7 @@ def load(
                 copy.set_types(["text", "text", "bytea"])
                 for rec, blob in rows:
                     copy.write_row((model, embed.text_key(rec.embed_text), blob))
+        density.stale(conn)  # vectors written without notes: finish computes every list
         n = len(rows)
     return n
 
@@ -83,4 +84,5 @@ def finish(conn: PgConnection, workers: int = 1) -> None:
         conn.execute(f"SET LOCAL max_parallel_maintenance_workers = {int(workers)}")
         conn.execute("CREATE INDEX IF NOT EXISTS memories_fts ON memories USING gin(fts) WITH (fastupdate = off)")
         schema.create_vector_indexes(conn)
-    conn.execute("VACUUM ANALYZE memories, memory_vec, embedding_cache")
+        density.recompute_all(conn)  # every memory's neighbours, at this commit (cost: docs/postgres.md)
+    conn.execute("VACUUM ANALYZE memories, memory_vec, embedding_cache, memory_density")

@@ -17,6 +17,7 @@ from memex.index import graph
 from memex.store.cache import body_cache_keys
 from memex.store.purge import PurgeCounts
 from memex.records import Record
+from memex.store.postgres import density
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.schema import TS_CONFIG
 
@@ -76,6 +77,7 @@ def upsert(
         if old is not None:
             delete_vectors(conn, rowid)
         conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (%s, %s)", (rowid, Vec(body_blob)))
+        density.note_insert(conn, rowid, body_blob)
         for seq, (key, blob) in enumerate(chunk_pairs):
             chunk = conn.execute(
                 "INSERT INTO chunks(memory_rowid, seq, text_hash) VALUES (%s, %s, %s) RETURNING rowid",
@@ -91,6 +93,7 @@ def upsert(
 
 def delete_vectors(conn: PgConnection, memory_rowid: int) -> tuple[int, int, int]:
     """Drop a memory's vector, chunks and chunk vectors: (vectors, chunks, chunk vectors)."""
+    density.note_delete(conn, memory_rowid)  # its neighbours' lists change, its own row goes
     vectors = conn.execute("DELETE FROM memory_vec WHERE rowid = %s", (memory_rowid,)).rowcount
     chunk_rowids = [r[0] for r in conn.execute(
         "DELETE FROM chunks WHERE memory_rowid = %s RETURNING rowid", (memory_rowid,)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memex.errors import IndexStoreError, SchemaTooNew
+from memex.store.postgres import density
 from memex.store.postgres.connection import PgConnection, open_connection
 
 TS_CONFIG = "memex"
@@ -148,14 +149,20 @@ def _step_erased_ids(conn: PgConnection) -> None:
     conn.execute("ALTER TABLE erased_ids ALTER COLUMN id SET STATISTICS 0")
 
 
+def _step_density(conn: PgConnection) -> None:
+    """Each memory's neighbourhood density, kept by every vector write as
+    SQLite's is (:mod:`.density`): computed here for the vectors already stored."""
+    density.rebuild(conn)
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[PgConnection], None]] = [_step1, _step_erased_ids]
+MIGRATIONS: list[Callable[[PgConnection], None]] = [_step1, _step_erased_ids, _step_density]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table that holds a memory's text or a trace of it: what a purge VACUUMs.
 TABLES = (
     "memories", "memory_vec", "chunks", "chunk_vec", "embedding_cache", "usage", "index_errors",
-    "entities", "entity_links", "relations", "fts_totals",
+    "entities", "entity_links", "relations", "fts_totals", "memory_density",
 )
 
 
@@ -221,6 +228,7 @@ def ensure_vectors(conn: PgConnection, model: str, dim: int) -> bool:
         for table in ("memory_vec", "chunk_vec"):  # no sampled vectors in pg_statistic either (see _step1)
             conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding SET STATISTICS 0")
         create_vector_indexes(conn)
+        density.clear(conn)  # derived from the vectors just dropped
         conn.execute("UPDATE memories SET embedded = 0")
         set_meta(conn, "vector_model", model)
         set_meta(conn, "vector_dim", str(dim))

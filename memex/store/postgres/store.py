@@ -32,6 +32,7 @@ from memex.store.entities import Neighbour as EntityNeighbour
 from memex.store.memories import (
     BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
 )
+from memex.store.postgres import density as pgdensity
 from memex.store.postgres import forensic, reads, schema, selects
 from memex.store.postgres import query as pgquery
 from memex.store.postgres import rows as pgrows
@@ -210,9 +211,7 @@ class PgStore:
         return reads.body_vectors(self.conn, rowids)
 
     def densities(self, rowids: Sequence[int]) -> dict[int, float]:
-        # Not kept on PostgreSQL yet (memex/store/density.py is SQLite's):
-        # search ranks without the hub prior here (docs/store.md).
-        return {}
+        return pgdensity.densities(self.conn, rowids)
 
     def all_memory_vectors(self) -> list[OwnedVector]:
         return reads.all_memory_vectors(self.conn)
