@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from memex import text
 from memex.embedding import embed
 from memex.records import Record
-from memex.store.postgres import density, schema
+from memex.store.postgres import density, lexemes, schema
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.rows import _COLUMNS, _values
 
@@ -41,16 +41,16 @@ def load(
         conn.execute("DROP TABLE IF EXISTS bulk_rows")
         conn.execute(
             f"CREATE TEMP TABLE bulk_rows ON COMMIT DROP AS "
-            f"SELECT {cols}, embedded, fts, fts_len, ''::text AS document FROM memories WITH NO DATA"
+            f"SELECT {cols}, embedded, fts, fts_len FROM memories WITH NO DATA"
         )
         with raw.cursor() as cur:
-            with cur.copy(f"COPY bulk_rows ({cols}, embedded, fts, fts_len, document) FROM STDIN") as copy:
+            with cur.copy(f"COPY bulk_rows ({cols}, embedded, fts, fts_len) FROM STDIN") as copy:
                 for rec, _ in rows:
-                    document = text.fts_document(rec.embed_text)
-                    copy.write_row((*_values(rec), 1, "", len(document.split()), document))
+                    fts, length = lexemes.tsvector(text.fts_document(rec.embed_text))
+                    copy.write_row((*_values(rec), 1, fts, length))
         ids = conn.execute(
             f"INSERT INTO memories ({cols}, embedded, fts, fts_len) "
-            f"SELECT {cols}, embedded, to_tsvector('{schema.TS_CONFIG}', document), fts_len FROM bulk_rows "
+            f"SELECT {cols}, embedded, fts, fts_len FROM bulk_rows "
             "RETURNING id, rowid"
         ).fetchall()
         rowid_of = {str(i): int(r) for i, r in ids}

@@ -26,7 +26,7 @@ import numpy as np
 from memex.store.memories import Filters
 from memex.store.memories import MemoryRow
 from memex.store.postgres.connection import PgConnection, Vec
-from memex.store.postgres.schema import TS_CONFIG
+from memex.store.postgres import lexemes
 from memex.text import fts_query
 
 
@@ -65,7 +65,7 @@ def query_terms(query: str) -> list[str]:
 
 _BM25 = f"""
 WITH q AS (
-    SELECT coalesce(array_agg(DISTINCT lexeme), '{{}}') AS lx FROM unnest(to_tsvector('{TS_CONFIG}', %s))
+    SELECT coalesce(array_agg(DISTINCT lexeme), '{{}}') AS lx FROM unnest(%s::text[]) AS lexeme
 ), tq AS (
     SELECT lx, array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(lx) l), ' | ')::tsquery AS tsq FROM q
 ), tot AS (
@@ -96,7 +96,7 @@ def bm25_top(conn: PgConnection, query: str, filters: Filters, k: int) -> dict[i
         return {}
     where, params = PgFilters(filters).sql()
     rows = conn.execute(
-        _BM25.replace("{where}", where), (" ".join(terms), *params, k)
+        _BM25.replace("{where}", where), (lexemes.query_lexemes(terms), *params, k)
     ).fetchall()
     return {int(r): float(s) for r, s in rows}
 

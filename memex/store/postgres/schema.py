@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memex.errors import IndexStoreError, SchemaTooNew
-from memex.store.postgres import density
+from memex.store.postgres import density, lexemes
 from memex.store.postgres.connection import PgConnection, open_connection
 
 TS_CONFIG = "memex"
@@ -155,8 +155,14 @@ def _step_density(conn: PgConnection) -> None:
     density.rebuild(conn)
 
 
+def _step_words(conn: PgConnection) -> None:
+    """Full text cut and stemmed by FTS5's own tokenizer, as SQLite's index is
+    (:mod:`.lexemes`, docs/postgres.md "Words"): every memory's words again."""
+    lexemes.rebuild(conn)
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[PgConnection], None]] = [_step1, _step_erased_ids, _step_density]
+MIGRATIONS: list[Callable[[PgConnection], None]] = [_step1, _step_erased_ids, _step_density, _step_words]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table that holds a memory's text or a trace of it: what a purge VACUUMs.
