@@ -6,11 +6,16 @@ times
 
 * ``finish_s``: :func:`memex.store.postgres.bulk.finish` (text and HNSW
   index builds plus every memory's neighbour list computed afresh);
-* ``density_s``: the part of it that is the densities (one more full
-  recompute in its own transaction: read every vector, compute, COPY);
+* ``density_s``: exact densities alone (one more full recompute in its own
+  transaction: read every vector, compute, COPY), up to ``--exact-upto``;
+* ``knn_s``: the lists taken from the HNSW index instead (what ``finish``
+  does above ``EXACT_UPTO``), and ``knn_max_error``, the largest difference
+  of a density from the exact one;
 * ``add_p50_ms``: one more memory written row by row (its own list and
   the lists it enters settled at COMMIT), the process's vector copy warm;
-* ``erase_p50_ms``: one memory purged (the lists that held it recomputed).
+* ``erase_p50_ms``: one memory purged (the lists that held it recomputed);
+* ``*_without_density_p50_ms``: the same writes with the density notes
+  switched off, for comparison.
 
 Exact lists cost O(N^2 * dim): the 1M figure is extrapolated from these
 (docs/postgres.md, "Densities").
@@ -35,9 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_backends import RandomEmbedder, batches, pg_server  # noqa: E402
 
 
-def one(url: str, size: int, seed: int, writes: int) -> dict[str, Any]:
-    from memex import text
-    from memex.store.postgres import bulk, density, rows, schema
+def one(url: str, size: int, seed: int, writes: int, exact_upto: int) -> dict[str, Any]:
+    from memex.store.postgres import bulk, density, schema
 
     import psycopg
     from psycopg.conninfo import make_conninfo
@@ -55,29 +59,62 @@ def one(url: str, size: int, seed: int, writes: int) -> dict[str, Any]:
     t = time.perf_counter()
     bulk.finish(conn)
     finish_s = time.perf_counter() - t
+    density_s, exact = None, {}
+    if size <= exact_upto:
+        t = time.perf_counter()
+        with conn.write_txn():
+            density.recompute_all(conn)
+        density_s = round(time.perf_counter() - t, 2)
+        exact = dict(conn.execute("SELECT rowid, density FROM memory_density").fetchall())
     t = time.perf_counter()
     with conn.write_txn():
-        density.recompute_all(conn)
-    density_s = time.perf_counter() - t
+        density.fill_from_knn(conn)
+    knn_s = round(time.perf_counter() - t, 2)
+    knn = dict(conn.execute("SELECT rowid, density FROM memory_density").fetchall())
+    # How far the HNSW lists' densities are from the exact ones (the finish above computed exact ones too).
+    knn_max_error = round(max(abs(knn[r] - v) for r, v in exact.items()), 6) if exact else None
+    adds, erases = _writes(conn, size, seed, writes, 0)
+    # The same writes with the densities left alone: what the rest of a write costs.
+    kept = density.note_insert, density.note_delete
+    density.note_insert = density.note_delete = lambda *a: None  # type: ignore[assignment]
+    try:
+        plain_adds, plain_erases = _writes(conn, size, seed, writes, writes)
+    finally:
+        density.note_insert, density.note_delete = kept
+    conn.close()
+    return {"size": size, "finish_s": round(finish_s, 2), "density_s": density_s, "knn_s": knn_s,
+            "knn_max_error": knn_max_error,
+            "add_p50_ms": _ms(adds), "add_without_density_p50_ms": _ms(plain_adds),
+            "erase_p50_ms": _ms(erases), "erase_without_density_p50_ms": _ms(plain_erases)}
+
+
+def _ms(values: list[float]) -> float:
+    return round(statistics.median(values) * 1000, 1)
+
+
+def _writes(conn: Any, size: int, seed: int, count: int, skip: int) -> tuple[list[float], list[float]]:
+    """``count`` adds, then ``count`` purges (of memories ``skip`` onwards), timed one by one."""
+    from memex import text
+    from memex.store.postgres import rows
+
     adds: list[float] = []
-    for k, (rec, blob) in enumerate(next(batches(writes + 1, seed + 1))):
+    for k, (rec, blob) in enumerate(next(batches(skip + count + 1, seed + 1))):
+        if k < skip:
+            continue
         rec.id, rec.path = f"add{k}", f"memories/project/add{k}.md"
         t = time.perf_counter()
         with conn.write_txn():
             rows.upsert(conn, rec, (blob, []), text.fts_document(rec.embed_text))
-        if k:  # the first write reads the vectors into the process's copy
+        if k > skip:  # the first write after a bulk load reads the vectors into the process's copy
             adds.append(time.perf_counter() - t)
     erases: list[float] = []
-    for k in range(writes):
+    for k in range(skip, skip + count):
         rowid = conn.execute("SELECT rowid FROM memories WHERE id = %s", (f"b{k * 997 % size:09d}",)).fetchone()[0]
         t = time.perf_counter()
         with conn.write_txn():
             rows.purge_memory(conn, int(rowid))
         erases.append(time.perf_counter() - t)
-    conn.close()
-    return {"size": size, "finish_s": round(finish_s, 2), "density_s": round(density_s, 2),
-            "add_p50_ms": round(statistics.median(adds) * 1000, 1),
-            "erase_p50_ms": round(statistics.median(erases) * 1000, 1)}
+    return adds, erases
 
 
 def main() -> None:
@@ -86,6 +123,7 @@ def main() -> None:
     ap.add_argument("--writes", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pg-url", default=None)
+    ap.add_argument("--exact-upto", type=int, default=50_000, help="time exact lists only up to this size")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         server = None
@@ -94,7 +132,7 @@ def main() -> None:
             server, url = pg_server(Path(tmp))
         try:
             for size in args.sizes:
-                print(json.dumps(one(url, size, args.seed, args.writes)), flush=True)
+                print(json.dumps(one(url, size, args.seed, args.writes, args.exact_upto)), flush=True)
         finally:
             if server is not None:
                 server.cleanup()

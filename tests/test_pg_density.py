@@ -16,7 +16,7 @@ from memex.index.indexer import Indexer
 from memex.store import IndexStore, SqliteStore
 from memex.store import density as core
 from memex.store.memories import Filters
-from memex.store.postgres import bulk
+from memex.store.postgres import bulk, density
 from memex.store.postgres.schema import connect
 from memex.store.postgres.store import PgStore
 from memex.records import Record
@@ -183,3 +183,34 @@ def test_search_answers_alike_with_the_hub_prior(model_vault: Vault, pg_url: str
     top = search(pg, model_vault.embedder, "is the deploy window good for everyone", limit=1)
     assert top[0].id == answer.id  # the crowd's near-copies lose to the statement, as on SQLite
     pg.close()
+
+
+def test_a_bulk_load_too_large_for_exact_lists_takes_them_from_hnsw(
+    pair: tuple[Vault, SqliteStore, PgStore, Indexer], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, s, p, _ = pair
+    monkeypatch.setattr(density, "EXACT_UPTO", 10)
+    filled: list[int] = []
+    fill = density.fill_from_knn
+    monkeypatch.setattr(density, "fill_from_knn", lambda conn: filled.append(fill(conn)) or filled[-1])
+    embedder = HashEmbedder()
+    texts = _texts(30, salt="large")
+    records = [(_record(i, t), embed.to_blob(v)) for i, (t, v) in enumerate(zip(texts, embedder.embed(texts)))]
+    s.ensure_vectors(embedder.model_id, embedder.dim)
+    with s.write_txn():
+        for rec, blob in records[:-1]:
+            s.write_memory(None, rec, text.fts_document(rec.embed_text), (blob, []))
+    p.ensure_vectors(embedder.model_id, embedder.dim)
+    bulk.start(p.conn)
+    bulk.load(p.conn, records[:-1], embedder.model_id)
+    bulk.finish(p.conn)
+    approx = _by_id(p)
+    assert filled == [29]
+    # HNSW over 29 vectors finds the true neighbours; cosines from pgvector agree to float32 noise.
+    assert set(approx) == set(_by_id(s)) and approx == pytest.approx(_by_id(s), abs=1e-5)
+    rec, blob = records[-1]  # later writes keep them as exact ones are kept
+    with s.write_txn():
+        s.write_memory(None, rec, text.fts_document(rec.embed_text), (blob, []))
+    with p.write_txn():
+        p.write_memory(None, rec, text.fts_document(rec.embed_text), (blob, []))
+    assert _by_id(p) == pytest.approx(_by_id(s), abs=1e-5) and len(_by_id(p)) == 30

@@ -166,3 +166,49 @@ def settle(conn: PgConnection) -> None:
     copy.version = _bump(conn)
     # Kept for this process's next transaction (not registered: nothing to settle yet).
     _STATE[conn] = core.Pending(copy=copy if len(copy.rowids) and copy.matrix.shape[1] else None)
+
+
+# A bulk load computes exact lists up to this many vectors: exact costs
+# O(n^2 * dim) (20k: 24 s, 1M: about 17 hours; docs/postgres.md, "Densities"),
+# so a larger load takes each memory's neighbours from the HNSW index instead.
+EXACT_UPTO = 50_000
+_KNN_BATCH = 1000
+
+
+def fill_from_knn(conn: PgConnection) -> int:
+    """Every list from pgvector's HNSW KNN (approximate: a true neighbour may be
+    missed, and cosines differ from SQLite's in the last float32 bits), inside
+    the caller's write transaction, after the vector index is built. Later
+    writes keep them as exact ones are kept. Returns the rows written."""
+    import numpy as np
+
+    conn.execute("DELETE FROM memory_density")
+    forget(conn)
+    written, after = 0, 0
+    while True:
+        ids = [int(r) for (r,) in conn.execute(
+            "SELECT rowid FROM memory_vec WHERE rowid > %s ORDER BY rowid LIMIT %s", (after, _KNN_BATCH))]
+        if not ids:
+            break
+        found: dict[int, list[float]] = {r: [] for r in ids}
+        for rowid, sims in conn.execute(
+            "SELECT v.rowid, array_agg(n.sim ORDER BY n.sim DESC) FROM memory_vec v CROSS JOIN LATERAL ("
+            "  SELECT 1 - (w.embedding <=> v.embedding) AS sim FROM memory_vec w WHERE w.rowid <> v.rowid"
+            "  ORDER BY w.embedding <=> v.embedding LIMIT %s) n WHERE v.rowid = ANY(%s) GROUP BY v.rowid",
+            (core.K, ids),
+        ):
+            found[int(rowid)] = list(sims)
+        rows = []
+        for rowid, sims in found.items():
+            values = np.sort(np.array(sims, dtype=np.float32))[::-1]  # best first, as derive stores them
+            mean = float(values.sum(dtype=np.float64) / max(len(values), 1))
+            rows.append((rowid, mean, values.tobytes()))
+        with conn.raw.cursor() as cur:
+            with cur.copy("COPY memory_density (rowid, density, neighbours) FROM STDIN (FORMAT BINARY)") as out:
+                out.set_types(["int8", "float8", "bytea"])
+                for row in rows:
+                    out.write_row(row)
+        written += len(rows)
+        after = ids[-1]
+    _bump(conn)
+    return written
