@@ -27,14 +27,28 @@ def _texts(n: int, salt: str = "") -> list[str]:
             for i in range(n)]
 
 
+@pytest.fixture(autouse=True, params=["S=2048", "S=7"])
+def reference_size(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Every test runs with the shipped reference set (every memory is in it:
+    the exact all-memories definition) and with one of 8, so that writes enter
+    and leave it."""
+    if request.param == "S=7":
+        monkeypatch.setattr(density, "S", 7)
+    return density.S
+
+
 def _brute_force(conn: apsw.Connection) -> dict[int, float]:
-    """The definition: mean cosine of each body vector to its K nearest other body vectors."""
+    """The definition: mean cosine of each body vector to its K nearest among
+    the S+1 memories of smallest key, itself left out."""
+    ids = {int(r): str(i) for r, i in conn.execute("SELECT rowid, id FROM memories")}
     rows = sorted((int(r), embed.from_blob(b)) for r, b in conn.execute("SELECT rowid, embedding FROM memory_vec"))
     if len(rows) < 2:
         return {}
+    ref = sorted(range(len(rows)), key=lambda i: density.key(ids[rows[i][0]]))[: density.S + 1]
     m = np.stack([v for _, v in rows]).astype(np.float64)
-    sims = m @ m.T
-    np.fill_diagonal(sims, -np.inf)
+    sims = m @ m[ref].T
+    for j, i in enumerate(ref):
+        sims[i, j] = -np.inf
     top = -np.sort(-sims, axis=1)[:, : density.K]
     return {r: float(top[i][np.isfinite(top[i])].mean()) for i, (r, _) in enumerate(rows)}
 
@@ -172,3 +186,38 @@ def test_search_ranks_a_statement_above_a_crowd_of_near_copies(vault: Vault) -> 
     after = [h.id for h in search(vault.conn, vault.embedder, query, 5, qvec=qvec, fusion=hubs_lose, floor=False)]
     assert before[0] != answer.id  # one of the crowd wins on plain cosine + BM25
     assert after[0] == answer.id
+
+
+def test_erasing_a_reference_member_brings_in_the_next_and_leaves_only_numbers(vault: Vault) -> None:
+    results = [vault.add(t) for t in _texts(30)]
+    member = min(results, key=lambda r: density.key(r.id))  # in R at any S
+    rowid = int(vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (member.id,)).fetchone()[0])
+    blob = bytes(vault.conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()[0])
+    assert vault.conn.execute("SELECT count(*) FROM density_reference WHERE rowid = ?", (rowid,)).fetchone()[0] == 1
+    erase(vault, member.id, reason="test")
+    _assert_exact(vault)
+    assert vault.conn.execute("SELECT count(*) FROM density_reference WHERE rowid = ?", (rowid,)).fetchone()[0] == 0
+    size = vault.conn.execute("SELECT count(*) FROM density_reference").fetchone()[0]
+    assert size == min(density.S + 1, len(results) - 1)
+    # What stays of it in the others' rows is cosines: at most DEPTH float32 each, never its vector.
+    for (neighbours,) in vault.conn.execute("SELECT neighbours FROM memory_density"):
+        assert len(neighbours) <= 4 * density.DEPTH and blob not in bytes(neighbours)
+    for (embedding,) in vault.conn.execute("SELECT embedding FROM density_reference"):
+        assert bytes(embedding) != blob
+
+
+def test_a_rolled_back_erase_of_a_member_and_an_add_leave_them_as_they_were(vault: Vault) -> None:
+    results = [vault.add(t) for t in _texts(20)]
+    member = min(results, key=lambda r: density.key(r.id))
+    before = _stored(vault.conn)
+    reference = sorted(r for (r,) in vault.conn.execute("SELECT rowid FROM density_reference"))
+    with pytest.raises(RuntimeError):
+        with write_txn(vault.conn):
+            victim = int(vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (member.id,)).fetchone()[0])
+            vault.store.purge_memory(victim)
+            raise RuntimeError("abandoned")
+    assert _stored(vault.conn) == before
+    assert sorted(r for (r,) in vault.conn.execute("SELECT rowid FROM density_reference")) == reference
+    for t in _texts(12, salt="after the rollback"):
+        vault.add(t)
+    _assert_exact(vault)

@@ -154,8 +154,14 @@ def _step4(conn: apsw.Connection) -> None:
     density.rebuild(conn)
 
 
+def _step5(conn: apsw.Connection) -> None:
+    # Densities against a reference set, with each memory's key and a copy of
+    # the set's vectors, so a write costs O(S), not O(N) (memex/store/density.py).
+    density.rebuild(conn)
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[apsw.Connection], None]] = [_step1, _step2, _step3, _step4]
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [_step1, _step2, _step3, _step4, _step5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -84,11 +84,5 @@ def finish(conn: PgConnection, workers: int = 1) -> None:
         conn.execute(f"SET LOCAL max_parallel_maintenance_workers = {int(workers)}")
         conn.execute("CREATE INDEX IF NOT EXISTS memories_fts ON memories USING gin(fts) WITH (fastupdate = off)")
         schema.create_vector_indexes(conn)
-        # Every memory's neighbours: exact at this commit, or from the HNSW index
-        # when exact would take hours (docs/postgres.md, "Densities").
-        vectors = int(conn.execute("SELECT count(*) FROM memory_vec").fetchone()[0])
-        if vectors <= density.EXACT_UPTO:
-            density.recompute_all(conn)
-        else:
-            density.fill_from_knn(conn)
+        density.recompute_all(conn)  # every memory's density, at this commit (cost: docs/postgres.md)
     conn.execute("VACUUM ANALYZE memories, memory_vec, embedding_cache, memory_density")

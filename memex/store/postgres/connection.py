@@ -60,12 +60,14 @@ class PgConnection:
     ``before_commit``: what must run inside the outermost write transaction
     just before its COMMIT, by name (derived rows settled once per
     transaction: :mod:`memex.store.postgres.density`); ``after_rollback``:
-    what forgets a rolled-back transaction's notes."""
+    what forgets a rolled-back transaction's notes; ``state``: what a module
+    keeps per connection between transactions (by the module's name)."""
 
     raw: Any
     url: str
     before_commit: dict[str, Callable[[], None]] = field(default_factory=dict)
     after_rollback: dict[str, Callable[[], None]] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
 
     def execute(self, sql: str, params: Any = None) -> Any:
         return self.raw.execute(sql, params)

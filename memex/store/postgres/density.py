@@ -1,110 +1,144 @@
 """How crowded each memory's neighbourhood is, on PostgreSQL: ``memory_density``.
 
-The same values as SQLite's (:mod:`memex.store.density`: the mean cosine
-of a memory's body vector to its K nearest others), computed by the same
-code, so that search's hub prior ranks alike on both backends
-(docs/postgres.md, "Densities"). Only the bookkeeping is PostgreSQL's:
+The same values as SQLite's, computed by the same code: :mod:`memex.store.density`
+(the definition, the reference set, how a write keeps every list exact) runs
+here unchanged, through :class:`_Dialect`, which gives it the few statements
+it sends in PostgreSQL's terms. So search's hub prior ranks alike on both
+backends (docs/postgres.md, "Densities"). Only the bookkeeping is PostgreSQL's:
 
 * :mod:`.rows` notes each body vector written (:func:`note_insert`) or
   about to be deleted (:func:`note_delete`); the first note of a
   transaction asks :class:`PgConnection` to :func:`settle` just before its
   COMMIT, under the write lock, and to forget the notes on a rollback;
-* a process keeps every body vector and list in memory between its own
-  transactions, as SQLite's does; PostgreSQL has no ``data_version``, so
-  each settle bumps ``meta.density_epoch`` and a copy made at another
-  epoch (another process wrote since) is read again;
-* a bulk load (:mod:`.bulk`) marks the copies stale and its ``finish``
-  computes every list afresh.
-
-``neighbours`` and ``density`` are derived from the vectors: no statistics
-are sampled from them (as for every column holding a memory's text or
-vector, docs/postgres.md, erasure), and a purge deletes the row.
+* SQLite's code keeps every vector in memory between a process's own
+  transactions and reads them again after another connection wrote
+  (``PRAGMA data_version``). PostgreSQL has no such counter, so every settle
+  bumps ``meta.density_epoch``; a process that finds the epoch where its
+  own last settle left it answers the same ``data_version`` as then;
+* the tables are PostgreSQL's (:func:`create`): BIGINT keys (the key is a
+  63-bit hash), no statistics sampled from the vector-derived columns
+  (docs/postgres.md, erasure); a purge deletes the memory's rows.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from functools import partial
+from typing import Any, cast
+
+import apsw
+import numpy as np
 
 from memex.store import density as core
 from memex.store.postgres.connection import PgConnection
 
-_STATE: weakref.WeakKeyDictionary[PgConnection, core.Pending] = weakref.WeakKeyDictionary()
 _HOOK = "density"
 
 
+class _Dialect:
+    """What :mod:`memex.store.density` calls on a connection (``execute``,
+    ``executemany``), answered by PostgreSQL: ``?`` placeholders become
+    ``%s``, vectors are read in binary and handed over as float32 bytes, and
+    SQLite's two introspection statements get their PostgreSQL equivalents."""
+
+    def __init__(self, conn: PgConnection) -> None:
+        self.conn = conn
+        self.version = 0  # what data_version answers during a settle
+        self.seen = -1  # the epoch this process's last settle left
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        if sql == "PRAGMA data_version":
+            return _Rows([(self.version,)])
+        if "sqlite_master" in sql:
+            return self.conn.execute("SELECT 1 WHERE to_regclass('memory_vec') IS NOT NULL")
+        sql = sql.replace("?", "%s")
+        if "embedding FROM memory_vec" in sql:
+            rows = self.conn.raw.execute(sql, tuple(params), binary=True).fetchall()
+            return _Rows([tuple(_blob(v) if isinstance(v, np.ndarray) else v for v in row) for row in rows])
+        return self.conn.execute(sql, tuple(params) if params else None)
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        rows = list(rows)
+        if rows:
+            with self.conn.raw.cursor() as cur:
+                cur.executemany(sql.replace("?", "%s"), rows)
+
+
+class _Rows(list[tuple[Any, ...]]):
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self[0] if self else None
+
+
+def _blob(vec: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
+
+
+def _dialect(conn: PgConnection) -> apsw.Connection:
+    """This connection's dialect, as the SQLite code's connection type (it only calls execute/executemany)."""
+    found = conn.state.get(_HOOK)
+    if found is None:
+        found = conn.state[_HOOK] = _Dialect(conn)
+    return cast(apsw.Connection, found)
+
+
+def _watch(conn: PgConnection) -> apsw.Connection:
+    """The dialect, with this transaction's settle and rollback hooks set."""
+    conn.before_commit.setdefault(_HOOK, partial(settle, conn))
+    conn.after_rollback.setdefault(_HOOK, partial(forget, conn))
+    return _dialect(conn)
+
+
 def create(conn: PgConnection) -> None:
-    """The table, and the epoch every settle bumps."""
+    """The tables (as :func:`memex.store.density.create`, in PostgreSQL's types) and the epoch."""
     conn.execute(
-        "CREATE TABLE IF NOT EXISTS memory_density "
-        "(rowid BIGINT PRIMARY KEY, density DOUBLE PRECISION NOT NULL, neighbours BYTEA NOT NULL)"
+        "CREATE TABLE IF NOT EXISTS memory_density (rowid BIGINT PRIMARY KEY, density DOUBLE PRECISION NOT NULL, "
+        "neighbours BYTEA NOT NULL, key BIGINT NOT NULL)"
     )
-    for column in ("density", "neighbours"):
-        conn.execute(f"ALTER TABLE memory_density ALTER COLUMN {column} SET STATISTICS 0")
+    conn.execute("CREATE INDEX IF NOT EXISTS memory_density_key ON memory_density(key)")
+    conn.execute("CREATE TABLE IF NOT EXISTS density_reference (rowid BIGINT PRIMARY KEY, embedding BYTEA NOT NULL)")
+    for table, column in (("memory_density", "density"), ("memory_density", "neighbours"),
+                          ("density_reference", "embedding")):
+        conn.execute(f"ALTER TABLE {table} ALTER COLUMN {column} SET STATISTICS 0")
     conn.execute("INSERT INTO meta(key, value) VALUES ('density_epoch', '0') ON CONFLICT (key) DO NOTHING")
 
 
 def rebuild(conn: PgConnection) -> None:
     """Every density computed afresh at this transaction's commit (an index
-    made by a memex without the table)."""
+    made by a memex without the tables)."""
+    conn.execute("DROP TABLE IF EXISTS memory_density")
+    conn.execute("DROP TABLE IF EXISTS density_reference")
     create(conn)
-    if conn.execute("SELECT to_regclass('memory_vec')").fetchone()[0] is not None:
-        recompute_all(conn)
-
-
-def _state(conn: PgConnection) -> core.Pending:
-    state = _STATE.get(conn)
-    if state is None:
-        state = _STATE[conn] = core.Pending()
-    conn.before_commit.setdefault(_HOOK, partial(settle, conn))
-    conn.after_rollback.setdefault(_HOOK, partial(forget, conn))
-    return state
+    forget(conn)
+    recompute_all(conn)
 
 
 def note_insert(conn: PgConnection, rowid: int, blob: bytes) -> None:
     """A body vector was written for ``rowid`` in this transaction."""
-    _state(conn).added[rowid] = blob
+    core.note_insert(_watch(conn), rowid, blob)
 
 
 def note_delete(conn: PgConnection, rowid: int) -> None:
-    """``rowid``'s body vector is about to be deleted: remember it until the
-    settle (to find whose neighbour it was) and drop its own row now."""
-    state = _state(conn)
-    state.added.pop(rowid, None)
-    for (vec,) in conn.raw.execute("SELECT embedding FROM memory_vec WHERE rowid = %s", (rowid,), binary=True):
-        state.removed.append(_blob(vec))
-        state.deleted.add(rowid)
-    conn.execute("DELETE FROM memory_density WHERE rowid = %s", (rowid,))
+    """``rowid``'s body vector is about to be deleted (its rows go now)."""
+    core.note_delete(_watch(conn), rowid)
 
 
 def forget(conn: PgConnection) -> None:
     """Drop what this connection noted and holds (a rollback)."""
-    _STATE.pop(conn, None)
+    core.forget(_dialect(conn))
     conn.before_commit.pop(_HOOK, None)
 
 
 def clear(conn: PgConnection) -> None:
     """Every density goes (the vector tables were made anew for another model)."""
-    conn.execute("DELETE FROM memory_density")
-    forget(conn)
-    _bump(conn)
-
-
-def stale(conn: PgConnection) -> None:
-    """Vectors were written without notes (a bulk load): every process's copy
-    is out of date; :func:`recompute_all` brings the lists back."""
-    forget(conn)
+    core.clear(_dialect(conn))
+    conn.before_commit.pop(_HOOK, None)
     _bump(conn)
 
 
 def recompute_all(conn: PgConnection) -> None:
-    """Have this transaction's settle compute every list afresh (after a bulk
-    load, or orphan vectors removed without :func:`note_delete`)."""
-    conn.execute("DELETE FROM memory_density d WHERE NOT EXISTS (SELECT 1 FROM memory_vec v WHERE v.rowid = d.rowid)")
-    state = _state(conn)
-    state.full = True
-    state.copy = None
+    """Have this transaction's settle compute every list afresh (a bulk load,
+    orphan vectors removed without :func:`note_delete`, a schema step)."""
+    core.recompute_all(_watch(conn))
 
 
 def densities(conn: PgConnection, rowids: Sequence[int]) -> dict[int, float]:
@@ -115,12 +149,6 @@ def densities(conn: PgConnection, rowids: Sequence[int]) -> dict[int, float]:
     return {int(r): float(d) for r, d in rows}
 
 
-def _blob(vec: object) -> bytes:
-    import numpy as np
-
-    return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
-
-
 def _epoch(conn: PgConnection) -> int:
     row = conn.execute("SELECT value FROM meta WHERE key = 'density_epoch'").fetchone()
     return int(row[0]) if row and row[0] is not None else 0
@@ -129,86 +157,25 @@ def _epoch(conn: PgConnection) -> int:
 def _bump(conn: PgConnection) -> int:
     epoch = _epoch(conn) + 1
     conn.execute(
-        "INSERT INTO meta(key, value) VALUES ('density_epoch', %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        "INSERT INTO meta(key, value) VALUES ('density_epoch', %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (str(epoch),),
     )
     return epoch
 
 
-def _read(conn: PgConnection, epoch: int) -> core.Copy:
-    vectors = ((int(r), _blob(v)) for r, v in conn.raw.execute("SELECT rowid, embedding FROM memory_vec", binary=True))
-    stored = ((int(r), bytes(b)) for r, b in conn.execute("SELECT rowid, neighbours FROM memory_density"))
-    return core.build_copy(epoch, list(vectors), list(stored))
-
-
 def settle(conn: PgConnection) -> None:
-    """Bring every density up to date with this transaction's vector writes
-    and deletions (run by :meth:`PgConnection.write_txn` before COMMIT)."""
-    state = _STATE.pop(conn, None)
-    if state is None or not (state.added or state.removed or state.deleted or state.full):
-        return
-    epoch = _epoch(conn)
-    if state.copy is not None and state.copy.version == epoch and not state.full:
-        copy = core.apply(state.copy, state)
-    else:
-        copy = _read(conn, epoch)
-    rows = core.derive(copy, state)
-    if state.full:
-        conn.execute("DELETE FROM memory_density")
-    elif rows:
-        conn.execute("DELETE FROM memory_density WHERE rowid = ANY(%s)", ([r for r, _, _ in rows],))
-    if rows:
-        with conn.raw.cursor() as cur:
-            with cur.copy("COPY memory_density (rowid, density, neighbours) FROM STDIN (FORMAT BINARY)") as out:
-                out.set_types(["int8", "float8", "bytea"])
-                for row in rows:
-                    out.write_row(row)
-    copy.version = _bump(conn)
-    # Kept for this process's next transaction (not registered: nothing to settle yet).
-    _STATE[conn] = core.Pending(copy=copy if len(copy.rowids) and copy.matrix.shape[1] else None)
+    """Bring every density up to date with this transaction's vector writes and
+    deletions (run by :meth:`PgConnection.write_txn` before COMMIT)."""
+    dialect = cast(_Dialect, _dialect(conn))
+    if dialect.seen != _epoch(conn):  # another process settled since: its copy is stale
+        dialect.version += 1
+    core.settle(cast(apsw.Connection, dialect))
+    dialect.seen = _bump(conn)
 
 
-# A bulk load computes exact lists up to this many vectors: exact costs
-# O(n^2 * dim) (20k: 24 s, 1M: about 17 hours; docs/postgres.md, "Densities"),
-# so a larger load takes each memory's neighbours from the HNSW index instead.
-EXACT_UPTO = 50_000
-_KNN_BATCH = 1000
-
-
-def fill_from_knn(conn: PgConnection) -> int:
-    """Every list from pgvector's HNSW KNN (approximate: a true neighbour may be
-    missed, and cosines differ from SQLite's in the last float32 bits), inside
-    the caller's write transaction, after the vector index is built. Later
-    writes keep them as exact ones are kept. Returns the rows written."""
-    import numpy as np
-
-    conn.execute("DELETE FROM memory_density")
+def stale(conn: PgConnection) -> None:
+    """Vectors were written without notes (a bulk load): every process's copy
+    is out of date; :func:`recompute_all` brings the lists back."""
     forget(conn)
-    written, after = 0, 0
-    while True:
-        ids = [int(r) for (r,) in conn.execute(
-            "SELECT rowid FROM memory_vec WHERE rowid > %s ORDER BY rowid LIMIT %s", (after, _KNN_BATCH))]
-        if not ids:
-            break
-        found: dict[int, list[float]] = {r: [] for r in ids}
-        for rowid, sims in conn.execute(
-            "SELECT v.rowid, array_agg(n.sim ORDER BY n.sim DESC) FROM memory_vec v CROSS JOIN LATERAL ("
-            "  SELECT 1 - (w.embedding <=> v.embedding) AS sim FROM memory_vec w WHERE w.rowid <> v.rowid"
-            "  ORDER BY w.embedding <=> v.embedding LIMIT %s) n WHERE v.rowid = ANY(%s) GROUP BY v.rowid",
-            (core.K, ids),
-        ):
-            found[int(rowid)] = list(sims)
-        rows = []
-        for rowid, sims in found.items():
-            values = np.sort(np.array(sims, dtype=np.float32))[::-1]  # best first, as derive stores them
-            mean = float(values.sum(dtype=np.float64) / max(len(values), 1))
-            rows.append((rowid, mean, values.tobytes()))
-        with conn.raw.cursor() as cur:
-            with cur.copy("COPY memory_density (rowid, density, neighbours) FROM STDIN (FORMAT BINARY)") as out:
-                out.set_types(["int8", "float8", "bytea"])
-                for row in rows:
-                    out.write_row(row)
-        written += len(rows)
-        after = ids[-1]
     _bump(conn)
-    return written

@@ -168,7 +168,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 # Every table that holds a memory's text or a trace of it: what a purge VACUUMs.
 TABLES = (
     "memories", "memory_vec", "chunks", "chunk_vec", "embedding_cache", "usage", "index_errors",
-    "entities", "entity_links", "relations", "fts_totals", "memory_density",
+    "entities", "entity_links", "relations", "fts_totals", "memory_density", "density_reference",
 )
 
 
