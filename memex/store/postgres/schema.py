@@ -6,10 +6,10 @@ that PostgreSQL makes natural:
 * full text lives in ``memories.fts`` (a ``tsvector`` with a GIN index)
   instead of an FTS5 table. memex tokenizes first, as for FTS5
   (:func:`memex.text.fts_document`: English words, CJK character bigrams),
-  and the ``memex`` configuration only stems those tokens (Snowball English,
-  like FTS5's porter) and keeps every one: no stopword list, so a query made
-  of stopwords finds what SQLite finds. ``fts_len`` is the token count
-  BM25 needs;
+  and the lexemes stored are FTS5's own tokens of that text, cut and
+  stemmed by FTS5's porter tokenizer (:mod:`.lexemes`; the ``memex``
+  configuration of step 1 is no longer used to write). ``fts_len`` is the
+  token count BM25 needs;
 * vectors are pgvector columns (``memory_vec``, ``chunks.embedding``) with
   HNSW indexes (cosine), created once the model, and so the dimension, is
   known (:func:`ensure_vectors`).
