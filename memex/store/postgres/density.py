@@ -52,7 +52,7 @@ class _Dialect:
         if "sqlite_master" in sql:
             return self.conn.execute("SELECT 1 WHERE to_regclass('memory_vec') IS NOT NULL")
         sql = sql.replace("?", "%s")
-        if "embedding FROM memory_vec" in sql:
+        if sql.startswith("SELECT"):  # in binary: vectors as arrays, bytea without hex text (R: 2049 x 1.5 KB)
             rows = self.conn.raw.execute(sql, tuple(params), binary=True).fetchall()
             return _Rows([tuple(_blob(v) if isinstance(v, np.ndarray) else v for v in row) for row in rows])
         return self.conn.execute(sql, tuple(params) if params else None)
