@@ -6,18 +6,17 @@ times
 
 * ``finish_s``: :func:`memex.store.postgres.bulk.finish` (text and HNSW
   index builds plus every memory's neighbour list computed afresh);
-* ``density_s``: exact densities alone (one more full recompute in its own
-  transaction: read every vector, compute, COPY), up to ``--exact-upto``;
-* ``knn_s``: the lists taken from the HNSW index instead (what ``finish``
-  does above ``EXACT_UPTO``), and ``knn_max_error``, the largest difference
-  of a density from the exact one;
+* ``density_s``: the densities alone (one more full recompute in its own
+  transaction: read every vector and key, compute against the reference
+  set, write every row);
 * ``add_p50_ms``: one more memory written row by row (its own list and
   the lists it enters settled at COMMIT), the process's vector copy warm;
 * ``erase_p50_ms``: one memory purged (the lists that held it recomputed);
 * ``*_without_density_p50_ms``: the same writes with the density notes
   switched off, for comparison.
 
-Exact lists cost O(N^2 * dim): the 1M figure is extrapolated from these
+A full recompute costs O(N * S * dim) (S: the reference set,
+memex/store/density.py): the 1M figure is extrapolated from these
 (docs/postgres.md, "Densities").
 
     nice -n 10 .venv/bin/python scripts/bench_pg_density.py --sizes 5000 10000 20000
@@ -40,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_backends import RandomEmbedder, batches, pg_server  # noqa: E402
 
 
-def one(url: str, size: int, seed: int, writes: int, exact_upto: int) -> dict[str, Any]:
+def one(url: str, size: int, seed: int, writes: int) -> dict[str, Any]:
     from memex.store.postgres import bulk, density, schema
 
     import psycopg
@@ -59,20 +58,10 @@ def one(url: str, size: int, seed: int, writes: int, exact_upto: int) -> dict[st
     t = time.perf_counter()
     bulk.finish(conn)
     finish_s = time.perf_counter() - t
-    density_s, exact = None, {}
-    if size <= exact_upto:
-        t = time.perf_counter()
-        with conn.write_txn():
-            density.recompute_all(conn)
-        density_s = round(time.perf_counter() - t, 2)
-        exact = dict(conn.execute("SELECT rowid, density FROM memory_density").fetchall())
     t = time.perf_counter()
     with conn.write_txn():
-        density.fill_from_knn(conn)
-    knn_s = round(time.perf_counter() - t, 2)
-    knn = dict(conn.execute("SELECT rowid, density FROM memory_density").fetchall())
-    # How far the HNSW lists' densities are from the exact ones (the finish above computed exact ones too).
-    knn_max_error = round(max(abs(knn[r] - v) for r, v in exact.items()), 6) if exact else None
+        density.recompute_all(conn)
+    density_s = round(time.perf_counter() - t, 2)
     adds, erases = _writes(conn, size, seed, writes, 0)
     # The same writes with the densities left alone: what the rest of a write costs.
     kept = density.note_insert, density.note_delete
@@ -82,8 +71,7 @@ def one(url: str, size: int, seed: int, writes: int, exact_upto: int) -> dict[st
     finally:
         density.note_insert, density.note_delete = kept
     conn.close()
-    return {"size": size, "finish_s": round(finish_s, 2), "density_s": density_s, "knn_s": knn_s,
-            "knn_max_error": knn_max_error,
+    return {"size": size, "finish_s": round(finish_s, 2), "density_s": density_s,
             "add_p50_ms": _ms(adds), "add_without_density_p50_ms": _ms(plain_adds),
             "erase_p50_ms": _ms(erases), "erase_without_density_p50_ms": _ms(plain_erases)}
 
@@ -123,7 +111,6 @@ def main() -> None:
     ap.add_argument("--writes", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pg-url", default=None)
-    ap.add_argument("--exact-upto", type=int, default=50_000, help="time exact lists only up to this size")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         server = None
@@ -132,7 +119,7 @@ def main() -> None:
             server, url = pg_server(Path(tmp))
         try:
             for size in args.sizes:
-                print(json.dumps(one(url, size, args.seed, args.writes, args.exact_upto)), flush=True)
+                print(json.dumps(one(url, size, args.seed, args.writes)), flush=True)
         finally:
             if server is not None:
                 server.cleanup()
