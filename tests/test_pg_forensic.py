@@ -43,7 +43,8 @@ def relation_files(conn, url: str) -> dict[str, str]:  # type: ignore[no-untyped
 
 
 PLAIN_LEFTOVERS = {
-    "body": ["entities_key_key", "memories", "memories_fts", "memories_path_key"],
+    "body": ["entities_key_key", "fts_postings", "fts_postings_doc", "fts_postings_order", "fts_terms", "fts_terms_pkey", "memories",
+             "memories_fts", "memories_path_key"],
     "vector": ["embedding_cache", "memory_vec"],
 }
 
@@ -73,7 +74,10 @@ def test_erase_on_postgres_what_remains(vault: Vault, pg_url: str, pg_server, fu
         files = relation_files(pg.conn, pg_url)
         assert any(files.get(f) == "memories" for f in before["body"]), before  # the scan sees the heap
         assert any(files.get(f) == "memory_vec" for f in before["vector"]), before
+        live = "SELECT (SELECT count(*) FROM fts_terms WHERE lexeme LIKE %s) + (SELECT count(*) FROM fts_postings WHERE lexeme LIKE %s)"
+        assert pg.conn.execute(live, (MARKER + "%", MARKER + "%")).fetchone()[0] == 2  # its word's count and posting
         result = pg.purge(secret.id, full=full)
+        assert pg.conn.execute(live, (MARKER + "%", MARKER + "%")).fetchone()[0] == 0
         assert result.purged["memories"] == 1 and result.vacuum["checkpoint"] is True
         after = scan(pg_server.data_dir, needles)
     where = {key: sorted(files.get(f, f) for f in paths) for key, paths in after.items()}

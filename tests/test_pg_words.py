@@ -76,7 +76,7 @@ def test_an_index_stemmed_by_postgresql_gets_fts5s_words_at_its_schema_step(
     s, p, _ = pair
     with p.write_txn():  # as the earlier schema left them: PostgreSQL's parser and Snowball English
         p.conn.execute("UPDATE memories SET fts = to_tsvector('memex', body), fts_len = 1")
-        p.conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        p.conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")  # before the words step
     assert _top(p, "nightly") != _top(s, "nightly")
     p.conn.close()
     again = PgStore(connect(p.conn.url))

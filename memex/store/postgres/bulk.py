@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from memex import text
 from memex.embedding import embed
 from memex.records import Record
-from memex.store.postgres import density, lexemes, schema
+from memex.store.postgres import density, lexemes, postings, schema
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.rows import _COLUMNS, _values
 
@@ -36,6 +36,7 @@ def load(
     raw = conn.raw
     n = 0
     with conn.write_txn():
+        postings.bulk_mode(conn)  # finish() derives the postings of every row at once
         rows = list(batch)
         cols = ", ".join(_COLUMNS)
         conn.execute("DROP TABLE IF EXISTS bulk_rows")
@@ -73,16 +74,18 @@ def start(conn: PgConnection) -> None:
     with conn.write_txn():
         schema.drop_vector_indexes(conn)
         conn.execute("DROP INDEX IF EXISTS memories_fts")
+        postings.drop_indexes(conn)
 
 
 def finish(conn: PgConnection, workers: int = 1) -> None:
-    """Recount the BM25 totals and build the text and vector indexes."""
+    """Recount the BM25 totals, derive the postings and build the text and vector indexes."""
     with conn.write_txn():
         conn.execute("UPDATE fts_totals SET docs = s.docs, tokens = s.tokens FROM "
                      "(SELECT count(*) AS docs, coalesce(sum(fts_len), 0) AS tokens FROM memories) s")
         conn.execute(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")
         conn.execute(f"SET LOCAL max_parallel_maintenance_workers = {int(workers)}")
+        postings.rebuild(conn)
         conn.execute("CREATE INDEX IF NOT EXISTS memories_fts ON memories USING gin(fts) WITH (fastupdate = off)")
         schema.create_vector_indexes(conn)
         density.recompute_all(conn)  # every memory's density, at this commit (cost: docs/postgres.md)
-    conn.execute("VACUUM ANALYZE memories, memory_vec, embedding_cache, memory_density")
+    conn.execute("VACUUM ANALYZE memories, memory_vec, embedding_cache, fts_postings, fts_terms, memory_density")

@@ -4,7 +4,8 @@ A ``DELETE`` on PostgreSQL only marks a row dead. ``VACUUM`` makes its space
 reusable and removes its index entries, but it does not overwrite the
 bytes: a raw-byte scan of the data folder after DELETE + VACUUM + CHECKPOINT
 still finds the body in the ``memories`` heap, its GIN (text) and b-tree
-(path) indexes, and the vector in ``memory_vec`` and ``embedding_cache``,
+(path) indexes, the BM25 postings and term counts (``fts_postings``,
+``fts_terms`` and their indexes), and the vector in ``memory_vec`` and ``embedding_cache``,
 until new rows happen to reuse that space (``tests/test_pg_forensic.py``).
 Only a rewrite of the files removes them: ``VACUUM FULL`` writes each table
 and its indexes anew and unlinks the old files (the blocks they held go

@@ -5,9 +5,10 @@ memex's fusion and relevance floor were measured on FTS5's BM25
 (docs/search.md). So :func:`bm25_top` computes FTS5's formula itself
 (k1 = 1.2, b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)), at least 1e-6)
 from the ``tsvector``: term frequencies are a lexeme's positions, document
-lengths are ``fts_len``, N and the average length come from ``fts_totals``.
-The GIN index finds the matching documents; n (documents per term) is
-counted over all of them, filters or not, as FTS5 does.
+lengths are ``fts_len``, N and the average length come from ``fts_totals``,
+n (documents per term, filters or not, as FTS5 counts it) from
+``fts_terms``. It reads impact-ordered postings and stops as soon as the
+top k are proven (:mod:`memex.store.postgres.bm25`).
 
 **KNN.** pgvector's HNSW index answers the nearest bodies and chunks;
 filters (scope, source, session, status) are applied in the same query with
@@ -18,40 +19,15 @@ its k nearest instead of what is left of the global k.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from memex.store.memories import Filters
 from memex.store.memories import MemoryRow
+from memex.store.postgres import bm25
 from memex.store.postgres.connection import PgConnection, Vec
-from memex.store.postgres import lexemes
+from memex.store.postgres.filters import PgFilters as PgFilters
 from memex.text import fts_query
-
-
-@dataclass(frozen=True)
-class PgFilters:
-    """:class:`memex.store.memories.Filters` as a PostgreSQL WHERE clause over ``memories m``."""
-
-    filters: Filters
-
-    def sql(self) -> tuple[str, list[Any]]:
-        f = self.filters
-        clauses: list[str] = []
-        params: list[Any] = []
-        if f.scopes:
-            clauses.append("m.scope = ANY(%s)")
-            params.append([s.strip() for s in f.scopes])
-        if f.source:
-            clauses.append("m.source = %s")
-            params.append(f.source)
-        if f.session:
-            clauses.append("m.session = %s")
-            params.append(f.session)
-        if not f.include_superseded:
-            clauses.append("m.status = 'active'")
-        return (" AND ".join(clauses) or "TRUE"), params
 
 
 def query_terms(query: str) -> list[str]:
@@ -63,42 +39,12 @@ def query_terms(query: str) -> list[str]:
     return [part[1:-1] for part in match.split(" OR ")]
 
 
-_BM25 = f"""
-WITH q AS (
-    SELECT coalesce(array_agg(DISTINCT lexeme), '{{}}') AS lx FROM unnest(%s::text[]) AS lexeme
-), tq AS (
-    SELECT lx, array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(lx) l), ' | ')::tsquery AS tsq FROM q
-), tot AS (
-    SELECT docs::float8 AS n, greatest(tokens::float8 / greatest(docs, 1), 1) AS avgdl FROM fts_totals
-), hit AS MATERIALIZED (
-    SELECT m.rowid, m.fts_len, u.lexeme, array_length(u.positions, 1)::float8 AS tf, ({{where}}) AS keep
-    FROM tq, memories m, unnest(m.fts) u
-    WHERE m.fts @@ tq.tsq AND u.lexeme = ANY(tq.lx)
-), df AS (
-    SELECT lexeme, count(*)::float8 AS n FROM hit GROUP BY lexeme
-)
-SELECT hit.rowid, sum(
-    greatest(ln((tot.n - df.n + 0.5) / (df.n + 0.5)), 1e-6)
-    * hit.tf * 2.2 / (hit.tf + 1.2 * (0.25 + 0.75 * hit.fts_len / tot.avgdl))
-) AS score
-FROM hit JOIN df USING (lexeme), tot
-WHERE hit.keep
-GROUP BY hit.rowid
-ORDER BY score DESC, hit.rowid
-LIMIT %s
-"""
-
-
 def bm25_top(conn: PgConnection, query: str, filters: Filters, k: int) -> dict[int, float]:
     """Top ``k`` memories by BM25 (FTS5's formula, higher is better) that pass the filters."""
     terms = query_terms(query)
     if not terms:
         return {}
-    where, params = PgFilters(filters).sql()
-    rows = conn.execute(
-        _BM25.replace("{where}", where), (lexemes.query_lexemes(terms), *params, k)
-    ).fetchall()
-    return {int(r): float(s) for r, s in rows}
+    return bm25.top(conn, " ".join(terms), filters, k)
 
 
 def knn(conn: PgConnection, qvec: np.ndarray, filters: Filters, k: int) -> dict[int, float]:

@@ -17,7 +17,7 @@ from memex.index import graph
 from memex.store.cache import body_cache_keys
 from memex.store.purge import PurgeCounts
 from memex.records import Record
-from memex.store.postgres import density, lexemes
+from memex.store.postgres import density, lexemes, postings
 from memex.store.postgres.connection import PgConnection, Vec
 
 # Body vector and (text hash, vector) per chunk, as the SQLite indexer passes them.
@@ -59,7 +59,9 @@ def upsert(
             f"VALUES ({marks}, %s, %s::tsvector, %s) RETURNING rowid",
             (*values, 1 if vectors is not None else 0, fts, length),
         ).fetchone()[0])
-        conn.execute("UPDATE fts_totals SET docs = docs + 1, tokens = tokens + %s", (length,))
+        totals = conn.execute(
+            "UPDATE fts_totals SET docs = docs + 1, tokens = tokens + %s RETURNING docs, tokens, ord_c", (length,)
+        ).fetchone()
         outcome = "added"
     else:
         rowid = int(old[0])
@@ -68,8 +70,11 @@ def upsert(
             f"UPDATE memories SET {sets}, fts = %s::tsvector, fts_len = %s WHERE rowid = %s",
             (*values, fts, length, rowid),
         )
-        conn.execute("UPDATE fts_totals SET tokens = tokens + %s", (length - int(old[1]),))
+        totals = conn.execute(
+            "UPDATE fts_totals SET tokens = tokens + %s RETURNING docs, tokens, ord_c", (length - int(old[1]),)
+        ).fetchone()
         outcome = "updated"
+    postings.retune(conn, int(totals[0]), int(totals[1]), float(totals[2]))
     if vectors is not None:
         old_keys = vector_cache_keys(conn, rowid) if old is not None else set()
         body_blob, chunk_pairs = vectors

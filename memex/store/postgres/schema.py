@@ -149,6 +149,14 @@ def _step_erased_ids(conn: PgConnection) -> None:
     conn.execute("ALTER TABLE erased_ids ALTER COLUMN id SET STATISTICS 0")
 
 
+def _step_postings(conn: PgConnection) -> None:
+    """Per-term document counts and impact-ordered postings, so BM25 top-k
+    stops early (memex/store/postgres/postings.py, docs/postgres.md)."""
+    from memex.store.postgres import postings
+
+    postings.create(conn)
+
+
 def _step_density(conn: PgConnection) -> None:
     """Each memory's neighbourhood density, kept by every vector write as
     SQLite's is (:mod:`.density`): computed here for the vectors already stored."""
@@ -157,18 +165,27 @@ def _step_density(conn: PgConnection) -> None:
 
 def _step_words(conn: PgConnection) -> None:
     """Full text cut and stemmed by FTS5's own tokenizer, as SQLite's index is
-    (:mod:`.lexemes`, docs/postgres.md "Words"): every memory's words again."""
+    (:mod:`.lexemes`, docs/postgres.md "Words"): every memory's words again,
+    and the postings derived from them once at the end (not row by row by
+    their trigger)."""
+    from memex.store.postgres import postings
+
+    postings.bulk_mode(conn)
     lexemes.rebuild(conn)
+    postings.rebuild(conn)
 
 
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[PgConnection], None]] = [_step1, _step_erased_ids, _step_density, _step_words]
+MIGRATIONS: list[Callable[[PgConnection], None]] = [
+    _step1, _step_erased_ids, _step_postings, _step_density, _step_words,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table that holds a memory's text or a trace of it: what a purge VACUUMs.
 TABLES = (
     "memories", "memory_vec", "chunks", "chunk_vec", "embedding_cache", "usage", "index_errors",
-    "entities", "entity_links", "relations", "fts_totals", "memory_density", "density_reference",
+    "entities", "entity_links", "relations", "fts_totals", "fts_postings", "fts_terms",
+    "memory_density", "density_reference",
 )
 
 
