@@ -7,24 +7,24 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memex.embedding import embed
+from memex.embedding import batching, embed
 
 
 @given(st.lists(st.integers(min_value=1, max_value=256), max_size=300))
 def test_batches_cover_every_text_once_in_order_and_bounded(raw: list[int]) -> None:
     lengths = sorted(raw)
-    batches = list(embed._batches(lengths))
+    batches = list(batching.batches(lengths, embed.BATCH_SIZE))
     assert [i for b in batches for i in b] == list(range(len(lengths)))
     for batch in batches:
         assert 1 <= len(batch) <= embed.BATCH_SIZE
         # Padding to the batch's longest text wastes at most about a quarter.
         first, last = lengths[batch[0]], lengths[batch[-1]]
-        assert last <= first * embed.LENGTH_JUMP + embed.LENGTH_SLACK
+        assert last <= first * batching.LENGTH_JUMP + batching.LENGTH_SLACK
 
 
 def test_a_jump_in_length_starts_a_new_batch() -> None:
     lengths = [20] * 10 + [90] * 3 + [256] * 2
-    assert [len(b) for b in embed._batches(lengths)] == [10, 3, 2]
+    assert [len(b) for b in batching.batches(lengths, embed.BATCH_SIZE)] == [10, 3, 2]
 
 
 @pytest.mark.model

