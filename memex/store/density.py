@@ -49,6 +49,7 @@ S = 2048  # reference set size - 1 (docs/search.md, "Crowded neighbourhoods")
 DEPTH = 2 * K  # cosines kept per memory: a member leaving R drops one, not the list
 _BLOCK = 1024  # rows per matrix product
 _EPS = 1e-6  # float noise between a product by blocks and one by vector
+_SLACK = 1e-4  # a float32 cosine's error is under 1e-5 (unit vectors, 384 terms)
 _BATCH = 500
 
 
@@ -274,8 +275,8 @@ def _near(vecs: np.ndarray, ids: np.ndarray, ref: np.ndarray, ref_ids: np.ndarra
     In float64, then rounded to float32: a float32 product's last bits depend on
     the shape of the block it was computed in, and a list must come out the same
     whichever settle computed it, or a rebuilt index would break ties
-    differently (tests/test_reindex_pipeline.py). (A float32 product to pick
-    the pairs worth an exact one was slower here: OpenBLAS's sgemm is.)"""
+    differently (tests/test_reindex_pipeline.py). For a block against all of
+    R, float64 is as fast here as float32 (OpenBLAS)."""
     import numpy as np
 
     sims: np.ndarray = (vecs.astype(np.float64) @ ref.T).astype(np.float32)
@@ -286,11 +287,28 @@ def _near(vecs: np.ndarray, ids: np.ndarray, ref: np.ndarray, ref_ids: np.ndarra
     return sims
 
 
+def _near_few(vecs: np.ndarray, ids: np.ndarray, few: np.ndarray, few_ids: np.ndarray,
+              floor: np.ndarray) -> np.ndarray:
+    """Cosines of every vector to a few (members entering or leaving R),
+    float32, exact (as :func:`_near`) where they reach each row's ``floor``,
+    -inf elsewhere and where a row meets itself. A float32 product picks the
+    pairs: a float64 one would convert every vector at every settle that
+    changes R, the bulk of its cost at 100k."""
+    import numpy as np
+
+    fast = vecs @ few.T
+    fast[ids[:, None] == few_ids[None, :]] = -np.inf
+    rows, cols = np.nonzero(fast >= floor[:, None] - _SLACK)
+    out = np.full(fast.shape, -np.inf, dtype=np.float32)
+    exact = np.einsum("ij,ij->i", vecs[rows].astype(np.float64), few[cols].astype(np.float64))
+    out[rows, cols] = np.where(np.isfinite(fast[rows, cols]), exact, -np.inf)
+    return out
+
+
 def _wide(ref: np.ndarray) -> np.ndarray:
     import numpy as np
 
-    out: np.ndarray = ref.astype(np.float64)
-    return out
+    return np.asarray(ref, dtype=np.float64)  # R, once per settle
 
 
 def _lists(vecs: np.ndarray, ids: np.ndarray, ref: np.ndarray, ref_ids: np.ndarray) -> np.ndarray:
@@ -425,13 +443,14 @@ def _follow(copy: _Copy, old_size: int, old_ref: set[int], ref: np.ndarray, ref_
     if not len(live):
         return changed
     ids = copy.rowids[live]
+    vecs = copy.matrix if len(live) == len(lists) else copy.matrix[live]  # no copy of every vector
     member = np.isin(ids, np.fromiter(old_ref, dtype=np.int64, count=len(old_ref)))
     counts = np.isfinite(lists[live]).sum(axis=1)
     complete = counts >= old_size - member  # the list holds all of R but itself
     if leaving:
         gone_ids = np.fromiter(leaving, dtype=np.int64, count=len(leaving))
         last = np.where(np.isfinite(lists[live]), lists[live], np.inf).min(axis=1)
-        sims = _near(copy.matrix[live], ids, _wide(_stack(list(leaving.values()))), gone_ids)
+        sims = _near_few(vecs, ids, _stack(list(leaving.values())), gone_ids, last - _EPS)
         hit = np.flatnonzero((sims >= last[:, None] - _EPS).any(axis=1))
         if len(hit):
             lists[live[hit]] = _drop(lists[live[hit]], sims[hit], last[hit])
@@ -440,7 +459,8 @@ def _follow(copy: _Copy, old_size: int, old_ref: set[int], ref: np.ndarray, ref_
         pos = {r: i for i, r in enumerate(ref_ids.tolist())}
         new_ids = np.array(entering, dtype=np.int64)
         last = np.where(np.isfinite(lists[live]), lists[live], np.inf).min(axis=1)
-        sims = _near(copy.matrix[live], ids, ref[[pos[r] for r in entering]], new_ids)
+        sims = _near_few(vecs, ids, ref[[pos[r] for r in entering]].astype(np.float32), new_ids,
+                         np.where(complete, -np.inf, last))
         take = complete[:, None] | (sims > last[:, None])
         sims = np.where(take, sims, -np.inf).astype(np.float32)
         hit = np.flatnonzero(np.isfinite(sims).any(axis=1))
