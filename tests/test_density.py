@@ -5,6 +5,8 @@ index made before the table existed; and erase leaves no row of it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import apsw
@@ -15,6 +17,7 @@ from memex.embedding import embed
 from memex.erase.steps import erase
 from memex.store import density
 from memex.store.schema import write_txn
+from memex.store.sqlite import SqliteStore
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 from tests.watchkit import body_at, running_watcher, wait_for
@@ -220,4 +223,45 @@ def test_a_rolled_back_erase_of_a_member_and_an_add_leave_them_as_they_were(vaul
     assert sorted(r for (r,) in vault.conn.execute("SELECT rowid FROM density_reference")) == reference
     for t in _texts(12, salt="after the rollback"):
         vault.add(t)
+    _assert_exact(vault)
+
+
+def _write_files(vault: Vault, texts: list[str]) -> None:
+    folder = vault.root / "memories" / "user"
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, text in enumerate(texts):
+        (folder / f"bulk-{i:04d}.md").write_text(f"---\nid: bulk-{i:04d}\nscope: user\n---\n{text}\n", encoding="utf-8")
+
+
+def test_a_reindex_of_many_files_computes_every_density_once_at_its_end(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_files(vault, _texts(600, "bulk"))  # more than one indexing batch (256)
+    full_settles = []
+    real_full = density._full
+    monkeypatch.setattr(density, "_full", lambda conn, version: full_settles.append(1) or real_full(conn, version))
+    report = vault.reindex()
+    assert report.added == 600
+    assert len(full_settles) == 1  # not once per batch
+    _assert_exact(vault)
+    vault.add("one more note about deploy and item3, written after the bulk")
+    _assert_exact(vault)
+
+
+def test_a_bulk_write_that_never_ended_is_computed_by_the_next_write(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_files(vault, _texts(300, "crash"))
+
+    @contextmanager
+    def killed_before_its_end(store: SqliteStore) -> Iterator[None]:
+        density.DEFERRED.add(store.conn)
+        yield  # the process dies here: no end, and the flag dies with it
+
+    monkeypatch.setattr(SqliteStore, "bulk_writes", killed_before_its_end)
+    vault.reindex()
+    density.DEFERRED.discard(vault.conn)
+    monkeypatch.undo()
+    assert _stored(vault.conn) == {}  # nothing half-computed is trusted meanwhile
+    vault.add("a note written after the interrupted reindex, about billing")
     _assert_exact(vault)

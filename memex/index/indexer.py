@@ -40,6 +40,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 
 import apsw
@@ -210,21 +211,23 @@ class Indexer:
             if progress is not None:
                 progress(done, total)
 
-        try:
-            for start in range(0, total, BATCH):
-                batch = candidates[start : start + BATCH]
-                records, errors = reader.parse(batch, on_disk, run)
-                plan, lookup = reader.vector_plan(records, full)
-                future = pool.submit(reader.embed_missing, lookup) if pool is not None and lookup else None
+        # Many files (a cold reindex, a checkout): derived values once, at the end.
+        with self.store.bulk_writes() if total > BATCH else nullcontext():
+            try:
+                for start in range(0, total, BATCH):
+                    batch = candidates[start : start + BATCH]
+                    records, errors = reader.parse(batch, on_disk, run)
+                    plan, lookup = reader.vector_plan(records, full)
+                    future = pool.submit(reader.embed_missing, lookup) if pool is not None and lookup else None
+                    if pending is not None:
+                        finish(pending)
+                    pending = Batch(len(batch), records, errors, plan, lookup, future)
                 if pending is not None:
                     finish(pending)
-                pending = Batch(len(batch), records, errors, plan, lookup, future)
-            if pending is not None:
-                finish(pending)
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=True)
-        writer.purge_vanished(run, report)
+            finally:
+                if pool is not None:
+                    pool.shutdown(wait=True)
+            writer.purge_vanished(run, report)
         if retry_clashes and run.clashed:
             self._retry_clashes(run.clashed, on_disk, report, full)
 

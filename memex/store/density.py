@@ -10,25 +10,21 @@ the files. Small talk and boilerplate ("ok, sounds good") sit near many
 memories and so near every query: they are the hubs of the vector space,
 and search lowers them (:func:`memex.search.fusion.answer_prior`; why, the
 definition and the figures: docs/search.md, "Crowded neighbourhoods").
+A bulk write (:data:`DEFERRED`) empties the tables; the next settle after it
+(or after its crash) finds them empty and computes every list once.
 
-The value is derived from the vectors, so it is kept exact by the one place
-every vector passes: :mod:`memex.store.vectors` notes each body vector
-written or deleted in this transaction (:func:`note_insert`,
-:func:`note_delete`), and :func:`settle` runs inside the transaction just
-before its COMMIT (``memex.store.schema``). Stored: per memory its key, the
+Kept exact where every vector passes: :mod:`memex.store.vectors` notes each
+body vector written or deleted (:func:`note_insert`, :func:`note_delete`);
+:func:`settle` runs in the transaction before its COMMIT (``memex.store.schema``). Stored: per memory its key, the
 density and its :data:`DEPTH` nearest cosines among R (float32, best first:
 numbers only, no neighbour's identity); ``density_reference`` holds a copy of
 R's vectors (deleted with the memory's vectors, under ``secure_delete``).
 
-Cost: a write whose memories stay out of R (probability about ``1 - S/N``)
-reads R's vectors (S x 1.5 KB) and computes each new memory against them:
-O(S) whatever N. A write that changes R (a new memory with a small key, the
-erase of a member) needs every vector and list: each list merges the cosine
-to the entering member and drops the one to the leaving member (found by
-value); a list that falls below K entries is computed again against R. That
-is O(N) per change, O(S) per write on average. A process keeps every vector
-in memory between its own transactions and reads them again only after
-another connection wrote (``PRAGMA data_version``). Figures: docs/search.md.
+Cost: a write that leaves R alone (probability ~``1 - S/N``) reads R's
+vectors and computes each new memory against them: O(S). A write that
+changes R needs every vector and list (each merges the entering member's
+cosine, drops the leaving one's; one below K entries is recomputed): O(N)
+per change, O(S) per write on average. Figures: docs/search.md.
 """
 
 from __future__ import annotations
@@ -118,6 +114,7 @@ class _Pending:
 
 
 _STATE: weakref.WeakKeyDictionary[apsw.Connection, _Pending] = weakref.WeakKeyDictionary()
+DEFERRED: weakref.WeakSet[apsw.Connection] = weakref.WeakSet()  # connections in a bulk write
 
 
 def _state(conn: apsw.Connection) -> _Pending:
@@ -190,9 +187,7 @@ def rebuild(conn: apsw.Connection) -> None:
 def recompute_all(conn: apsw.Connection) -> None:
     """Have this transaction's settle compute every list afresh (vectors left
     without :func:`note_delete`: orphans removed after a crash)."""
-    state = _state(conn)
-    state.full = True
-    state.copy = None
+    _STATE[conn] = _Pending(full=True)  # what was noted is computed afresh with the rest
 
 
 def _data_version(conn: apsw.Connection) -> int:
@@ -362,9 +357,13 @@ def settle(conn: apsw.Connection) -> None:
     state = _STATE.get(conn)
     if state is None or not (state.added or state.deleted or state.full):
         return
-    if not _has_vectors(conn):
+    if conn in DEFERRED:  # a bulk write: no density until its end
+        conn.execute("DELETE FROM memory_density; DELETE FROM density_reference")
+    if not _has_vectors(conn) or conn in DEFERRED:
         _STATE[conn] = _Pending()
         return
+    if conn.execute("SELECT 1 FROM memory_density LIMIT 1").fetchone() is None:
+        state.full = True  # a bulk write that never reached its end, or the first vectors
     version = _data_version(conn)
     cached = state.copy if state.copy is not None and state.copy.version == version else None
     if state.full:

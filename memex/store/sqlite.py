@@ -10,8 +10,8 @@ the SQL, this class only binds them to a connection.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 import apsw
@@ -46,6 +46,9 @@ class SqliteStore:
 
     def write_txn(self) -> AbstractContextManager[None]:
         return schema.write_txn(self.conn)
+
+    def bulk_writes(self) -> AbstractContextManager[None]:
+        return _bulk_writes(self)
 
     def get_meta(self, key: str) -> str | None:
         return meta.get_meta(self.conn, key)
@@ -301,3 +304,17 @@ def as_store(conn: apsw.Connection | IndexStore) -> IndexStore:
 
 def _conforms(store: SqliteStore) -> IndexStore:
     return store  # mypy checks here that SqliteStore implements every operation of IndexStore
+
+
+@contextmanager
+def _bulk_writes(store: SqliteStore) -> Iterator[None]:
+    """Densities wait for the end of a bulk write: per batch, each would cost
+    a product against every vector (memex/store/density.py)."""
+    density.DEFERRED.add(store.conn)
+    try:
+        yield
+    finally:
+        density.DEFERRED.discard(store.conn)
+    if store.conn.execute("SELECT 1 FROM memory_density LIMIT 1").fetchone() is None:
+        with store.write_txn():
+            density.recompute_all(store.conn)  # its settle computes every list once

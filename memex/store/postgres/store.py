@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from memex.store.cache import CacheRow
@@ -62,6 +62,9 @@ class PgStore:
 
     def write_txn(self) -> AbstractContextManager[None]:
         return self.conn.write_txn()
+
+    def bulk_writes(self) -> AbstractContextManager[None]:
+        return nullcontext()  # PostgreSQL's bulk load is memex/store/postgres/bulk.py
 
     def get_meta(self, key: str) -> str | None:
         return schema.get_meta(self.conn, key)
