@@ -186,3 +186,21 @@ def test_search_answers_alike_with_the_hub_prior(model_vault: Vault, pg_url: str
     assert top[0].id == answer.id  # the crowd's near-copies lose to the statement, as on SQLite
     pg.close()
 
+
+
+def test_a_sync_of_many_files_computes_them_once_at_its_end(
+    pair: tuple[Vault, SqliteStore, PgStore, Indexer], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memex.index import indexer as indexer_module
+    from memex.store.postgres import density
+
+    vault, s, p, shared = pair
+    monkeypatch.setattr(indexer_module, "BATCH", 8)  # 30 files: four batches, so a bulk write
+    for t in _texts(30, salt="many"):
+        vault.add(t)
+    full = []
+    settle = density.recompute_all
+    monkeypatch.setattr(density, "recompute_all", lambda conn: full.append(1) or settle(conn))
+    shared.sync()
+    assert full == [1]  # one full settle, at the end
+    _alike(s, p)

@@ -22,7 +22,8 @@ backends (docs/postgres.md, "Densities"). Only the bookkeeping is PostgreSQL's:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 from typing import Any, cast
 
@@ -179,3 +180,18 @@ def stale(conn: PgConnection) -> None:
     is out of date; :func:`recompute_all` brings the lists back."""
     forget(conn)
     _bump(conn)
+
+
+@contextmanager
+def bulk_writes(conn: PgConnection) -> Iterator[None]:
+    """Around a reindex of many files (as :func:`memex.store.sqlite._bulk_writes`):
+    the settles inside empty the tables, and the end computes every list once."""
+    dialect = _dialect(conn)
+    core.DEFERRED.add(dialect)
+    try:
+        yield
+    finally:
+        core.DEFERRED.discard(dialect)
+    if conn.execute("SELECT 1 FROM memory_density LIMIT 1").fetchone() is None:
+        with conn.write_txn():
+            recompute_all(conn)  # its settle computes every list once

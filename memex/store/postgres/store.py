@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from memex.store.cache import CacheRow
@@ -64,7 +64,7 @@ class PgStore:
         return self.conn.write_txn()
 
     def bulk_writes(self) -> AbstractContextManager[None]:
-        return nullcontext()  # PostgreSQL's bulk load is memex/store/postgres/bulk.py
+        return pgdensity.bulk_writes(self.conn)  # densities once at the end, as on SQLite
 
     def get_meta(self, key: str) -> str | None:
         return schema.get_meta(self.conn, key)
