@@ -199,12 +199,10 @@ def test_search_reads_answer_alike(stores: tuple[Vault, IndexStore, IndexStore, 
     assert chunks_s == sorted((_ids(p)[o], b) for _, o, b in p.all_chunk_vectors()) and chunks_s
 
 
-@pytest.mark.xfail(strict=True, reason="the PostgreSQL index stems with Snowball English, FTS5 with Porter: "
-                   "98 of 2,793 words of docs/ stem differently (Snowball's 'porter' language: 1); "
-                   "a schema step for the stemmer belongs with the BM25 postings (docs/postgres.md)")
 def test_words_stem_as_fts5_porter_does(stores: tuple[Vault, IndexStore, IndexStore, Indexer, Indexer]) -> None:
     _, s, p, _, _ = stores
-    for query in ("nightly", "added", "always"):  # "nightly": FTS5 nightli, Snowball English night
+    # "nightly": FTS5 nightli, Snowball English night (docs/postgres.md, "Words")
+    for query in ("nightly", "added", "always"):
         assert [_ids(s)[r] for r, _ in s.fts_top(query, 5)] == [_ids(p)[r] for r, _ in p.fts_top(query, 5)], query
 
 

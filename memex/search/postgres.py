@@ -17,7 +17,7 @@ from memex.search import when
 from memex.search.fusion import add_name_bonus, apply_priors, calibration_for, fuse, fusion_for
 from memex.search.hybrid import CANDIDATES, Filters, Hit, ranked_hits, shortlist
 from memex.store.memories import MemoryRow
-from memex.store.postgres import query
+from memex.store.postgres import density, query
 from memex.store.postgres.connection import PgConnection
 from memex.store.postgres.schema import get_meta
 
@@ -59,7 +59,8 @@ def search(
         return {r: read[r] for r in rowids if r in read}
 
     scores = add_name_bonus(scores, text, fusion, bodies_of)
-    scores = apply_priors(scores, fusion, bodies_of, want)
+    # The hub prior reads the densities kept as SQLite keeps them (memex/store/postgres/density.py).
+    scores = apply_priors(scores, fusion, bodies_of, want, densities_of=lambda rowids: density.densities(conn, rowids))
     rows = query.hit_rows(conn, shortlist(scores, want))
     if filters.include_superseded:
         _below_replacements(conn, rows, scores)

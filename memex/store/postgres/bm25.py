@@ -52,10 +52,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memex.store.memories import Filters
+from memex.store.postgres import lexemes
 from memex.store.postgres.connection import PgConnection
 from memex.store.postgres.filters import PgFilters
 from memex.store.postgres.postings import TF
-from memex.store.postgres.schema import TS_CONFIG
 
 GRID = 2.0**32
 CONTRIB = (
@@ -93,9 +93,10 @@ class Stats:
 def stats(conn: PgConnection, query_text: str) -> Stats:
     """The query's lexemes with their document counts and idf; the average length."""
     rows = conn.execute(
-        f"SELECT u.lexeme, coalesce(f.docs, 0), t.docs, t.tokens, t.ord_c "
-        f"FROM unnest(to_tsvector('{TS_CONFIG}', %s)) u LEFT JOIN fts_terms f USING (lexeme), fts_totals t",
-        (query_text,),
+        "SELECT u.lexeme, coalesce(f.docs, 0), t.docs, t.tokens, t.ord_c "
+        "FROM unnest(%s::text[]) AS u(lexeme) LEFT JOIN fts_terms f USING (lexeme), fts_totals t",
+        # Each word stemmed as FTS5 stems it (memex/store/postgres/lexemes.py).
+        (sorted(lexemes.query_lexemes(query_text.split())),),
     ).fetchall()
     if not rows:
         return Stats([], 1.0, 1.0)

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from memex import text
 from memex.embedding import embed
 from memex.records import Record
-from memex.store.postgres import postings, schema
+from memex.store.postgres import density, lexemes, postings, schema
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.rows import _COLUMNS, _values
 
@@ -42,16 +42,16 @@ def load(
         conn.execute("DROP TABLE IF EXISTS bulk_rows")
         conn.execute(
             f"CREATE TEMP TABLE bulk_rows ON COMMIT DROP AS "
-            f"SELECT {cols}, embedded, fts, fts_len, ''::text AS document FROM memories WITH NO DATA"
+            f"SELECT {cols}, embedded, fts, fts_len FROM memories WITH NO DATA"
         )
         with raw.cursor() as cur:
-            with cur.copy(f"COPY bulk_rows ({cols}, embedded, fts, fts_len, document) FROM STDIN") as copy:
+            with cur.copy(f"COPY bulk_rows ({cols}, embedded, fts, fts_len) FROM STDIN") as copy:
                 for rec, _ in rows:
-                    document = text.fts_document(rec.embed_text)
-                    copy.write_row((*_values(rec), 1, "", len(document.split()), document))
+                    fts, length = lexemes.tsvector(text.fts_document(rec.embed_text))
+                    copy.write_row((*_values(rec), 1, fts, length))
         ids = conn.execute(
             f"INSERT INTO memories ({cols}, embedded, fts, fts_len) "
-            f"SELECT {cols}, embedded, to_tsvector('{schema.TS_CONFIG}', document), fts_len FROM bulk_rows "
+            f"SELECT {cols}, embedded, fts, fts_len FROM bulk_rows "
             "RETURNING id, rowid"
         ).fetchall()
         rowid_of = {str(i): int(r) for i, r in ids}
@@ -64,6 +64,7 @@ def load(
                 copy.set_types(["text", "text", "bytea"])
                 for rec, blob in rows:
                     copy.write_row((model, embed.text_key(rec.embed_text), blob))
+        density.stale(conn)  # vectors written without notes: finish computes every list
         n = len(rows)
     return n
 
@@ -86,4 +87,5 @@ def finish(conn: PgConnection, workers: int = 1) -> None:
         postings.rebuild(conn)
         conn.execute("CREATE INDEX IF NOT EXISTS memories_fts ON memories USING gin(fts) WITH (fastupdate = off)")
         schema.create_vector_indexes(conn)
-    conn.execute("VACUUM ANALYZE memories, memory_vec, embedding_cache, fts_postings, fts_terms")
+        density.recompute_all(conn)  # every memory's density, at this commit (cost: docs/postgres.md)
+    conn.execute("VACUUM ANALYZE memories, memory_vec, embedding_cache, fts_postings, fts_terms, memory_density")

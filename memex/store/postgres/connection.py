@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import struct
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -53,12 +53,21 @@ def vec_from_binary(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
 
 
-@dataclass
+@dataclass(eq=False)  # compared (and hashed) by identity: state is kept per connection
 class PgConnection:
-    """An open index connection (``psycopg.Connection``, autocommit off)."""
+    """An open index connection (``psycopg.Connection``, autocommit off).
+
+    ``before_commit``: what must run inside the outermost write transaction
+    just before its COMMIT, by name (derived rows settled once per
+    transaction: :mod:`memex.store.postgres.density`); ``after_rollback``:
+    what forgets a rolled-back transaction's notes; ``state``: what a module
+    keeps per connection between transactions (by the module's name)."""
 
     raw: Any
     url: str
+    before_commit: dict[str, Callable[[], None]] = field(default_factory=dict)
+    after_rollback: dict[str, Callable[[], None]] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
 
     def execute(self, sql: str, params: Any = None) -> Any:
         return self.raw.execute(sql, params)
@@ -70,9 +79,17 @@ class PgConnection:
             self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
             yield
             return
-        with self.raw.transaction():
-            self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-            yield
+        try:
+            with self.raw.transaction():
+                self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                yield
+                while self.before_commit:  # a hook may note more work: run until none is left
+                    self.before_commit.pop(next(iter(self.before_commit)))()
+        except BaseException:
+            self.before_commit.clear()
+            for forget in list(self.after_rollback.values()):
+                forget()
+            raise
 
     def close(self) -> None:
         self.raw.close()

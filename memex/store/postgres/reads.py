@@ -23,6 +23,7 @@ from memex.fields import HIT_FIELDS
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
 from memex.store.memories import BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, ScopeRow, SyncRow
+from memex.store.postgres import density
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.query import PgFilters
 from memex.store.usage import DecayRow, Usage
@@ -229,12 +230,15 @@ def orphan_vectors(conn: PgConnection) -> int:
 
 
 def remove_orphan_vectors(conn: PgConnection) -> int:
-    return sum(
+    removed = sum(
         int(conn.execute(
             f"DELETE FROM {table} v WHERE NOT EXISTS (SELECT 1 FROM {owner} o WHERE o.rowid = v.rowid)"
         ).rowcount)
         for table, owner in _OWNERS
     )
+    if removed:  # deleted without notes: every neighbour list is computed again, as on SQLite
+        density.recompute_all(conn)
+    return removed
 
 
 # -- recall counts --------------------------------------------------------------------

@@ -17,9 +17,8 @@ from memex.index import graph
 from memex.store.cache import body_cache_keys
 from memex.store.purge import PurgeCounts
 from memex.records import Record
-from memex.store.postgres import postings
+from memex.store.postgres import density, lexemes, postings
 from memex.store.postgres.connection import PgConnection, Vec
-from memex.store.postgres.schema import TS_CONFIG
 
 # Body vector and (text hash, vector) per chunk, as the SQLite indexer passes them.
 Vectors = tuple[bytes, list[tuple[str, bytes]]]
@@ -49,7 +48,7 @@ def upsert(
         purge_memory(conn, int(at_path[0]))  # the file now carries another id
     if document is None:
         document = text.fts_document(rec.embed_text)
-    length = len(document.split())
+    fts, length = lexemes.tsvector(document)  # FTS5's tokens and count (docs/postgres.md, "Words")
     old = conn.execute("SELECT rowid, fts_len FROM memories WHERE id = %s", (rec.id,)).fetchone()
     values = _values(rec)
     if old is None:
@@ -57,8 +56,8 @@ def upsert(
         marks = ", ".join(["%s"] * len(values))
         rowid = int(conn.execute(
             f"INSERT INTO memories({cols}, embedded, fts, fts_len) "
-            f"VALUES ({marks}, %s, to_tsvector('{TS_CONFIG}', %s), %s) RETURNING rowid",
-            (*values, 1 if vectors is not None else 0, document, length),
+            f"VALUES ({marks}, %s, %s::tsvector, %s) RETURNING rowid",
+            (*values, 1 if vectors is not None else 0, fts, length),
         ).fetchone()[0])
         totals = conn.execute(
             "UPDATE fts_totals SET docs = docs + 1, tokens = tokens + %s RETURNING docs, tokens, ord_c", (length,)
@@ -68,8 +67,8 @@ def upsert(
         rowid = int(old[0])
         sets = ", ".join(f"{c} = %s" for c in _COLUMNS)
         conn.execute(
-            f"UPDATE memories SET {sets}, fts = to_tsvector('{TS_CONFIG}', %s), fts_len = %s WHERE rowid = %s",
-            (*values, document, length, rowid),
+            f"UPDATE memories SET {sets}, fts = %s::tsvector, fts_len = %s WHERE rowid = %s",
+            (*values, fts, length, rowid),
         )
         totals = conn.execute(
             "UPDATE fts_totals SET tokens = tokens + %s RETURNING docs, tokens, ord_c", (length - int(old[1]),)
@@ -82,6 +81,7 @@ def upsert(
         if old is not None:
             delete_vectors(conn, rowid)
         conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (%s, %s)", (rowid, Vec(body_blob)))
+        density.note_insert(conn, rowid, body_blob)
         for seq, (key, blob) in enumerate(chunk_pairs):
             chunk = conn.execute(
                 "INSERT INTO chunks(memory_rowid, seq, text_hash) VALUES (%s, %s, %s) RETURNING rowid",
@@ -97,6 +97,7 @@ def upsert(
 
 def delete_vectors(conn: PgConnection, memory_rowid: int) -> tuple[int, int, int]:
     """Drop a memory's vector, chunks and chunk vectors: (vectors, chunks, chunk vectors)."""
+    density.note_delete(conn, memory_rowid)  # its neighbours' lists change, its own row goes
     vectors = conn.execute("DELETE FROM memory_vec WHERE rowid = %s", (memory_rowid,)).rowcount
     chunk_rowids = [r[0] for r in conn.execute(
         "DELETE FROM chunks WHERE memory_rowid = %s RETURNING rowid", (memory_rowid,)

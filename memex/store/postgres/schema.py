@@ -6,10 +6,10 @@ that PostgreSQL makes natural:
 * full text lives in ``memories.fts`` (a ``tsvector`` with a GIN index)
   instead of an FTS5 table. memex tokenizes first, as for FTS5
   (:func:`memex.text.fts_document`: English words, CJK character bigrams),
-  and the ``memex`` configuration only stems those tokens (Snowball English,
-  like FTS5's porter) and keeps every one: no stopword list, so a query made
-  of stopwords finds what SQLite finds. ``fts_len`` is the token count
-  BM25 needs;
+  and the lexemes stored are FTS5's own tokens of that text, cut and
+  stemmed by FTS5's porter tokenizer (:mod:`.lexemes`; the ``memex``
+  configuration of step 1 is no longer used to write). ``fts_len`` is the
+  token count BM25 needs;
 * vectors are pgvector columns (``memory_vec``, ``chunks.embedding``) with
   HNSW indexes (cosine), created once the model, and so the dimension, is
   known (:func:`ensure_vectors`).
@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memex.errors import IndexStoreError, SchemaTooNew
+from memex.store.postgres import density, lexemes
 from memex.store.postgres.connection import PgConnection, open_connection
 
 TS_CONFIG = "memex"
@@ -156,14 +157,35 @@ def _step_postings(conn: PgConnection) -> None:
     postings.create(conn)
 
 
+def _step_density(conn: PgConnection) -> None:
+    """Each memory's neighbourhood density, kept by every vector write as
+    SQLite's is (:mod:`.density`): computed here for the vectors already stored."""
+    density.rebuild(conn)
+
+
+def _step_words(conn: PgConnection) -> None:
+    """Full text cut and stemmed by FTS5's own tokenizer, as SQLite's index is
+    (:mod:`.lexemes`, docs/postgres.md "Words"): every memory's words again,
+    and the postings derived from them once at the end (not row by row by
+    their trigger)."""
+    from memex.store.postgres import postings
+
+    postings.bulk_mode(conn)
+    lexemes.rebuild(conn)
+    postings.rebuild(conn)
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[PgConnection], None]] = [_step1, _step_erased_ids, _step_postings]
+MIGRATIONS: list[Callable[[PgConnection], None]] = [
+    _step1, _step_erased_ids, _step_postings, _step_density, _step_words,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Every table that holds a memory's text or a trace of it: what a purge VACUUMs.
 TABLES = (
     "memories", "memory_vec", "chunks", "chunk_vec", "embedding_cache", "usage", "index_errors",
     "entities", "entity_links", "relations", "fts_totals", "fts_postings", "fts_terms",
+    "memory_density", "density_reference",
 )
 
 
@@ -229,6 +251,7 @@ def ensure_vectors(conn: PgConnection, model: str, dim: int) -> bool:
         for table in ("memory_vec", "chunk_vec"):  # no sampled vectors in pg_statistic either (see _step1)
             conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding SET STATISTICS 0")
         create_vector_indexes(conn)
+        density.clear(conn)  # derived from the vectors just dropped
         conn.execute("UPDATE memories SET embedded = 0")
         set_meta(conn, "vector_model", model)
         set_meta(conn, "vector_dim", str(dim))

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from memex.store.cache import CacheRow
@@ -32,6 +32,7 @@ from memex.store.entities import Neighbour as EntityNeighbour
 from memex.store.memories import (
     BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
 )
+from memex.store.postgres import density as pgdensity
 from memex.store.postgres import forensic, reads, schema, selects
 from memex.store.postgres import query as pgquery
 from memex.store.postgres import rows as pgrows
@@ -63,7 +64,7 @@ class PgStore:
         return self.conn.write_txn()
 
     def bulk_writes(self) -> AbstractContextManager[None]:
-        return nullcontext()  # PostgreSQL's bulk load is memex/store/postgres/bulk.py
+        return pgdensity.bulk_writes(self.conn)  # densities once at the end, as on SQLite
 
     def get_meta(self, key: str) -> str | None:
         return schema.get_meta(self.conn, key)
@@ -213,9 +214,7 @@ class PgStore:
         return reads.body_vectors(self.conn, rowids)
 
     def densities(self, rowids: Sequence[int]) -> dict[int, float]:
-        # Not kept on PostgreSQL yet (memex/store/density.py is SQLite's):
-        # search ranks without the hub prior here (docs/store.md).
-        return {}
+        return pgdensity.densities(self.conn, rowids)
 
     def all_memory_vectors(self) -> list[OwnedVector]:
         return reads.all_memory_vectors(self.conn)
