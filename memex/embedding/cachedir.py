@@ -12,6 +12,8 @@ point it at a temporary folder); else ``$XDG_CACHE_HOME/memex`` or
 from __future__ import annotations
 
 import os
+import shutil
+import time
 from pathlib import Path
 
 
@@ -20,3 +22,15 @@ def cache_root() -> Path:
         return Path(os.environ["MEMEX_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME")
     return (Path(base) if base else Path.home() / ".cache") / "memex"
+
+
+def sweep_stale(parent: Path, prefix: str, stale_seconds: float) -> None:
+    """Remove ``prefix*.tmp-*`` folders a killed process left behind (older
+    than ``stale_seconds``: a younger one may be another process's build)."""
+    now = time.time()
+    for old in parent.glob(f"{prefix}*.tmp-*"):
+        try:
+            if now - old.stat().st_mtime > stale_seconds:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            continue

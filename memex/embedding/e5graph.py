@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from memex.embedding import e5tokens
+from memex.embedding import cachedir, e5tokens
 from memex.embedding.cachedir import cache_root
 from memex.embedding.e5weights import BLOCK, PackedModel, nibbles
 
@@ -108,13 +108,7 @@ def discard(where: Path) -> None:
 
 
 def _sweep(parent: Path) -> None:
-    now = time.time()
-    for old in parent.glob(f"{PREFIX}*.tmp-*"):
-        try:
-            if now - old.stat().st_mtime > STALE_SECONDS:
-                shutil.rmtree(old, ignore_errors=True)
-        except OSError:
-            continue
+    cachedir.sweep_stale(parent, PREFIX, STALE_SECONDS)
 
 
 def _write_graph(model: PackedModel, path: Path) -> None:

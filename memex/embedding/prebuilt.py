@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memex.embedding import cachedir
+
 PREFIX = "optimized-"
 GRAPH = "model.onnx"
 WEIGHTS = "model.data"
@@ -132,12 +134,5 @@ def _publish(tmp: Path, where: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def _sweep(model_dir: Path) -> None:
-    """Remove temporary folders a killed process left behind."""
-    now = time.time()
-    for old in model_dir.glob(f"{PREFIX}*.tmp-*"):
-        try:
-            if now - old.stat().st_mtime > STALE_SECONDS:
-                shutil.rmtree(old, ignore_errors=True)
-        except OSError:
-            continue
+def _sweep(parent: Path) -> None:
+    cachedir.sweep_stale(parent, PREFIX, STALE_SECONDS)

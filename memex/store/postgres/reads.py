@@ -274,16 +274,6 @@ def active_decay_rows(conn: PgConnection, scope: str | None = None) -> list[Deca
     return [_decay(r) for r in conn.execute(f"{_DECAY} WHERE m.status = 'active' AND m.scope = %s", (scope,))]
 
 
-def last_accesses(conn: PgConnection, ids: Iterable[str]) -> dict[str, str | None]:
-    wanted = list(dict.fromkeys(ids))
-    if not wanted:
-        return {}
-    return {
-        str(i): None if last is None else str(last)
-        for i, last in conn.execute("SELECT memory_id, last_access FROM usage WHERE memory_id = ANY(%s)", (wanted,))
-    }
-
-
 # -- entities ----------------------------------------------------------------------------
 
 

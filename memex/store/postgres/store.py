@@ -242,7 +242,7 @@ class PgStore:
         return reads.usage_of(self.conn, memory_id)
 
     def last_accesses(self, ids: Iterable[str]) -> dict[str, str | None]:
-        return reads.last_accesses(self.conn, ids)
+        return pgquery.last_accesses(self.conn, ids)
 
     def decay_row(self, memory_id: str) -> DecayRow | None:
         return reads.decay_row(self.conn, memory_id)
