@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import hashlib
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -164,14 +164,15 @@ def clear(conn: apsw.Connection) -> None:
 
 def densities(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, float]:
     """Density of these memories (those without a body vector are left out)."""
-    out: dict[int, float] = {}
+    return {int(r): float(v) for r, v in _rows_of(conn, "SELECT rowid, density FROM memory_density", rowids)}
+
+
+def _rows_of(conn: apsw.Connection, select: str, rowids: Sequence[int]) -> Iterator[tuple[Any, Any]]:
+    """``select`` ... ``WHERE rowid IN (...)`` over ``rowids``, in batches of bound parameters."""
     ids = list(rowids)
     for start in range(0, len(ids), _BATCH):
         part = ids[start : start + _BATCH]
-        marks = ",".join("?" * len(part))
-        for rowid, value in conn.execute(f"SELECT rowid, density FROM memory_density WHERE rowid IN ({marks})", part):
-            out[int(rowid)] = float(value)
-    return out
+        yield from conn.execute(f"{select} WHERE rowid IN ({','.join('?' * len(part))})", part)
 
 
 def rebuild(conn: apsw.Connection) -> None:
@@ -209,14 +210,8 @@ def _stack(blobs: list[bytes]) -> np.ndarray:
 
 def _keys(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, int]:
     """Each memory's :func:`key` (a vector without a memory row, an orphan, hashes its rowid)."""
-    ids: dict[int, str] = {}
-    rows = list(rowids)
-    for start in range(0, len(rows), _BATCH):
-        part = rows[start : start + _BATCH]
-        marks = ",".join("?" * len(part))
-        for rowid, memory_id in conn.execute(f"SELECT rowid, id FROM memories WHERE rowid IN ({marks})", part):
-            ids[int(rowid)] = str(memory_id)
-    return {r: key(ids.get(r, f"#{r}")) for r in rows}
+    ids = {int(r): str(i) for r, i in _rows_of(conn, "SELECT rowid, id FROM memories", rowids)}
+    return {r: key(ids.get(r, f"#{r}")) for r in rowids}
 
 
 def _read(conn: apsw.Connection, version: int) -> _Copy:
