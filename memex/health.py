@@ -16,7 +16,7 @@ from memex.index import scan
 from memex.index.scan import is_memory_name
 from memex.layout import CONFIG_RELPATH, MEMORIES_DIR
 from memex.store.schema import SCHEMA_VERSION
-from memex.index.guard import ERASED_REASON
+from memex.index.guard import ERASED_REASON, erased_reason
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -88,6 +88,11 @@ def drift(vault: Vault) -> Drift:
         elif want_vectors and not row.embedded:
             report.unembedded.append(rel)
     report.orphaned = sorted(p for p in rows if p not in on_disk)
+    shared = vault.shared_index
+    if shared is not None:  # erased on another clone; git has not brought the erasure yet
+        local = {row.id: rel for rel, row in rows.items() if rel in on_disk}
+        for memory_id in sorted(shared.erased_ids(list(local))):
+            report.errors.append({"path": local[memory_id], "reason": erased_reason(local[memory_id], memory_id)})
     report.temp_files = orphans.find_orphans(vault.root)
     if store.has_vectors():
         report.orphan_vectors = store.orphan_vectors()

@@ -18,6 +18,7 @@ from memex.cli import main
 from memex.consolidation.consolidate import consolidate
 from memex.erase.steps import allow_files, erase
 from memex.errors import MemoryNotFound
+from memex.health import drift
 from memex.index.graph import entity_graph, list_entities
 from memex.vault import Vault, init_vault
 from tests.conftest import use_postgres
@@ -152,6 +153,8 @@ def test_a_clone_that_has_not_pulled_the_erasure_does_not_bring_it_back(clones: 
         with pytest.raises(MemoryNotFound):
             clone.get(added.id)
         assert clone.search("break-glass token kiwi") == []
+    # B's doctor names the file it still holds, whose text another clone erased.
+    assert drift(b).erased_restored == [added.path]
     # The deliberate way back on B brings it back for every clone.
     allow_files(b, [str(pulled)])
     assert a.get(added.id).body.strip() == "The break-glass token is kiwi-nine-one"
