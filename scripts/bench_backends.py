@@ -126,6 +126,25 @@ def pct(values: list[float], q: float) -> float:
     return round(float(np.percentile(values, q)) * 1000, 2)
 
 
+def time_searches(search: Any, conn: Any, embedder: RandomEmbedder, args: argparse.Namespace) -> tuple[list[float], list[int]]:
+    """Seconds and hit counts of ``args.queries`` searches, after ``args.warmup``
+    untimed ones (a kept index after a restart: caches filled first) and 5 more
+    (the first searches load SQLite's in-process vector copy)."""
+    for q in queries(args.warmup, args.seed + 100):
+        search(conn, embedder, q, 10, Filters(), embed.query_vector(embedder, q))  # type: ignore[arg-type]
+    times: list[float] = []
+    hits: list[int] = []
+    for i, q in enumerate(queries(args.queries + 5, args.seed)):
+        qvec = embed.query_vector(embedder, q)  # type: ignore[arg-type]
+        t = time.perf_counter()
+        found = search(conn, embedder, q, 10, Filters(), qvec)
+        if i >= 5:
+            times.append(time.perf_counter() - t)
+            hits.append(len(found))
+    return times, hits
+
+
+
 # -- SQLite --------------------------------------------------------------------
 
 
@@ -148,18 +167,7 @@ def bench_sqlite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 for rec, blob in batch:
                     idx.store.write_memory(None, rec, text.fts_document(rec.embed_text), (blob, []))
     load_s = time.perf_counter() - t0
-    for q in queries(args.warmup, args.seed + 100):  # a kept index after a restart: caches filled first
-        search(conn, embedder, q, 10, Filters(), embed.query_vector(embedder, q))  # type: ignore[arg-type]
-    qs = queries(args.queries + 5, args.seed)
-    times: list[float] = []
-    hits: list[int] = []
-    for i, q in enumerate(qs):
-        qvec = embed.query_vector(embedder, q)  # type: ignore[arg-type]
-        t = time.perf_counter()
-        found = search(conn, embedder, q, 10, Filters(), qvec)  # type: ignore[arg-type]
-        if i >= 5:  # the first searches load the in-process vector copy
-            times.append(time.perf_counter() - t)
-            hits.append(len(found))
+    times, hits = time_searches(search, conn, embedder, args)
     adds = []
     for k, (rec, blob) in enumerate(next(batches(args.adds, args.seed + 1))):
         rec.id, rec.path = f"add{k}", f"memories/project/add{k}.md"
@@ -253,18 +261,7 @@ def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
     elif not args.size * 0.99 <= loaded <= args.size:  # a kept database (--pg-dir, --pg-url) loses a few rows per run
         raise SystemExit(f"the database holds {loaded} bench memories, not about --size {args.size}")
     run = int(time.time())  # a kept database: this run's adds get ids of their own
-    for q in queries(args.warmup, args.seed + 100):  # a kept index after a restart: caches filled first
-        search(conn, embedder, q, 10, Filters(), embed.query_vector(embedder, q))  # type: ignore[arg-type]
-    qs = queries(args.queries + 5, args.seed)
-    times: list[float] = []
-    hits: list[int] = []
-    for i, q in enumerate(qs):
-        qvec = embed.query_vector(embedder, q)  # type: ignore[arg-type]
-        t = time.perf_counter()
-        found = search(conn, embedder, q, 10, Filters(), qvec)  # type: ignore[arg-type]
-        if i >= 5:
-            times.append(time.perf_counter() - t)
-            hits.append(len(found))
+    times, hits = time_searches(search, conn, embedder, args)
     pieces: dict[str, Any] = {}
     if args.pieces:  # the two halves of a search, timed apart; BM25 also by full scoring
         from memex.store.postgres import bm25 as pg_bm25
@@ -273,7 +270,7 @@ def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
         lexical, full, knn = [], [], []
         paths: dict[str, int] = {}
         share = []
-        for q in qs[5:]:
+        for q in queries(args.queries + 5, args.seed)[5:]:
             qvec = embed.query_vector(embedder, q)  # type: ignore[arg-type]
             terms = " ".join(query.query_terms(q))
             t = time.perf_counter()

@@ -125,18 +125,22 @@ def invocations(path: str, command: click.Command, ids: dict[str, str], tmp: Pat
     return out
 
 
+# What the walk's vault holds (key, body, scope, session); the PostgreSQL walk seeds the same.
+SEED_MEMORIES = (
+    ("session_memory", "The user prefers tabs over spaces", "user", "s1"),
+    ("twin", "The user likes tabs over spaces", "user", "s1"),
+    ("project", "The index uses [[SQLite]] in WAL mode", "project:memex", "s2"),
+    ("other", "CI has two cores", "project:memex", None),
+)
+
+
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A small vault: two sessions, similar memories, an entity, a hand-written file."""
     root = init_vault(tmp_path_factory.mktemp("tpl") / "vault", git=False)
     ids: dict[str, str] = {}
     with Vault(root, embedder=HashEmbedder()) as vault:
-        for key, body, scope, session in (
-            ("session_memory", "The user prefers tabs over spaces", "user", "s1"),
-            ("twin", "The user likes tabs over spaces", "user", "s1"),
-            ("project", "The index uses [[SQLite]] in WAL mode", "project:memex", "s2"),
-            ("other", "CI has two cores", "project:memex", None),
-        ):
+        for key, body, scope, session in SEED_MEMORIES:
             ids[key] = vault.add(body, scope=scope, session=session).id
         (root / "memories" / "user" / "handwritten.md").write_text("Herons nest near the river.\n")
         vault.reindex()

@@ -18,7 +18,7 @@ from memex.embedding import embed
 from memex.vault import Vault, init_vault
 from tests.conftest import use_postgres
 from tests.fakes import HashEmbedder
-from tests.test_cli_every_command import CONTEXT_INPUT, LONG_RUNNING, invocations, walk
+from tests.test_cli_every_command import CONTEXT_INPUT, LONG_RUNNING, SEED_MEMORIES, invocations, walk
 
 
 def test_no_command_prints_a_traceback_on_postgres(tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -26,12 +26,7 @@ def test_no_command_prints_a_traceback_on_postgres(tmp_path: Path, pg_url: str, 
     use_postgres(src, pg_url)
     ids: dict[str, str] = {}
     with Vault(src, embedder=HashEmbedder()) as vault:
-        for key, body, scope, session in (
-            ("session_memory", "The user prefers tabs over spaces", "user", "s1"),
-            ("twin", "The user likes tabs over spaces", "user", "s1"),
-            ("project", "The index uses [[SQLite]] in WAL mode", "project:memex", "s2"),
-            ("other", "CI has two cores", "project:memex", None),
-        ):
+        for key, body, scope, session in SEED_MEMORIES:
             ids[key] = vault.add(body, scope=scope, session=session).id
     monkeypatch.setattr(embed, "load_embedder", lambda setting: HashEmbedder())
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
