@@ -157,6 +157,29 @@ def test_a_bulk_load_and_an_old_index_get_every_density(
     again.conn.close()
 
 
+def test_an_index_with_the_reference_copy_loses_it_and_stays_alike(
+    pair: tuple[Vault, SqliteStore, PgStore, Indexer],
+) -> None:
+    """The schema step after the density one: R's vectors are no longer copied
+    (``density_reference`` goes, with ``memories_hash``); densities stay SQLite's."""
+    vault, s, p, shared = pair
+    for t in _texts(20):
+        vault.add(t)
+    shared.sync()
+    with p.write_txn():
+        p.conn.execute("CREATE TABLE density_reference (rowid BIGINT PRIMARY KEY, embedding BYTEA NOT NULL)")
+        p.conn.execute("CREATE INDEX memories_hash ON memories(body_hash)")
+        p.conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    p.conn.close()
+    again = PgStore(connect(p.conn.url))
+    gone = again.conn.execute("SELECT to_regclass('density_reference'), to_regclass('memories_hash')").fetchone()
+    assert gone == (None, None)
+    vault.add("a note after the upgrade about lunch and item2")
+    Indexer(vault.root, vault.conn, vault.config, vault.embedder, store=again).sync()
+    _alike(s, again)
+    again.conn.close()
+
+
 @pytest.mark.model
 def test_search_answers_alike_with_the_hub_prior(model_vault: Vault, pg_url: str) -> None:
     from memex.search.fusion import fusion_for

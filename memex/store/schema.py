@@ -160,8 +160,17 @@ def _step5(conn: apsw.Connection) -> None:
     density.rebuild(conn)
 
 
+def _step6(conn: apsw.Connection) -> None:
+    # Smaller (scripts/bench_index_size.py, docs/store.md): R's vectors are
+    # read from memory_vec by rowid and kept in memory, not copied into
+    # density_reference (640 B per memory at 5,882); and memories_hash goes:
+    # every lookup by body hash also names the scope, which
+    # memories_scope_hash(scope, body_hash) serves.
+    conn.execute("DROP TABLE IF EXISTS density_reference; DROP INDEX IF EXISTS memories_hash")
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[apsw.Connection], None]] = [_step1, _step2, _step3, _step4, _step5]
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [_step1, _step2, _step3, _step4, _step5, _step6]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

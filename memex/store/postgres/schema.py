@@ -175,9 +175,18 @@ def _step_words(conn: PgConnection) -> None:
     postings.rebuild(conn)
 
 
+def _step_no_reference_copy(conn: PgConnection) -> None:
+    """As SQLite's step 6: R's vectors are read from ``memory_vec`` by rowid
+    and kept in memory (:mod:`memex.store.density`), not copied into
+    ``density_reference``; and ``memories_hash`` goes (every lookup by body
+    hash also names the scope: ``memories_scope_hash`` serves it)."""
+    conn.execute("DROP TABLE IF EXISTS density_reference")
+    conn.execute("DROP INDEX IF EXISTS memories_hash")
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
 MIGRATIONS: list[Callable[[PgConnection], None]] = [
-    _step1, _step_erased_ids, _step_postings, _step_density, _step_words,
+    _step1, _step_erased_ids, _step_postings, _step_density, _step_words, _step_no_reference_copy,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -185,7 +194,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = (
     "memories", "memory_vec", "chunks", "chunk_vec", "embedding_cache", "usage", "index_errors",
     "entities", "entity_links", "relations", "fts_totals", "fts_postings", "fts_terms",
-    "memory_density", "density_reference",
+    "memory_density",
 )
 
 
