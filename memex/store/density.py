@@ -111,7 +111,10 @@ class _Ref:
     write reads R's vectors only after another connection wrote."""
 
     def __init__(self, version: int, rowids: list[int], keys: list[int], matrix: np.ndarray) -> None:
+        import numpy as np
+
         self.version, self.rowids, self.keys, self.matrix = version, rowids, keys, matrix
+        self.ids = np.array(rowids, dtype=np.int64)
         self.pos = {r: i for i, r in enumerate(rowids)}
 
     def vector(self, rowid: int) -> bytes:
@@ -338,20 +341,8 @@ def _incremental(conn: apsw.Connection, state: _Pending, version: int,
 
     old = _reference(conn, state)
     keys = _keys(conn, list(state.added))
-    held = [r for r in old.rowids if r not in state.left]  # members that stay in the index
-    ranked = [(old.keys[old.pos[r]], r) for r in held] + [(k, r) for r, k in keys.items()]
-    if state.left and len(old.rowids) > S:  # members left: the next in line take their places
-        bound = old.keys[-1]
-        ranked += [(int(k), int(r)) for r, k in conn.execute(
-            "SELECT rowid, key FROM memory_density WHERE key >= ? ORDER BY key LIMIT ?",
-            (bound, len(state.left) + old.keys.count(bound))) if int(r) not in old.pos]
-    ranked = sorted(ranked)[: S + 1]
-    stay = set(held)
-    ref = _assemble(conn, version, ranked, old, stay, state.added)
-    kept = set(ref.rowids)
-    entering = [r for r in ref.rowids if r not in stay]
-    leaving = {r: old.vector(r) for r in held if r not in kept} | state.left
-    ref_ids = np.array(ref.rowids, dtype=np.int64)
+    ref, entering, leaving = _next(conn, state, version, old, keys)
+    ref_ids = ref.ids
     added = sorted(state.added)
     if not entering and not leaving:  # R as it was: only the new memories' lists
         if cached is not None:
@@ -366,6 +357,7 @@ def _incremental(conn: apsw.Connection, state: _Pending, version: int,
     copy = _updated(cached, state) if cached is not None else _read(conn, version)
     if added:
         copy.lists[np.isin(copy.rowids, np.array(added, dtype=np.int64))] = np.nan
+    stay = set(old.rowids) - set(state.left)
     changed = nearest.follow(copy.lists, copy.rowids, copy.matrix, len(old.rowids), stay, ref.matrix, ref_ids,
                              entering, leaving)
     todo = np.isnan(copy.lists[:, 0])
@@ -377,18 +369,36 @@ def _incremental(conn: apsw.Connection, state: _Pending, version: int,
     return copy, ref
 
 
+def _next(conn: apsw.Connection, state: _Pending, version: int, old: _Ref,
+          keys: dict[int, int]) -> tuple[_Ref, list[int], dict[int, bytes]]:
+    """R after this transaction, the members entering it, and those leaving
+    it with their vectors. Most writes (no member deleted, every new key
+    after R's last) leave R as it was: nothing to read or rank."""
+    last = (old.keys[-1], old.rowids[-1]) if len(old.rowids) > S else None
+    if not state.left and last is not None and all((k, r) > last for r, k in keys.items()):
+        old.version = version
+        return old, [], {}
+    held = [r for r in old.rowids if r not in state.left]  # members that stay in the index
+    ranked = [(old.keys[old.pos[r]], r) for r in held] + [(k, r) for r, k in keys.items()]
+    if state.left and last is not None:  # members left: the next in line take their places
+        ranked += [(int(k), int(r)) for r, k in conn.execute(
+            "SELECT rowid, key FROM memory_density WHERE key >= ? ORDER BY key LIMIT ?",
+            (last[0], len(state.left) + old.keys.count(last[0]))) if int(r) not in old.pos]
+    stay = set(held)
+    ref = _assemble(conn, version, sorted(ranked)[: S + 1], old, stay, state.added)
+    kept = set(ref.rowids)
+    entering = [r for r in ref.rowids if r not in stay]
+    return ref, entering, {r: old.vector(r) for r in held if r not in kept} | state.left
+
+
 def _assemble(conn: apsw.Connection, version: int, ranked: list[tuple[int, int]], old: _Ref,
               held: set[int], added: dict[int, bytes]) -> _Ref:
-    """R after this transaction (``ranked``: its keys and rowids in key order):
-    the old R itself when no member changed, else its rows that stay, the
-    vectors written in this transaction, and those of the next in line read
-    by rowid."""
+    """R after this transaction (``ranked``: its keys and rowids in key
+    order): the old R's rows that stay, the vectors written in this
+    transaction, and those of the next in line read by rowid."""
     import numpy as np
 
     rowids = [r for _, r in ranked]
-    if rowids == old.rowids and held == set(old.rowids):
-        old.version = version
-        return old
     new = [r for r in rowids if r not in held]
     blobs = {r: added[r] for r in new if r in added}
     for r in new:
@@ -396,7 +406,7 @@ def _assemble(conn: apsw.Connection, version: int, ranked: list[tuple[int, int]]
             for (blob,) in conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (r,)):
                 blobs[r] = bytes(blob)
     fresh = nearest.wide(nearest.stack([blobs[r] for r in new]))
-    dim = old.matrix.shape[1] if len(held) else fresh.shape[1]
+    dim = old.matrix.shape[1] if held else fresh.shape[1]
     matrix = np.empty((len(rowids), dim), dtype=np.float64)
     at = [i for i, r in enumerate(rowids) if r in held]
     matrix[at] = old.matrix[[old.pos[rowids[i]] for i in at]]

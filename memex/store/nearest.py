@@ -22,6 +22,7 @@ DEPTH = 2 * K  # cosines kept per memory: a member leaving R drops one, not the 
 _BLOCK = 1024  # rows per matrix product
 _EPS = 1e-6  # float noise between a product by blocks and one by vector
 _SLACK = 1e-4  # a float32 cosine's error is under 1e-5 (unit vectors, 384 terms)
+_FEW = 8  # rows a product computes without OpenBLAS's threads (see near)
 
 
 def stack(blobs: list[bytes]) -> np.ndarray:
@@ -54,10 +55,15 @@ def near(vecs: np.ndarray, ids: np.ndarray, ref: np.ndarray, ref_ids: np.ndarray
     the shape of the block it was computed in, and a list must come out the same
     whichever settle computed it, or a rebuilt index would break ties
     differently (tests/test_reindex_pipeline.py). For a block against all of
-    R, float64 is as fast here as float32 (OpenBLAS)."""
+    R, float64 is as fast here as float32 (OpenBLAS). A few rows (an add)
+    are multiplied by numpy's own loop instead: OpenBLAS hands even one
+    row against R to its threads, and on a busy machine waking them cost
+    5-8 ms against 0.3 ms in one thread (docs/search.md, "At scale")."""
     import numpy as np
 
-    sims: np.ndarray = (vecs.astype(np.float64) @ ref.T).astype(np.float32)
+    wide = vecs.astype(np.float64)
+    product = np.einsum("ij,kj->ik", wide, ref) if len(vecs) <= _FEW else wide @ ref.T
+    sims: np.ndarray = product.astype(np.float32)
     order = np.argsort(ref_ids, kind="stable")
     at = np.minimum(np.searchsorted(ref_ids[order], ids), max(len(ref_ids) - 1, 0))
     mine = np.flatnonzero(ref_ids[order][at] == ids) if len(ref_ids) else np.zeros(0, dtype=np.int64)
