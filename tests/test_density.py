@@ -15,7 +15,7 @@ import pytest
 
 from memex.embedding import embed
 from memex.erase.steps import erase
-from memex.store import density
+from memex.store import density, nearest
 from memex.store.schema import write_txn
 from memex.store.sqlite import SqliteStore
 from memex.vault import Vault
@@ -176,6 +176,35 @@ def test_an_index_with_the_reference_copy_loses_it_and_stays_exact(vault: Vault)
     assert "density_reference" not in names and "memories_hash" not in names
     assert _stored(reopened.conn) == before
     reopened.add("a note after the upgrade about lunch and item2")
+    _assert_exact(reopened)
+    reopened.close()
+
+
+def test_an_index_with_the_density_column_and_longer_lists_loses_them_and_stays_exact(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Schema step 7: an index of step 6 (a density column, 20 cosines kept
+    per memory) opens with neither, and every density reads as before."""
+    with monkeypatch.context() as patch:
+        patch.setattr(nearest, "DEPTH", 20)
+        for t in _texts(30):
+            vault.add(t)
+        before = _stored(vault.conn)
+        longest = max(len(b) for (b,) in vault.conn.execute("SELECT neighbours FROM memory_density"))
+        assert longest == 4 * min(20, density.S + 1, 29)
+        with write_txn(vault.conn):
+            vault.conn.execute("ALTER TABLE memory_density ADD COLUMN density REAL NOT NULL DEFAULT 0")
+            vault.conn.execute("PRAGMA user_version=6")
+        root = vault.root
+        vault.close()
+    reopened = Vault(root, embedder=HashEmbedder())
+    columns = {str(row[1]) for row in reopened.conn.execute("PRAGMA table_info(memory_density)")}
+    assert columns == {"rowid", "neighbours", "key"}
+    longest = max(len(b) for (b,) in reopened.conn.execute("SELECT neighbours FROM memory_density"))
+    assert longest == 4 * min(nearest.DEPTH, density.S + 1, 29)
+    assert _stored(reopened.conn) == before
+    _assert_exact(reopened)
+    reopened.add("a note after the upgrade about billing and item4")
     _assert_exact(reopened)
     reopened.close()
 

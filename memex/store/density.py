@@ -18,7 +18,8 @@ body vector written or deleted (:func:`note_insert`, :func:`note_delete`);
 :func:`settle` runs in the transaction before its COMMIT (``memex.store.schema``). Stored: per memory its key
 (indexed: R is the first ``S + 1`` rows in key order) and its :data:`DEPTH`
 nearest cosines among R (float32, best first: numbers only, no neighbour's
-identity), and the density. R's vectors are not stored twice: a connection
+identity); the density, the mean of the first K, is computed when read
+(:func:`memex.store.nearest.mean`). R's vectors are not stored twice: a connection
 reads them from the vector table by rowid once and keeps them in memory
 (:class:`_Ref`), reading them again only after another connection wrote.
 
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from memex.store import nearest
-from memex.store.nearest import DEPTH, K
+from memex.store.nearest import DEPTH, K  # noqa: F401  (read here by tests and docs)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -93,7 +94,7 @@ class _Copy:
             cap = max(need, 2 * len(self._rowids), 64)
             dim = matrix.shape[1] if len(matrix) else self._matrix.shape[1]
             grown = (np.empty(cap, dtype=np.int64), np.empty((cap, dim), dtype=np.float32),
-                     np.empty((cap, DEPTH), dtype=np.float32))
+                     np.empty((cap, nearest.DEPTH), dtype=np.float32))
             grown[0][: self.size], grown[2][: self.size] = self.rowids, self.lists
             if self.size:
                 grown[1][: self.size] = self.matrix
@@ -149,7 +150,7 @@ def _state(conn: apsw.Connection) -> _Pending:
 def create(conn: apsw.Connection) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS memory_density "
-        "(rowid INTEGER PRIMARY KEY, density REAL NOT NULL, neighbours BLOB NOT NULL, key INTEGER NOT NULL);"
+        "(rowid INTEGER PRIMARY KEY, neighbours BLOB NOT NULL, key INTEGER NOT NULL);"
         "CREATE INDEX IF NOT EXISTS memory_density_key ON memory_density(key)"
     )
 
@@ -186,7 +187,7 @@ def clear(conn: apsw.Connection) -> None:
 
 def densities(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, float]:
     """Density of these memories (those without a body vector are left out)."""
-    return {int(r): float(v) for r, v in _rows_of(conn, "SELECT rowid, density FROM memory_density", rowids)}
+    return {int(r): nearest.mean(b) for r, b in _rows_of(conn, "SELECT rowid, neighbours FROM memory_density", rowids)}
 
 
 def _rows_of(conn: apsw.Connection, select: str, rowids: Sequence[int]) -> Iterator[tuple[Any, Any]]:
@@ -251,12 +252,12 @@ def _read(conn: apsw.Connection, version: int) -> _Copy:
 
     rows = sorted((int(r), bytes(b)) for r, b in conn.execute("SELECT rowid, embedding FROM memory_vec"))
     rowids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
-    lists = np.full((len(rows), DEPTH), np.nan, dtype=np.float32)  # no stored list: computed at this settle
+    lists = np.full((len(rows), nearest.DEPTH), np.nan, dtype=np.float32)  # no stored list: computed at this settle
     pos = {r: i for i, r in enumerate(rowids.tolist())}
     for rowid, blob in conn.execute("SELECT rowid, neighbours FROM memory_density"):
         i = pos.get(int(rowid))
         if i is not None:
-            values = np.frombuffer(blob, dtype=np.float32)[:DEPTH]
+            values = np.frombuffer(blob, dtype=np.float32)[: nearest.DEPTH]
             lists[i] = -np.inf
             lists[i, : len(values)] = values
     return _Copy(version, rowids, nearest.stack([b for _, b in rows]), lists)
@@ -277,18 +278,14 @@ def _updated(copy: _Copy, state: _Pending) -> _Copy:
 
 
 def _write(conn: apsw.Connection, rowids: Sequence[int], lists: np.ndarray, keys: dict[int, int]) -> None:
-    """Store these lists and their densities (the mean of the K best)."""
+    """Store these lists (their finite cosines; the density is read from them: :func:`densities`)."""
     import numpy as np
 
-    finite = np.isfinite(lists)
-    counts = finite.sum(axis=1)
-    best = np.where(finite, lists, 0.0)[:, :K]
-    means = best.sum(axis=1, dtype=np.float64) / np.maximum(np.minimum(counts, K), 1)
+    counts = np.isfinite(lists).sum(axis=1)
     conn.executemany(
-        "INSERT INTO memory_density(rowid, density, neighbours, key) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT(rowid) DO UPDATE SET density = excluded.density, neighbours = excluded.neighbours",
-        [(rowid, mean, row[:count].tobytes(), keys.get(rowid, 0))
-         for rowid, mean, row, count in zip(rowids, means.tolist(), lists, counts.tolist())],
+        "INSERT INTO memory_density(rowid, neighbours, key) VALUES (?, ?, ?) "
+        "ON CONFLICT(rowid) DO UPDATE SET neighbours = excluded.neighbours",
+        [(rowid, row[:count].tobytes(), keys.get(rowid, 0)) for rowid, row, count in zip(rowids, lists, counts.tolist())],
     )
 
 

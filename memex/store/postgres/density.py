@@ -31,6 +31,7 @@ import apsw
 import numpy as np
 
 from memex.store import density as core
+from memex.store import nearest
 from memex.store.postgres.connection import PgConnection
 
 _HOOK = "density"
@@ -95,12 +96,11 @@ def _watch(conn: PgConnection) -> apsw.Connection:
 def create(conn: PgConnection) -> None:
     """The tables (as :func:`memex.store.density.create`, in PostgreSQL's types) and the epoch."""
     conn.execute(
-        "CREATE TABLE IF NOT EXISTS memory_density (rowid BIGINT PRIMARY KEY, density DOUBLE PRECISION NOT NULL, "
-        "neighbours BYTEA NOT NULL, key BIGINT NOT NULL)"
+        "CREATE TABLE IF NOT EXISTS memory_density (rowid BIGINT PRIMARY KEY, neighbours BYTEA NOT NULL, "
+        "key BIGINT NOT NULL)"
     )
     conn.execute("CREATE INDEX IF NOT EXISTS memory_density_key ON memory_density(key)")
-    for column in ("density", "neighbours"):
-        conn.execute(f"ALTER TABLE memory_density ALTER COLUMN {column} SET STATISTICS 0")
+    conn.execute("ALTER TABLE memory_density ALTER COLUMN neighbours SET STATISTICS 0")
     conn.execute("INSERT INTO meta(key, value) VALUES ('density_epoch', '0') ON CONFLICT (key) DO NOTHING")
 
 
@@ -146,8 +146,8 @@ def densities(conn: PgConnection, rowids: Sequence[int]) -> dict[int, float]:
     """Density of these memories (those without a body vector are left out)."""
     if not rowids:
         return {}
-    rows = conn.execute("SELECT rowid, density FROM memory_density WHERE rowid = ANY(%s)", (list(rowids),))
-    return {int(r): float(d) for r, d in rows}
+    rows = conn.execute("SELECT rowid, neighbours FROM memory_density WHERE rowid = ANY(%s)", (list(rowids),))
+    return {int(r): nearest.mean(bytes(b)) for r, b in rows}
 
 
 def _epoch(conn: PgConnection) -> int:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memex.errors import IndexStoreError, SchemaTooNew
+from memex.store import nearest
 from memex.store.postgres import density, lexemes
 from memex.store.postgres.connection import PgConnection, open_connection
 
@@ -184,9 +185,19 @@ def _step_no_reference_copy(conn: PgConnection) -> None:
     conn.execute("DROP INDEX IF EXISTS memories_hash")
 
 
+def _step_shorter_lists(conn: PgConnection) -> None:
+    """As SQLite's step 7: no density column (computed from the list when
+    read) and lists cut to ``nearest.DEPTH`` cosines (a sorted list's
+    first DEPTH are what computing it afresh gives)."""
+    conn.execute("ALTER TABLE memory_density DROP COLUMN IF EXISTS density")
+    conn.execute("UPDATE memory_density SET neighbours = substring(neighbours from 1 for %s) WHERE length(neighbours) > %s",
+                 (4 * nearest.DEPTH, 4 * nearest.DEPTH))
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
 MIGRATIONS: list[Callable[[PgConnection], None]] = [
     _step1, _step_erased_ids, _step_postings, _step_density, _step_words, _step_no_reference_copy,
+    _step_shorter_lists,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
