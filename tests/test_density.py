@@ -120,7 +120,9 @@ def test_a_rolled_back_transaction_leaves_them_as_they_were(vault: Vault) -> Non
     _assert_exact(vault)
 
 
-def test_another_connections_writes_are_seen(vault: Vault) -> None:
+@pytest.mark.parametrize("point", [64, 2], ids=["by-rowid", "one-scan"])
+def test_another_connections_writes_are_seen(vault: Vault, point: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(density, "_POINT", point)  # R read row by row, or in one scan as in a large vault
     for t in _texts(15):
         vault.add(t)
     other = Vault(vault.root, embedder=HashEmbedder())
