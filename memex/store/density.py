@@ -305,7 +305,8 @@ def _write(conn: apsw.Connection, rowids: Sequence[int], lists: np.ndarray, keys
     conn.executemany(
         "INSERT INTO memory_density(rowid, neighbours, key) VALUES (?, ?, ?) "
         "ON CONFLICT(rowid) DO UPDATE SET neighbours = excluded.neighbours",
-        [(rowid, row[:count].tobytes(), keys.get(rowid, 0)) for rowid, row, count in zip(rowids, lists, counts.tolist())],
+        [(rowid, row[:count].tobytes(), keys.get(rowid, 0))
+         for rowid, row, count in zip(rowids, lists, counts.tolist())],
     )
 
 
@@ -398,9 +399,10 @@ def _next(conn: apsw.Connection, state: _Pending, version: int, old: _Ref,
     held = [r for r in old.rowids if r not in state.left]  # members that stay in the index
     ranked = [(old.keys[old.pos[r]], r) for r in held] + [(k, r) for r, k in keys.items()]
     if state.left and last is not None:  # members left: the next in line take their places
+        wanted = len(state.left) + old.keys.count(last[0]) + len(keys)  # past R's last and any rewritten
         ranked += [(int(k), int(r)) for r, k in conn.execute(
-            "SELECT rowid, key FROM memory_density WHERE key >= ? ORDER BY key LIMIT ?",
-            (last[0], len(state.left) + old.keys.count(last[0]))) if int(r) not in old.pos]
+            "SELECT rowid, key FROM memory_density WHERE key >= ? ORDER BY key LIMIT ?", (last[0], wanted))
+            if int(r) not in old.pos and int(r) not in keys]
     stay = set(held)
     ref = _assemble(conn, version, sorted(ranked)[: S + 1], old, stay, state.added)
     kept = set(ref.rowids)

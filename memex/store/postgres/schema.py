@@ -190,8 +190,8 @@ def _step_shorter_lists(conn: PgConnection) -> None:
     read) and lists cut to ``nearest.DEPTH`` cosines (a sorted list's
     first DEPTH are what computing it afresh gives)."""
     conn.execute("ALTER TABLE memory_density DROP COLUMN IF EXISTS density")
-    conn.execute("UPDATE memory_density SET neighbours = substring(neighbours from 1 for %s) WHERE length(neighbours) > %s",
-                 (4 * nearest.DEPTH, 4 * nearest.DEPTH))
+    conn.execute("UPDATE memory_density SET neighbours = substring(neighbours from 1 for %s) "
+                 "WHERE length(neighbours) > %s", (4 * nearest.DEPTH, 4 * nearest.DEPTH))
 
 
 # Each step moves the schema from version N-1 to N. Append, never edit.
