@@ -15,7 +15,7 @@ import pytest
 
 from memex.embedding import embed
 from memex.erase.steps import erase
-from memex.store import density, nearest
+from memex.store import density, nearest, refvectors
 from memex.store.schema import write_txn
 from memex.store.sqlite import SqliteStore
 from memex.vault import Vault
@@ -122,7 +122,7 @@ def test_a_rolled_back_transaction_leaves_them_as_they_were(vault: Vault) -> Non
 
 @pytest.mark.parametrize("point", [64, 2], ids=["by-rowid", "one-scan"])
 def test_another_connections_writes_are_seen(vault: Vault, point: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(density, "_POINT", point)  # R read row by row, or in one scan as in a large vault
+    monkeypatch.setattr(refvectors, "_POINT", point)  # R read row by row, or in one scan as in a large vault
     for t in _texts(15):
         vault.add(t)
     other = Vault(vault.root, embedder=HashEmbedder())
@@ -201,7 +201,7 @@ def test_an_index_with_the_density_column_and_longer_lists_loses_them_and_stays_
         vault.close()
     reopened = Vault(root, embedder=HashEmbedder())
     columns = {str(row[1]) for row in reopened.conn.execute("PRAGMA table_info(memory_density)")}
-    assert columns == {"rowid", "neighbours", "key"}
+    assert columns == {"rowid", "neighbours", "key", "digest"}
     longest = max(len(b) for (b,) in reopened.conn.execute("SELECT neighbours FROM memory_density"))
     assert longest == 4 * min(nearest.DEPTH, density.S + 1, 29)
     assert _stored(reopened.conn) == before

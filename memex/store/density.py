@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from memex.store import nearest
+from memex.store import nearest, refvectors
 from memex.store.nearest import DEPTH, K  # noqa: F401  (read here by tests and docs)
 
 if TYPE_CHECKING:
@@ -48,8 +48,6 @@ if TYPE_CHECKING:
 
 S = 2048  # reference set size - 1 (docs/search.md, "Crowded neighbourhoods")
 _BATCH = 500
-_POINT = 64  # vectors read one by one; more in one scan (see _vectors)
-_SCAN = 30_000  # bound parameters of one statement (SQLite's limit: 32,766)
 
 
 def key(memory_id: str) -> int:
@@ -152,7 +150,7 @@ def _state(conn: apsw.Connection) -> _Pending:
 def create(conn: apsw.Connection) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS memory_density "
-        "(rowid INTEGER PRIMARY KEY, neighbours BLOB NOT NULL, key INTEGER NOT NULL);"
+        "(rowid INTEGER PRIMARY KEY, neighbours BLOB NOT NULL, key INTEGER NOT NULL, digest INTEGER);"
         "CREATE INDEX IF NOT EXISTS memory_density_key ON memory_density(key)"
     )
 
@@ -235,29 +233,11 @@ def _reference(conn: apsw.Connection, state: _Pending) -> _Ref:
         if state.ref is None or state.ref.version != version:
             members = [(int(r), int(k)) for r, k in conn.execute(
                 "SELECT rowid, key FROM memory_density ORDER BY key LIMIT ?", (S + 1,))]
-            blobs = _vectors(conn, [r for r, _ in members])
+            blobs = refvectors.read(conn, [r for r, _ in members])
             state.ref = _Ref(version, [r for r, _ in members], [k for _, k in members],
                              nearest.wide(nearest.stack([blobs[r] for r, _ in members])))
         state.checked = True
     return state.ref
-
-
-def _vectors(conn: apsw.Connection, rowids: list[int]) -> dict[int, bytes]:
-    """These rows' body vectors. sqlite-vec answers ``rowid = ?`` from its
-    index, but slowly (0.1 ms a row at 10k: R's 2,049 took 240 ms), and
-    ``rowid IN (...)`` with one scan of every vector in C (R at 10k: 11 ms):
-    a few rows one by one, many in one scan."""
-    out: dict[int, bytes] = {}
-    if len(rowids) <= _POINT:
-        for r in rowids:
-            for (blob,) in conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (r,)):
-                out[r] = bytes(blob)
-        return out
-    for start in range(0, len(rowids), _SCAN):
-        part = rowids[start : start + _SCAN]
-        out.update((int(r), bytes(b)) for r, b in conn.execute(
-            f"SELECT rowid, embedding FROM memory_vec WHERE rowid IN ({','.join('?' * len(part))})", part))
-    return out
 
 
 def _keys(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, int]:
@@ -297,17 +277,33 @@ def _updated(copy: _Copy, state: _Pending) -> _Copy:
     return copy
 
 
-def _write(conn: apsw.Connection, rowids: Sequence[int], lists: np.ndarray, keys: dict[int, int]) -> None:
-    """Store these lists (their finite cosines; the density is read from them: :func:`densities`)."""
+def _write(conn: apsw.Connection, rowids: Sequence[int], lists: np.ndarray, keys: dict[int, int],
+           digests: dict[int, int]) -> None:
+    """Store these lists (their finite cosines; the density is read from them:
+    :func:`densities`) and, for rows whose vector is new, its digest
+    (:mod:`memex.store.refvectors`; a row keeps its digest while its vector stays)."""
     import numpy as np
 
     counts = np.isfinite(lists).sum(axis=1)
+    rows = [(rowid, row[:count].tobytes(), keys.get(rowid, 0))
+            for rowid, row, count in zip(rowids, lists, counts.tolist())]
+    if refvectors.indexed(conn):  # no digest kept (refvectors: PostgreSQL)
+        conn.executemany("INSERT INTO memory_density(rowid, neighbours, key) VALUES (?, ?, ?) "
+                         "ON CONFLICT(rowid) DO UPDATE SET neighbours = excluded.neighbours", rows)
+        return
     conn.executemany(
-        "INSERT INTO memory_density(rowid, neighbours, key) VALUES (?, ?, ?) "
-        "ON CONFLICT(rowid) DO UPDATE SET neighbours = excluded.neighbours",
-        [(rowid, row[:count].tobytes(), keys.get(rowid, 0))
-         for rowid, row, count in zip(rowids, lists, counts.tolist())],
+        "INSERT INTO memory_density(rowid, neighbours, key, digest) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT(rowid) DO UPDATE SET neighbours = excluded.neighbours, "
+        "digest = coalesce(excluded.digest, memory_density.digest)",
+        [(*row, digests.get(row[0])) for row in rows],
     )
+
+
+def _digests(conn: apsw.Connection, rowids: Sequence[int], vectors: np.ndarray) -> dict[int, int]:
+    """The digests of these vectors (float32 rows: the bytes memory_vec holds), where kept."""
+    if refvectors.indexed(conn):
+        return {}
+    return refvectors.digests((r, v.tobytes()) for r, v in zip(rowids, vectors))
 
 
 def _full(conn: apsw.Connection, version: int) -> tuple[_Copy, _Ref]:
@@ -324,7 +320,7 @@ def _full(conn: apsw.Connection, version: int) -> tuple[_Copy, _Ref]:
     held = nearest.wide(copy.matrix[[pos[r] for r in ref_ids.tolist()]])
     ref = _Ref(version, ref_ids.tolist(), [k for k, _ in ranked], held)
     copy.lists[:] = nearest.lists(copy.matrix, copy.rowids, ref.matrix, ref_ids)
-    _write(conn, rowids, copy.lists, keys)
+    _write(conn, rowids, copy.lists, keys, _digests(conn, rowids, copy.matrix))
     return copy, ref
 
 
@@ -359,6 +355,7 @@ def _incremental(conn: apsw.Connection, state: _Pending, version: int,
 
     old = _reference(conn, state)
     keys = _keys(conn, list(state.added))
+    digests = {} if refvectors.indexed(conn) else refvectors.digests(state.added.items())
     ref, entering, leaving = _next(conn, state, version, old, keys)
     ref_ids = ref.ids
     added = sorted(state.added)
@@ -366,11 +363,11 @@ def _incremental(conn: apsw.Connection, state: _Pending, version: int,
         if cached is not None:
             copy = _fill(_updated(cached, state), ref.matrix, ref_ids)
             rows = np.flatnonzero(np.isin(copy.rowids, np.array(added, dtype=np.int64)))
-            _write(conn, copy.rowids[rows].tolist(), copy.lists[rows], keys)
+            _write(conn, copy.rowids[rows].tolist(), copy.lists[rows], keys, digests)
             return copy, ref
         if added:
             _write(conn, added, nearest.lists(nearest.stack([state.added[r] for r in added]),
-                                              np.array(added, dtype=np.int64), ref.matrix, ref_ids), keys)
+                                              np.array(added, dtype=np.int64), ref.matrix, ref_ids), keys, digests)
         return None, ref
     copy = _updated(cached, state) if cached is not None else _read(conn, version)
     if added:
@@ -381,9 +378,10 @@ def _incremental(conn: apsw.Connection, state: _Pending, version: int,
     todo = np.isnan(copy.lists[:, 0])
     rows = np.flatnonzero(todo)
     copy.lists[rows] = nearest.lists(copy.matrix[rows], copy.rowids[rows], ref.matrix, ref_ids)
+    digests.update(_digests(conn, copy.rowids[rows].tolist(), copy.matrix[rows]))  # rows new to the table
     write = np.flatnonzero(todo | changed)
     keys.update(_keys(conn, [r for r in copy.rowids[rows].tolist() if r not in keys]))
-    _write(conn, copy.rowids[write].tolist(), copy.lists[write], keys)
+    _write(conn, copy.rowids[write].tolist(), copy.lists[write], keys, digests)
     return copy, ref
 
 
@@ -420,7 +418,7 @@ def _assemble(conn: apsw.Connection, version: int, ranked: list[tuple[int, int]]
     rowids = [r for _, r in ranked]
     new = [r for r in rowids if r not in held]
     blobs = {r: added[r] for r in new if r in added}
-    blobs.update(_vectors(conn, [r for r in new if r not in blobs]))
+    blobs.update(refvectors.read(conn, [r for r in new if r not in blobs]))
     fresh = nearest.wide(nearest.stack([blobs[r] for r in new]))
     dim = old.matrix.shape[1] if held else fresh.shape[1]
     matrix = np.empty((len(rowids), dim), dtype=np.float64)

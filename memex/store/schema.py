@@ -181,8 +181,20 @@ def _step7(conn: apsw.Connection) -> None:
                  (4 * nearest.DEPTH, 4 * nearest.DEPTH))
 
 
+def _step8(conn: apsw.Connection) -> None:
+    # Each memory_density row keeps a digest of its body vector, so a process
+    # reads R's vectors from the embedding cache (checked against it) in
+    # O(S), not from sqlite-vec in a scan of every vector (memex/store/refvectors.py).
+    # Rows from before have none: the first read of each from memory_vec stores it.
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(memory_density)")}
+    if columns and "digest" not in columns:
+        conn.execute("ALTER TABLE memory_density ADD COLUMN digest INTEGER")
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[apsw.Connection], None]] = [_step1, _step2, _step3, _step4, _step5, _step6, _step7]
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
+    _step1, _step2, _step3, _step4, _step5, _step6, _step7, _step8,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -43,6 +43,9 @@ class _Dialect:
     ``%s``, vectors are read in binary and handed over as float32 bytes, and
     SQLite's two introspection statements get their PostgreSQL equivalents."""
 
+    # memory_vec's primary key answers R's rowids: no digest, no cache read (memex/store/refvectors.py).
+    indexed_vectors = True
+
     def __init__(self, conn: PgConnection) -> None:
         self.conn = conn
         self.version = 0  # what data_version answers during a settle
