@@ -16,12 +16,15 @@ A bulk write (:data:`DEFERRED`) empties the tables; the next settle after it
 Kept exact where every vector passes: :mod:`memex.store.vectors` notes each
 body vector written or deleted (:func:`note_insert`, :func:`note_delete`);
 :func:`settle` runs in the transaction before its COMMIT (``memex.store.schema``). Stored: per memory its key
-(indexed: R is the first ``S + 1`` rows in key order) and its :data:`DEPTH`
+(indexed: R is the first ``S + 1`` rows in key order), its :data:`DEPTH`
 nearest cosines among R (float32, best first: numbers only, no neighbour's
-identity); the density, the mean of the first K, is computed when read
-(:func:`memex.store.nearest.mean`). R's vectors are not stored twice: a connection
-reads them from the vector table by rowid once and keeps them in memory
-(:class:`_Ref`), reading them again only after another connection wrote.
+identity) and a digest of its body vector; the density, the mean of the
+first K, is computed when read (:func:`memex.store.nearest.mean`). R's
+vectors are not copied into a table of their own: a connection reads them
+once and keeps them in memory (:class:`_Ref`), reading them again only
+after another connection wrote. The read is O(S): from the embedding cache,
+each vector checked against its row's digest, and from the vector table
+only where the cache cannot vouch for the bits (:mod:`memex.store.refvectors`).
 
 Cost: a write that leaves R alone (probability ~``1 - S/N``) computes each
 new memory against R's vectors in memory: O(S). A write that changes R
