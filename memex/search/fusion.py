@@ -203,7 +203,8 @@ def answer_prior(body: str, fusion: Fusion) -> float:
 def hub_factor(fusion: Fusion, body: str, density: float | None) -> float:
     """The hub prior's multiplier for one memory (1: not a hub, or a density
     that means nothing: a mostly-CJK memory under a rule with ``density_cjk`` off)."""
-    if not fusion.density_cjk and not cosine_trusted(body):
+    # has_cjk first: one C-level scan, so English text skips the character count.
+    if not fusion.density_cjk and has_cjk(body) and not cosine_trusted(body):
         return 1.0
     return fusion.density_factor(density)
 
