@@ -123,7 +123,10 @@ _MINILM_FUSION = Fusion(
     collapse_duplicates=True, time_boost=0.3, name_boost=0.15, name_mode="mention",
     # Hubs lose (memex/store/density.py): chosen on dev of both sets, checked on
     # a set with other seed and other small talk (docs/search.md, "Crowded neighbourhoods").
-    density_penalty=0.5, density_floor=0.5,
+    # Not for mostly-Chinese memories: this English model maps most of their
+    # characters to [UNK], so their densities are all high and mean nothing
+    # (docs/search.md, "Conversation context, feedback, a learned combination").
+    density_penalty=0.5, density_floor=0.5, density_cjk=False,
 )
 # multilingual-e5: its cosines are compressed (0.72..0.96 for everything), so
 # a raw-cosine blend sees almost no contrast; min-max over the query's
