@@ -122,7 +122,9 @@ def test_a_rolled_back_transaction_leaves_them_as_they_were(vault: Vault) -> Non
 
 @pytest.mark.parametrize("point", [64, 2], ids=["by-rowid", "one-scan"])
 def test_another_connections_writes_are_seen(vault: Vault, point: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(refvectors, "_POINT", point)  # R read row by row, or in one scan as in a large vault
+    # R comes from the embedding cache; what it cannot give is read from memory_vec row by
+    # row, or in one scan as in a large vault (tests/test_density_reads.py takes both paths).
+    monkeypatch.setattr(refvectors, "_POINT", point)
     for t in _texts(15):
         vault.add(t)
     other = Vault(vault.root, embedder=HashEmbedder())
