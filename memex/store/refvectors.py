@@ -14,8 +14,9 @@ memories JOIN embedding_cache``, a few index lookups per member: O(S).
 The cache is not trusted to agree: a row can be missing (purged once no
 memory used it, cleared by hand, never written) or hold other bits than
 ``memory_vec`` (two processes embedding the same new text at once, each
-on a model session that rounds differently: the second ``INSERT OR
-REPLACE`` wins in the cache, not in ``memory_vec``). So each row of
+on a model session that rounds differently, as the bundled model's quick
+and optimized sessions do within 1e-5 (tests/test_embed_onnx.py): the
+second ``INSERT OR REPLACE`` wins in the cache, not in ``memory_vec``). So each row of
 ``memory_density`` keeps a :func:`digest` of the vector written to
 ``memory_vec`` (8 bytes: BLAKE2b), and a cached vector is used only when
 its digest is that one. Every other member (no digest stored, no cache row,
@@ -23,7 +24,8 @@ another vector) is read from ``memory_vec``: one by one when few, in one
 scan when many; its digest is stored then when it was missing (a row
 written before digests existed), so the next process finds it in the cache.
 Exact by construction: a member's vector is memory_vec's, or bits whose
-64-bit digest equals that of memory_vec's (docs/search.md, "Smaller and lighter").
+64-bit digest equals that of memory_vec's (other bits pass with a chance
+of 2^-64; docs/search.md, "Smaller and lighter").
 
 PostgreSQL looks ``memory_vec`` up by its primary key, O(S) already: its
 dialect says so (``indexed_vectors``) and reads there, no digest kept.
