@@ -81,4 +81,7 @@ FUSIONS: tuple[Fusion, ...] = tuple(dict.fromkeys((  # in order, each rule once
     *(replace(base, density_penalty=g, density_floor=t)
       for base, floors in ((MINILM_NAMES, (0.3, 0.4, 0.5, 0.6)), (MULTILINGUAL_NAMES, (0.85, 0.88, 0.9, 0.92)))
       for g in (0.2, 0.3, 0.5, 0.7) for t in floors),
+    # Rare words (memex/search/rarity.py): on top of each model's rule.
+    *(replace(base, rare_penalty=g, rare_floor=t) for base in (profiles.MINILM.fusion, profiles.MULTILINGUAL.fusion)
+      for g in (0.3, 0.5, 0.7, 0.8, 0.9, 1.0) for t in (0.6, 0.7, 0.8, 0.9, 1.0)),
 )))
