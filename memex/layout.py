@@ -10,6 +10,7 @@ A vault is a folder holding::
         write.lock         serializes the short commits of every writer
         erase.key          the key of the erased list (docs/forgetting.md)
         erased.txt         keyed digests of erased texts, never rewritten
+        erased.local       the same lines, git-ignored: what git restores cannot cut it
         erasure.log        what each erasure removed (no erased text)
         erase-key.id       the team's erasure key's fingerprint, committed (docs/team.md)
         sync.lock          one `memex sync` of a vault at a time
@@ -43,6 +44,7 @@ INDEX_NAME = "index.db"
 WRITE_LOCK_NAME = "write.lock"
 ERASE_KEY_NAME = "erase.key"
 ERASED_LIST_NAME = "erased.txt"
+ERASED_JOURNAL_NAME = "erased.local"
 ERASURE_LOG_NAME = "erasure.log"
 ERASE_KEY_ID_NAME = "erase-key.id"
 SYNC_LOCK_NAME = "sync.lock"

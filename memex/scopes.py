@@ -72,7 +72,7 @@ class ScopeRules:
         if found is None:
             return scope.strip()
         reason, suggestion = found
-        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+        hint = f"; did you mean {suggestion!r}?" if suggestion else "."
         more = (
             f" Scopes are {self.forms()} (add kinds with [scopes] extra_kinds in {CONFIG_RELPATH.as_posix()})."
         )

@@ -446,3 +446,57 @@ def test_inner_punctuation_still_makes_another_text(vault: Vault) -> None:
     erase(vault, secret.id, reason="r")
     assert vault.add("Ship on Friday not Monday").status == "created"
     assert vault.add("Ship on Friday, not Monday.").status == "refused"
+
+
+# -- git restores the erased list itself ------------------------------------------
+
+
+def test_restoring_the_whole_tree_with_git_does_not_undo_an_erasure(git_vault: Vault) -> None:
+    """`git checkout -- .` / `git reset --hard` rewrite the committed erased list too:
+    found from outside, the erased memory came back and doctor called the vault clean."""
+    vault, root = git_vault, git_vault.root
+    erase(vault, vault.add("An earlier note nobody needs").id, reason="tidy")  # the list exists and is committed
+    secret = vault.add(SECRET)
+    rel = vault.get(secret.id).path
+    commit_all(root, "secret")
+    erase(vault, secret.id, reason="privacy")
+    git(root, "checkout", "--", ".")  # discard every change since the commit: file and list
+    assert (root / rel).exists()
+
+    vault.reindex()
+    assert secret.id not in ids_found(vault, "zqorblax storage")
+    assert health.drift(vault).erased_restored == [rel]
+    assert ".memex/erased.txt" in git(root, "status", "--short")  # the list regained the erasure, for the next commit
+
+    erase(vault, secret.id, reason="restored by mistake")
+    commit_all(root, "erased")
+    git(root, "reset", "--hard", "HEAD~1")  # the commit before the erasure
+    vault.reindex(full=True)
+    assert secret.id not in ids_found(vault, "zqorblax storage")
+    assert health.drift(vault).erased_restored == [rel]
+
+
+def test_a_deliberate_way_back_survives_the_same_restore(git_vault: Vault) -> None:
+    vault, root = git_vault, git_vault.root
+    erase(vault, vault.add("An earlier note nobody needs").id, reason="tidy")
+    secret = vault.add(SECRET)
+    rel = vault.get(secret.id).path
+    commit_all(root, "secret")
+    erase(vault, secret.id, reason="privacy")
+    git(root, "checkout", "HEAD", "--", rel)
+    code, out = cli(root, "reindex", "--allow-erased", str(root / rel))
+    assert code == 0, out
+    git(root, "checkout", "HEAD", "--", ".memex/erased.txt")  # the list before both the erasure and the allowance
+    vault.reindex(full=True)
+    assert secret.id in ids_found(vault, "zqorblax storage") and health.drift(vault).clean
+
+
+def test_the_journal_stays_out_of_git_in_new_and_old_vaults(git_vault: Vault) -> None:
+    vault, root = git_vault, git_vault.root
+    ignore = root / ".gitignore"
+    ignore.write_text(ignore.read_text().replace(".memex/erased.local\n", ""))  # a vault from before the journal
+    erase(vault, vault.add(SECRET).id, reason="privacy")
+    assert (root / ".memex" / "erased.local").is_file()
+    assert git(root, "check-ignore", ".memex/erased.local").strip() == ".memex/erased.local"
+    tracked = subprocess.run(["git", "-C", str(root), "check-ignore", "-q", ".memex/erased.txt"], check=False)
+    assert tracked.returncode == 1  # the list itself is still shared

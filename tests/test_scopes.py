@@ -191,3 +191,9 @@ def test_claude_code_settings_pass_the_scope_through(vault: Vault) -> None:
                 result.deferred()
     finally:
         fresh.close()
+
+
+def test_a_scope_with_no_guess_reads_as_a_sentence(cli: click.Group, vault_root: Path) -> None:
+    result = run(cli, vault_root, "search", "x", "--scope", "nope:")
+    assert result.exit_code == 1, result.output
+    assert "'nope:' is not a scope. Scopes are user, resources, project:NAME" in " ".join(result.output.split())

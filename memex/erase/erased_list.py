@@ -11,11 +11,19 @@ Both live in files under ``.memex/`` so that they survive deleting
 
 - ``erase.key``: 32 random bytes, hex, created on first use, mode 0600,
   git-ignored (committing it next to the list would make the list guessable).
-- ``erased.txt``: one hex digest per line, appended, never rewritten. A
+- ``erased.txt``: one hex digest per line, appended, never rewritten by
+  memex (committed, so teammates' clones learn what was erased). A
   line ``allow <digest>`` records a deliberate way back (``memex add
   --allow-erased``, ``memex reindex --allow-erased PATH``); a later erasure
   of the same text appends the digest again. The last line about a digest
   decides.
+- ``erased.local``: the same lines again, git-ignored. git rewrites
+  ``erased.txt`` whenever it restores the tree (``git checkout -- .``,
+  ``git restore``, ``git reset --hard``, a stash): that would bring an erased
+  file back *and* drop it from the list in one step. Each read of the list
+  first makes the two agree (:func:`_heal`): lines one holds more often than
+  the other are appended to it, in order, so a list git cut short regains
+  what this clone erased, and the journal learns teammates' lines.
 
 What counts as the same text: the body as dedup normalizes it (provenance
 prefix and injected blocks removed, Unicode NFC, whitespace runs collapsed,
@@ -45,11 +53,12 @@ from pathlib import Path
 
 from memex.files import permissions
 from memex.errors import IndexStoreError
-from memex.layout import ERASE_KEY_NAME, ERASED_LIST_NAME
+from memex.layout import ERASE_KEY_NAME, ERASED_JOURNAL_NAME, ERASED_LIST_NAME, GIT_IGNORE_NAME
 from memex.text import body_hash, normalize, strip_injected
 
 KEY_NAME = ERASE_KEY_NAME
 LIST_NAME = ERASED_LIST_NAME
+JOURNAL_NAME = ERASED_JOURNAL_NAME
 ALLOW = "allow"
 
 
@@ -126,11 +135,62 @@ def legacy_hash(key: bytes, body: str) -> str:
     return hmac.new(key, body_hash(body).encode("ascii"), hashlib.sha256).hexdigest()
 
 
-def _append(memex_dir: Path, lines: list[str]) -> None:
-    with permissions.open_append(memex_dir / LIST_NAME) as handle:  # private, like the rest of .memex/
-        handle.write("".join(line + "\n" for line in lines))
-        handle.flush()
-        os.fsync(handle.fileno())
+def _append(memex_dir: Path, lines: list[str], names: tuple[str, ...] = (JOURNAL_NAME, LIST_NAME)) -> None:
+    if not lines:
+        return
+    for name in names:  # the journal first: git never rewrites it
+        if name == JOURNAL_NAME and not (memex_dir / name).exists():
+            _ignore_journal(memex_dir)
+        with permissions.open_append(memex_dir / name) as handle:  # private, like the rest of .memex/
+            handle.write("".join(line + "\n" for line in lines))
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def _ignore_journal(memex_dir: Path) -> None:
+    """A vault made before the journal existed learns to keep it out of git."""
+    ignore = memex_dir.parent / GIT_IGNORE_NAME
+    line = f"{memex_dir.name}/{JOURNAL_NAME}"
+    try:
+        text = ignore.read_text(encoding="utf-8")
+        if line not in text.splitlines():
+            ignore.write_text(text.rstrip("\n") + "\n" + line + "\n", encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass  # no .gitignore (or not ours to read): a committed journal holds no text either
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="ascii")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise IndexStoreError(f"{path}: cannot read the erased list: {exc}") from exc
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _beyond(source: list[str], target: list[str]) -> list[str]:
+    """The lines of ``source``, in order, that ``target`` holds fewer times."""
+    have: dict[str, int] = {}
+    for line in target:
+        have[line] = have.get(line, 0) + 1
+    extra: list[str] = []
+    for line in source:
+        if have.get(line, 0) > 0:
+            have[line] -= 1
+        else:
+            extra.append(line)
+    return extra
+
+
+def _heal(memex_dir: Path) -> list[str]:
+    """Make the list and its journal agree (see the module doc); returns the list's lines."""
+    listed = _lines(memex_dir / LIST_NAME)
+    journal = _lines(memex_dir / JOURNAL_NAME)
+    lost = _beyond(journal, listed)
+    _append(memex_dir, lost, (LIST_NAME,))
+    _append(memex_dir, _beyond(listed, journal), (JOURNAL_NAME,))
+    return listed + lost
 
 
 def remember(memex_dir: Path, bodies: Iterable[str], ids: Iterable[str] = ()) -> int:
@@ -169,15 +229,8 @@ def allow(memex_dir: Path, bodies: Iterable[str], ids: Iterable[str] = ()) -> in
 
 def _state(memex_dir: Path) -> dict[str, bool]:
     """digest -> erased now (True) or allowed back (False); the last line decides."""
-    path = memex_dir / LIST_NAME
-    try:
-        text = path.read_text(encoding="ascii")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise IndexStoreError(f"{path}: cannot read the erased list: {exc}") from exc
     state: dict[str, bool] = {}
-    for line in text.splitlines():
+    for line in _heal(memex_dir):
         parts = line.split()
         if len(parts) == 1:
             state[parts[0]] = True
@@ -191,7 +244,7 @@ def _missing_key(memex_dir: Path) -> IndexStoreError:
     # silently letting erased text back in.
     return IndexStoreError(
         f"{memex_dir / KEY_NAME}: missing, so {memex_dir / LIST_NAME} cannot be checked; "
-        "restore the key, or delete the list to forget what was erased"
+        f"restore the key, or delete the list and {JOURNAL_NAME} beside it to forget what was erased"
     )
 
 
@@ -205,7 +258,8 @@ def is_erased(memex_dir: Path, body: str) -> bool:
 class Guard:
     """The erased list as the indexer checks it, re-read only when it grew.
 
-    The list is append-only, so its size tells whether it changed; the
+    The list and its journal are append-only, so their sizes tell whether
+    they changed (git cutting the list short changes its size too); the
     indexer asks again inside each write transaction, so an erasure that
     lands while a reindex is embedding is seen before the reindex commits.
     """
@@ -213,22 +267,22 @@ class Guard:
     def __init__(self, memex_dir: Path) -> None:
         self.memex_dir = memex_dir
         self._size = -1
+        self._sizes = (-1, -1)
         self._key: bytes | None = None
         self._erased: set[str] = set()
 
     def refresh(self) -> None:
-        try:
-            size = os.stat(self.memex_dir / LIST_NAME).st_size
-        except FileNotFoundError:
-            size = 0
-        if size == self._size:
+        sizes = (_size(self.memex_dir / LIST_NAME), _size(self.memex_dir / JOURNAL_NAME))
+        if sizes == self._sizes:
             return
-        state = _state(self.memex_dir) if size else {}
+        state = _state(self.memex_dir) if any(sizes) else {}
         self._erased = {h for h, erased in state.items() if erased}
         self._key = _key(self.memex_dir, create=False) if self._erased else None
         if self._erased and self._key is None:
             raise _missing_key(self.memex_dir)
-        self._size = size
+        # Healing may have grown either file: remember their sizes after it.
+        self._sizes = (_size(self.memex_dir / LIST_NAME), _size(self.memex_dir / JOURNAL_NAME))
+        self._size = self._sizes[0]
 
     @property
     def size(self) -> int:
@@ -246,3 +300,10 @@ class Guard:
         if not self._erased or self._key is None:
             return False
         return keyed_hash(self._key, body) in self._erased or legacy_hash(self._key, body) in self._erased
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
