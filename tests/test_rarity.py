@@ -52,8 +52,8 @@ def test_a_memory_that_adds_only_common_words_loses() -> None:
         1: "Tomás: We still need to talk about language for Kestrel, let's park it for now.",
         2: "Lena: Kestrel is a Swift codebase that pulls in partner feeds.",
     })
-    # The echo's new words are all common: log(1000/201) / log(1000) = 0.23 -> 1 - 0.9 * (0.8 - 0.23) / 0.8
-    assert factors[1] == pytest.approx(1 - 0.9 * (0.8 - 0.2323) / 0.8, abs=1e-3)
+    # The echo's new words are all common: log(1000/200) / log(1000) = 0.233 -> 1 - 0.9 * (0.8 - 0.233) / 0.8
+    assert factors[1] == pytest.approx(1 - 0.9 * (0.8 - 0.2330) / 0.8, abs=1e-3)
     # "partner" and "pulls" are held by no memory here (0): the rarest possible, so nothing lost.
     assert factors[2] == 1.0
     # The query's own words are never new: "kestrel" (held by 1) does not save the echo.
@@ -61,6 +61,19 @@ def test_a_memory_that_adds_only_common_words_loses() -> None:
     # Counts are read once per word.
     rarity.factors({3: "Lena: Kestrel is a Swift codebase."})
     assert sorted(w for batch in asked for w in batch) == sorted(set(w for batch in asked for w in batch))
+
+
+def test_a_word_no_other_memory_holds_is_rare_in_a_vault_of_any_size() -> None:
+    """Counted with this memory itself (n >= 1), so a vault of two memories
+    does not lower a memory for its own words; a vault of one lowers nothing."""
+    body = {1: "Deploys go through the staging cluster first"}
+    for total in (2, 3, 10_000):
+        _asked, counts_of = counts_from({"go": 1, "first": 1}, total)
+        assert Rarity("How do deploys reach the staging cluster?", RULE, counts_of).factors(body) == {1: 1.0}
+    _asked, counts_of = counts_from({"go": 2, "first": 2}, 2)
+    assert Rarity("How do deploys reach the staging cluster?", RULE, counts_of).factors(body)[1] == pytest.approx(0.1)
+    _asked, counts_of = counts_from({"go": 1, "first": 1}, 1)
+    assert Rarity("How do deploys reach the staging cluster?", RULE, counts_of).factors(body) == {1: 1.0}
 
 
 def test_the_factor_is_graded_and_only_lowers() -> None:

@@ -9,7 +9,7 @@ scored by its *rarest new word*: of its content words that are not the
 query's (nor a ``Speaker:`` prefix), the one held by the fewest memories of the vault, as an inverse
 document frequency scaled to 0..1 by the vault's size,
 
-    x = max over new words w of  ln(N / (1 + n(w))) / ln(N)
+    x = max over new words w of  ln(N / n(w)) / ln(N)
 
 (N memories, n(w) of them holding w, counted by the full-text index as it
 stems words: :meth:`memex.store.protocol.IndexStore.term_counts`). A memory
@@ -63,12 +63,14 @@ class Rarity:
         return content_tokens(body[speaker.end():] if speaker else body) - self.query_words
 
     def rarest(self, words: set[str]) -> float:
-        """0..1: how rare the rarest of ``words`` is in the vault (0: none, or all common)."""
-        if self.total < 2 or not words:
+        """0..1: how rare the rarest of ``words`` is in the vault (1: held by this
+        memory alone, 0: by every memory, or no new word at all)."""
+        if self.total < 2:
+            return 1.0  # one memory: nothing to compare with
+        if not words:
             return 0.0
-        scale = math.log(self.total)
-        best = max(math.log(self.total / (1 + self.counts.get(w, 0))) for w in words)
-        return min(1.0, max(0.0, best / scale))
+        fewest = min(max(1, self.counts.get(w, 0)) for w in words)
+        return min(1.0, max(0.0, math.log(self.total / fewest) / math.log(self.total)))
 
     def factors(self, bodies: dict[int, str]) -> dict[int, float]:
         """Multiplier in (0, 1] per memory of ``bodies`` (one count read for their new words)."""
