@@ -41,6 +41,11 @@ def test_term_counts_are_the_memories_holding_a_word_as_full_text_stems_it(vault
     found = vault.store.term_counts(["bouldering", "fridays"])
     assert found == TermCounts({"bouldering": 1, "fridays": 0}, 2)
     assert vault.store.term_counts([]) == TermCounts({}, 2)
+    # Counts kept by this connection follow another connection's write (memex/store/terms.py).
+    with Vault(vault.root, embedder=vault.embedder) as other:
+        other.add("Bouldering again on Friday night.", scope="project:d")
+    assert vault.store.term_counts(["bouldering", "fridays", "night"]) == TermCounts(
+        {"bouldering": 2, "fridays": 1, "night": 1}, 3)
 
 
 def test_a_memory_that_adds_only_common_words_loses() -> None:

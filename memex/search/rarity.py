@@ -29,12 +29,22 @@ and a guard set): docs/search.md, "Rare words".
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
 from memex.embedding.tuning import Fusion, is_keyword_query
 from memex.store.terms import TermCounts
 from memex.text import SPEAKER_PREFIX, content_tokens
+
+
+@functools.lru_cache(maxsize=8192)
+def body_words(body: str) -> frozenset[str]:
+    """A memory's content words, a ``Speaker:`` prefix left out (it says who,
+    not what). Kept for the bodies seen last: a long-lived process meets the
+    same candidates again (tokenizing is most of the prior's cost)."""
+    speaker = SPEAKER_PREFIX.match(body)
+    return frozenset(content_tokens(body[speaker.end():] if speaker else body))
 
 
 def rarity_for(query: str, fusion: Fusion, counts_of: Callable[[Sequence[str]], TermCounts]) -> Rarity | None:
@@ -57,10 +67,8 @@ class Rarity:
         self.total = 0
 
     def new_words(self, body: str) -> set[str]:
-        """The memory's content words that the query does not hold (a
-        ``Speaker:`` prefix says who, not what: left out)."""
-        speaker = SPEAKER_PREFIX.match(body)
-        return content_tokens(body[speaker.end():] if speaker else body) - self.query_words
+        """The memory's content words that the query does not hold."""
+        return set(body_words(body) - self.query_words)
 
     def rarest(self, words: set[str]) -> float:
         """0..1: how rare the rarest of ``words`` is in the vault (1: held by this
