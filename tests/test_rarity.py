@@ -63,6 +63,8 @@ def test_a_memory_that_adds_only_common_words_loses() -> None:
     assert factors[2] == 1.0
     # The query's own words are never new: "kestrel" (held by 1) does not save the echo.
     assert "kestrel" not in rarity.new_words("Kestrel, let's talk")
+    # A memory the query holds whole is what was asked for, not an echo.
+    assert rarity.factors({4: "Which language? Kestrel."}) == {4: 1.0}
     # Counts are read once per word.
     rarity.factors({3: "Lena: Kestrel is a Swift codebase."})
     assert sorted(w for batch in asked for w in batch) == sorted(set(w for batch in asked for w in batch))

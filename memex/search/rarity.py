@@ -14,7 +14,8 @@ document frequency scaled to 0..1 by the vault's size,
 (N memories, n(w) of them holding w, counted by the full-text index as it
 stems words: :meth:`memex.store.protocol.IndexStore.term_counts`). A memory
 whose rarest new word is rarer than ``Fusion.rare_floor`` keeps its score;
-below it, it loses up to ``Fusion.rare_penalty`` in proportion
+below it, it loses up to ``Fusion.rare_penalty`` in proportion (a memory
+whose every word is in the query loses nothing: it is what was asked for)
 (:meth:`memex.embedding.tuning.Fusion.rarity_factor`). With a floor of 0.8
 a word held by at most N^0.2 memories (4 of 1,663, 6 of 10,000) is rare
 enough. The prior only lowers a score, so search applies it in the lazy
@@ -72,11 +73,12 @@ class Rarity:
 
     def rarest(self, words: set[str]) -> float:
         """0..1: how rare the rarest of ``words`` is in the vault (1: held by this
-        memory alone, 0: by every memory, or no new word at all)."""
-        if self.total < 2:
-            return 1.0  # one memory: nothing to compare with
-        if not words:
-            return 0.0
+        memory alone, 0: by every memory)."""
+        if self.total < 2 or not words:
+            # One memory: nothing to compare with. No new word at all: the
+            # query holds the whole memory ("memex forget" by its text) —
+            # the best match there is, not an echo.
+            return 1.0
         fewest = min(max(1, self.counts.get(w, 0)) for w in words)
         return min(1.0, max(0.0, math.log(self.total / fewest) / math.log(self.total)))
 
