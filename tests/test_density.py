@@ -5,7 +5,7 @@ index made before the table existed; and erase leaves no row of it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -15,7 +15,7 @@ import pytest
 
 from memex.embedding import embed
 from memex.erase.steps import erase
-from memex.store import density
+from memex.store import density, nearest
 from memex.store.schema import write_txn
 from memex.store.sqlite import SqliteStore
 from memex.vault import Vault
@@ -120,7 +120,9 @@ def test_a_rolled_back_transaction_leaves_them_as_they_were(vault: Vault) -> Non
     _assert_exact(vault)
 
 
-def test_another_connections_writes_are_seen(vault: Vault) -> None:
+@pytest.mark.parametrize("point", [64, 2], ids=["by-rowid", "one-scan"])
+def test_another_connections_writes_are_seen(vault: Vault, point: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(density, "_POINT", point)  # R read row by row, or in one scan as in a large vault
     for t in _texts(15):
         vault.add(t)
     other = Vault(vault.root, embedder=HashEmbedder())
@@ -158,6 +160,57 @@ def test_an_index_from_before_the_table_gets_every_density(vault: Vault) -> None
     reopened.close()
 
 
+def test_an_index_with_the_reference_copy_loses_it_and_stays_exact(vault: Vault) -> None:
+    """Schema step 6: an index of step 5 (R's vectors copied into
+    density_reference, memories_hash) opens without them, nothing else moves."""
+    for t in _texts(25):
+        vault.add(t)
+    before = _stored(vault.conn)
+    with write_txn(vault.conn):
+        vault.conn.execute("CREATE TABLE density_reference (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
+        vault.conn.execute("INSERT INTO density_reference SELECT rowid, embedding FROM memory_vec")
+        vault.conn.execute("CREATE INDEX memories_hash ON memories(body_hash)")
+        vault.conn.execute("PRAGMA user_version=5")
+    root = vault.root
+    vault.close()
+    reopened = Vault(root, embedder=HashEmbedder())
+    names = {str(n) for (n,) in reopened.conn.execute("SELECT name FROM sqlite_master")}
+    assert "density_reference" not in names and "memories_hash" not in names
+    assert _stored(reopened.conn) == before
+    reopened.add("a note after the upgrade about lunch and item2")
+    _assert_exact(reopened)
+    reopened.close()
+
+
+def test_an_index_with_the_density_column_and_longer_lists_loses_them_and_stays_exact(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Schema step 7: an index of step 6 (a density column, 20 cosines kept
+    per memory) opens with neither, and every density reads as before."""
+    with monkeypatch.context() as patch:
+        patch.setattr(nearest, "DEPTH", 20)
+        for t in _texts(30):
+            vault.add(t)
+        before = _stored(vault.conn)
+        longest = max(len(b) for (b,) in vault.conn.execute("SELECT neighbours FROM memory_density"))
+        assert longest == 4 * min(20, density.S + 1, 29)
+        with write_txn(vault.conn):
+            vault.conn.execute("ALTER TABLE memory_density ADD COLUMN density REAL NOT NULL DEFAULT 0")
+            vault.conn.execute("PRAGMA user_version=6")
+        root = vault.root
+        vault.close()
+    reopened = Vault(root, embedder=HashEmbedder())
+    columns = {str(row[1]) for row in reopened.conn.execute("PRAGMA table_info(memory_density)")}
+    assert columns == {"rowid", "neighbours", "key"}
+    longest = max(len(b) for (b,) in reopened.conn.execute("SELECT neighbours FROM memory_density"))
+    assert longest == 4 * min(nearest.DEPTH, density.S + 1, 29)
+    assert _stored(reopened.conn) == before
+    _assert_exact(reopened)
+    reopened.add("a note after the upgrade about billing and item4")
+    _assert_exact(reopened)
+    reopened.close()
+
+
 def test_the_hub_prior_lowers_crowded_memories_only_above_the_floor() -> None:
     from memex.search.fusion import Fusion, apply_priors
 
@@ -191,39 +244,79 @@ def test_search_ranks_a_statement_above_a_crowd_of_near_copies(vault: Vault) -> 
     assert after[0] == answer.id
 
 
+def _reference(conn: apsw.Connection) -> list[int]:
+    """R as the index holds it: the first S + 1 rows in key order."""
+    return [int(r) for (r,) in conn.execute("SELECT rowid FROM memory_density ORDER BY key LIMIT ?", (density.S + 1,))]
+
+
 def test_erasing_a_reference_member_brings_in_the_next_and_leaves_only_numbers(vault: Vault) -> None:
     results = [vault.add(t) for t in _texts(30)]
     member = min(results, key=lambda r: density.key(r.id))  # in R at any S
     rowid = int(vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (member.id,)).fetchone()[0])
     blob = bytes(vault.conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()[0])
-    assert vault.conn.execute("SELECT count(*) FROM density_reference WHERE rowid = ?", (rowid,)).fetchone()[0] == 1
+    assert rowid in _reference(vault.conn)
     erase(vault, member.id, reason="test")
     _assert_exact(vault)
-    assert vault.conn.execute("SELECT count(*) FROM density_reference WHERE rowid = ?", (rowid,)).fetchone()[0] == 0
-    size = vault.conn.execute("SELECT count(*) FROM density_reference").fetchone()[0]
-    assert size == min(density.S + 1, len(results) - 1)
-    # What stays of it in the others' rows is cosines: at most DEPTH float32 each, never its vector.
+    assert rowid not in _reference(vault.conn)
+    assert len(_reference(vault.conn)) == min(density.S + 1, len(results) - 1)
+    # What stays of it in the others' rows is cosines: at most DEPTH float32 each, never its vector;
+    # and no table keeps a copy of R's vectors.
     for (neighbours,) in vault.conn.execute("SELECT neighbours FROM memory_density"):
         assert len(neighbours) <= 4 * density.DEPTH and blob not in bytes(neighbours)
-    for (embedding,) in vault.conn.execute("SELECT embedding FROM density_reference"):
-        assert bytes(embedding) != blob
+    assert vault.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'density_reference'").fetchone()[0] == 0
 
 
 def test_a_rolled_back_erase_of_a_member_and_an_add_leave_them_as_they_were(vault: Vault) -> None:
     results = [vault.add(t) for t in _texts(20)]
     member = min(results, key=lambda r: density.key(r.id))
     before = _stored(vault.conn)
-    reference = sorted(r for (r,) in vault.conn.execute("SELECT rowid FROM density_reference"))
+    reference = _reference(vault.conn)
     with pytest.raises(RuntimeError):
         with write_txn(vault.conn):
             victim = int(vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (member.id,)).fetchone()[0])
             vault.store.purge_memory(victim)
             raise RuntimeError("abandoned")
     assert _stored(vault.conn) == before
-    assert sorted(r for (r,) in vault.conn.execute("SELECT rowid FROM density_reference")) == reference
+    assert _reference(vault.conn) == reference
     for t in _texts(12, salt="after the rollback"):
         vault.add(t)
     _assert_exact(vault)
+
+
+def _vectors_read(vault: Vault, write: Callable[[], object]) -> int:
+    """How many body vectors ``write`` read back from the index (rows holding one)."""
+    size = len(bytes(vault.conn.execute("SELECT embedding FROM memory_vec LIMIT 1").fetchone()[0]))
+    seen = []
+
+    def trace(cursor: apsw.Cursor, row: tuple[object, ...]) -> tuple[object, ...]:
+        seen.extend(1 for v in row if isinstance(v, bytes) and len(v) == size)
+        return row
+
+    vault.conn.row_trace = trace
+    try:
+        write()
+    finally:
+        vault.conn.row_trace = None
+    return len(seen)
+
+
+def test_a_write_reads_the_reference_vectors_once_per_connection(vault: Vault) -> None:
+    results = [vault.add(t) for t in _texts(40)]
+    other = Vault(vault.root, embedder=HashEmbedder())
+    # A new connection's first write that changes R (the erase of a member)
+    # reads the vectors it needs, once ...
+    erase(other, min(results, key=lambda r: density.key(r.id)).id, reason="test")
+    # ... and keeps them: later writes read none of them again, whether they
+    # change R or not (the one vector each add reads is its own text's,
+    # looked up in the embedding cache).
+    for i in range(8):
+        assert _vectors_read(other, lambda: other.add(f"lunch note number {i} about billing and item{i}")) <= 1
+    _assert_exact(other)
+    # Another connection's write makes them stale: the next write reads R again and stays exact.
+    vault.add("a note from the first connection about kafka item5")
+    assert _vectors_read(other, lambda: other.add("a last note about backups and item6")) > 1
+    _assert_exact(other)
+    other.close()
 
 
 def _write_files(vault: Vault, texts: list[str]) -> None:

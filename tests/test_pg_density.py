@@ -157,6 +157,42 @@ def test_a_bulk_load_and_an_old_index_get_every_density(
     again.conn.close()
 
 
+def test_an_older_index_loses_the_reference_copy_and_the_density_column_and_stays_alike(
+    pair: tuple[Vault, SqliteStore, PgStore, Indexer], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The schema steps after the density one: R's vectors are no longer copied
+    (``density_reference`` goes, with ``memories_hash``), the density column
+    goes and lists keep ``nearest.DEPTH`` cosines; densities stay SQLite's."""
+    from memex.store import nearest
+
+    vault, s, p, shared = pair
+    with monkeypatch.context() as patch:
+        patch.setattr(nearest, "DEPTH", 20)
+        for t in _texts(24):
+            vault.add(t)
+        shared.sync()
+    core.forget(vault.conn)  # lists held in memory at the old DEPTH (a process never changes it)
+    with p.write_txn():
+        p.conn.execute("CREATE TABLE density_reference (rowid BIGINT PRIMARY KEY, embedding BYTEA NOT NULL)")
+        p.conn.execute("CREATE INDEX memories_hash ON memories(body_hash)")
+        p.conn.execute("ALTER TABLE memory_density ADD COLUMN density DOUBLE PRECISION NOT NULL DEFAULT 0")
+        p.conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    assert p.conn.execute("SELECT max(length(neighbours)) FROM memory_density").fetchone()[0] == 4 * 20
+    p.conn.close()
+    again = PgStore(connect(p.conn.url))
+    gone = again.conn.execute("SELECT to_regclass('density_reference'), to_regclass('memories_hash')").fetchone()
+    assert gone == (None, None)
+    columns = {r for (r,) in again.conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'memory_density'")}
+    assert columns == {"rowid", "neighbours", "key"}
+    assert again.conn.execute("SELECT max(length(neighbours)) FROM memory_density").fetchone()[0] == 4 * nearest.DEPTH
+    _alike(s, again)
+    vault.add("a note after the upgrade about lunch and item2")
+    Indexer(vault.root, vault.conn, vault.config, vault.embedder, store=again).sync()
+    _alike(s, again)
+    again.conn.close()
+
+
 @pytest.mark.model
 def test_search_answers_alike_with_the_hub_prior(model_vault: Vault, pg_url: str) -> None:
     from memex.search.fusion import fusion_for

@@ -15,16 +15,19 @@ A bulk write (:data:`DEFERRED`) empties the tables; the next settle after it
 
 Kept exact where every vector passes: :mod:`memex.store.vectors` notes each
 body vector written or deleted (:func:`note_insert`, :func:`note_delete`);
-:func:`settle` runs in the transaction before its COMMIT (``memex.store.schema``). Stored: per memory its key, the
-density and its :data:`DEPTH` nearest cosines among R (float32, best first:
-numbers only, no neighbour's identity); ``density_reference`` holds a copy of
-R's vectors (deleted with the memory's vectors, under ``secure_delete``).
+:func:`settle` runs in the transaction before its COMMIT (``memex.store.schema``). Stored: per memory its key
+(indexed: R is the first ``S + 1`` rows in key order) and its :data:`DEPTH`
+nearest cosines among R (float32, best first: numbers only, no neighbour's
+identity); the density, the mean of the first K, is computed when read
+(:func:`memex.store.nearest.mean`). R's vectors are not stored twice: a connection
+reads them from the vector table by rowid once and keeps them in memory
+(:class:`_Ref`), reading them again only after another connection wrote.
 
-Cost: a write that leaves R alone (probability ~``1 - S/N``) reads R's
-vectors and computes each new memory against them: O(S). A write that
-changes R needs every vector and list (each merges the entering member's
-cosine, drops the leaving one's; one below K entries is recomputed): O(N)
-per change, O(S) per write on average. Figures: docs/search.md.
+Cost: a write that leaves R alone (probability ~``1 - S/N``) computes each
+new memory against R's vectors in memory: O(S). A write that changes R
+needs every vector and list (each merges the entering member's cosine,
+drops the leaving one's; one below K entries is recomputed): O(N) per
+change, O(S) per write on average. Figures: docs/search.md.
 """
 
 from __future__ import annotations
@@ -37,16 +40,16 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from memex.store import nearest
+from memex.store.nearest import DEPTH, K  # noqa: F401  (read here by tests and docs)
+
 if TYPE_CHECKING:
     import numpy as np
 
-K = 10  # neighbours per memory (docs/search.md: 5, 10 and 20 measured)
 S = 2048  # reference set size - 1 (docs/search.md, "Crowded neighbourhoods")
-DEPTH = 2 * K  # cosines kept per memory: a member leaving R drops one, not the list
-_BLOCK = 1024  # rows per matrix product
-_EPS = 1e-6  # float noise between a product by blocks and one by vector
-_SLACK = 1e-4  # a float32 cosine's error is under 1e-5 (unit vectors, 384 terms)
 _BATCH = 500
+_POINT = 64  # vectors read one by one; more in one scan (see _vectors)
+_SCAN = 30_000  # bound parameters of one statement (SQLite's limit: 32,766)
 
 
 def key(memory_id: str) -> int:
@@ -93,7 +96,7 @@ class _Copy:
             cap = max(need, 2 * len(self._rowids), 64)
             dim = matrix.shape[1] if len(matrix) else self._matrix.shape[1]
             grown = (np.empty(cap, dtype=np.int64), np.empty((cap, dim), dtype=np.float32),
-                     np.empty((cap, DEPTH), dtype=np.float32))
+                     np.empty((cap, nearest.DEPTH), dtype=np.float32))
             grown[0][: self.size], grown[2][: self.size] = self.rowids, self.lists
             if self.size:
                 grown[1][: self.size] = self.matrix
@@ -104,6 +107,26 @@ class _Copy:
         self.size = need
 
 
+class _Ref:
+    """R as of a settle at ``version`` (``data_version``): its members in key
+    order, their keys, and their vectors (float64, as products against R take
+    them; one row per member). Kept between a connection's transactions, so a
+    write reads R's vectors only after another connection wrote."""
+
+    def __init__(self, version: int, rowids: list[int], keys: list[int], matrix: np.ndarray) -> None:
+        import numpy as np
+
+        self.version, self.rowids, self.keys, self.matrix = version, rowids, keys, matrix
+        self.ids = np.array(rowids, dtype=np.int64)
+        self.pos = {r: i for i, r in enumerate(rowids)}
+
+    def vector(self, rowid: int) -> bytes:
+        """A member's vector as stored (float32 bytes)."""
+        import numpy as np
+
+        return bytes(self.matrix[self.pos[rowid]].astype(np.float32).tobytes())
+
+
 @dataclass
 class _Pending:
     added: dict[int, bytes] = field(default_factory=dict)  # rowid -> body vector written
@@ -111,6 +134,8 @@ class _Pending:
     deleted: set[int] = field(default_factory=set)  # rowids whose vector was deleted
     full: bool = False  # compute every list afresh (a rebuild, orphan vectors removed)
     copy: _Copy | None = None
+    ref: _Ref | None = None  # R as of this connection's last settle
+    checked: bool = False  # ``ref`` checked against data_version in this transaction
 
 
 _STATE: weakref.WeakKeyDictionary[apsw.Connection, _Pending] = weakref.WeakKeyDictionary()
@@ -127,9 +152,8 @@ def _state(conn: apsw.Connection) -> _Pending:
 def create(conn: apsw.Connection) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS memory_density "
-        "(rowid INTEGER PRIMARY KEY, density REAL NOT NULL, neighbours BLOB NOT NULL, key INTEGER NOT NULL);"
-        "CREATE INDEX IF NOT EXISTS memory_density_key ON memory_density(key);"
-        "CREATE TABLE IF NOT EXISTS density_reference (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL)"
+        "(rowid INTEGER PRIMARY KEY, neighbours BLOB NOT NULL, key INTEGER NOT NULL);"
+        "CREATE INDEX IF NOT EXISTS memory_density_key ON memory_density(key)"
     )
 
 
@@ -139,16 +163,17 @@ def note_insert(conn: apsw.Connection, rowid: int, blob: bytes) -> None:
 
 
 def note_delete(conn: apsw.Connection, rowid: int) -> None:
-    """``rowid``'s body vector is about to be deleted: drop its rows now and,
+    """``rowid``'s body vector is about to be deleted: drop its row now and,
     if it was in R, remember its vector until the settle (whose lists held it)."""
     state = _state(conn)
     state.added.pop(rowid, None)
     if conn.execute("SELECT 1 FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone() is not None:
         state.deleted.add(rowid)
-    for (blob,) in conn.execute("SELECT embedding FROM density_reference WHERE rowid = ?", (rowid,)):
-        state.left[rowid] = bytes(blob)
+    if not state.full and conn not in DEFERRED:
+        ref = _reference(conn, state)  # R before this transaction deletes any row
+        if rowid in ref.pos and rowid not in state.left:
+            state.left[rowid] = ref.vector(rowid)
     conn.execute("DELETE FROM memory_density WHERE rowid = ?", (rowid,))
-    conn.execute("DELETE FROM density_reference WHERE rowid = ?", (rowid,))
 
 
 def forget(conn: apsw.Connection) -> None:
@@ -158,13 +183,13 @@ def forget(conn: apsw.Connection) -> None:
 
 def clear(conn: apsw.Connection) -> None:
     """Every density goes (the vector tables were made anew for another model)."""
-    conn.execute("DELETE FROM memory_density; DELETE FROM density_reference")
+    conn.execute("DELETE FROM memory_density")
     forget(conn)
 
 
 def densities(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, float]:
     """Density of these memories (those without a body vector are left out)."""
-    return {int(r): float(v) for r, v in _rows_of(conn, "SELECT rowid, density FROM memory_density", rowids)}
+    return {int(r): nearest.mean(b) for r, b in _rows_of(conn, "SELECT rowid, neighbours FROM memory_density", rowids)}
 
 
 def _rows_of(conn: apsw.Connection, select: str, rowids: Sequence[int]) -> Iterator[tuple[Any, Any]]:
@@ -178,7 +203,7 @@ def _rows_of(conn: apsw.Connection, select: str, rowids: Sequence[int]) -> Itera
 def rebuild(conn: apsw.Connection) -> None:
     """Every density computed afresh from the stored vectors (an index made
     by a memex without this table, or with another definition)."""
-    conn.execute("DROP TABLE IF EXISTS memory_density; DROP TABLE IF EXISTS density_reference")
+    conn.execute("DROP TABLE IF EXISTS memory_density")
     create(conn)
     forget(conn)
     if _has_vectors(conn):
@@ -200,12 +225,39 @@ def _has_vectors(conn: apsw.Connection) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'").fetchone() is not None
 
 
-def _stack(blobs: list[bytes]) -> np.ndarray:
-    import numpy as np
+def _reference(conn: apsw.Connection, state: _Pending) -> _Ref:
+    """R as of the last settle: this connection's own unless another
+    connection wrote since; else read (its rows in key order, their vectors
+    from the vector table by rowid). Called before this transaction deletes
+    a row of ``memory_density``."""
+    if not state.checked or state.ref is None:
+        version = _data_version(conn)
+        if state.ref is None or state.ref.version != version:
+            members = [(int(r), int(k)) for r, k in conn.execute(
+                "SELECT rowid, key FROM memory_density ORDER BY key LIMIT ?", (S + 1,))]
+            blobs = _vectors(conn, [r for r, _ in members])
+            state.ref = _Ref(version, [r for r, _ in members], [k for _, k in members],
+                             nearest.wide(nearest.stack([blobs[r] for r, _ in members])))
+        state.checked = True
+    return state.ref
 
-    if not blobs:
-        return np.zeros((0, 0), dtype=np.float32)
-    return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1).copy()
+
+def _vectors(conn: apsw.Connection, rowids: list[int]) -> dict[int, bytes]:
+    """These rows' body vectors. sqlite-vec answers ``rowid = ?`` from its
+    index, but slowly (0.1 ms a row at 10k: R's 2,049 took 240 ms), and
+    ``rowid IN (...)`` with one scan of every vector in C (R at 10k: 11 ms):
+    a few rows one by one, many in one scan."""
+    out: dict[int, bytes] = {}
+    if len(rowids) <= _POINT:
+        for r in rowids:
+            for (blob,) in conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (r,)):
+                out[r] = bytes(blob)
+        return out
+    for start in range(0, len(rowids), _SCAN):
+        part = rowids[start : start + _SCAN]
+        out.update((int(r), bytes(b)) for r, b in conn.execute(
+            f"SELECT rowid, embedding FROM memory_vec WHERE rowid IN ({','.join('?' * len(part))})", part))
+    return out
 
 
 def _keys(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, int]:
@@ -220,15 +272,15 @@ def _read(conn: apsw.Connection, version: int) -> _Copy:
 
     rows = sorted((int(r), bytes(b)) for r, b in conn.execute("SELECT rowid, embedding FROM memory_vec"))
     rowids = np.fromiter((r for r, _ in rows), dtype=np.int64, count=len(rows))
-    lists = np.full((len(rows), DEPTH), np.nan, dtype=np.float32)  # no stored list: computed at this settle
+    lists = np.full((len(rows), nearest.DEPTH), np.nan, dtype=np.float32)  # no stored list: computed at this settle
     pos = {r: i for i, r in enumerate(rowids.tolist())}
     for rowid, blob in conn.execute("SELECT rowid, neighbours FROM memory_density"):
         i = pos.get(int(rowid))
         if i is not None:
-            values = np.frombuffer(blob, dtype=np.float32)[:DEPTH]
+            values = np.frombuffer(blob, dtype=np.float32)[: nearest.DEPTH]
             lists[i] = -np.inf
             lists[i, : len(values)] = values
-    return _Copy(version, rowids, _stack([b for _, b in rows]), lists)
+    return _Copy(version, rowids, nearest.stack([b for _, b in rows]), lists)
 
 
 def _updated(copy: _Copy, state: _Pending) -> _Copy:
@@ -241,109 +293,39 @@ def _updated(copy: _Copy, state: _Pending) -> _Copy:
         copy.keep(~gone)
     new = np.fromiter(state.added, dtype=np.int64, count=len(state.added))
     if len(new):
-        copy.append(new, _stack(list(state.added.values())))
+        copy.append(new, nearest.stack(list(state.added.values())))
     return copy
 
 
-def _top(sims: np.ndarray) -> np.ndarray:
-    """Each row's DEPTH best values, best first (-inf where a row has fewer)."""
-    import numpy as np
-
-    n = sims.shape[1]
-    if n > DEPTH:
-        sims = np.partition(sims, n - DEPTH, axis=1)[:, n - DEPTH :]
-    out = -np.sort(-sims, axis=1)
-    if out.shape[1] < DEPTH:
-        out = np.concatenate([out, np.full((len(out), DEPTH - out.shape[1]), -np.inf, dtype=np.float32)], axis=1)
-    return out.astype(np.float32)
-
-
-def _near(vecs: np.ndarray, ids: np.ndarray, ref: np.ndarray, ref_ids: np.ndarray) -> np.ndarray:
-    """Cosines of ``vecs`` to ``ref`` (float64, as :func:`_wide` gives it),
-    float32, -inf where a row meets itself.
-
-    In float64, then rounded to float32: a float32 product's last bits depend on
-    the shape of the block it was computed in, and a list must come out the same
-    whichever settle computed it, or a rebuilt index would break ties
-    differently (tests/test_reindex_pipeline.py). For a block against all of
-    R, float64 is as fast here as float32 (OpenBLAS)."""
-    import numpy as np
-
-    sims: np.ndarray = (vecs.astype(np.float64) @ ref.T).astype(np.float32)
-    order = np.argsort(ref_ids, kind="stable")
-    at = np.minimum(np.searchsorted(ref_ids[order], ids), max(len(ref_ids) - 1, 0))
-    mine = np.flatnonzero(ref_ids[order][at] == ids) if len(ref_ids) else np.zeros(0, dtype=np.int64)
-    sims[mine, order[at[mine]]] = -np.inf
-    return sims
-
-
-def _near_few(vecs: np.ndarray, ids: np.ndarray, few: np.ndarray, few_ids: np.ndarray,
-              floor: np.ndarray) -> np.ndarray:
-    """Cosines of every vector to a few (members entering or leaving R),
-    float32, exact (as :func:`_near`) where they reach each row's ``floor``,
-    -inf elsewhere and where a row meets itself. A float32 product picks the
-    pairs: a float64 one would convert every vector at every settle that
-    changes R, the bulk of its cost at 100k."""
-    import numpy as np
-
-    fast = vecs @ few.T
-    fast[ids[:, None] == few_ids[None, :]] = -np.inf
-    rows, cols = np.nonzero(fast >= floor[:, None] - _SLACK)
-    out = np.full(fast.shape, -np.inf, dtype=np.float32)
-    exact = np.einsum("ij,ij->i", vecs[rows].astype(np.float64), few[cols].astype(np.float64))
-    out[rows, cols] = np.where(np.isfinite(fast[rows, cols]), exact, -np.inf)
-    return out
-
-
-def _wide(ref: np.ndarray) -> np.ndarray:
-    import numpy as np
-
-    return np.asarray(ref, dtype=np.float64)  # R, once per settle
-
-
-def _lists(vecs: np.ndarray, ids: np.ndarray, ref: np.ndarray, ref_ids: np.ndarray) -> np.ndarray:
-    """Neighbour lists of ``vecs`` computed afresh against R, by blocks."""
-    import numpy as np
-
-    out = np.empty((len(vecs), DEPTH), dtype=np.float32)
-    for start in range(0, len(vecs), _BLOCK):
-        end = start + _BLOCK
-        out[start:end] = _top(_near(vecs[start:end], ids[start:end], ref, ref_ids))
-    return out
-
-
 def _write(conn: apsw.Connection, rowids: Sequence[int], lists: np.ndarray, keys: dict[int, int]) -> None:
-    """Store these lists and their densities (the mean of the K best)."""
+    """Store these lists (their finite cosines; the density is read from them: :func:`densities`)."""
     import numpy as np
 
-    finite = np.isfinite(lists)
-    counts = finite.sum(axis=1)
-    best = np.where(finite, lists, 0.0)[:, :K]
-    means = best.sum(axis=1, dtype=np.float64) / np.maximum(np.minimum(counts, K), 1)
+    counts = np.isfinite(lists).sum(axis=1)
     conn.executemany(
-        "INSERT INTO memory_density(rowid, density, neighbours, key) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT(rowid) DO UPDATE SET density = excluded.density, neighbours = excluded.neighbours",
-        [(rowid, mean, row[:count].tobytes(), keys.get(rowid, 0))
-         for rowid, mean, row, count in zip(rowids, means.tolist(), lists, counts.tolist())],
+        "INSERT INTO memory_density(rowid, neighbours, key) VALUES (?, ?, ?) "
+        "ON CONFLICT(rowid) DO UPDATE SET neighbours = excluded.neighbours",
+        [(rowid, row[:count].tobytes(), keys.get(rowid, 0))
+         for rowid, row, count in zip(rowids, lists, counts.tolist())],
     )
 
 
-def _full(conn: apsw.Connection, version: int) -> _Copy:
+def _full(conn: apsw.Connection, version: int) -> tuple[_Copy, _Ref]:
     """Every list computed afresh (a rebuild, orphans removed)."""
     import numpy as np
 
-    conn.execute("DELETE FROM memory_density; DELETE FROM density_reference")
+    conn.execute("DELETE FROM memory_density")
     copy = _read(conn, version)
     rowids = copy.rowids.tolist()
     keys = _keys(conn, rowids)
     pos = {r: i for i, r in enumerate(rowids)}
-    ref_ids = np.array([r for _, r in sorted((k, r) for r, k in keys.items())[: S + 1]], dtype=np.int64)
-    held = copy.matrix[[pos[r] for r in ref_ids.tolist()]]
-    copy.lists[:] = _lists(copy.matrix, copy.rowids, _wide(held), ref_ids)
+    ranked = sorted((k, r) for r, k in keys.items())[: S + 1]
+    ref_ids = np.array([r for _, r in ranked], dtype=np.int64)
+    held = nearest.wide(copy.matrix[[pos[r] for r in ref_ids.tolist()]])
+    ref = _Ref(version, ref_ids.tolist(), [k for k, _ in ranked], held)
+    copy.lists[:] = nearest.lists(copy.matrix, copy.rowids, ref.matrix, ref_ids)
     _write(conn, rowids, copy.lists, keys)
-    conn.executemany("INSERT INTO density_reference(rowid, embedding) VALUES (?, ?)",
-                     [(r, v.tobytes()) for r, v in zip(ref_ids.tolist(), held)])
-    return copy
+    return copy, ref
 
 
 def settle(conn: apsw.Connection) -> None:
@@ -351,9 +333,11 @@ def settle(conn: apsw.Connection) -> None:
     and deletions (inside it, before COMMIT). Does nothing when there were none."""
     state = _STATE.get(conn)
     if state is None or not (state.added or state.deleted or state.full):
+        if state is not None:  # the next transaction checks R against data_version again
+            _STATE[conn] = _Pending(copy=state.copy, ref=state.ref)
         return
     if conn in DEFERRED:  # a bulk write: no density until its end
-        conn.execute("DELETE FROM memory_density; DELETE FROM density_reference")
+        conn.execute("DELETE FROM memory_density")
     if not _has_vectors(conn) or conn in DEFERRED:
         _STATE[conn] = _Pending()
         return
@@ -361,56 +345,90 @@ def settle(conn: apsw.Connection) -> None:
         state.full = True  # a bulk write that never reached its end, or the first vectors
     version = _data_version(conn)
     cached = state.copy if state.copy is not None and state.copy.version == version else None
+    copy: _Copy | None
     if state.full:
-        copy: _Copy | None = _full(conn, version)
+        copy, ref = _full(conn, version)
     else:
-        copy = _incremental(conn, state, version, cached)
-    _STATE[conn] = _Pending(copy=copy)
+        copy, ref = _incremental(conn, state, version, cached)
+    _STATE[conn] = _Pending(copy=copy, ref=ref)
 
 
-def _incremental(conn: apsw.Connection, state: _Pending, version: int, cached: _Copy | None) -> _Copy | None:
+def _incremental(conn: apsw.Connection, state: _Pending, version: int,
+                 cached: _Copy | None) -> tuple[_Copy | None, _Ref]:
     import numpy as np
 
+    old = _reference(conn, state)
     keys = _keys(conn, list(state.added))
-    held = {int(r): bytes(b) for r, b in conn.execute("SELECT rowid, embedding FROM density_reference")}
-    stored = [(int(k), int(r)) for r, k in conn.execute(
-        "SELECT rowid, key FROM memory_density ORDER BY key LIMIT ?", (S + 1 + len(state.added),))]
-    ranked = sorted({*((k, r) for k, r in stored if r not in state.added), *((k, r) for r, k in keys.items())})
-    new_ref = [r for _, r in ranked[: S + 1]]
-    entering = [r for r in new_ref if r not in held]
-    kept = set(new_ref)
-    leaving = {r: b for r, b in held.items() if r not in kept} | state.left
-    blobs = {r: held.get(r) or state.added.get(r) for r in new_ref}
-    for r in [r for r, b in blobs.items() if b is None]:  # next in line after a member left
-        for (blob,) in conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (r,)):
-            blobs[r] = bytes(blob)
-    ref_ids = np.array(new_ref, dtype=np.int64)
-    ref = _wide(_stack([blobs[r] or b"" for r in new_ref]))
+    ref, entering, leaving = _next(conn, state, version, old, keys)
+    ref_ids = ref.ids
     added = sorted(state.added)
     if not entering and not leaving:  # R as it was: only the new memories' lists
         if cached is not None:
-            copy = _fill(_updated(cached, state), ref, ref_ids)
+            copy = _fill(_updated(cached, state), ref.matrix, ref_ids)
             rows = np.flatnonzero(np.isin(copy.rowids, np.array(added, dtype=np.int64)))
             _write(conn, copy.rowids[rows].tolist(), copy.lists[rows], keys)
-            return copy
+            return copy, ref
         if added:
-            _write(conn, added, _lists(_stack([state.added[r] for r in added]),
-                                       np.array(added, dtype=np.int64), ref, ref_ids), keys)
-        return None
+            _write(conn, added, nearest.lists(nearest.stack([state.added[r] for r in added]),
+                                              np.array(added, dtype=np.int64), ref.matrix, ref_ids), keys)
+        return None, ref
     copy = _updated(cached, state) if cached is not None else _read(conn, version)
     if added:
         copy.lists[np.isin(copy.rowids, np.array(added, dtype=np.int64))] = np.nan
-    changed = _follow(copy, len(held) + len(state.left), set(held), ref, ref_ids, entering, leaving)
+    stay = set(old.rowids) - set(state.left)
+    changed = nearest.follow(copy.lists, copy.rowids, copy.matrix, len(old.rowids), stay, ref.matrix, ref_ids,
+                             entering, leaving)
     todo = np.isnan(copy.lists[:, 0])
     rows = np.flatnonzero(todo)
-    copy.lists[rows] = _lists(copy.matrix[rows], copy.rowids[rows], ref, ref_ids)
+    copy.lists[rows] = nearest.lists(copy.matrix[rows], copy.rowids[rows], ref.matrix, ref_ids)
     write = np.flatnonzero(todo | changed)
     keys.update(_keys(conn, [r for r in copy.rowids[rows].tolist() if r not in keys]))
     _write(conn, copy.rowids[write].tolist(), copy.lists[write], keys)
-    conn.executemany("DELETE FROM density_reference WHERE rowid = ?", [(r,) for r in leaving])
-    conn.executemany("INSERT INTO density_reference(rowid, embedding) VALUES (?, ?)",
-                     [(r, blobs[r]) for r in entering])
-    return copy
+    return copy, ref
+
+
+def _next(conn: apsw.Connection, state: _Pending, version: int, old: _Ref,
+          keys: dict[int, int]) -> tuple[_Ref, list[int], dict[int, bytes]]:
+    """R after this transaction, the members entering it, and those leaving
+    it with their vectors. Most writes (no member deleted, every new key
+    after R's last) leave R as it was: nothing to read or rank."""
+    last = (old.keys[-1], old.rowids[-1]) if len(old.rowids) > S else None
+    if not state.left and last is not None and all((k, r) > last for r, k in keys.items()):
+        old.version = version
+        return old, [], {}
+    held = [r for r in old.rowids if r not in state.left]  # members that stay in the index
+    ranked = [(old.keys[old.pos[r]], r) for r in held] + [(k, r) for r, k in keys.items()]
+    if state.left and last is not None:  # members left: the next in line take their places
+        wanted = len(state.left) + old.keys.count(last[0]) + len(keys)  # past R's last and any rewritten
+        ranked += [(int(k), int(r)) for r, k in conn.execute(
+            "SELECT rowid, key FROM memory_density WHERE key >= ? ORDER BY key LIMIT ?", (last[0], wanted))
+            if int(r) not in old.pos and int(r) not in keys]
+    stay = set(held)
+    ref = _assemble(conn, version, sorted(ranked)[: S + 1], old, stay, state.added)
+    kept = set(ref.rowids)
+    entering = [r for r in ref.rowids if r not in stay]
+    return ref, entering, {r: old.vector(r) for r in held if r not in kept} | state.left
+
+
+def _assemble(conn: apsw.Connection, version: int, ranked: list[tuple[int, int]], old: _Ref,
+              held: set[int], added: dict[int, bytes]) -> _Ref:
+    """R after this transaction (``ranked``: its keys and rowids in key
+    order): the old R's rows that stay, the vectors written in this
+    transaction, and those of the next in line read by rowid."""
+    import numpy as np
+
+    rowids = [r for _, r in ranked]
+    new = [r for r in rowids if r not in held]
+    blobs = {r: added[r] for r in new if r in added}
+    blobs.update(_vectors(conn, [r for r in new if r not in blobs]))
+    fresh = nearest.wide(nearest.stack([blobs[r] for r in new]))
+    dim = old.matrix.shape[1] if held else fresh.shape[1]
+    matrix = np.empty((len(rowids), dim), dtype=np.float64)
+    at = [i for i, r in enumerate(rowids) if r in held]
+    matrix[at] = old.matrix[[old.pos[rowids[i]] for i in at]]
+    if new:
+        matrix[[i for i, r in enumerate(rowids) if r not in held]] = fresh
+    return _Ref(version, rowids, [k for k, _ in ranked], matrix)
 
 
 def _fill(copy: _Copy, ref: np.ndarray, ref_ids: np.ndarray) -> _Copy:
@@ -419,76 +437,5 @@ def _fill(copy: _Copy, ref: np.ndarray, ref_ids: np.ndarray) -> _Copy:
 
     rows = np.flatnonzero(np.isnan(copy.lists[:, 0]))
     if len(rows):
-        copy.lists[rows] = _lists(copy.matrix[rows], copy.rowids[rows], ref, ref_ids)
+        copy.lists[rows] = nearest.lists(copy.matrix[rows], copy.rowids[rows], ref, ref_ids)
     return copy
-
-
-def _follow(copy: _Copy, old_size: int, old_ref: set[int], ref: np.ndarray, ref_ids: np.ndarray,
-            entering: list[int], leaving: dict[int, bytes]) -> np.ndarray:
-    """Lists already computed follow R's change: each drops its cosine to a
-    leaving member (found by value) and merges those to the entering ones; a
-    list left with fewer than K is marked to be computed again (NaN). Returns
-    which rows changed."""
-    import numpy as np
-
-    lists = copy.lists
-    live = np.flatnonzero(~np.isnan(lists[:, 0]))
-    changed = np.zeros(len(lists), dtype=bool)
-    if not len(live):
-        return changed
-    ids = copy.rowids[live]
-    vecs = copy.matrix if len(live) == len(lists) else copy.matrix[live]  # no copy of every vector
-    member = np.isin(ids, np.fromiter(old_ref, dtype=np.int64, count=len(old_ref)))
-    counts = np.isfinite(lists[live]).sum(axis=1)
-    complete = counts >= old_size - member  # the list holds all of R but itself
-    if leaving:
-        gone_ids = np.fromiter(leaving, dtype=np.int64, count=len(leaving))
-        last = np.where(np.isfinite(lists[live]), lists[live], np.inf).min(axis=1)
-        sims = _near_few(vecs, ids, _stack(list(leaving.values())), gone_ids, last - _EPS)
-        hit = np.flatnonzero((sims >= last[:, None] - _EPS).any(axis=1))
-        if len(hit):
-            lists[live[hit]] = _drop(lists[live[hit]], sims[hit], last[hit])
-            changed[live[hit]] = True
-    if entering:
-        pos = {r: i for i, r in enumerate(ref_ids.tolist())}
-        new_ids = np.array(entering, dtype=np.int64)
-        last = np.where(np.isfinite(lists[live]), lists[live], np.inf).min(axis=1)
-        sims = _near_few(vecs, ids, ref[[pos[r] for r in entering]].astype(np.float32), new_ids,
-                         np.where(complete, -np.inf, last))
-        take = complete[:, None] | (sims > last[:, None])
-        sims = np.where(take, sims, -np.inf).astype(np.float32)
-        hit = np.flatnonzero(np.isfinite(sims).any(axis=1))
-        if len(hit):
-            lists[live[hit]] = _top(np.concatenate([lists[live[hit]], sims[hit]], axis=1))
-            changed[live[hit]] = True
-    counts = np.isfinite(lists[live]).sum(axis=1)
-    in_new = np.isin(ids, ref_ids)
-    short = counts < np.minimum(K, len(ref_ids) - in_new)
-    lists[live[short]] = np.nan
-    return changed
-
-
-def _drop(lists: np.ndarray, sims: np.ndarray, last: np.ndarray) -> np.ndarray:
-    """``lists`` without one entry per cosine in ``sims`` that it holds (by
-    value, within float noise), best first again."""
-    import numpy as np
-
-    lists = lists.copy()
-    rows, cols = np.nonzero(sims >= last[:, None] - _EPS)
-    values = sims[rows, cols]
-    with np.errstate(invalid="ignore"):  # -inf - -inf: no match, as wanted
-        match = np.abs(lists[rows] - values[:, None]) <= _EPS
-    at = match.argmax(axis=1)
-    found = match.any(axis=1)
-    # One entry per cosine and one cosine per entry; otherwise (equal cosines) by hand.
-    pairs = rows[found] * lists.shape[1] + at[found]
-    odd = set(rows[match.sum(axis=1) > 1].tolist()) | set((np.unique(pairs, return_counts=True)[0][
-        np.unique(pairs, return_counts=True)[1] > 1] // lists.shape[1]).tolist())
-    plain = found & ~np.isin(rows, np.fromiter(odd, dtype=np.int64, count=len(odd)))
-    lists[rows[plain], at[plain]] = -np.inf
-    for i in sorted(odd):
-        for value in values[rows == i].tolist():
-            j = int(np.argmin(np.abs(np.where(np.isfinite(lists[i]), lists[i], np.inf) - value)))
-            if abs(float(lists[i, j]) - value) <= _EPS:
-                lists[i, j] = -np.inf
-    return -np.sort(-lists, axis=1)

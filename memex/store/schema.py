@@ -25,7 +25,7 @@ import apsw
 from memex.files import permissions
 from memex.files.locking import file_lock
 from memex.errors import IndexStoreError, LockTimeout, SchemaTooNew
-from memex.store import density
+from memex.store import density, nearest
 from memex.store.meta import get_meta, scalar, set_meta
 
 BUSY_TIMEOUT_MS = 30_000
@@ -160,8 +160,29 @@ def _step5(conn: apsw.Connection) -> None:
     density.rebuild(conn)
 
 
+def _step6(conn: apsw.Connection) -> None:
+    # Smaller (scripts/bench_index_size.py, docs/store.md): R's vectors are
+    # read from memory_vec by rowid and kept in memory, not copied into
+    # density_reference (640 B per memory at 5,882); and memories_hash goes:
+    # every lookup by body hash also names the scope, which
+    # memories_scope_hash(scope, body_hash) serves.
+    conn.execute("DROP TABLE IF EXISTS density_reference; DROP INDEX IF EXISTS memories_hash")
+
+
+def _step7(conn: apsw.Connection) -> None:
+    # Smaller rows of memory_density: no density column (the mean of a
+    # list's first K, computed when read) and DEPTH cosines kept instead of
+    # 20 (memex/store/nearest.py). A sorted list cut to its first DEPTH is
+    # what computing it afresh gives, so the values stay exact.
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(memory_density)")}
+    if "density" in columns:
+        conn.execute("ALTER TABLE memory_density DROP COLUMN density")
+    conn.execute("UPDATE memory_density SET neighbours = substr(neighbours, 1, ?) WHERE length(neighbours) > ?",
+                 (4 * nearest.DEPTH, 4 * nearest.DEPTH))
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
-MIGRATIONS: list[Callable[[apsw.Connection], None]] = [_step1, _step2, _step3, _step4, _step5]
+MIGRATIONS: list[Callable[[apsw.Connection], None]] = [_step1, _step2, _step3, _step4, _step5, _step6, _step7]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -31,6 +31,7 @@ import apsw
 import numpy as np
 
 from memex.store import density as core
+from memex.store import nearest
 from memex.store.postgres.connection import PgConnection
 
 _HOOK = "density"
@@ -45,7 +46,7 @@ class _Dialect:
     def __init__(self, conn: PgConnection) -> None:
         self.conn = conn
         self.version = 0  # what data_version answers during a settle
-        self.seen = -1  # the epoch this process's last settle left
+        self.seen = -1  # the epoch this process's copies in memory are current with
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
         if sql == "PRAGMA data_version":
@@ -84,22 +85,22 @@ def _dialect(conn: PgConnection) -> apsw.Connection:
 
 def _watch(conn: PgConnection) -> apsw.Connection:
     """The dialect, with this transaction's settle and rollback hooks set."""
-    conn.before_commit.setdefault(_HOOK, partial(settle, conn))
+    dialect = _dialect(conn)
+    if _HOOK not in conn.before_commit:  # the transaction's first note: it may read R, which must be current
+        _catch_up(conn, cast(_Dialect, dialect))
+        conn.before_commit[_HOOK] = partial(settle, conn)
     conn.after_rollback.setdefault(_HOOK, partial(forget, conn))
-    return _dialect(conn)
+    return dialect
 
 
 def create(conn: PgConnection) -> None:
     """The tables (as :func:`memex.store.density.create`, in PostgreSQL's types) and the epoch."""
     conn.execute(
-        "CREATE TABLE IF NOT EXISTS memory_density (rowid BIGINT PRIMARY KEY, density DOUBLE PRECISION NOT NULL, "
-        "neighbours BYTEA NOT NULL, key BIGINT NOT NULL)"
+        "CREATE TABLE IF NOT EXISTS memory_density (rowid BIGINT PRIMARY KEY, neighbours BYTEA NOT NULL, "
+        "key BIGINT NOT NULL)"
     )
     conn.execute("CREATE INDEX IF NOT EXISTS memory_density_key ON memory_density(key)")
-    conn.execute("CREATE TABLE IF NOT EXISTS density_reference (rowid BIGINT PRIMARY KEY, embedding BYTEA NOT NULL)")
-    for table, column in (("memory_density", "density"), ("memory_density", "neighbours"),
-                          ("density_reference", "embedding")):
-        conn.execute(f"ALTER TABLE {table} ALTER COLUMN {column} SET STATISTICS 0")
+    conn.execute("ALTER TABLE memory_density ALTER COLUMN neighbours SET STATISTICS 0")
     conn.execute("INSERT INTO meta(key, value) VALUES ('density_epoch', '0') ON CONFLICT (key) DO NOTHING")
 
 
@@ -107,7 +108,6 @@ def rebuild(conn: PgConnection) -> None:
     """Every density computed afresh at this transaction's commit (an index
     made by a memex without the tables)."""
     conn.execute("DROP TABLE IF EXISTS memory_density")
-    conn.execute("DROP TABLE IF EXISTS density_reference")
     create(conn)
     forget(conn)
     recompute_all(conn)
@@ -146,8 +146,8 @@ def densities(conn: PgConnection, rowids: Sequence[int]) -> dict[int, float]:
     """Density of these memories (those without a body vector are left out)."""
     if not rowids:
         return {}
-    rows = conn.execute("SELECT rowid, density FROM memory_density WHERE rowid = ANY(%s)", (list(rowids),))
-    return {int(r): float(d) for r, d in rows}
+    rows = conn.execute("SELECT rowid, neighbours FROM memory_density WHERE rowid = ANY(%s)", (list(rowids),))
+    return {int(r): nearest.mean(bytes(b)) for r, b in rows}
 
 
 def _epoch(conn: PgConnection) -> int:
@@ -165,12 +165,20 @@ def _bump(conn: PgConnection) -> int:
     return epoch
 
 
+def _catch_up(conn: PgConnection, dialect: _Dialect) -> None:
+    """Another process settled since this one last looked: what it keeps
+    in memory (vectors, lists, R) is stale, so data_version moves."""
+    epoch = _epoch(conn)
+    if dialect.seen != epoch:
+        dialect.version += 1
+        dialect.seen = epoch
+
+
 def settle(conn: PgConnection) -> None:
     """Bring every density up to date with this transaction's vector writes and
     deletions (run by :meth:`PgConnection.write_txn` before COMMIT)."""
     dialect = cast(_Dialect, _dialect(conn))
-    if dialect.seen != _epoch(conn):  # another process settled since: its copy is stale
-        dialect.version += 1
+    _catch_up(conn, dialect)
     core.settle(cast(apsw.Connection, dialect))
     dialect.seen = _bump(conn)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memex.errors import IndexStoreError, SchemaTooNew
+from memex.store import nearest
 from memex.store.postgres import density, lexemes
 from memex.store.postgres.connection import PgConnection, open_connection
 
@@ -175,9 +176,28 @@ def _step_words(conn: PgConnection) -> None:
     postings.rebuild(conn)
 
 
+def _step_no_reference_copy(conn: PgConnection) -> None:
+    """As SQLite's step 6: R's vectors are read from ``memory_vec`` by rowid
+    and kept in memory (:mod:`memex.store.density`), not copied into
+    ``density_reference``; and ``memories_hash`` goes (every lookup by body
+    hash also names the scope: ``memories_scope_hash`` serves it)."""
+    conn.execute("DROP TABLE IF EXISTS density_reference")
+    conn.execute("DROP INDEX IF EXISTS memories_hash")
+
+
+def _step_shorter_lists(conn: PgConnection) -> None:
+    """As SQLite's step 7: no density column (computed from the list when
+    read) and lists cut to ``nearest.DEPTH`` cosines (a sorted list's
+    first DEPTH are what computing it afresh gives)."""
+    conn.execute("ALTER TABLE memory_density DROP COLUMN IF EXISTS density")
+    conn.execute("UPDATE memory_density SET neighbours = substring(neighbours from 1 for %s) "
+                 "WHERE length(neighbours) > %s", (4 * nearest.DEPTH, 4 * nearest.DEPTH))
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
 MIGRATIONS: list[Callable[[PgConnection], None]] = [
-    _step1, _step_erased_ids, _step_postings, _step_density, _step_words,
+    _step1, _step_erased_ids, _step_postings, _step_density, _step_words, _step_no_reference_copy,
+    _step_shorter_lists,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -185,7 +205,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 TABLES = (
     "memories", "memory_vec", "chunks", "chunk_vec", "embedding_cache", "usage", "index_errors",
     "entities", "entity_links", "relations", "fts_totals", "fts_postings", "fts_terms",
-    "memory_density", "density_reference",
+    "memory_density",
 )
 
 
