@@ -82,6 +82,8 @@ FUSIONS: tuple[Fusion, ...] = tuple(dict.fromkeys((  # in order, each rule once
     *(replace(base, density_penalty=g, density_floor=t)
       for base, floors in ((MINILM_NAMES, (0.3, 0.4, 0.5, 0.6)), (MULTILINGUAL_NAMES, (0.85, 0.88, 0.9, 0.92)))
       for g in (0.2, 0.3, 0.5, 0.7) for t in floors),
+    # The hub prior with and without mostly-CJK memories, on each model's rule.
+    *(replace(p.fusion, density_cjk=c) for p in (profiles.MINILM, profiles.MULTILINGUAL) for c in (True, False)),
     # Rare words (memex/search/rarity.py, round 6): on top of each model's rule.
     *(replace(base, rare_penalty=g, rare_floor=t)
       for base in (replace(profiles.MINILM.fusion, rare_penalty=0.0), profiles.MULTILINGUAL.fusion)

@@ -225,6 +225,33 @@ def test_the_hub_prior_lowers_crowded_memories_only_above_the_floor() -> None:
     assert apply_priors(scores, rule, lambda rowids: {}, keep=3) == scores
 
 
+def test_the_hub_prior_leaves_mostly_chinese_memories_alone_where_the_model_cannot_read_them() -> None:
+    from memex.embedding import profiles
+    from memex.search.fusion import Fusion, apply_priors, fuse
+
+    reads = Fusion("blend", 0.7, "sat", density_penalty=0.5, density_floor=0.5)
+    blind = Fusion("blend", 0.7, "sat", density_penalty=0.5, density_floor=0.5, density_cjk=False)
+    bodies = {1: "王磊：报表系统那边最后用了MongoDB，成本低一些。", 2: "Lena: I need a holiday.",
+              3: "Lena: 报表 is the Chinese word for report, used in the finance team"}
+    dens = {1: 0.84, 2: 0.84, 3: 0.84}
+    scores = {1: 0.5, 2: 0.5, 3: 0.5}
+
+    def run(rule: Fusion) -> dict[int, float]:
+        return apply_priors(scores, rule, lambda rowids: {r: bodies[r] for r in rowids}, keep=3,
+                            densities_of=lambda rowids: {r: dens[r] for r in rowids})
+
+    hub = 0.5 * (1 - 0.5 * (0.84 - 0.5) / 0.5)
+    assert run(reads) == pytest.approx({1: hub, 2: hub, 3: hub})
+    # Mostly Chinese: its density means nothing to this model; English text keeps the prior.
+    assert run(blind) == pytest.approx({1: 0.5, 2: hub, 3: hub})
+    # The evaluation's path (every prior on every candidate) agrees.
+    lexical, semantic = {1: 1.0, 2: 1.0, 3: 1.0}, {1: 0.5, 2: 0.5, 3: 0.5}
+    full = fuse(lexical, semantic, blind, True, "报表", bodies=bodies, densities=dens)
+    assert full[1] > full[2] == pytest.approx(full[3])
+    # MiniLM (English-only) leaves them alone; the multilingual model reads Chinese.
+    assert not profiles.MINILM.fusion.density_cjk and profiles.MULTILINGUAL.fusion.density_cjk
+
+
 def test_search_ranks_a_statement_above_a_crowd_of_near_copies(vault: Vault) -> None:
     from memex.search.fusion import Fusion
     from memex.search.hybrid import search

@@ -123,7 +123,10 @@ _MINILM_FUSION = Fusion(
     collapse_duplicates=True, time_boost=0.3, name_boost=0.15, name_mode="mention",
     # Hubs lose (memex/store/density.py): chosen on dev of both sets, checked on
     # a set with other seed and other small talk (docs/search.md, "Crowded neighbourhoods").
-    density_penalty=0.5, density_floor=0.5,
+    # Not for mostly-Chinese memories: this English model maps most of their
+    # characters to [UNK], so their densities are all high and mean nothing
+    # (docs/search.md, "Conversation context, feedback, a learned combination").
+    density_penalty=0.5, density_floor=0.5, density_cjk=False,
     # A memory without a rare word the query lacks loses (memex/search/rarity.py):
     # chosen on dev of both sets, checked on test and the guard set (docs/search.md, "Rare words").
     rare_penalty=0.9, rare_floor=0.8,

@@ -125,6 +125,12 @@ class Fusion:
     # so it is per model.
     density_penalty: float = 0.0
     density_floor: float = 0.0
+    # False: the hub prior leaves mostly-CJK memories alone. A model that
+    # cannot read Chinese (all-MiniLM maps most of it to [UNK]) puts every
+    # Chinese memory near every other, so their densities say nothing about
+    # being a hub (docs/search.md, "Conversation context, feedback, a learned
+    # combination").
+    density_cjk: bool = True
     # Rare words: a memory whose rarest word not in the query (an inverse
     # document frequency scaled to 0..1 by the vault's size) is below
     # ``rare_floor`` loses up to ``rare_penalty`` of its score, in proportion
@@ -139,6 +145,11 @@ class Fusion:
     @property
     def needs_density(self) -> bool:
         return bool(self.density_penalty)
+
+    @property
+    def density_needs_bodies(self) -> bool:
+        """The hub prior looks at the text (whether it is mostly CJK) before the density."""
+        return self.needs_density and not self.density_cjk
 
     def density_factor(self, density: float | None) -> float:
         """Multiplier in (0, 1] for a memory with this density (None: unknown, 1)."""
@@ -189,6 +200,8 @@ class Fusion:
             name += f"_name{self.name_boost:g}" + ("" if self.name_mode == "any" else f"{self.name_mode}")
         if self.density_penalty:
             name += f"_dens{self.density_penalty:g}above{self.density_floor:g}"
+            if not self.density_cjk:
+                name += "_notcjk"
         if self.rare_penalty:
             name += f"_rare{self.rare_penalty:g}below{self.rare_floor:g}"
         return name

@@ -30,6 +30,7 @@ from memex.embedding.tuning import Calibration as Calibration
 from memex.embedding.tuning import Fusion as Fusion
 from memex.embedding.tuning import has_cjk as has_cjk
 from memex.embedding.tuning import is_keyword_query as is_keyword_query
+from memex.dedup.cjk import cosine_trusted
 from memex.search import when
 from memex.search.rarity import Rarity
 from memex.text import SPEAKER_PREFIX, content_tokens
@@ -200,6 +201,15 @@ def answer_prior(body: str, fusion: Fusion) -> float:
     return factor
 
 
+def hub_factor(fusion: Fusion, body: str, density: float | None) -> float:
+    """The hub prior's multiplier for one memory (1: not a hub, or a density
+    that means nothing: a mostly-CJK memory under a rule with ``density_cjk`` off)."""
+    # has_cjk first: one C-level scan, so English text skips the character count.
+    if not fusion.density_cjk and has_cjk(body) and not cosine_trusted(body):
+        return 1.0
+    return fusion.density_factor(density)
+
+
 def apply_priors(
     scores: dict[int, float], fusion: Fusion, bodies_of: Callable[[list[int]], dict[int, str]], keep: int,
     batch: int = 32, densities_of: Callable[[list[int]], dict[int, float]] | None = None,
@@ -219,6 +229,7 @@ def apply_priors(
     """
     use_density = fusion.needs_density and densities_of is not None
     use_rarity = bool(fusion.rare_penalty) and rarity is not None
+    read_bodies = fusion.needs_bodies or (use_density and fusion.density_needs_bodies) or use_rarity
     if not (fusion.needs_bodies or use_density or use_rarity) or not scores:
         return scores
     order = sorted(scores, key=lambda r: -scores[r])
@@ -228,12 +239,12 @@ def apply_priors(
         if len(adjusted) >= keep and scores[order[start]] < sorted(adjusted, reverse=True)[keep - 1]:
             break
         part = order[start : start + batch]
-        bodies = bodies_of(part) if fusion.needs_bodies or use_rarity else {}
+        bodies = bodies_of(part) if read_bodies else {}
         dens = densities_of(part) if use_density and densities_of is not None else {}
         rare = rarity.factors(bodies) if use_rarity and rarity is not None else {}
         for r in part:
             factor = answer_prior(bodies.get(r, ""), fusion) if fusion.needs_bodies else 1.0
-            out[r] = scores[r] * factor * fusion.density_factor(dens.get(r)) * rare.get(r, 1.0)
+            out[r] = scores[r] * factor * hub_factor(fusion, bodies.get(r, ""), dens.get(r)) * rare.get(r, 1.0)
             adjusted.append(out[r])
     return out
 
@@ -282,7 +293,8 @@ def fuse(
     if fusion.needs_bodies and bodies:
         out = {r: s * answer_prior(bodies.get(r, ""), fusion) for r, s in out.items()}
     if fusion.needs_density and densities is not None:
-        out = {r: s * fusion.density_factor(densities.get(r)) for r, s in out.items()}
+        texts = bodies or {}
+        out = {r: s * hub_factor(fusion, texts.get(r, ""), densities.get(r)) for r, s in out.items()}
     if fusion.rare_penalty and rarity is not None and bodies:
         rare = rarity.factors({r: bodies.get(r, "") for r in out})
         out = {r: s * rare[r] for r, s in out.items()}
