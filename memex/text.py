@@ -33,6 +33,10 @@ _CJK = (
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:[.'][^\W_{_CJK}]+)*", re.UNICODE)
 _CJK_RUN = re.compile(rf"^[{_CJK}]+$")
 
+# "Tomás: ..." / "孙浩：...": a speaker prefix, one word of letters before a colon
+# (a conversation turn). "ATL-2211: fix ..." is not one.
+SPEAKER_PREFIX = re.compile(r"^[^\W\d_]{1,24}[:：]\s*")
+
 ENGLISH_STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been
     before being below between both but by can could did do does doing down during each

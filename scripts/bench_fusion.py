@@ -65,7 +65,8 @@ def main() -> None:
                     texts = [t.replace(project, project.capitalize()) for t in texts]
             qvecs = embedder.embed(texts)
             rules = {"previous": PREVIOUS_FUSION, "chosen": DEFAULT_FUSION, "multilingual": MULTILINGUAL_FUSION,
-                     "chosen_without_names": replace(DEFAULT_FUSION, name_boost=0.0)}
+                     "chosen_without_names": replace(DEFAULT_FUSION, name_boost=0.0),
+                     "chosen_without_rare_words": replace(DEFAULT_FUSION, rare_penalty=0.0)}
             for text, qvec in list(zip(texts, qvecs))[:20]:  # warm-up: vector copy, caches
                 for rule in rules.values():
                     search(vault.conn, embedder, text, 10, qvec=qvec, fusion=rule)

@@ -53,6 +53,7 @@ from memex.search.fusion import (  # noqa: E402
     fusion_for,
 )
 from memex.search.hybrid import Candidates, candidates, search, unique_bodies  # noqa: E402
+from memex.search.rarity import rarity_for  # noqa: E402
 from memex.vault import Vault, init_vault  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
@@ -142,12 +143,14 @@ class Prepared:
         self.bodies = {int(r): str(b) for r, b in vault.conn.execute("SELECT rowid, body FROM memories")}
         self.densities = vault.store.densities(list(self.bodies))
         self.calibration = calibration_for(vault.embedder.model_id if vault.embedder else None)
+        self.term_counts = vault.store.term_counts
 
     def ranking(self, q: dict[str, Any], fusion: Fusion) -> list[str]:
         c = self.cands[q["id"]]
         span = when.window(q["query"], query_now(q)) if fusion.time_boost else None
+        rarity = rarity_for(q["query"], fusion, self.term_counts)
         scores = fuse(c.lexical, c.semantic, fusion, c.use_vectors, q["query"], self.calibration, self.created,
-                      self.bodies, span, self.densities)
+                      self.bodies, span, self.densities, rarity)
         order = sorted(scores, key=lambda r: (-round(scores[r], 9), self.ids[r]))
         if fusion.collapse_duplicates:
             order = unique_bodies(order[: DEPTH * 3], self.bodies)

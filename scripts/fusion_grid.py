@@ -21,12 +21,13 @@ from memex.search.fusion import Fusion  # noqa: E402
 # The rule before the labelled sets chose one, kept for comparison.
 PREVIOUS_FUSION = Fusion("blend", 0.7, "sat", cjk_semantic_weight=0.5)
 # Each model's chosen rule without the proper-name bonus: the grid tries
-# several bonuses on top of it.
-MINILM_PRIORS = replace(profiles.MINILM.fusion, name_boost=0.0, name_mode="any")
-MULTILINGUAL_PRIORS = replace(profiles.MULTILINGUAL.fusion, name_boost=0.0, name_mode="any")
-# ... and without the hub prior, which the grid tries on top.
-MINILM_NAMES = replace(profiles.MINILM.fusion, density_penalty=0.0, density_floor=0.0)
-MULTILINGUAL_NAMES = replace(profiles.MULTILINGUAL.fusion, density_penalty=0.0, density_floor=0.0)
+# several bonuses on top of it (as in round 3: without the rare-word prior).
+MINILM_PRIORS = replace(profiles.MINILM.fusion, name_boost=0.0, name_mode="any", rare_penalty=0.0)
+MULTILINGUAL_PRIORS = replace(profiles.MULTILINGUAL.fusion, name_boost=0.0, name_mode="any", rare_penalty=0.0)
+# ... and without the hub prior, which the grid tries on top (as in round 4:
+# without the rare-word prior of round 6, which the grid tries last).
+MINILM_NAMES = replace(profiles.MINILM.fusion, density_penalty=0.0, density_floor=0.0, rare_penalty=0.0)
+MULTILINGUAL_NAMES = replace(profiles.MULTILINGUAL.fusion, density_penalty=0.0, density_floor=0.0, rare_penalty=0.0)
 
 # What scripts/eval_search.py compares; the named ones are always reported.
 NAMED_FUSIONS: tuple[Fusion, ...] = (
@@ -83,4 +84,11 @@ FUSIONS: tuple[Fusion, ...] = tuple(dict.fromkeys((  # in order, each rule once
       for g in (0.2, 0.3, 0.5, 0.7) for t in floors),
     # The hub prior with and without mostly-CJK memories, on each model's rule.
     *(replace(p.fusion, density_cjk=c) for p in (profiles.MINILM, profiles.MULTILINGUAL) for c in (True, False)),
+    # Rare words (memex/search/rarity.py, round 6): on top of each model's rule.
+    *(replace(base, rare_penalty=g, rare_floor=t)
+      for base in (replace(profiles.MINILM.fusion, rare_penalty=0.0), profiles.MULTILINGUAL.fusion)
+      for g in (0.3, 0.5, 0.7, 0.8, 0.9, 1.0) for t in (0.6, 0.7, 0.8, 0.9, 1.0)),
+    # ... and the round-3/4 knobs again with it in place.
+    *(replace(profiles.MINILM.fusion, name_boost=b, name_mode=m) for b in (0.1, 0.15) for m in ("any", "mention")),
+    *(replace(profiles.MINILM.fusion, density_penalty=g) for g in (0.5, 0.7)),
 )))

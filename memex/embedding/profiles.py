@@ -127,6 +127,9 @@ _MINILM_FUSION = Fusion(
     # characters to [UNK], so their densities are all high and mean nothing
     # (docs/search.md, "Conversation context, feedback, a learned combination").
     density_penalty=0.5, density_floor=0.5, density_cjk=False,
+    # A memory without a rare word the query lacks loses (memex/search/rarity.py):
+    # chosen on dev of both sets, checked on test and the guard set (docs/search.md, "Rare words").
+    rare_penalty=0.9, rare_floor=0.8,
 )
 # multilingual-e5: its cosines are compressed (0.72..0.96 for everything), so
 # a raw-cosine blend sees almost no contrast; min-max over the query's

@@ -131,6 +131,12 @@ class Fusion:
     # being a hub (docs/search.md, "Conversation context, feedback, a learned
     # combination").
     density_cjk: bool = True
+    # Rare words: a memory whose rarest word not in the query (an inverse
+    # document frequency scaled to 0..1 by the vault's size) is below
+    # ``rare_floor`` loses up to ``rare_penalty`` of its score, in proportion
+    # (memex/search/rarity.py; docs/search.md, "Rare words").
+    rare_penalty: float = 0.0
+    rare_floor: float = 0.8
 
     @property
     def needs_bodies(self) -> bool:
@@ -150,6 +156,12 @@ class Fusion:
         if not self.density_penalty or density is None or density <= self.density_floor:
             return 1.0
         return 1.0 - self.density_penalty * min(1.0, (density - self.density_floor) / (1.0 - self.density_floor))
+
+    def rarity_factor(self, rarest: float) -> float:
+        """Multiplier in (0, 1] for a memory whose rarest new word scores ``rarest`` (0..1)."""
+        if not self.rare_penalty or rarest >= self.rare_floor:
+            return 1.0
+        return 1.0 - self.rare_penalty * (self.rare_floor - rarest) / self.rare_floor
 
     def weight_for(self, query: str) -> float:
         if self.cjk_semantic_weight is not None and has_cjk(query):
@@ -190,6 +202,8 @@ class Fusion:
             name += f"_dens{self.density_penalty:g}above{self.density_floor:g}"
             if not self.density_cjk:
                 name += "_notcjk"
+        if self.rare_penalty:
+            name += f"_rare{self.rare_penalty:g}below{self.rare_floor:g}"
         return name
 
 

@@ -32,7 +32,8 @@ from memex.embedding.tuning import has_cjk as has_cjk
 from memex.embedding.tuning import is_keyword_query as is_keyword_query
 from memex.dedup.cjk import cosine_trusted
 from memex.search import when
-from memex.text import content_tokens
+from memex.search.rarity import Rarity
+from memex.text import SPEAKER_PREFIX, content_tokens
 
 # Views of the profiles' table, by model id (what search and the eval scripts look up).
 CALIBRATIONS: dict[str, Calibration] = {m: p.calibration for m, p in profiles.PROFILES.items()}
@@ -117,7 +118,7 @@ _ASKS = re.compile(r"[?？]\s*$")
 _CAPITALISED = re.compile(r"(?<![\w'])[A-Z][\w'-]*\w", re.UNICODE)
 # "Tomás: ..." / "孙浩：...": one word of letters before a colon. "ATL-2211: fix ..."
 # is not a speaker, so a ticket named at the start still counts as mentioned.
-_SPEAKER = re.compile(r"^[^\W\d_]{1,24}[:：]\s*")
+_SPEAKER = SPEAKER_PREFIX
 
 
 def query_names(query: str) -> set[str]:
@@ -212,6 +213,7 @@ def hub_factor(fusion: Fusion, body: str, density: float | None) -> float:
 def apply_priors(
     scores: dict[int, float], fusion: Fusion, bodies_of: Callable[[list[int]], dict[int, str]], keep: int,
     batch: int = 32, densities_of: Callable[[list[int]], dict[int, float]] | None = None,
+    rarity: Rarity | None = None,
 ) -> dict[int, float]:
     """``scores`` with the answer priors applied to every candidate that can reach the top ``keep``.
 
@@ -222,11 +224,13 @@ def apply_priors(
     few dozen bodies instead of a few hundred. Candidates never reached keep
     their (higher, unadjusted) scores, all below that cutoff. ``densities_of``
     (the store's :meth:`densities`; None: the backend keeps none) feeds the
-    hub prior (:meth:`Fusion.density_factor`).
+    hub prior (:meth:`Fusion.density_factor`); ``rarity`` (None: off) the
+    rare-word prior (:mod:`memex.search.rarity`).
     """
     use_density = fusion.needs_density and densities_of is not None
-    read_bodies = fusion.needs_bodies or (use_density and fusion.density_needs_bodies)
-    if not (fusion.needs_bodies or use_density) or not scores:
+    use_rarity = bool(fusion.rare_penalty) and rarity is not None
+    read_bodies = fusion.needs_bodies or (use_density and fusion.density_needs_bodies) or use_rarity
+    if not (fusion.needs_bodies or use_density or use_rarity) or not scores:
         return scores
     order = sorted(scores, key=lambda r: -scores[r])
     out = dict(scores)
@@ -237,9 +241,10 @@ def apply_priors(
         part = order[start : start + batch]
         bodies = bodies_of(part) if read_bodies else {}
         dens = densities_of(part) if use_density and densities_of is not None else {}
+        rare = rarity.factors(bodies) if use_rarity and rarity is not None else {}
         for r in part:
             factor = answer_prior(bodies.get(r, ""), fusion) if fusion.needs_bodies else 1.0
-            out[r] = scores[r] * factor * hub_factor(fusion, bodies.get(r, ""), dens.get(r))
+            out[r] = scores[r] * factor * hub_factor(fusion, bodies.get(r, ""), dens.get(r)) * rare.get(r, 1.0)
             adjusted.append(out[r])
     return out
 
@@ -255,10 +260,11 @@ def fuse(
     bodies: dict[int, str] | None = None,
     span: tuple[dt.datetime, dt.datetime] | None = None,
     densities: dict[int, float] | None = None,
+    rarity: Rarity | None = None,
 ) -> dict[int, float]:
     """One score per candidate rowid (higher is better; a blend stays in 0..1 + recency).
 
-    With ``bodies`` (and ``densities``) every prior is applied to every
+    With ``bodies`` (and ``densities``, ``rarity``) every prior is applied to every
     candidate, as the evaluation does; search applies them lazily instead
     (:func:`apply_priors`), which gives the same top."""
     lex = _normalized_lexical(lexical, fusion.lexical_norm if fusion.method == "blend" else "max")
@@ -289,6 +295,9 @@ def fuse(
     if fusion.needs_density and densities is not None:
         texts = bodies or {}
         out = {r: s * hub_factor(fusion, texts.get(r, ""), densities.get(r)) for r, s in out.items()}
+    if fusion.rare_penalty and rarity is not None and bodies:
+        rare = rarity.factors({r: bodies.get(r, "") for r in out})
+        out = {r: s * rare[r] for r, s in out.items()}
     return out
 
 

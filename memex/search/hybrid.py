@@ -25,6 +25,7 @@ import numpy as np
 from memex.embedding import embed
 from memex.index import vecmatrix
 from memex.search import when
+from memex.search.rarity import rarity_for
 from memex.store import IndexStore
 from memex.store.memories import Filters as Filters  # re-exported: search and list narrow alike
 from memex.store.memories import MemoryRow
@@ -239,7 +240,8 @@ def search(
         return {r: read[r] for r in rowids if r in read}
 
     scores = add_name_bonus(scores, query, fusion, bodies_of)
-    scores = apply_priors(scores, fusion, bodies_of, want, densities_of=store.densities)
+    rarity = rarity_for(query, fusion, store.term_counts)
+    scores = apply_priors(scores, fusion, bodies_of, want, densities_of=store.densities, rarity=rarity)
     # Ties break on the memory id, so a rebuilt index (new rowids) ranks alike.
     # Only the best few need their ids and rows; cut on score first.
     rows = store.rows_by_rowids(shortlist(scores, want))

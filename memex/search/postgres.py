@@ -16,6 +16,7 @@ from memex.embedding import embed
 from memex.search import when
 from memex.search.fusion import add_name_bonus, apply_priors, calibration_for, fuse, fusion_for
 from memex.search.hybrid import CANDIDATES, Filters, Hit, ranked_hits, shortlist
+from memex.search.rarity import rarity_for
 from memex.store.memories import MemoryRow
 from memex.store.postgres import density, query
 from memex.store.postgres.connection import PgConnection
@@ -60,7 +61,10 @@ def search(
 
     scores = add_name_bonus(scores, text, fusion, bodies_of)
     # The hub prior reads the densities kept as SQLite keeps them (memex/store/postgres/density.py).
-    scores = apply_priors(scores, fusion, bodies_of, want, densities_of=lambda rowids: density.densities(conn, rowids))
+    # The rare-word prior reads FTS5's document counts as fts_terms keeps them (memex/store/postgres/query.py).
+    rarity = rarity_for(text, fusion, lambda words: query.term_counts(conn, words))
+    scores = apply_priors(scores, fusion, bodies_of, want,
+                          densities_of=lambda rowids: density.densities(conn, rowids), rarity=rarity)
     rows = query.hit_rows(conn, shortlist(scores, want))
     if filters.include_superseded:
         _below_replacements(conn, rows, scores)

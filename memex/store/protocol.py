@@ -29,6 +29,7 @@ from memex.store.memories import (
 )
 from memex.store.purge import PurgeCounts
 from memex.store.queries import DuplicateRow, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
+from memex.store.terms import TermCounts
 from memex.store.usage import DecayRow, Usage
 from memex.store.vectors import OwnedVector, RowVector
 
@@ -162,6 +163,11 @@ class IndexStore(Protocol):
         """Mean cosine of each memory's body vector to its nearest other
         memories' (memex/store/density.py); memories without a vector are
         left out. Kept exact by every vector write and purge."""
+        ...
+
+    def term_counts(self, words: Sequence[str]) -> TermCounts:
+        """How many memories hold each word (as full text stems it), and how
+        many memories there are (memex/store/terms.py)."""
         ...
 
     def all_memory_vectors(self) -> list[OwnedVector]: ...

@@ -27,6 +27,7 @@ from memex.store.memories import MemoryRow
 from memex.store.postgres import bm25
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.filters import PgFilters as PgFilters
+from memex.store.terms import TermCounts, fts_terms
 from memex.text import fts_query
 
 
@@ -133,3 +134,18 @@ def last_accesses(conn: PgConnection, ids: Iterable[str]) -> dict[str, str | Non
         str(i): None if last is None else str(last)
         for i, last in conn.execute("SELECT memory_id, last_access FROM usage WHERE memory_id = ANY(%s)", (wanted,))
     }
+
+
+def term_counts(conn: PgConnection, words: Sequence[str]) -> TermCounts:
+    """How many memories hold each of ``words``, and the number of memories
+    (:func:`memex.store.terms.term_counts`; ``fts_terms`` holds the same
+    per-lexeme counts as FTS5, stemmed alike)."""
+    terms = {w: fts_terms(w) for w in dict.fromkeys(words)}
+    wanted = sorted({t for ts in terms.values() for t in ts})
+    docs: dict[str, int] = {}
+    if wanted:
+        rows = conn.execute("SELECT lexeme, docs FROM fts_terms WHERE lexeme = ANY(%s)", (wanted,))
+        docs = {str(t): int(n) for t, n in rows}
+    total = conn.execute("SELECT docs FROM fts_totals").fetchone()
+    return TermCounts({w: min((docs.get(t, 0) for t in ts), default=0) for w, ts in terms.items()},
+                      int(total[0]) if total else 0)

@@ -38,6 +38,7 @@ from memex.store.postgres import query as pgquery
 from memex.store.postgres import rows as pgrows
 from memex.store.postgres.connection import PgConnection
 from memex.store.purge import PurgeCounts
+from memex.store.terms import TermCounts
 from memex.store.queries import DuplicateRow, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
 from memex.store.usage import DecayRow, Usage
 from memex.store.vectors import OwnedVector, RowVector
@@ -215,6 +216,9 @@ class PgStore:
 
     def densities(self, rowids: Sequence[int]) -> dict[int, float]:
         return pgdensity.densities(self.conn, rowids)
+
+    def term_counts(self, words: Sequence[str]) -> TermCounts:
+        return pgquery.term_counts(self.conn, words)
 
     def all_memory_vectors(self) -> list[OwnedVector]:
         return reads.all_memory_vectors(self.conn)
