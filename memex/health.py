@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memex.dedup.cjk import cosine_trusted
+from memex.erase import erased_list
+from memex.errors import MemoryFileError
 from memex.files import orphans
 from memex.index import scan
 from memex.index.scan import is_memory_name
@@ -88,6 +90,7 @@ def drift(vault: Vault) -> Drift:
         elif want_vectors and not row.embedded:
             report.unembedded.append(rel)
     report.orphaned = sorted(p for p in rows if p not in on_disk)
+    _name_erased(vault, report)
     shared = vault.shared_index
     if shared is not None:  # erased on another clone; git has not brought the erasure yet
         local = {row.id: rel for rel, row in rows.items() if rel in on_disk}
@@ -97,6 +100,26 @@ def drift(vault: Vault) -> Drift:
     if store.has_vectors():
         report.orphan_vectors = store.orphan_vectors()
     return report
+
+
+def _name_erased(vault: Vault, report: Drift) -> None:
+    """Move files whose body or id is on the erased list from missing/stale to
+    errors: git restored them (docs/forgetting.md), and a sync will refuse
+    them, so "missing, --fix repairs it" would be wrong until someone reindexed."""
+    if not (report.missing or report.stale):
+        return
+    guard = erased_list.Guard(vault.memex_dir)
+    guard.refresh()
+    real_dirs: dict[str, str] = {}
+    for listed in (report.missing, report.stale):
+        for rel in list(listed):
+            try:
+                rec = scan.read_record(vault.root, rel, vault.config, real_dirs)
+            except (MemoryFileError, OSError):
+                continue  # the sync reports what is wrong with it
+            if guard.erased(rec.body) or guard.erased_id(rec.id):
+                listed.remove(rel)
+                report.errors.append({"path": rel, "reason": erased_reason(rel, rec.id)})
 
 
 def repair(vault: Vault) -> dict[str, Any]:
