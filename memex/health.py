@@ -18,7 +18,7 @@ from memex.index import scan
 from memex.index.scan import is_memory_name
 from memex.layout import CONFIG_RELPATH, MEMORIES_DIR
 from memex.store.schema import SCHEMA_VERSION
-from memex.index.guard import ERASED_REASON, erased_reason
+from memex.index.guard import ERASED_REASON, erased_reason, erased_rows
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -91,6 +91,10 @@ def drift(vault: Vault) -> Drift:
             report.unembedded.append(rel)
     report.orphaned = sorted(p for p in rows if p not in on_disk)
     _name_erased(vault, report)
+    for memory_id, rel in erased_rows(store, erased_list.Guard(vault.memex_dir)):  # an index.db from an old backup
+        if rel in report.missing or rel in report.stale or any(e["path"] == rel for e in report.errors):
+            continue
+        report.errors.append({"path": rel, "reason": erased_reason(rel, memory_id)})
     shared = vault.shared_index
     if shared is not None:  # erased on another clone; git has not brought the erasure yet
         local = {row.id: rel for rel, row in rows.items() if rel in on_disk}

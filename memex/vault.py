@@ -38,6 +38,8 @@ from memex.store import IndexStore, SqliteStore, usage
 from memex.store.memories import MemoryRow
 from memex.store.schema import connect, locked_txn, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
+from memex.erase import erased_list
+from memex.index.guard import hide_erased
 from memex.index.indexer import Indexer
 from memex.index.sync_run import Progress, SyncReport
 from memex.layout import CONFIG_RELPATH, MEMEX_DIR, VaultPaths
@@ -146,6 +148,7 @@ class Vault:
     def __init__(self, root: str | os.PathLike[str], embedder: embed.Embedder | None | str = "config") -> None:
         self.root = Path(root)
         self.paths = VaultPaths(self.root)
+        self._erased = erased_list.Guard(self.paths.memex_dir)  # reads hide what a restored old index.db still holds
         self.config: Config = load_config(self.root)
         self._conn: apsw.Connection | None = None
         self._embedder_choice = embedder
@@ -361,7 +364,7 @@ class Vault:
         self.check_scope_filter(scope)
         filters = Filters(tuple([scope]) if scope else None, source, session, include_superseded)
         store = self.store
-        hits = [hit_from_row(r) for r in store.list_rows(filters, limit)]
+        hits = hide_erased(self._erased, [hit_from_row(r) for r in store.list_rows(filters, limit)])
         decay.annotate(store, hits, decay.load_policy(self.config))
         return hits
 
@@ -393,7 +396,7 @@ class Vault:
         # Query vectors come from an in-process LRU, not the index's cache:
         # a search takes no write lock and does not grow the index.
         qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
-        hits = search(self.conn, self.embedder, query, limit, filters, qvec)
+        hits = hide_erased(self._erased, search(self.conn, self.embedder, query, limit, filters, qvec))
         decay.annotate(self.conn, hits, decay.load_policy(self.config))
         return hits
 

@@ -5,6 +5,7 @@ Each test here failed on the code before its fix.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,3 +43,28 @@ def test_doctor_names_an_erased_file_git_restored_before_any_reindex(git_vault: 
     assert report.erased_restored == [rel]
     assert rel not in report.missing
     assert not report.clean
+
+
+def test_a_whole_vault_backup_restored_after_an_erasure_does_not_bring_it_back(git_vault: Vault, tmp_path: Path) -> None:
+    """Found from outside: `cp -a vault vault.bak`, erase, `cp -a vault.bak/. vault/`
+    (the backup predates the erased list, so the list stays, but its index.db
+    comes back): `memex search` and `memex list` showed the erased memory
+    and `memex doctor` called the vault clean."""
+    vault, root = git_vault, git_vault.root
+    secret = vault.add(SECRET)
+    vault.add("We deploy the shop on Fridays")
+    vault.close()
+    backup = tmp_path / "vault.bak"
+    shutil.copytree(root, backup, symlinks=True)
+    with Vault(root, embedder=HashEmbedder()) as v:
+        erase(v, secret.id, reason="privacy")
+    shutil.copytree(backup, root, symlinks=True, dirs_exist_ok=True)  # files, index.db and all
+
+    with Vault(root, embedder=HashEmbedder()) as v:
+        assert secret.id not in [h.id for h in v.search("Zqorblax storage unit key", limit=50)]
+        assert secret.id not in [h.id for h in v.list()]
+        report = health.drift(v)
+        assert [p for p in report.erased_restored] == [v.row_by_id(secret.id).path] and not report.clean
+        health.repair(v)
+        assert secret.id not in [h.id for h in v.search("Zqorblax storage unit key", limit=50)]
+        assert health.drift(v).erased_restored  # the file is still there: a person decides

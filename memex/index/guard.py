@@ -12,7 +12,10 @@ parse time, and live here:
 * :func:`drop_erased_rows`, at the end of a sync, when the list grew since
   the last check: a row whose file is unchanged is never read again, so an
   erase killed after listing the text but before deleting the file would
-  otherwise leave it searchable.
+  otherwise leave it searchable;
+* :func:`erased_rows` and :func:`hide_erased`, for doctor and for reads
+  between syncs: an index.db restored from a backup older than the erasure
+  holds the erased rows until the next sync drops them.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from memex.embedding import embed
 from memex.erase.erased_list import Guard
@@ -40,6 +44,35 @@ def erased_reason(rel: str, memory_id: str) -> str:
         f"{ERASED_REASON} {rel}: not indexed; delete it with `memex erase {memory_id} --reason ...`, "
         f"or bring it back deliberately with `memex reindex --allow-erased {rel}`"
     )
+
+
+class _Shown(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def body(self) -> str: ...
+
+
+ShownT = TypeVar("ShownT", bound=_Shown)
+
+
+def hide_erased(erased: Guard, shown: list[ShownT]) -> list[ShownT]:
+    """``shown`` without what is on the erased list: rows the index kept past an
+    erasure (an index.db restored from an older backup) until a sync drops them."""
+    erased.refresh()
+    if not erased.size:
+        return shown
+    return [s for s in shown if not (erased.erased(s.body) or erased.erased_id(s.id))]
+
+
+def erased_rows(store: IndexStore, erased: Guard) -> list[tuple[str, str]]:
+    """(id, path) of rows whose text or id is on the erased list; only looked
+    for when the list changed since the last sync checked every row."""
+    erased.refresh()
+    if (store.get_meta(ERASED_SEEN_KEY) or "0") == str(erased.size):
+        return []
+    return [(mid, path) for _, mid, path, body in store.bodies() if erased.erased(body) or erased.erased_id(mid)]
 
 
 def drop_erased_rows(
