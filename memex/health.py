@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 class Drift:
     missing: list[str] = field(default_factory=list)  # file on disk, no row
     stale: list[str] = field(default_factory=list)  # row older than its file
-    orphaned: list[str] = field(default_factory=list)  # row, no file
+    orphaned: list[str] = field(default_factory=list)  # row or error row, no file
     unembedded: list[str] = field(default_factory=list)  # row without its vector
     orphan_vectors: int = 0  # vector rows of no memory
     errors: list[dict[str, str]] = field(default_factory=list)
@@ -89,7 +89,12 @@ def drift(vault: Vault) -> Drift:
             report.stale.append(rel)
         elif want_vectors and not row.embedded:
             report.unembedded.append(rel)
-    report.orphaned = sorted(p for p in rows if p not in on_disk)
+    # An error row names its file, and a file's name is its body's first words:
+    # one whose file is gone is drift too (a sync drops it).
+    walk_refused = {e["path"] for e in walked.errors}
+    report.orphaned = sorted(
+        {p for p in rows if p not in on_disk} | {p for p in errors if p not in on_disk and p not in walk_refused}
+    )
     _name_erased(vault, report)
     for memory_id, rel in erased_rows(store, erased_list.Guard(vault.memex_dir)):  # an index.db from an old backup
         if rel in report.missing or rel in report.stale or any(e["path"] == rel for e in report.errors):

@@ -14,8 +14,9 @@ import pytest
 from memex import health
 from memex.erase.steps import erase
 from memex.vault import Vault, init_vault
+from tests.erasekit import files_with_text, settle
 from tests.fakes import HashEmbedder
-from tests.test_erase_leaks import SECRET, commit_all, git, git_env  # noqa: F401 (a fixture)
+from tests.test_erase_leaks import SECRET, WORDS, commit_all, git, git_env  # noqa: F401 (a fixture)
 
 
 @pytest.fixture
@@ -68,3 +69,27 @@ def test_a_whole_vault_backup_restored_after_an_erasure_does_not_bring_it_back(g
         health.repair(v)
         assert secret.id not in [h.id for h in v.search("Zqorblax storage unit key", limit=50)]
         assert health.drift(v).erased_restored  # the file is still there: a person decides
+
+
+def test_doctor_is_not_clean_while_the_index_names_a_deleted_restored_file(git_vault: Vault) -> None:
+    """Found from outside (`git stash` after an erase, reindex, `git stash pop`):
+    the restored file's error row, whose path is the body's first words, stayed
+    in index.db after the file went again, and doctor called the vault clean."""
+    vault, root = git_vault, git_vault.root
+    secret = vault.add(SECRET)
+    rel = vault.get(secret.id).path
+    commit_all(root, "secret")
+    erase(vault, secret.id, reason="privacy")
+    git(root, "checkout", "HEAD", "--", rel)  # back from git: refused, reported
+    vault.reindex()
+    assert health.drift(vault).erased_restored == [rel]
+    (root / rel).unlink()  # gone again (stash pop, or by hand)
+    settle(vault)
+    assert "zqorblax" in (root / ".memex" / "index.db").read_bytes().decode("latin-1").lower()
+
+    report = health.drift(vault)
+    assert rel in report.orphaned and not report.clean
+    health.repair(vault)
+    settle(vault)
+    assert health.drift(vault).clean
+    assert files_with_text(root, WORDS) == {}
