@@ -312,13 +312,12 @@ def test_a_rolled_back_erase_of_a_member_and_an_add_leave_them_as_they_were(vaul
     _assert_exact(vault)
 
 
-def _vectors_read(vault: Vault, write: Callable[[], object]) -> int:
-    """How many body vectors ``write`` read back from the index (rows holding one)."""
-    size = len(bytes(vault.conn.execute("SELECT embedding FROM memory_vec LIMIT 1").fetchone()[0]))
+def rows_read(vault: Vault, write: Callable[[], object], counts: Callable[[apsw.Cursor, tuple[object, ...]], bool]) -> int:
+    """How many rows ``write`` read back from the index that ``counts`` picks."""
     seen = []
 
     def trace(cursor: apsw.Cursor, row: tuple[object, ...]) -> tuple[object, ...]:
-        seen.extend(1 for v in row if isinstance(v, bytes) and len(v) == size)
+        seen.extend([1] if counts(cursor, row) else [])
         return row
 
     vault.conn.row_trace = trace
@@ -327,6 +326,12 @@ def _vectors_read(vault: Vault, write: Callable[[], object]) -> int:
     finally:
         vault.conn.row_trace = None
     return len(seen)
+
+
+def _vectors_read(vault: Vault, write: Callable[[], object]) -> int:
+    """How many body vectors ``write`` read back from the index (rows holding one)."""
+    size = len(bytes(vault.conn.execute("SELECT embedding FROM memory_vec LIMIT 1").fetchone()[0]))
+    return rows_read(vault, write, lambda _, row: any(isinstance(v, bytes) and len(v) == size for v in row))
 
 
 def test_a_write_reads_the_reference_vectors_once_per_connection(vault: Vault) -> None:

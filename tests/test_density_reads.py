@@ -21,7 +21,7 @@ from memex.store import density, refvectors
 from memex.store.schema import write_txn
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
-from tests.test_density import _assert_exact, _texts
+from tests.test_density import _assert_exact, _texts, rows_read
 
 TOPICS_OFF = ["zebra", "walrus", "octopus"]  # words no other memory holds
 LONG = " ".join(f"the runbook step {i} restarts the billing worker on host{i % 5} after a kafka rebalance"
@@ -50,22 +50,16 @@ def _from_memory_vec(vault: Vault, write: Callable[[], object]) -> int:
     """Body vectors the density code read from memory_vec (sqlite-vec)
     during ``write``: rows returned to memex/store/density.py or refvectors.py
     (dedup reads a few candidates' vectors of its own)."""
-    seen: list[int] = []
 
-    def trace(cursor: apsw.Cursor, row: tuple[object, ...]) -> tuple[object, ...]:
-        if "memory_vec" in cursor.expanded_sql and any(isinstance(v, bytes) and len(v) > 64 for v in row):
-            frame = sys._getframe(1)
-            while frame is not None and not frame.f_code.co_filename.endswith(_DENSITY_CODE):
-                frame = frame.f_back  # type: ignore[assignment]
-            seen.extend([1] if frame is not None else [])
-        return row
+    def counts(cursor: apsw.Cursor, row: tuple[object, ...]) -> bool:
+        if "memory_vec" not in cursor.expanded_sql or not any(isinstance(v, bytes) and len(v) > 64 for v in row):
+            return False
+        frame = sys._getframe(2)
+        while frame is not None and not frame.f_code.co_filename.endswith(_DENSITY_CODE):
+            frame = frame.f_back  # type: ignore[assignment]
+        return frame is not None
 
-    vault.conn.row_trace = trace
-    try:
-        write()
-    finally:
-        vault.conn.row_trace = None
-    return len(seen)
+    return rows_read(vault, write, counts)
 
 
 _DENSITY_CODE = (str(Path("memex", "store", "density.py")), str(Path("memex", "store", "refvectors.py")))
