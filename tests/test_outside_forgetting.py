@@ -93,3 +93,23 @@ def test_doctor_is_not_clean_while_the_index_names_a_deleted_restored_file(git_v
     settle(vault)
     assert health.drift(vault).clean
     assert files_with_text(root, WORDS) == {}
+
+
+def test_resolving_a_git_conflict_in_the_erased_list_stays_resolved(git_vault: Vault) -> None:
+    """Found from outside: two clones of a plain git vault both erased, `git pull`
+    left conflict markers in .memex/erased.txt; the journal copied them, and
+    once the user deleted the marker lines the next command wrote them back."""
+    vault, root = git_vault, git_vault.root
+    erase(vault, vault.add(SECRET).id, reason="privacy")
+    listed = root / ".memex" / "erased.txt"
+    ours = listed.read_text()
+    theirs = "ab" * 32 + "\n"  # the other clone's erasure: a digest like ours
+    listed.write_text(f"<<<<<<< HEAD\n{ours}=======\n{theirs}>>>>>>> origin/main\n")
+    vault.search("Zqorblax")  # any read of the list makes the two files agree
+    markers = ("<<<<<<<", "=======", ">>>>>>>")
+    assert not any(line.startswith(markers) for line in (root / ".memex" / "erased.local").read_text().splitlines())
+
+    listed.write_text(ours + theirs)  # the conflict resolved by hand: both sides kept
+    vault.search("Zqorblax")
+    assert listed.read_text() == ours + theirs
+    assert theirs.strip() in (root / ".memex" / "erased.local").read_text().split()

@@ -60,6 +60,8 @@ KEY_NAME = ERASE_KEY_NAME
 LIST_NAME = ERASED_LIST_NAME
 JOURNAL_NAME = ERASED_JOURNAL_NAME
 ALLOW = "allow"
+# A digest, or an allowance of one: the only lines the list holds.
+_ENTRY = re.compile(rf"\A(?:{ALLOW} )?[0-9a-f]{{64}}\Z")
 
 
 def _key(memex_dir: Path, create: bool) -> bytes | None:
@@ -166,7 +168,10 @@ def _lines(path: Path) -> list[str]:
         return []
     except (OSError, UnicodeDecodeError) as exc:
         raise IndexStoreError(f"{path}: cannot read the erased list: {exc}") from exc
-    return [line.strip() for line in text.splitlines() if line.strip()]
+    # Only entries travel between the list and its journal: a line of anything
+    # else (git's conflict markers, say) would be copied back after the
+    # person who resolved the conflict deleted it.
+    return [line.strip() for line in text.splitlines() if _ENTRY.match(line.strip())]
 
 
 def _beyond(source: list[str], target: list[str]) -> list[str]:
