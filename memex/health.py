@@ -119,6 +119,8 @@ def _name_erased(vault: Vault, report: Drift) -> None:
         return
     guard = erased_list.Guard(vault.memex_dir)
     guard.refresh()
+    if not guard.size:
+        return  # nothing was ever erased: no file to read
     real_dirs: dict[str, str] = {}
     for listed in (report.missing, report.stale):
         for rel in list(listed):
