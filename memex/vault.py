@@ -364,7 +364,7 @@ class Vault:
         self.check_scope_filter(scope)
         filters = Filters(tuple([scope]) if scope else None, source, session, include_superseded)
         store = self.store
-        hits = hide_erased(self._erased, [hit_from_row(r) for r in store.list_rows(filters, limit)])
+        hits = hide_erased(store, self._erased, [hit_from_row(r) for r in store.list_rows(filters, limit)])
         decay.annotate(store, hits, decay.load_policy(self.config))
         return hits
 
@@ -396,7 +396,7 @@ class Vault:
         # Query vectors come from an in-process LRU, not the index's cache:
         # a search takes no write lock and does not grow the index.
         qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
-        hits = hide_erased(self._erased, search(self.conn, self.embedder, query, limit, filters, qvec))
+        hits = hide_erased(self.store, self._erased, search(self.conn, self.embedder, query, limit, filters, qvec))
         decay.annotate(self.conn, hits, decay.load_policy(self.config))
         return hits
 

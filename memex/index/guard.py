@@ -57,11 +57,12 @@ class _Shown(Protocol):
 ShownT = TypeVar("ShownT", bound=_Shown)
 
 
-def hide_erased(erased: Guard, shown: list[ShownT]) -> list[ShownT]:
+def hide_erased(store: IndexStore, erased: Guard, shown: list[ShownT]) -> list[ShownT]:
     """``shown`` without what is on the erased list: rows the index kept past an
-    erasure (an index.db restored from an older backup) until a sync drops them."""
+    erasure (an index.db restored from an older backup) until a sync drops them.
+    Free once a sync has checked every row against the list as it is now."""
     erased.refresh()
-    if not erased.size:
+    if (store.get_meta(ERASED_SEEN_KEY) or "0") == str(erased.size):
         return shown
     return [s for s in shown if not (erased.erased(s.body) or erased.erased_id(s.id))]
 
