@@ -4,6 +4,7 @@ turn that only echoes the question."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -12,7 +13,7 @@ import pytest
 from memex.erase.steps import erase
 from memex.search import fusion
 from memex.search.fusion import DEFAULT_FUSION, MULTILINGUAL_FUSION, Fusion, apply_priors
-from memex.search.rarity import Rarity, rarity_for
+from memex.search.rarity import FULL_STRENGTH_AT, Rarity, rarity_for
 from memex.store.terms import TermCounts
 from memex.vault import Vault
 
@@ -78,7 +79,10 @@ def test_a_word_no_other_memory_holds_is_rare_in_a_vault_of_any_size() -> None:
         _asked, counts_of = counts_from({"go": 1, "first": 1}, total)
         assert Rarity("How do deploys reach the staging cluster?", RULE, counts_of).factors(body) == {1: 1.0}
     _asked, counts_of = counts_from({"go": 2, "first": 2}, 2)
-    assert Rarity("How do deploys reach the staging cluster?", RULE, counts_of).factors(body)[1] == pytest.approx(0.1)
+    # Both words in both memories: as common as can be, but two memories say little (strength ln 2 / ln 100).
+    strength = math.log(2) / math.log(FULL_STRENGTH_AT)
+    assert Rarity("How do deploys reach the staging cluster?", RULE, counts_of).factors(body)[1] == pytest.approx(
+        1 - 0.9 * strength)
     _asked, counts_of = counts_from({"go": 1, "first": 1}, 1)
     assert Rarity("How do deploys reach the staging cluster?", RULE, counts_of).factors(body) == {1: 1.0}
 
@@ -106,9 +110,9 @@ def test_minilm_has_the_prior_and_the_multilingual_rule_does_not() -> None:
 def test_the_lazy_walk_applies_the_prior_as_the_full_pass_does() -> None:
     bodies = {1: "ok let's talk later", 2: "Kestrel is written in Swift", 3: "let's talk about Kestrel later",
               4: "talk later", 5: "Swift is fine"}
-    common = {"let's": 8, "talk": 9, "later": 9, "ok": 9, "written": 2, "swift": 1, "fine": 3}
+    common = {"let's": 800, "talk": 900, "later": 900, "ok": 900, "written": 200, "swift": 1, "fine": 300}
     scores = {1: 0.9, 2: 0.5, 3: 0.8, 4: 0.7, 5: 0.2}
-    _asked, counts_of = counts_from(common, 10)
+    _asked, counts_of = counts_from(common, 1000)
     lazy = apply_priors(scores, RULE, lambda rowids: {r: bodies[r] for r in rowids}, keep=2, batch=1,
                         rarity=Rarity("What is Kestrel written in?", RULE, counts_of))
     full = Rarity("What is Kestrel written in?", RULE, counts_of).factors(bodies)
@@ -122,13 +126,13 @@ def test_search_ranks_the_answer_above_a_turn_that_echoes_the_question(
     vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Everyday turns, each unlike the others, that make the echo's other words common in this vault.
-    for n, text in enumerate((
-        "Maya: I still need coffee before the standup.", "Jonas: Let's talk after lunch.",
-        "Priya: We need to park the car first.", "Aiko: Still raining here, let's wait.",
-        "Ravi: Can we talk tomorrow instead?", "Maya: Park that thought, I need a minute.",
-        "Jonas: Still on the train, talk soon.", "Priya: Let's park this until Monday.",
-    )):
-        vault.add(text, scope=f"project:f{n}")
+    # A vault past FULL_STRENGTH_AT memories: below it the counts say little and the prior is weaker.
+    talk = ("Maya: I still need coffee before the standup.", "Jonas: Let's talk after lunch.",
+            "Priya: We need to park the car first.", "Aiko: Still raining here, let's wait.",
+            "Ravi: Can we talk tomorrow instead?", "Maya: Park that thought, I need a minute.",
+            "Jonas: Still on the train, talk soon.", "Priya: Let's park this until Monday.")
+    for n in range(FULL_STRENGTH_AT):
+        vault.add(f"{talk[n % len(talk)][:-1]}, ticket{n}.", scope=f"project:f{n}")
     echo = vault.add("Tomás: We still need to talk about the language for Kestrel, let's park it for now.",
                      scope="project:echo").id
     answer = vault.add("Lena: Kestrel is a Swift codebase from the partner feeds team.", scope="project:answer").id
@@ -139,3 +143,18 @@ def test_search_ranks_the_answer_above_a_turn_that_echoes_the_question(
     monkeypatch.setattr(fusion, "DEFAULT_FUSION", replace(DEFAULT_FUSION, rare_penalty=0.0))
     without = [h.id for h in vault.search(question)]
     assert without.index(echo) < without.index(answer)
+
+
+def test_a_small_vault_trusts_its_counts_less() -> None:
+    """Found from outside: in a vault of three memories about one editor, the exact
+    answer to "does the user prefer dark mode" adds "editor" (held by all three),
+    lost 90%, fell under the recall threshold, and an agent was shown nothing."""
+    body = {1: "The user prefers dark mode in the editor"}
+    question = "does the user prefer dark mode"
+    factors = []
+    for total in (3, 10, 50, FULL_STRENGTH_AT, 10_000):
+        _asked, counts_of = counts_from({"editor": total, "prefers": total}, total)
+        factors.append(Rarity(question, RULE, counts_of).factors(body)[1])
+    assert factors[0] > 0.75  # at most ln 3 / ln 100 of the 90%
+    assert factors == sorted(factors, reverse=True)  # the more memories, the more the counts are trusted
+    assert factors[-2] == factors[-1] == pytest.approx(0.1)

@@ -20,6 +20,11 @@ whose every word is in the query loses nothing: it is what was asked for)
 a word held by at most N^0.2 memories (4 of 1,663, 6 of 10,000) is rare
 enough. The prior only lowers a score, so search applies it in the lazy
 walk of :func:`memex.search.fusion.apply_priors` and the top stays exact.
+In a small vault the counts say little (in a vault of three memories about
+one editor, "editor" is in all three, yet a memory adding it is still the
+answer): the prior's strength grows with ``ln N`` and is whole from
+:data:`FULL_STRENGTH_AT` memories on (:meth:`Rarity.strength`). Every
+evaluation vault is larger, so the measured figures hold as they are.
 A query of a few bare words (:func:`memex.embedding.tuning.is_keyword_query`)
 asks for the memory that holds them, not for one that adds to them: there
 the prior is off (:func:`rarity_for`).
@@ -37,6 +42,12 @@ from collections.abc import Callable, Sequence
 from memex.embedding.tuning import Fusion, is_keyword_query
 from memex.store.terms import TermCounts
 from memex.text import SPEAKER_PREFIX, content_tokens
+
+# Memories from which document counts carry the prior's whole strength.
+# Found from outside: in a 3-memory vault the exact answer to "does the user
+# prefer dark mode" lost 90% (a word held by all three memories), fell under
+# the recall threshold, and an agent was shown nothing.
+FULL_STRENGTH_AT = 100
 
 
 @functools.lru_cache(maxsize=8192)
@@ -92,4 +103,11 @@ class Rarity:
             found = self.counts_of(unseen)
             self.counts.update(found.counts)
             self.total = found.total
-        return {r: self.fusion.rarity_factor(self.rarest(ws)) for r, ws in words.items()}
+        strength = self.strength()
+        return {r: 1.0 - strength * (1.0 - self.fusion.rarity_factor(self.rarest(ws))) for r, ws in words.items()}
+
+    def strength(self) -> float:
+        """0..1: how much the vault's counts are trusted (``ln N / ln FULL_STRENGTH_AT``, at most 1)."""
+        if self.total < 2:
+            return 0.0
+        return min(1.0, math.log(self.total) / math.log(FULL_STRENGTH_AT))
