@@ -127,3 +127,23 @@ def test_a_shared_word_lowers_the_cosine_bar_only_where_the_model_asks_for_it() 
     minilm = calibration_for("all-MiniLM-L6-v2-int8")
     assert minilm.floor_shared_word is None
     assert not relevant(query, "Billing talks to Postgres 15 on the old cluster.", 0.2, minilm)
+
+
+def test_a_keyword_matches_its_inflected_forms() -> None:
+    """Found from outside: `memex search prefer` answered "no matches" for "The user
+    prefers tabs over spaces" (full text stems the word; the floor compared it raw)."""
+    minilm = calibration_for("all-MiniLM-L6-v2-int8")
+    assert relevant("prefer", "The user prefers tabs over spaces", 0.10, minilm)
+    assert relevant("price", "Lesson prices are stored in cents", 0.10, minilm)
+    assert relevant("flaky test", "Playwright end-to-end tests were flaky on CI", 0.10, minilm)
+    assert not relevant("flaky test", "The CI runner is flaky", 0.10, minilm)  # one of two words stays too few
+
+
+def test_cli_finds_a_memory_by_an_inflected_keyword(vault_root: Path) -> None:
+    runner = CliRunner()
+    (vault_root / ".memex" / "config.toml").write_text('[embedding]\nmodel = "none"\n')
+    assert runner.invoke(app(), ["--vault", str(vault_root), "add", "The user prefers tabs over spaces"]).exit_code == 0
+    assert runner.invoke(app(), ["--vault", str(vault_root), "add", "We deploy the shop on Fridays"]).exit_code == 0
+    out = runner.invoke(app(), ["--vault", str(vault_root), "search", "prefer", "--json"])
+    assert out.exit_code == 0, out.output
+    assert [h["body"] for h in json.loads(out.output)] == ["The user prefers tabs over spaces"]

@@ -31,6 +31,7 @@ from memex.embedding.tuning import Fusion as Fusion
 from memex.embedding.tuning import has_cjk as has_cjk
 from memex.embedding.tuning import is_keyword_query as is_keyword_query
 from memex.dedup.cjk import cosine_trusted
+from memex.dedup.wording import stem
 from memex.search import when
 from memex.search.rarity import Rarity
 from memex.text import SPEAKER_PREFIX, content_tokens
@@ -306,12 +307,24 @@ _CJK_FUNCTION = frozenset("的了是吗呢吧啊么什怎哪谁和与或也都�
 
 
 def _words(text: str) -> set[str]:
-    return {t for t in content_tokens(text) if not (has_cjk(t) and _CJK_FUNCTION & set(t))}
+    # Stemmed as full text stems them, roughly: found from outside, `memex search
+    # prefer` answered "no matches" while BM25 had found "The user prefers …".
+    return {t if has_cjk(t) else stem(t) for t in content_tokens(text)
+            if not (has_cjk(t) and _CJK_FUNCTION & set(t))}
+
+
+def _all_words(text: str) -> set[str]:
+    return {stem(w) for w in re.findall(r"[^\W_]+", text.lower()) if not has_cjk(w)}
 
 
 def coverage(query: str, body: str) -> tuple[int, int]:
-    """(how many of the query's content words or CJK bigrams ``body`` holds, how many there are)."""
+    """(how many of the query's content words (stemmed) or CJK bigrams ``body`` holds, how many there are).
+
+    A query of common words only ("prefer", "how to") is matched on all its words."""
     wanted = _words(query)
+    if not wanted:
+        wanted = _all_words(query)
+        return len(wanted & _all_words(body)), len(wanted)
     return len(wanted & _words(body)), len(wanted)
 
 
