@@ -128,7 +128,7 @@ def _name_erased(vault: Vault, report: Drift) -> None:
                 rec = scan.read_record(vault.root, rel, vault.config, real_dirs)
             except (MemoryFileError, OSError):
                 continue  # the sync reports what is wrong with it
-            if guard.erased(rec.body) or guard.erased_id(rec.id):
+            if guard.holds(rec.id, rec.body):
                 listed.remove(rel)
                 report.errors.append({"path": rel, "reason": erased_reason(rel, rec.id)})
 

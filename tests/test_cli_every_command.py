@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from memex.embedding import embed
 from memex.cli import app
@@ -41,6 +41,21 @@ CONTEXT_INPUT = json.dumps({
     "current_tokens": 100,
     "prompt": "remember that the build uses make",
 })
+
+
+def problems(args: list[str], result: Result) -> list[str]:
+    """What a user would hold against this run: a traceback, or ``--json`` without JSON."""
+    said = " ".join(args[2:])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        return [f"{said}: {type(result.exception).__name__}: {result.exception}"]
+    if "Traceback" in result.output:
+        return [f"{said}: traceback in the output"]
+    if result.exit_code == 0 and "--json" in args:
+        try:
+            json.loads(result.stdout)
+        except ValueError:
+            return [f"{said}: --json printed no JSON: {result.stdout[:200]!r}"]
+    return []
 
 
 def walk(group: click.Group, prefix: str = "memex") -> Iterator[tuple[str, click.Command]]:
@@ -176,13 +191,5 @@ def test_no_command_prints_a_traceback(
         shutil.copytree(src, tmp_path / "vault")
         stdin = CONTEXT_INPUT if path.startswith("memex context") or path == "memex hook" else None
         result = CliRunner().invoke(cli, args, input=stdin)
-        if result.exception is not None and not isinstance(result.exception, SystemExit):
-            failures.append(f"{' '.join(args[2:])}: {type(result.exception).__name__}: {result.exception}")
-        elif "Traceback" in result.output:
-            failures.append(f"{' '.join(args[2:])}: traceback in the output")
-        elif result.exit_code == 0 and "--json" in args:
-            try:
-                json.loads(result.stdout)
-            except ValueError:
-                failures.append(f"{' '.join(args[2:])}: --json printed no JSON: {result.stdout[:200]!r}")
+        failures.extend(problems(args, result))
     assert not failures, "\n".join(failures)

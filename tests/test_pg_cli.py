@@ -5,7 +5,6 @@ once, against one shared database that the runs leave as they change it)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from memex.embedding import embed
 from memex.vault import Vault, init_vault
 from tests.conftest import use_postgres
 from tests.fakes import HashEmbedder
-from tests.test_cli_every_command import CONTEXT_INPUT, LONG_RUNNING, SEED_MEMORIES, invocations, walk
+from tests.test_cli_every_command import CONTEXT_INPUT, LONG_RUNNING, SEED_MEMORIES, invocations, problems, walk
 
 
 def test_no_command_prints_a_traceback_on_postgres(tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -45,14 +44,6 @@ def test_no_command_prints_a_traceback_on_postgres(tmp_path: Path, pg_url: str, 
             stdin = CONTEXT_INPUT if path.startswith("memex context") or path == "memex hook" else None
             result = CliRunner().invoke(app(), args, input=stdin)
             ran += 1
-            if result.exception is not None and not isinstance(result.exception, SystemExit):
-                failures.append(f"{' '.join(args[2:])}: {type(result.exception).__name__}: {result.exception}")
-            elif "Traceback" in result.output:
-                failures.append(f"{' '.join(args[2:])}: traceback in the output")
-            elif result.exit_code == 0 and "--json" in args:
-                try:
-                    json.loads(result.stdout)
-                except ValueError:
-                    failures.append(f"{' '.join(args[2:])}: --json printed no JSON: {result.stdout[:200]!r}")
+            failures.extend(problems(args, result))
     assert ran > 60
     assert not failures, "\n".join(failures)

@@ -300,6 +300,10 @@ class Guard:
             return False
         return id_hash(self._key, memory_id) in self._erased
 
+    def holds(self, memory_id: str, body: str) -> bool:
+        """Whether a memory with this id or this body was erased (the check every reader makes)."""
+        return self.erased(body) or self.erased_id(memory_id)
+
     def erased(self, body: str) -> bool:
         """Whether ``body`` was erased, as of the last :meth:`refresh`."""
         if not self._erased or self._key is None:

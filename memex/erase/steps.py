@@ -431,7 +431,7 @@ def allow_files(vault: Vault, paths: list[str]) -> list[str]:
         ids[rel] = str(mf.meta.get("id") or path_id(rel))
     guard = erased_list.Guard(vault.memex_dir)
     guard.refresh()
-    allowed = [r for r in rels if guard.erased(bodies[r]) or guard.erased_id(ids[r])]
+    allowed = [r for r in rels if guard.holds(ids[r], bodies[r])]
     with vault.write_lock():
         erased_list.allow(vault.memex_dir, [bodies[r] for r in allowed], [ids[r] for r in allowed])
         if vault.shared_index is not None:  # the ids every clone refuses (docs/postgres.md)

@@ -61,7 +61,7 @@ class BatchReader:
             except OSError as exc:
                 errors.append((rel, f"cannot read: {exc}", on_disk.get(rel)))
                 continue
-            if self.guard.erased(rec.body) or self.guard.erased_id(rec.id):
+            if self.guard.holds(rec.id, rec.body):
                 errors.append((rel, guard.erased_reason(rel, rec.id), on_disk.get(rel)))
                 continue
             owner = run.claimed.get(rec.id) or run.by_id.get(rec.id) or self._owner_on_disk(rec.id, rel, run.vanished)

@@ -57,23 +57,32 @@ class _Shown(Protocol):
 ShownT = TypeVar("ShownT", bound=_Shown)
 
 
+def _all_rows_checked(store: IndexStore, erased: Guard) -> bool:
+    """Whether the last sync checked every row against the erased list as it is now (its size is kept in meta)."""
+    erased.refresh()
+    return (store.get_meta(ERASED_SEEN_KEY) or "0") == str(erased.size)
+
+
+def _rows_on_the_list(store: IndexStore, erased: Guard) -> list[tuple[int, str, str]]:
+    """(rowid, id, path) of rows whose text or id is on the erased list; only
+    looked for when the list changed since the last sync checked every row."""
+    if _all_rows_checked(store, erased):
+        return []
+    return [(rowid, mid, path) for rowid, mid, path, body in store.bodies() if erased.holds(mid, body)]
+
+
 def hide_erased(store: IndexStore, erased: Guard, shown: list[ShownT]) -> list[ShownT]:
     """``shown`` without what is on the erased list: rows the index kept past an
     erasure (an index.db restored from an older backup) until a sync drops them.
     Free once a sync has checked every row against the list as it is now."""
-    erased.refresh()
-    if (store.get_meta(ERASED_SEEN_KEY) or "0") == str(erased.size):
+    if _all_rows_checked(store, erased):
         return shown
-    return [s for s in shown if not (erased.erased(s.body) or erased.erased_id(s.id))]
+    return [s for s in shown if not erased.holds(s.id, s.body)]
 
 
 def erased_rows(store: IndexStore, erased: Guard) -> list[tuple[str, str]]:
-    """(id, path) of rows whose text or id is on the erased list; only looked
-    for when the list changed since the last sync checked every row."""
-    erased.refresh()
-    if (store.get_meta(ERASED_SEEN_KEY) or "0") == str(erased.size):
-        return []
-    return [(mid, path) for _, mid, path, body in store.bodies() if erased.erased(body) or erased.erased_id(mid)]
+    """(id, path) of rows whose text or id is on the erased list (see :func:`_rows_on_the_list`)."""
+    return [(mid, path) for _, mid, path in _rows_on_the_list(store, erased)]
 
 
 def drop_erased_rows(
@@ -85,17 +94,11 @@ def drop_erased_rows(
     An erase killed after listing the text but before deleting the file
     leaves a file that looks unchanged to a sync; the erasure still holds:
     the row goes and the file is reported like a restored one. Runs only
-    when the list grew since the last sync (its size is kept in meta).
+    when the list grew since the last sync.
     """
-    erased.refresh()
-    seen = store.get_meta(ERASED_SEEN_KEY) or "0"
-    if seen == str(erased.size):
+    if _all_rows_checked(store, erased):
         return 0, []
-    hits = [
-        (rowid, mid, path)
-        for rowid, mid, path, body in store.bodies()
-        if erased.erased(body) or erased.erased_id(mid)
-    ]
+    hits = _rows_on_the_list(store, erased)
     errors: list[dict[str, str]] = []
     with store.write_txn():
         for rowid, mid, path in hits:
@@ -133,7 +136,7 @@ def recheck(
     for rec in records:
         if not os.path.lexists(root / rec.path):
             dropped.add(rec.path)  # even its error row would keep its name (the body's first words)
-        elif erased.erased(rec.body) or erased.erased_id(rec.id):
+        elif erased.holds(rec.id, rec.body):
             late.append((rec.path, erased_reason(rec.path, rec.id), None))
             dropped.add(rec.path)
         else:

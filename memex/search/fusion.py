@@ -117,9 +117,6 @@ def _recency(created: dict[int, str]) -> dict[int, float]:
 
 _ASKS = re.compile(r"[?？]\s*$")
 _CAPITALISED = re.compile(r"(?<![\w'])[A-Z][\w'-]*\w", re.UNICODE)
-# "Tomás: ..." / "孙浩：...": one word of letters before a colon. "ATL-2211: fix ..."
-# is not a speaker, so a ticket named at the start still counts as mentioned.
-_SPEAKER = SPEAKER_PREFIX
 
 
 def query_names(query: str) -> set[str]:
@@ -156,7 +153,8 @@ def _share(patterns: list[tuple[str, re.Pattern[str]]], body: str, mode: str) ->
     if not any(name in folded for name, _ in patterns):
         return 0.0
     if mode == "mention":
-        speaker = _SPEAKER.match(folded)
+        # "Tomás: ..." is a speaker; "ATL-2211: fix ..." is not, so a ticket named first counts as mentioned.
+        speaker = SPEAKER_PREFIX.match(folded)
         if speaker:
             folded = folded[speaker.end():]
     return sum(1 for _, p in patterns if p.search(folded)) / len(patterns)
@@ -321,11 +319,9 @@ def coverage(query: str, body: str) -> tuple[int, int]:
     """(how many of the query's content words (stemmed) or CJK bigrams ``body`` holds, how many there are).
 
     A query of common words only ("prefer", "how to") is matched on all its words."""
-    wanted = _words(query)
-    if not wanted:
-        wanted = _all_words(query)
-        return len(wanted & _all_words(body)), len(wanted)
-    return len(wanted & _words(body)), len(wanted)
+    words = _words if _words(query) else _all_words
+    wanted = words(query)
+    return len(wanted & words(body)), len(wanted)
 
 
 def relevant(query: str, body: str, cosine: float | None, calibration: Calibration) -> bool:

@@ -173,7 +173,7 @@ class PgVaultIndex:
                 report.errors.append({"path": rel, "reason": getattr(exc, "reason", str(exc))})
                 continue
             rec.racy = time.time_ns() - st.st_mtime_ns < RACY_NS
-            if self.guard.erased(rec.body) or self.guard.erased_id(rec.id):
+            if self.guard.holds(rec.id, rec.body):
                 report.errors.append({"path": rel, "reason": "on the erased list; not indexed"})
                 if have is not None:  # a row left by an erasure whose PostgreSQL step failed
                     stale.append(int(have[0]))
@@ -257,10 +257,10 @@ class PgVaultIndex:
         with self.conn.write_txn():
             self.guard.refresh()  # an erasure that landed while we embedded is honoured
             shared = self.erased_ids([rec.id for rec in batch])  # erased by a clone whose erasure git has not brought
-            keep = [rec for rec in batch if not (self.guard.erased(rec.body) or self.guard.erased_id(rec.id))
+            keep = [rec for rec in batch if not self.guard.holds(rec.id, rec.body)
                     and rec.id not in shared]
             for rec in batch:
-                if rec.id in shared and not (self.guard.erased(rec.body) or self.guard.erased_id(rec.id)):
+                if rec.id in shared and not self.guard.holds(rec.id, rec.body):
                     report.errors.append({"path": rec.path, "reason": "erased on another clone; not indexed"})
             dropped: set[str] = set()
             for rec in batch:
