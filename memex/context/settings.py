@@ -70,6 +70,8 @@ def load_settings(vault: Vault) -> ContextSettings:
     for key in ("commit_token_threshold", "recall_limit", "recall_max_injected_chars"):
         if getattr(out, key) < 1:
             raise ConfigError(f"{CONFIG_RELPATH}: {key} must be at least 1")
+    if out.recall_cosine_growth < 0:
+        raise ConfigError(f"{CONFIG_RELPATH} [recall]: recall_cosine_growth must not be negative")
     if out.commit_keep_recent_count < 0:
         raise ConfigError(f"{CONFIG_RELPATH} [context]: commit_keep_recent_count must not be negative")
     return out
