@@ -27,8 +27,8 @@ the query's candidates), but the *best* cosine a prompt about something
 else reaches grows with the number of memories it is compared with.
 Measured with MiniLM on 40 off-topic prompts against random subsets of the
 eval sets' memories, the 99th percentile of that best cosine (calibrated)
-is 0.16 among 3 memories, 0.36 among 100 and 0.47 among 2,000: about 0.04
-more per e-fold from 100 on. Hence the growth: the bar stays above what
+is 0.16 among 3 memories, 0.34 among 100 and 0.47 among 2,000: about 0.04
+more per e-fold from 100 on (scripts/eval_recall.py --sizes). Hence the growth: the bar stays above what
 chance reaches in a vault that size, so a paraphrase is recalled in the
 small vault a new user starts with, and noise is not let in at 10k.
 
