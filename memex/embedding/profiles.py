@@ -46,7 +46,7 @@ from memex.embedding.tuning import Calibration, Fusion, ScoreProfile
 # change in search or consolidation numbers.
 _META_FIELDS = (
     "model_id", "cosine_duplicate", "cosine_similar", "session_cosine_duplicate", "cjk_cosine",
-    "cjk_cosine_duplicate", "recall_score_threshold", "recall_cosine_threshold", "recall_cosine_growth",
+    "cjk_cosine_duplicate", "recall_score_threshold",
 )
 
 
