@@ -262,17 +262,47 @@ def write_txn(conn: apsw.Connection) -> Iterator[None]:
         yield
 
 
+# SQLite errors that say the index file cannot take a write (a full disk, an
+# I/O error, a read-only or damaged file): the files are unharmed, so they are
+# reported as one IndexStoreError naming the index, never a traceback
+# (docs/write-path.md, "When the index cannot be written").
+_CANNOT_WRITE = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CorruptError)
+
+
+def _cannot_write(conn: apsw.Connection, exc: apsw.Error) -> IndexStoreError:
+    path = conn.filename
+    if isinstance(exc, apsw.CorruptError):
+        return IndexStoreError(
+            f"{path}: the index is damaged ({exc}); it is derived from the files, so delete "
+            f"{Path(path).name}* and run `memex reindex` to rebuild it"
+        )
+    what = "the disk is full" if isinstance(exc, apsw.FullError) else str(exc)
+    return IndexStoreError(
+        f"{path}: cannot write the index: {what}; memory files already written are kept: "
+        "make room, then run `memex reindex` to index them"
+    )
+
+
+def _rollback(conn: apsw.Connection) -> None:
+    # SQLite may already have rolled back (it does on SQLITE_FULL in a
+    # statement); a second ROLLBACK would hide the real error.
+    if not conn.get_autocommit():
+        conn.execute("ROLLBACK")
+
+
 @contextlib.contextmanager
 def _ending(conn: apsw.Connection) -> Iterator[None]:
     """End the transaction the caller began: COMMIT after the block, ROLLBACK if it raises."""
     try:
         yield
         density.settle(conn)  # derived from this transaction's vector writes (memex/store/density.py)
-    except BaseException:
+        conn.execute("COMMIT")
+    except BaseException as exc:
         density.forget(conn)
-        conn.execute("ROLLBACK")
+        _rollback(conn)
+        if isinstance(exc, _CANNOT_WRITE):
+            raise _cannot_write(conn, exc) from exc
         raise
-    conn.execute("COMMIT")
 
 
 def try_begin(conn: apsw.Connection, wait_ms: int) -> bool:
