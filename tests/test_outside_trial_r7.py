@@ -6,6 +6,7 @@ Each test here failed on the code before its fix.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import resource
 import signal
@@ -92,3 +93,34 @@ def test_a_full_disk_while_noting_the_writer_names_the_note(vault: Vault) -> Non
         note.unlink()
     assert caught.value.filename == str(note)
     assert caught.value.errno == errno.ENOSPC
+
+
+def _memex(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from memex.cli import run; run()", *args],
+        capture_output=True, text=True, env={**os.environ, "MEMEX_WARM": "0", **(env or {})}, timeout=120,
+    )
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["show", "01NOPE", "--json"], 1),                      # a library error
+    (["search", "tabs", "--scope", "usr", "--json"], 1),    # a bad scope
+    (["add", "x", "--confidence", "nan", "--json"], 2),     # a usage error
+    (["--json", "list"], 2),                                 # --json where no command takes it
+])
+def test_json_is_json_even_when_the_command_fails(vault_root: Path, args: list[str], code: int) -> None:
+    """Found from outside: `memex show nope --json` (and every other failing
+    --json run) printed nothing on stdout, so a script's `json.load` failed
+    on an empty string. stdout now holds {"error", "exit_code"}, and stderr
+    keeps the one line people read."""
+    done = _memex("--vault", str(vault_root), *args)
+    assert done.returncode == code
+    document = json.loads(done.stdout)
+    assert document["exit_code"] == code
+    assert document["error"] and document["error"] in done.stderr
+    assert done.stderr.startswith("Error: ") and "Traceback" not in done.stderr
+
+
+def test_text_after_a_double_dash_is_not_the_json_option(vault_root: Path) -> None:
+    done = _memex("--vault", str(vault_root), "add", "--scope", "nope", "--", "--json")
+    assert done.returncode == 1 and done.stdout == ""

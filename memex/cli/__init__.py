@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import errno
 import importlib
+import json
 import pkgutil
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -86,6 +87,40 @@ class MemexGroup(click.Group):
         _register_commands()
         return sorted(self.commands)
 
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Standalone (the console script, click's test runner): every error is
+        one line on stderr, never a traceback, and under ``--json`` also a JSON
+        document on stdout (docs/cli.md, "Every command")."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        argv = list(sys.argv[1:] if args is None else args)
+        as_json = wants_json(argv)
+        for arg in argv:
+            try:
+                arg.encode("utf-8")
+            except UnicodeEncodeError:  # undecodable bytes on the command line
+                _fail(f"argument {arg.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8 text", 2, as_json)
+        try:
+            code = super().main(argv, prog_name or "memex", complete_var, False, **extra)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx else "memex"
+            _fail(f"{exc.format_message()} (see '{where} --help')", exc.exit_code, as_json)
+        except click.ClickException as exc:
+            _fail(exc.format_message(), exc.exit_code, as_json)
+        except click.Abort:
+            _fail("aborted", 130, as_json)
+        except BrokenPipeError:  # e.g. `memex list | head`: the reader has gone
+            sys.stderr.close()
+            sys.exit(0)
+        sys.exit(code if isinstance(code, int) else 0)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -144,30 +179,25 @@ def app() -> click.Group:
     return main
 
 
-def _fail(message: str, code: int) -> None:
+def wants_json(args: Sequence[str]) -> bool:
+    """``--json`` among the options (not in the text after ``--``)."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+    return False
+
+
+def _fail(message: str, code: int, as_json: bool = False) -> NoReturn:
+    # A program reading --json gets a document whatever happened, not an
+    # empty stdout; people still read the Error: line on stderr.
+    if as_json:
+        click.echo(json.dumps({"error": message, "exit_code": code}, ensure_ascii=False))
     click.echo(f"Error: {message}", err=True)
     sys.exit(code)
 
 
 def run(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: every error is one line on stderr, never a traceback."""
-    group = main  # commands load on demand (MemexGroup.get_command)
-    args = list(sys.argv[1:] if argv is None else argv)
-    for arg in args:
-        try:
-            arg.encode("utf-8")
-        except UnicodeEncodeError:  # undecodable bytes on the command line
-            _fail(f"argument {arg.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8 text", 2)
-    try:
-        code = group.main(args=args, prog_name="memex", standalone_mode=False)
-    except click.UsageError as exc:
-        where = exc.ctx.command_path if exc.ctx else "memex"
-        _fail(f"{exc.format_message()} (see '{where} --help')", exc.exit_code)
-    except click.ClickException as exc:
-        _fail(exc.format_message(), exc.exit_code)
-    except click.Abort:
-        _fail("aborted", 130)
-    except BrokenPipeError:  # e.g. `memex list | head`: the reader has gone
-        sys.stderr.close()
-        sys.exit(0)
-    sys.exit(code if isinstance(code, int) else 0)
+    main.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="memex")
