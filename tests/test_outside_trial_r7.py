@@ -12,7 +12,7 @@ import resource
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from memex import health
 from memex.errors import IndexStoreError
 from memex.store.meta import scalar
 from memex.vault import Vault, init_vault
+from tests.fakes import HashEmbedder
 
 
 def _fill_the_disk(vault: Vault) -> None:
@@ -171,3 +172,37 @@ def test_a_decision_said_in_a_short_session_is_a_memory_when_it_ends(vault: Vaul
     # Ending it again (a resumed session that ends twice) stores nothing twice.
     send("SessionEnd", reason="other")
     assert len([m for m in vault.list() if "shop-invoices" in m.body]) == 1
+
+
+@pytest.fixture
+def read_only_view(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A vault and a read-only bind mount of it (a vault on a read-only disk);
+    skipped where mounting is not allowed. The owner (root here) could write
+    through file modes, so only a read-only mount shows what a user sees."""
+    root = init_vault(tmp_path / "vault", git=False)
+    with Vault(root, embedder=HashEmbedder()) as v:
+        v.add("The café menu service is written in Kotlin")
+    view = tmp_path / "ro"
+    view.mkdir()
+    if subprocess.run(["mount", "--bind", str(root), str(view)], capture_output=True).returncode != 0:
+        pytest.skip("mount --bind is not allowed here")
+    try:
+        if subprocess.run(["mount", "-o", "remount,bind,ro", str(view)], capture_output=True).returncode != 0:
+            pytest.skip("a read-only remount is not allowed here")
+        yield root, view
+    finally:
+        subprocess.run(["umount", str(view)], capture_output=True)
+
+
+def test_a_read_only_vault_is_named_as_such_not_as_a_broken_index(read_only_view: tuple[Path, Path]) -> None:
+    """Found from outside: on a read-only mount every command, `memex search`
+    included, said "cannot open the index: unable to open database file; it
+    is derived from the files, so delete index.db* and run `memex reindex`":
+    advice that cannot work there and would throw the index away elsewhere."""
+    root, view = read_only_view
+    done = _memex("--vault", str(view), "search", "kotlin", "--json")
+    assert done.returncode == 1
+    error = json.loads(done.stdout)["error"]
+    assert str(view / ".memex") in error and "read-only" in error
+    assert "delete" not in error and "Traceback" not in done.stderr
+    assert (root / ".memex" / "index.db").exists()

@@ -226,11 +226,25 @@ def connect(path: Path) -> apsw.Connection:
         conn.execute("PRAGMA secure_delete=ON")
         migrate(conn, path)
     except apsw.Error as exc:
+        if not _writable(path):
+            # Deleting the index would not help: memex writes to it even to
+            # search (WAL, access counts), so it needs the folder writable.
+            raise IndexStoreError(
+                f"{path.parent}: cannot open the index: the folder is read-only ({exc}); memex writes "
+                "its index there even to search: make it writable, or copy the vault somewhere writable"
+            ) from exc
         raise IndexStoreError(
             f"{path}: cannot open the index: {exc}; it is derived from the files, so delete "
             f"{path.name}* and run `memex reindex` to rebuild it"
         ) from exc
     return conn
+
+
+def _writable(path: Path) -> bool:
+    """Can this process write the index and its -wal/-shm files beside it?"""
+    if not os.access(path.parent, os.W_OK):
+        return False
+    return not path.exists() or os.access(path, os.W_OK)
 
 
 def migrate(conn: apsw.Connection, path: Path) -> None:
