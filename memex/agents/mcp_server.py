@@ -117,7 +117,9 @@ of the vault config; links pointing elsewhere are refused."""
 # Bounds of the tools' parameters (also in their JSON schema).
 MAX_LIMIT = 50
 MAX_OFFSET = 500
-SCOPE_PATTERN = r"^[a-z][a-z0-9_-]{0,31}(:[^\s]{1,200})?$"
+# The name may hold spaces, as the hooks' project:<git root folder> does
+# ("project:My Shop (2024)"); not a line break, nor a space at either end.
+SCOPE_PATTERN = r"^[a-z][a-z0-9_-]{0,31}(:\S(.{0,198}\S)?)?$"
 SCOPE_HELP = ('a scope: "user", "resources", "project:<name>" or "agent:<name>" '
               "(or KIND:<name> for a kind listed in the vault's [scopes] extra_kinds)")
 # A page of one memory's body for memory_get (characters of the stored text).
