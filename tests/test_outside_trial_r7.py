@@ -285,3 +285,65 @@ def test_mcp_tools_take_the_project_scope_the_hooks_use(vault_root: Path, tmp_pa
     assert json.loads(seen["add"][1])["status"] == "created"
     assert seen["search"][0] is False and "Invoices are kept seven years" in seen["search"][1]
     assert seen["newline"] is True
+
+
+def _damage(index: Path) -> None:
+    """Overwrite every page of the index but the first in place, so that it
+    still opens (what a bad disk or a half-copied file does)."""
+    with index.open("r+b") as db:
+        size = int.from_bytes(db.read(18)[16:18], "big") or 65536
+        pages = index.stat().st_size // size
+        db.seek(size)
+        db.write(bytes(range(256)) * (size * (pages - 1) // 256))
+
+
+@pytest.fixture
+def damaged_vault(tmp_path: Path) -> Path:
+    root = init_vault(tmp_path / "vault", git=False)
+    from tests.hook_helpers import lexical_only
+
+    lexical_only(root)
+    with Vault(root) as v:
+        for i in range(60):
+            v.add(f"Service {i} is deployed by team {i % 7} on {'Tuesdays' if i % 2 else 'Thursdays'}")
+        v.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    _damage(root / ".memex" / "index.db")
+    return root
+
+
+@pytest.mark.parametrize("args", [["list"], ["reindex"], ["doctor"], ["doctor", "--fix"], ["stats"]])
+def test_a_damaged_index_is_one_line_saying_how_to_rebuild_it(damaged_vault: Path, args: list[str]) -> None:
+    """Found from outside: with a few pages of index.db overwritten (a bad
+    sector, a half-copied vault), `memex list`, `reindex`, `doctor` and
+    `doctor --fix` printed apsw's traceback (`apsw.CorruptError: database
+    disk image is malformed`); the index is derived, so the way out is to
+    rebuild it, and the error says so."""
+    done = _memex("--vault", str(damaged_vault), *args, "--json")
+    assert "Traceback" not in done.stderr, done.stderr[-800:]
+    assert done.returncode == 1
+    error = json.loads(done.stdout)["error"]
+    assert str(damaged_vault / ".memex" / "index.db") in error and "memex reindex" in error
+
+
+async def _mcp_get(vault_root: Path, home: Path) -> tuple[bool, str]:
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    from tests.hook_helpers import MEMEX
+
+    env = {"HOME": str(home), "MEMEX_CACHE_DIR": os.environ["MEMEX_CACHE_DIR"], "MEMEX_WARM": "0"}
+    params = StdioServerParameters(command=MEMEX, args=["--vault", str(vault_root), "mcp"], env=env)
+    async with Client(params, read_timeout_seconds=120) as client:
+        got = await client.call_tool("memory_get", {"id": "01NOSUCHMEMORYATALL0000000"})
+        return got.is_error, " ".join(getattr(c, "text", "") for c in got.content)
+
+
+def test_the_mcp_server_names_a_damaged_index_too(damaged_vault: Path, tmp_path: Path) -> None:
+    """The same index through MCP: memory_get answered only "Error executing
+    tool memory_get" and logged a traceback."""
+    import anyio
+
+    home = tmp_path / "home"
+    home.mkdir()
+    is_error, text = anyio.run(_mcp_get, damaged_vault, home)
+    assert is_error and "damaged" in text and "memex reindex" in text, text

@@ -20,6 +20,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, cast
 
 from pydantic import Field
@@ -341,9 +342,11 @@ def tool_annotations(name: str) -> Any:
     )
 
 
-def _reported(method: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+def _reported(method: Callable[..., dict[str, Any]], index: Path) -> Callable[..., dict[str, Any]]:
     """memex's own errors reach the agent as their one-line message (a ToolError)."""
     from mcp.server.mcpserver.exceptions import ToolError
+
+    from memex.store.schema import damaged
 
     @functools.wraps(method)
     def tool(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -351,6 +354,11 @@ def _reported(method: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, 
             return method(*args, **kwargs)
         except MemexError as exc:
             raise ToolError(str(exc)) from exc
+        except Exception as exc:  # a damaged index: its one line, not "Error executing tool"
+            found = damaged(exc, index)
+            if found is None:
+                raise
+            raise ToolError(str(found)) from exc
 
     return tool
 
@@ -397,7 +405,7 @@ def build_server(vault: Vault) -> Any:
     from mcp.server.mcpserver import MCPServer
 
     tools = Tools(vault)
-    strict = [_strict_tool(_reported(getattr(tools, name)), name, doc) for name, doc in TOOL_DOCS.items()]
+    strict = [_strict_tool(_reported(getattr(tools, name), tools.vault.paths.index), name, doc) for name, doc in TOOL_DOCS.items()]
     return MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=version(), log_level="WARNING", tools=strict)
 
 

@@ -25,7 +25,7 @@ import click
 
 from memex.cli import _preload
 from memex.errors import MemexError
-from memex.layout import MEMEX_DIR
+from memex.layout import INDEX_NAME, MEMEX_DIR
 
 
 # Command name -> the module of this package that registers it.
@@ -131,6 +131,24 @@ class MemexGroup(click.Group):
                 raise
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{exc.strerror or exc}") from exc
+        except Exception as exc:
+            damaged = _damaged_index(ctx, exc)
+            if damaged is None:
+                raise
+            raise click.ClickException(damaged) from exc
+
+
+def _damaged_index(ctx: click.Context, exc: Exception) -> str | None:
+    """The one-line error for a damaged index.db (memex.store.schema.damaged),
+    or None for any other exception. A command that never opened the index
+    cannot raise SQLite's errors, and ``memex --version`` must not load it."""
+    if "apsw" not in sys.modules:
+        return None
+    from memex.store.schema import damaged
+
+    vault = (ctx.find_root().obj or {}).get("vault")
+    found = damaged(exc, vault.paths.index if vault is not None else f"{MEMEX_DIR}/{INDEX_NAME}")
+    return None if found is None else str(found)
 
 
 VAULT_HELP = f"Vault folder (default: $MEMEX_VAULT, else the nearest folder up with {MEMEX_DIR}/)."

@@ -283,13 +283,24 @@ def write_txn(conn: apsw.Connection) -> Iterator[None]:
 _CANNOT_WRITE = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CorruptError)
 
 
+def damaged(exc: BaseException, path: Path | str) -> IndexStoreError | None:
+    """The one-line error for SQLite's "database disk image is malformed" or
+    "file is not a database" (a damaged index.db, which any read may find), or
+    None for any other exception. The CLI and the MCP server ask this at their
+    edge, so a damaged index is never a traceback."""
+    if not isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
+        return None
+    return IndexStoreError(
+        f"{path}: the index is damaged ({exc}); it is derived from the files, so delete "
+        f"{Path(path).name}* and run `memex reindex` to rebuild it"
+    )
+
+
 def _cannot_write(conn: apsw.Connection, exc: apsw.Error) -> IndexStoreError:
     path = conn.filename
-    if isinstance(exc, apsw.CorruptError):
-        return IndexStoreError(
-            f"{path}: the index is damaged ({exc}); it is derived from the files, so delete "
-            f"{Path(path).name}* and run `memex reindex` to rebuild it"
-        )
+    broken = damaged(exc, path)
+    if broken is not None:
+        return broken
     what = "the disk is full" if isinstance(exc, apsw.FullError) else str(exc)
     return IndexStoreError(
         f"{path}: cannot write the index: {what}; memory files already written are kept: "
