@@ -370,3 +370,25 @@ def test_a_misspelt_scope_gets_a_note_not_just_no_matches(vault_root: Path) -> N
     # A scope that holds memories but none that match: no note.
     quiet = runner.invoke(app(), ["--vault", str(vault_root), "search", "banana bread", "--scope", "project:shop"])
     assert quiet.exit_code == 0 and "note:" not in quiet.stderr
+
+
+def test_memory_add_resource_says_what_is_wrong_with_a_file_in_words(vault: Vault, tmp_path: Path) -> None:
+    """Found from outside: memory_add_resource on a folder holding a file that
+    is not UTF-8 answered Python's codec message ("'utf-8' codec can't decode
+    byte 0xff in position 0: invalid start byte"), and a binary file that
+    happened to decode reached the write path section by section. The reasons
+    now read as memex's own for a vault file."""
+    from memex.agents.resources import import_markdown
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "runbook.md").write_text("# Runbook\n\nRestart billing with kubectl rollout restart.\n", encoding="utf-8")
+    (docs / "latin.md").write_bytes(b"caf\xe9 au lait\n")
+    (docs / "blob.md").write_bytes(b"PK\x03\x04\x00\x00binary")
+    answer = import_markdown(vault, str(docs), cwd=tmp_path)
+    reasons = {Path(e["file"]).name: e["reason"] for e in answer["errors"]}
+    assert reasons == {
+        "latin.md": "not UTF-8 text (byte 3); not imported",
+        "blob.md": "path: binary file (NUL bytes), not Markdown; not imported",
+    }
+    assert len(answer["created"]) == 1
