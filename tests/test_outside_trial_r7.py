@@ -392,3 +392,17 @@ def test_memory_add_resource_says_what_is_wrong_with_a_file_in_words(vault: Vaul
         "blob.md": "path: binary file (NUL bytes), not Markdown; not imported",
     }
     assert len(answer["created"]) == 1
+
+
+@pytest.mark.parametrize("args", [[], ["context"], ["install"]])
+def test_memex_alone_prints_its_help_not_an_error(args: list[str]) -> None:
+    """Found from outside: the first thing a new user types, `memex` alone,
+    printed "Error: Usage: memex [OPTIONS] COMMAND ..." with the whole help
+    inside the error line and "(see 'memex --help')" glued to its last
+    command. A group run without a command prints its help, as --help does
+    (exit status 2, click's for a missing command)."""
+    done = _memex(*args)
+    assert done.returncode == 2
+    assert done.stdout.startswith(f"Usage: memex {' '.join(args)}".rstrip() + " [OPTIONS] COMMAND")
+    assert "Commands:" in done.stdout and "Error" not in done.stdout + done.stderr
+    assert "see 'memex" not in done.stdout

@@ -109,6 +109,11 @@ class MemexGroup(click.Group):
                 _fail(f"argument {arg.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8 text", 2, as_json)
         try:
             code = super().main(argv, prog_name or "memex", complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            # `memex` (or `memex context`) alone: its help, as --help prints
+            # it, not an "Error:" line holding the whole help.
+            click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
+            sys.exit(exc.exit_code)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx else "memex"
             _fail(f"{exc.format_message()} (see '{where} --help')", exc.exit_code, as_json)
