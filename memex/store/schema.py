@@ -301,10 +301,10 @@ def _cannot_write(conn: apsw.Connection, exc: apsw.Error) -> IndexStoreError:
     broken = damaged(exc, path)
     if broken is not None:
         return broken
-    what = "the disk is full" if isinstance(exc, apsw.FullError) else str(exc)
+    full = isinstance(exc, apsw.FullError)
     return IndexStoreError(
-        f"{path}: cannot write the index: {what}; memory files already written are kept: "
-        "make room, then run `memex reindex` to index them"
+        f"{path}: cannot write the index: {'the disk is full' if full else exc}; memory files already "
+        f"written are kept: {'make room' if full else 'fix that'}, then run `memex reindex` to index them"
     )
 
 
