@@ -381,8 +381,10 @@ class Vault:
         source: str | None = None,
         session: str | None = None,
         include_superseded: bool = False,
+        floor: bool = True,
     ) -> builtins.list[Hit]:  # `list` here would name the method above
-        """Hybrid search over active memories (superseded ones only when asked)."""
+        """Hybrid search over active memories (superseded ones only when asked);
+        ``floor=False`` keeps hits below the relevance floor (docs/search.md)."""
         if not query.strip():
             raise InvalidArgument("query", "must not be empty")
         if limit < 1:
@@ -395,13 +397,14 @@ class Vault:
             from memex.search.postgres import search as shared_search
 
             qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
-            hits = shared_search(self.shared_index.conn, self.embedder, query, limit, filters, qvec)
+            hits = shared_search(self.shared_index.conn, self.embedder, query, limit, filters, qvec, floor)
             decay.annotate_from(self.shared_index.last_accesses, hits, decay.load_policy(self.config))
             return hits
         # Query vectors come from an in-process LRU, not the index's cache:
         # a search takes no write lock and does not grow the index.
         qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
-        hits = hide_erased(self.store, self._erased, search(self.conn, self.embedder, query, limit, filters, qvec))
+        hits = hide_erased(self.store, self._erased,
+                           search(self.conn, self.embedder, query, limit, filters, qvec, floor=floor))
         decay.annotate(self.conn, hits, decay.load_policy(self.config))
         return hits
 
