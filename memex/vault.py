@@ -114,6 +114,10 @@ def init_vault(path: str | os.PathLike[str], git: bool = True, model: str | None
         raise InvalidArgument("PATH", f"{root} is already a vault")
     if root.exists() and not root.is_dir():
         raise InvalidArgument("PATH", f"{root} exists and is not a folder")
+    outer = next((f for f in root.parents if (f / MEMEX_DIR).is_dir()), None)
+    if outer is not None and root.is_relative_to(VaultPaths(outer).memories):
+        # Found from outside: the outer vault indexed the new one's files as its own memories.
+        raise InvalidArgument("PATH", f"{root} is inside the memories of the vault at {outer}")
     if model is not None:
         embed.require(model, argument="--model")
     permissions.private_dir(root)  # a new vault folder is 0700; an existing one keeps its mode
