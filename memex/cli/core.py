@@ -296,6 +296,7 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     data: dict[str, Any] = {
         "drift": found, "unknown_scopes": unknown, "model": vault.embedder_status(),
         "loose_modes": [m.as_dict() for m in loose], "hints": [hint] if hint else [],
+        "config": health.config_hints(vault),
     }
     # Loose modes are reported (and --fix tightens them) but are not drift:
     # a file made in an editor under umask 022 is 0644 and still a good memory.
@@ -333,6 +334,8 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
         click.echo("run `memex doctor --fix` to make them private (folders 0700, files 0600)")
     for advice in data["hints"]:
         click.echo(f"hint: {advice}")
+    for finding in data["config"]:
+        click.echo(f"config: {finding}")
     for item in data.get("unknown_scopes_after", unknown):
         guess = f"; did you mean {item['suggestion']!r}?" if item["suggestion"] else ""
         click.echo(f"unknown scope: {item['path']}: {item['reason']}{guess}")

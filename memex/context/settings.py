@@ -70,6 +70,11 @@ def load_settings(vault: Vault) -> ContextSettings:
     for key in ("commit_token_threshold", "recall_limit", "recall_max_injected_chars"):
         if getattr(out, key) < 1:
             raise ConfigError(f"{CONFIG_RELPATH}: {key} must be at least 1")
+    for key in ("recall_score_threshold", "recall_cosine_threshold"):
+        # Both compare with a score or calibrated cosine of 0 to 1; found from
+        # outside: recall_score_threshold = 7 was taken, and recalled nothing.
+        if not 0.0 <= getattr(out, key) <= 1.0:
+            raise ConfigError(f"{CONFIG_RELPATH} [recall]: {key} must be from 0 to 1, got {getattr(out, key)}")
     if out.recall_cosine_growth < 0:
         raise ConfigError(f"{CONFIG_RELPATH} [recall]: recall_cosine_growth must not be negative")
     if out.commit_keep_recent_count < 0:
