@@ -25,7 +25,7 @@ import os
 import shutil
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -138,29 +138,56 @@ class FastEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        # Texts the model reads as the same word pieces get one run: an add
+        # embeds a body and the whitespace-normalized text the index stores,
+        # which the tokenizer sees alike (docs/import.md, "Speed").
+        slot: dict[Hashable, int] = {}
+        unique: list[str] = []
+        lengths: list[int] = []
+        which: list[int] = []
+        for text, read in zip(texts, self._reads(texts)):
+            if read not in slot:
+                slot[read] = len(unique)
+                unique.append(text)
+                lengths.append(self._length(read))
+            which.append(slot[read])
         # A batch is padded to its longest text: embedding in order of length,
         # in batches of about equal length, keeps short memories from paying
         # for a long one (or a chunk) in their batch.
-        lengths = self._lengths(texts)
-        order = sorted(range(len(texts)), key=lengths.__getitem__)
+        order = sorted(range(len(unique)), key=lengths.__getitem__)
         parts: list[np.ndarray] = []
         with self._lock:  # onnxruntime sessions are not re-entrant across threads here
             for batch in batches([lengths[i] for i in order], BATCH_SIZE):
-                chosen = [texts[order[i]] for i in batch]
+                chosen = [unique[order[i]] for i in batch]
                 parts.append(np.asarray(self._run(chosen), dtype=np.float32))
         sorted_vectors = np.concatenate(parts)
         vectors = np.empty_like(sorted_vectors)
         vectors[order] = sorted_vectors
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
-        return np.ascontiguousarray(vectors / norms, dtype=np.float32)
+        return np.ascontiguousarray((vectors / norms)[which], dtype=np.float32)
+
+    def _reads(self, texts: Sequence[str]) -> list[Hashable]:
+        """What the model reads of each text: its word pieces (truncation
+        included), or the text itself when there is no tokenizer to ask."""
+        if self._tokenizer is None:
+            return list(texts)
+        # The model's tokenizer pads a batch: the attention mask says which ids are the text's.
+        return [
+            tuple(i for i, real in zip(e.ids, e.attention_mask) if real)
+            for e in self._tokenizer.encode_batch(list(texts))
+        ]
 
     def _lengths(self, texts: Sequence[str]) -> list[int]:
         """Word pieces the model will read of each text (truncation included)."""
-        if self._tokenizer is None:
-            return [min(len(t) // 4 + 2, MAX_TOKENS) for t in texts]
-        # The model's tokenizer pads a batch: count the attention mask, not the ids.
-        return [sum(e.attention_mask) for e in self._tokenizer.encode_batch(list(texts))]
+        return [self._length(read) for read in self._reads(texts)]
+
+    @staticmethod
+    def _length(read: Hashable) -> int:
+        if isinstance(read, str):
+            return min(len(read) // 4 + 2, MAX_TOKENS)
+        assert isinstance(read, tuple)
+        return len(read)
 
 
 def _bundled_model_dir() -> Path | None:

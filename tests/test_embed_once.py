@@ -1,0 +1,70 @@
+"""The model runs once per distinct input it reads (docs/import.md, "Speed").
+
+An add embeds a body and the whitespace-normalized text the index stores
+(memex/adding.py); for a note ("# Title\\n\\ntext") those are two texts, two
+cache keys, but the same word pieces: the model must not run twice on them.
+Found from outside: ``memex import`` of 400 notes embedded 800 texts and
+cost three times a reindex of the same files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memex.importers import import_path
+from memex.vault import Vault
+
+
+def _count_model_inputs(embedder: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts that reach the model itself (the real one, counted)."""
+    seen: list[str] = []
+    real = embedder._run
+
+    def counted(texts: Sequence[str]) -> Any:
+        seen.extend(texts)
+        return real(texts)
+
+    monkeypatch.setattr(embedder, "_run", counted)
+    return seen
+
+
+@pytest.mark.model
+def test_texts_the_model_reads_alike_run_once(real_embedder: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [
+        "# Deploys\n\nDeploys  happen on\tTuesdays.",
+        "# Deploys Deploys happen on Tuesdays.",  # normalized: the same word pieces
+        "Deploys happen on Fridays.",
+    ]
+    alone = [real_embedder.embed([t])[0] for t in texts]
+    seen = _count_model_inputs(real_embedder, monkeypatch)
+    vectors = real_embedder.embed(texts)
+    assert sorted(seen) == sorted([texts[0], texts[2]])
+    assert vectors.shape == (3, real_embedder.dim) and vectors.dtype == np.float32
+    assert np.array_equal(vectors[0], vectors[1])
+    for got, want in zip(vectors, alone):
+        assert float(np.abs(got - want).max()) <= 1e-5
+    assert float(np.dot(vectors[0], vectors[2])) < 0.999  # a different text keeps its own vector
+
+
+@pytest.mark.model
+def test_an_import_of_notes_runs_the_model_once_per_note(
+    model_vault: Vault, real_embedder: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    folder = tmp_path / "notes"
+    (folder / ".obsidian").mkdir(parents=True)
+    topics = ["billing retries", "the staging host", "release notes", "on-call rota", "the search index"]
+    for n, topic in enumerate(topics):
+        (folder / f"note {n}.md").write_text(
+            f"Owner of {topic}: team {n}.\n\nReviewed  every {n + 2} weeks;\nsee the runbook.\n", encoding="utf-8"
+        )
+    seen = _count_model_inputs(real_embedder, monkeypatch)
+    report = import_path(model_vault, folder)
+    assert report.created == len(topics)
+    assert len(seen) == len(topics), seen  # was two per note: the body, then its normalized text
+    hit = model_vault.search("who owns the staging host", limit=1)[0]
+    assert "team 1" in hit.body
