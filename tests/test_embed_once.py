@@ -68,3 +68,28 @@ def test_an_import_of_notes_runs_the_model_once_per_note(
     assert len(seen) == len(topics), seen  # was two per note: the body, then its normalized text
     hit = model_vault.search("who owns the staging host", limit=1)[0]
     assert "team 1" in hit.body
+
+
+def test_an_import_embeds_long_notes_chunks_ahead_with_their_bodies(
+    vault: Vault, fake_embedder: Any, tmp_path: Path
+) -> None:
+    """A long note's chunks are embedded in the batch ahead of the adds
+    (memex.importers.Prefetched), not one add at a time."""
+    folder = tmp_path / "notes"
+    (folder / ".obsidian").mkdir(parents=True)
+    for n in range(6):
+        words = " ".join(f"step{n}x{i} checks the queue" for i in range(90))
+        (folder / f"long {n}.md").write_text(f"Runbook {n}.\n\n{words}\n", encoding="utf-8")
+    calls: list[list[str]] = []
+    real = fake_embedder.embed
+
+    def counting(texts: Sequence[str]) -> Any:
+        calls.append(list(texts))
+        return real(texts)
+
+    fake_embedder.embed = counting
+    report = import_path(vault, folder)
+    assert report.created == 6
+    chunks = vault.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    assert chunks >= 6  # each note is longer than the model's window
+    assert len(calls) == 1, [len(c) for c in calls]  # the batch ahead held every text the adds embed

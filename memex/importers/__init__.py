@@ -269,7 +269,7 @@ def import_path(
     if not dry_run and vault.embedder is not None:
         from memex.vault import Vault as _Vault
 
-        ahead = Prefetched(vault.embedder)
+        ahead = Prefetched(vault.embedder, vault.indexer.chunker)
         adder = _Vault(vault.root, embedder=ahead)
     try:
         for n, cand in enumerate(found, 1):
@@ -296,8 +296,10 @@ EMBED_AHEAD = 64
 
 class Prefetched:
     """The vault's model, fed in batches: before a run of adds, the texts those
-    adds will embed (the body, and the normalized body the index stores) are
-    embedded together, and each add then takes its vectors from here.
+    adds will embed (the body, the normalized body the index stores and, for a
+    long one, its chunks) are embedded together, and each add then takes its
+    vectors from here. The body and its normalized text are one run of the
+    model when it reads them alike (:meth:`memex.embedding.embed.FastEmbedder.embed`).
 
     Only in memory: nothing reaches the index's embedding cache that
     :meth:`Vault.add` would not put there itself, so a refused (erased) or
@@ -305,8 +307,9 @@ class Prefetched:
     what stored memories use). A text not prefetched goes to the model.
     """
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, chunker: Callable[[str], list[str]] | None = None) -> None:
         self.model = model
+        self.chunker = chunker
         self.model_id: str = model.model_id
         self.dim: int = model.dim
         self._ready: dict[str, Any] = {}
@@ -317,7 +320,8 @@ class Prefetched:
         texts: list[str] = []
         for cand in cands:
             body = strip_injected(cand.text).strip()
-            texts += [body, normalize(body)]
+            stored = normalize(body)
+            texts += [body, stored, *(self.chunker(stored) if self.chunker is not None else ())]
         wanted = [t for t in dict.fromkeys(texts) if t]
         self._ready = dict(zip(wanted, self.model.embed(wanted))) if wanted else {}
 
