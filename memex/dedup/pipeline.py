@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import apsw
@@ -202,9 +203,9 @@ def check(
         return Decision(status="duplicate", method="exact", existing_id=existing, similarity=1.0)
 
     neighbours = _neighbours(index, store, cand, limits)
-    tokens = content_tokens(cand.body)
+    tokens = _content_tokens(cand.body)
     for n in neighbours.values():
-        n.jaccard = jaccard(tokens, content_tokens(n.body))
+        n.jaccard = jaccard(tokens, _content_tokens(n.body))
     rows: list[embed.CacheRow] = []
 
     def query_cosines(found: list[_Neighbour]) -> list[float]:
@@ -326,6 +327,14 @@ def _neighbours(
     return found
 
 
+# Kept per text, like memex.dedup.values' numbers: the same neighbours come
+# back add after add (an import of notes on one topic met each stored note
+# again in most later adds; docs/import.md, "Speed").
+@lru_cache(maxsize=4096)
+def _content_tokens(body: str) -> frozenset[str]:
+    return frozenset(content_tokens(body))
+
+
 def _cosines(store: IndexStore, qvec: np.ndarray, rowids: list[int]) -> dict[int, float]:
     return {r: float(np.dot(embed.from_blob(blob), qvec)) for r, blob in store.body_vectors(rowids).items()}
 
@@ -340,7 +349,7 @@ def echo_cutoff(limits: Thresholds) -> str:
     return _iso(now - dt.timedelta(seconds=limits.echo_window_seconds))
 
 
-def _turn_echo(store: IndexStore, cand: Candidate, tokens: set[str], limits: Thresholds) -> Decision | None:
+def _turn_echo(store: IndexStore, cand: Candidate, tokens: frozenset[str], limits: Thresholds) -> Decision | None:
     """Layer 5: an agent restating a hook's verbatim capture of this session."""
     if (
         cand.session is None
@@ -356,7 +365,7 @@ def _turn_echo(store: IndexStore, cand: Candidate, tokens: set[str], limits: Thr
         # A different number is a new value, not an echo: let it through.
         if differs_in_number(body, cand.body):
             continue
-        jac = jaccard(tokens, content_tokens(body))
+        jac = jaccard(tokens, _content_tokens(body))
         if jac >= limits.echo_jaccard and (best is None or jac > best[0]):
             best = (jac, mid)
     if best is None:
