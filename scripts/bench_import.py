@@ -12,7 +12,15 @@ assistant answers), then imports each into a fresh vault with the real
 model, as ``memex import`` does (``memex.importers.import_path``). Reports
 for each: items found, created, seconds, items per second (wall and CPU),
 and the parse time alone (``--dry-run``). A second import of the same
-folder measures the all-duplicates path. Prints JSON.
+folder measures the all-duplicates path. For the notes, the imported
+memory files are then copied into another fresh vault and reindexed
+(``reindex_same_files``): an import embeds, deduplicates and indexes the
+same files a reindex indexes, so ``import_cpu_over_reindex_cpu`` says what
+the add path costs beyond indexing (docs/import.md, "Speed"). ``--folder``
+imports a folder of your own instead of the generated notes. Prints JSON.
+
+    .venv/bin/python scripts/bench_import.py --notes 400 --conversations 40
+    .venv/bin/python scripts/bench_import.py --folder ~/notes --conversations 40
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -77,32 +86,55 @@ def timed_import(root: Path, source: Path, dry_run: bool = False) -> dict[str, A
         wall, cpu = time.perf_counter() - wall, _cpu() - cpu
     return {
         "format": report.format, "found": report.found, "created": report.created,
-        "duplicate": report.duplicate, "seconds": round(wall, 2),
+        "duplicate": report.duplicate, "seconds": round(wall, 2), "cpu_seconds": round(cpu, 2),
         "items_per_s": round(report.found / wall, 1), "items_per_cpu_s": round(report.found / cpu, 1),
     }
+
+
+def timed_reindex(imported: Path, root: Path) -> dict[str, Any]:
+    """Reindex, in a fresh vault ``root`` (empty embedding cache), the
+    memory files an import wrote into the vault ``imported``."""
+    shutil.copytree(imported / "memories", root / "memories", dirs_exist_ok=True)
+    with Vault(root) as vault:
+        vault.embedder  # loaded once per process, as for the import
+        wall, cpu = time.perf_counter(), _cpu()
+        report = vault.reindex()
+        wall, cpu = time.perf_counter() - wall, _cpu() - cpu
+    return {"added": report.added, "embedded": report.embedded, "seconds": round(wall, 2), "cpu_seconds": round(cpu, 2)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--notes", type=int, default=500)
     parser.add_argument("--conversations", type=int, default=100)
+    parser.add_argument("--folder", type=Path, help="import this folder of notes instead of generated ones")
     args = parser.parse_args()
     if args.notes < 1 or args.conversations < 1:
         parser.error("--notes and --conversations must be positive")
+    if args.folder is not None and not args.folder.is_dir():
+        parser.error(f"--folder {args.folder}: not a folder")
     os.environ.pop("MEMEX_VAULT", None)
     rng = random.Random(10)
     with tempfile.TemporaryDirectory(prefix="memex-bench-import-") as tmp:
         base = Path(tmp)
-        notes(base / "notes", args.notes, rng)
+        folder = args.folder.expanduser().resolve() if args.folder is not None else base / "notes"
+        if args.folder is None:
+            notes(folder, args.notes, rng)
         conversations(base / "conversations.json", args.conversations, rng)
         figures: dict[str, Any] = {"load_average_1m_before": round(os.getloadavg()[0], 2)}
-        for name, source in (("obsidian", base / "notes"), ("chatgpt", base / "conversations.json")):
+        for name, source in (("notes", folder), ("chatgpt", base / "conversations.json")):
             root = init_vault(base / f"vault-{name}", git=False)
             figures[name] = {
                 "parse_only": timed_import(root, source, dry_run=True),
                 "import": timed_import(root, source),
-                "again_all_duplicates": timed_import(root, source),
             }
+            if name == "notes":
+                again = timed_reindex(root, init_vault(base / "vault-reindex", git=False))
+                figures[name]["reindex_same_files"] = again
+                figures[name]["import_cpu_over_reindex_cpu"] = round(
+                    figures[name]["import"]["cpu_seconds"] / max(again["cpu_seconds"], 1e-9), 2
+                )
+            figures[name]["again_all_duplicates"] = timed_import(root, source)
         figures["load_average_1m_after"] = round(os.getloadavg()[0], 2)
         print(json.dumps(figures, indent=2))
 
