@@ -157,6 +157,12 @@ def add(
     content = memory_file.serialize(MemoryFile(meta, body + "\n"))
     _check_file(content, max_bytes)
 
+    # The pipeline's first layer, asked before any embedding: a body stored
+    # already needs no vector (an import run again is all exact duplicates).
+    existing = vault.store.exact_duplicate(scope, body_hash(body), supersedes)
+    if existing is not None:
+        return _known(vault, pipeline.Decision("duplicate", "exact", existing, 1.0))
+
     qvec, cache_rows = _vectors(vault, body, content)
     cand = pipeline.Candidate(body=body, scope=scope, source=source, session=session, supersedes=supersedes, qvec=qvec)
     decision = pipeline.check(vault.index, vault.config, vault.embedder, cand, cache=vault.local_store)

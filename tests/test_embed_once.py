@@ -93,3 +93,32 @@ def test_an_import_embeds_long_notes_chunks_ahead_with_their_bodies(
     chunks = vault.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     assert chunks >= 6  # each note is longer than the model's window
     assert len(calls) == 1, [len(c) for c in calls]  # the batch ahead held every text the adds embed
+
+
+def test_a_body_stored_already_is_answered_before_any_embedding(
+    vault: Vault, fake_embedder: Any, tmp_path: Path
+) -> None:
+    """Dedup's exact layer needs no vector: an import run again (every note
+    a duplicate) and an add of a stored body embed nothing."""
+    folder = tmp_path / "notes"
+    (folder / ".obsidian").mkdir(parents=True)
+    for n in range(5):
+        (folder / f"note {n}.md").write_text(f"Service {n} pages team {n}.\n\nEscalate after {n + 1} hours.\n")
+    assert import_path(vault, folder).created == 5
+    calls: list[list[str]] = []
+    real = fake_embedder.embed
+
+    def counting(texts: Sequence[str]) -> Any:
+        calls.append(list(texts))
+        return real(texts)
+
+    fake_embedder.embed = counting
+    again = import_path(vault, folder)
+    assert (again.created, again.duplicate) == (0, 5)
+    assert {item["method"] for item in again.items} == {"exact"}
+    first = vault.list()[0]
+    result = vault.add(first.body, scope=first.scope)
+    assert (result.status, result.method, result.existing_id) == ("duplicate", "exact", first.id)
+    assert calls == []
+    assert vault.add("Service 9 pages team 9.", scope=first.scope).status == "created"
+    assert calls  # a new body is embedded as before

@@ -269,7 +269,12 @@ def import_path(
     if not dry_run and vault.embedder is not None:
         from memex.vault import Vault as _Vault
 
-        ahead = Prefetched(vault.embedder, vault.indexer.chunker)
+        from memex.text import body_hash
+
+        def stored(body: str, scope: str = scope) -> bool:
+            return vault.store.exact_duplicate(scope, body_hash(body), None) is not None
+
+        ahead = Prefetched(vault.embedder, vault.indexer.chunker, stored)
         adder = _Vault(vault.root, embedder=ahead)
     try:
         for n, cand in enumerate(found, 1):
@@ -307,9 +312,15 @@ class Prefetched:
     what stored memories use). A text not prefetched goes to the model.
     """
 
-    def __init__(self, model: Any, chunker: Callable[[str], list[str]] | None = None) -> None:
+    def __init__(
+        self, model: Any, chunker: Callable[[str], list[str]] | None = None,
+        stored: Callable[[str], bool] | None = None,
+    ) -> None:
         self.model = model
         self.chunker = chunker
+        # A body stored already is answered "duplicate" before any embedding
+        # (memex/adding.py): nothing to embed ahead for it.
+        self.stored = stored
         self.model_id: str = model.model_id
         self.dim: int = model.dim
         self._ready: dict[str, Any] = {}
@@ -320,6 +331,8 @@ class Prefetched:
         texts: list[str] = []
         for cand in cands:
             body = strip_injected(cand.text).strip()
+            if self.stored is not None and self.stored(body):
+                continue
             stored = normalize(body)
             texts += [body, stored, *(self.chunker(stored) if self.chunker is not None else ())]
         wanted = [t for t in dict.fromkeys(texts) if t]
