@@ -13,7 +13,8 @@ which agent and which transcript format. OpenClaw's adapter
   additional context.
 - ``UserPromptSubmit`` (``prompt``): auto-recall for the prompt, keyword
   capture ("remember that …" is stored verbatim, ``source: keyword``), and
-  the hand-off note naming what was captured, as additional context.
+  the hand-off note naming what was captured and not named before
+  (:func:`handoff_note`), as additional context.
 - ``Stop``: the turn's new transcript lines and ``last_assistant_message``
   go to the context engine's ``after_turn`` (archive; commit when due) —
   after the answer.
@@ -92,10 +93,23 @@ def recall_scopes(settings: AgentSettings, cwd: str | None) -> list[str]:
     return list(dict.fromkeys(scopes))
 
 
-def _handoff_text(vault: Vault, session: str) -> str:
-    from memex.dedup.handoff import handoff  # numpy: not on every hook's start-up path
+def handoff_note(vault: Vault, agent: str, session: str, whole: bool = False) -> str:
+    """The hand-off note for this turn: the captures not named to the agent before.
 
-    return handoff(vault, session).text
+    The note says "already stored verbatim this turn"; the captures stay in
+    the dedup's echo window for minutes, and naming them again on every
+    prompt repeated earlier turns' captures as this one's. ``whole`` (resume,
+    compact: earlier notes may be gone from the agent's context) names every
+    capture still in the window. docs/agents.md, "Hand-off note".
+    """
+    from memex.dedup.handoff import handoff, render  # numpy: not on every hook's start-up path
+
+    items = handoff(vault, session).items
+    if not whole:
+        told = set(hook_io.noted(vault, agent, session))
+        items = [i for i in items if i.id not in told]
+    hook_io.mark_noted(vault, agent, session, [i.id for i in items])
+    return render(items)
 
 
 def injected_block(answer: dict[str, Any]) -> str:
@@ -181,7 +195,7 @@ def session_start(vault: Vault, payload: Payload, agent: str) -> HookResult:
     head = session_note(session)
     if source == FORK_SOURCE:
         _skip_copied_history(vault, payload, agent, session)
-    tail = _handoff_text(vault, session) if source in CONTINUING_SOURCES else ""
+    tail = handoff_note(vault, agent, session, whole=True) if source in CONTINUING_SOURCES else ""
     block = ""
     if switch(vault, "auto_recall") and settings.session_start_limit:
         hits = start_memories(vault, settings, cwd, settings.session_start_limit)
@@ -211,7 +225,7 @@ def user_prompt(vault: Vault, payload: Payload, agent: str) -> HookResult:
         block = injected_block(answer)
     if switch(vault, "auto_capture"):
         context.capture_keyword(vault, session, prompt, source="keyword", scope=settings.capture_scope)
-    text = fit.fit_context(agent, "", block, _handoff_text(vault, session))
+    text = fit.fit_context(agent, "", block, handoff_note(vault, agent, session))
     return HookResult(hook_io.context_output("UserPromptSubmit", text))
 
 
