@@ -43,7 +43,7 @@ from memex import context
 from memex.agents import fit, hook_io, transcript, warm
 from memex.agents.hook_io import HookResult, Payload
 from memex.config import setting
-from memex.context import inject
+from memex.context import gate, inject
 from memex.context.archive import load_state
 from memex.errors import InvalidArgument
 from memex.search.hybrid import Hit
@@ -142,7 +142,8 @@ def start_memories(vault: Vault, settings: AgentSettings, cwd: str | None, limit
     There is no prompt yet, so the session's project stands for it: first
     the project's own memories (``project:NAME`` from ``cwd``), newest
     first; then the user's memories relevant to the project (searched with
-    the project's name and its memories, above the recall threshold); then,
+    the project's name and its memories, kept by prompt recall's gate,
+    memex/context/gate.py); then,
     in at most half the places (all of them without a project), the user's
     newest memories. Confidence plays no part: a confident memory about
     another project is neither relevant to this one nor newer for it.
@@ -157,12 +158,13 @@ def start_memories(vault: Vault, settings: AgentSettings, cwd: str | None, limit
             chosen[hit.id] = hit
     if project and len(chosen) < limit:  # the search embeds a query: only when there is room
         query = " ".join([project.split(":", 1)[1], *(h.body for h in chosen.values())])[:START_QUERY_CHARS]
-        threshold = context.load_settings(vault).recall_score_threshold
-        for hit in vault.search(query, limit=limit * 3, scope=others):
+        # Prompt recall's gate (fused score, or a clear calibrated cosine): measured
+        # for this query in docs/context-engine.md, "SessionStart".
+        keep = gate.for_vault(vault, query, context.load_settings(vault))
+        for hit in keep(vault.search(query, limit=limit * 3, scope=others)):
             if len(chosen) >= limit:
                 break
-            if hit.score >= threshold:
-                chosen.setdefault(hit.id, hit)
+            chosen.setdefault(hit.id, hit)
     # Without a project nothing can be judged relevant: recency fills every place.
     recent, most_recent = 0, max(1, limit // 2) if project else limit
     newest = _newest([h for scope in others for h in vault.list(scope=scope, limit=limit * 4)])
