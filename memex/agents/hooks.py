@@ -307,16 +307,27 @@ def pre_compact(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookRes
     )
 
 
-def _end(vault: Vault, payload: Payload, agent: str, fmt: str, session: str) -> None:
-    archive_pending(vault, payload, agent, fmt, session)
-    # A commit waits for commit_token_threshold pending tokens, which a short
-    # session never reaches; what its user decided must not stay in the
-    # archive only (docs/agents.md, SessionEnd).
+def finish_session(vault: Vault, session: str) -> dict[str, Any]:
+    """What an agent's session-end event does once its turns are archived:
+    commit what is pending, then consolidate the session.
+
+    A commit waits for commit_token_threshold pending tokens, which a short
+    session never reaches; what its user decided must not stay in the
+    archive only (docs/agents.md, SessionEnd). Claude Code's SessionEnd and
+    OpenClaw's ``session_end`` (memex/agents/openclaw_engine.py) come here.
+    """
+    committed = 0
     if load_state(vault, session).pending_tokens > 0:
-        context.commit_session(vault, session)
+        committed = len(context.commit_session(vault, session).get("memories", []))
     from memex.consolidation.consolidate import consolidate  # numpy: not on every hook's start-up path
 
     consolidate(vault, session)
+    return {"committed": committed}
+
+
+def _end(vault: Vault, payload: Payload, agent: str, fmt: str, session: str) -> None:
+    archive_pending(vault, payload, agent, fmt, session)
+    finish_session(vault, session)
 
 
 def session_end(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookResult:
