@@ -20,9 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memex.context import archive
+from memex.context import archive, gate
 from memex.context.budget import budget_plan
-from memex.context import gate
 from memex.context.inject import has_block, prepend_block, render_memories_block, render_summary, strip_blocks
 from memex.context.messages import check_messages, is_tool_result_only, latest_index, normalize_turns, units
 from memex.context.sessions import bypassed
