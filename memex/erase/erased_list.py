@@ -17,13 +17,12 @@ Both live in files under ``.memex/`` so that they survive deleting
   --allow-erased``, ``memex reindex --allow-erased PATH``); a later erasure
   of the same text appends the digest again. The last line about a digest
   decides.
-- ``erased.local``: the same lines again, git-ignored. git rewrites
-  ``erased.txt`` whenever it restores the tree (``git checkout -- .``,
-  ``git restore``, ``git reset --hard``, a stash): that would bring an erased
-  file back *and* drop it from the list in one step. Each read of the list
-  first makes the two agree (:func:`_heal`): lines one holds more often than
-  the other are appended to it, in order, so a list git cut short regains
-  what this clone erased, and the journal learns teammates' lines.
+- ``erased.local``: the same lines again, git-ignored, so that git
+  restoring an older ``erased.txt`` (``git checkout -- .``, ``git reset
+  --hard``, a stash) cannot bring an erased file back *and* drop it from the
+  list in one step. The two are read as one (:mod:`memex.erase.mirror`);
+  reads never write ``erased.txt``, so memex leaves git no local change to
+  refuse over.
 
 What counts as the same text: the body as dedup normalizes it (provenance
 prefix and injected blocks removed, Unicode NFC, whitespace runs collapsed,
@@ -51,9 +50,9 @@ import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
-from memex.files import permissions
 from memex.errors import IndexStoreError
-from memex.layout import ERASE_KEY_NAME, ERASED_JOURNAL_NAME, ERASED_LIST_NAME, GIT_IGNORE_NAME
+from memex.erase.mirror import Mirror
+from memex.layout import ERASE_KEY_NAME, ERASED_JOURNAL_NAME, ERASED_LIST_NAME
 from memex.text import body_hash, normalize, strip_injected
 
 KEY_NAME = ERASE_KEY_NAME
@@ -137,65 +136,16 @@ def legacy_hash(key: bytes, body: str) -> str:
     return hmac.new(key, body_hash(body).encode("ascii"), hashlib.sha256).hexdigest()
 
 
-def _append(memex_dir: Path, lines: list[str], names: tuple[str, ...] = (JOURNAL_NAME, LIST_NAME)) -> None:
-    if not lines:
-        return
-    for name in names:  # the journal first: git never rewrites it
-        if name == JOURNAL_NAME and not (memex_dir / name).exists():
-            _ignore_journal(memex_dir)
-        with permissions.open_append(memex_dir / name) as handle:  # private, like the rest of .memex/
-            handle.write("".join(line + "\n" for line in lines))
-            handle.flush()
-            os.fsync(handle.fileno())
-
-
-def _ignore_journal(memex_dir: Path) -> None:
-    """A vault made before the journal existed learns to keep it out of git."""
-    ignore = memex_dir.parent / GIT_IGNORE_NAME
-    line = f"{memex_dir.name}/{JOURNAL_NAME}"
-    try:
-        text = ignore.read_text(encoding="utf-8")
-        if line not in text.splitlines():
-            ignore.write_text(text.rstrip("\n") + "\n" + line + "\n", encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        pass  # no .gitignore (or not ours to read): a committed journal holds no text either
-
-
-def _lines(path: Path) -> list[str]:
-    try:
-        text = path.read_text(encoding="ascii")
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
-        raise IndexStoreError(f"{path}: cannot read the erased list: {exc}") from exc
+def mirror(memex_dir: Path) -> Mirror:
+    """``erased.txt`` and its journal (reads, doctor's count of lines git cut, their restore)."""
     # Only entries travel between the list and its journal: a line of anything
     # else (git's conflict markers, say) would be copied back after the
     # person who resolved the conflict deleted it.
-    return [line.strip() for line in text.splitlines() if _ENTRY.match(line.strip())]
+    return Mirror(memex_dir / LIST_NAME, memex_dir / JOURNAL_NAME, lambda line: bool(_ENTRY.match(line)))
 
 
-def _beyond(source: list[str], target: list[str]) -> list[str]:
-    """The lines of ``source``, in order, that ``target`` holds fewer times."""
-    have: dict[str, int] = {}
-    for line in target:
-        have[line] = have.get(line, 0) + 1
-    extra: list[str] = []
-    for line in source:
-        if have.get(line, 0) > 0:
-            have[line] -= 1
-        else:
-            extra.append(line)
-    return extra
-
-
-def _heal(memex_dir: Path) -> list[str]:
-    """Make the list and its journal agree (see the module doc); returns the list's lines."""
-    listed = _lines(memex_dir / LIST_NAME)
-    journal = _lines(memex_dir / JOURNAL_NAME)
-    lost = _beyond(journal, listed)
-    _append(memex_dir, lost, (LIST_NAME,))
-    _append(memex_dir, _beyond(listed, journal), (JOURNAL_NAME,))
-    return listed + lost
+def _append(memex_dir: Path, lines: list[str]) -> None:
+    mirror(memex_dir).append(lines)
 
 
 def remember(memex_dir: Path, bodies: Iterable[str], ids: Iterable[str] = ()) -> int:
@@ -234,8 +184,12 @@ def allow(memex_dir: Path, bodies: Iterable[str], ids: Iterable[str] = ()) -> in
 
 def _state(memex_dir: Path) -> dict[str, bool]:
     """digest -> erased now (True) or allowed back (False); the last line decides."""
+    return _parse(mirror(memex_dir).lines())
+
+
+def _parse(lines: list[str]) -> dict[str, bool]:
     state: dict[str, bool] = {}
-    for line in _heal(memex_dir):
+    for line in lines:
         parts = line.split()
         if len(parts) == 1:
             state[parts[0]] = True
@@ -280,18 +234,20 @@ class Guard:
         sizes = (_size(self.memex_dir / LIST_NAME), _size(self.memex_dir / JOURNAL_NAME))
         if sizes == self._sizes:
             return
-        state = _state(self.memex_dir) if any(sizes) else {}
+        lines = mirror(self.memex_dir).lines() if any(sizes) else []
+        state = _parse(lines)
         self._erased = {h for h, erased in state.items() if erased}
         self._key = _key(self.memex_dir, create=False) if self._erased else None
         if self._erased and self._key is None:
             raise _missing_key(self.memex_dir)
-        # Healing may have grown either file: remember their sizes after it.
+        # Reading may have taught the journal lines: remember the sizes after it.
         self._sizes = (_size(self.memex_dir / LIST_NAME), _size(self.memex_dir / JOURNAL_NAME))
-        self._size = self._sizes[0]
+        # The list as read (both files as one), not erased.txt's size: git may have cut that.
+        self._size = sum(len(line) + 1 for line in lines)
 
     @property
     def size(self) -> int:
-        """The list's size in bytes at the last :meth:`refresh` (it only grows)."""
+        """The list's size in bytes at the last :meth:`refresh`, both files read as one (it only grows)."""
         return max(self._size, 0)
 
     def erased_id(self, memory_id: str) -> bool:

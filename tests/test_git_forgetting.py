@@ -1,0 +1,151 @@
+"""Forgetting against everyday git, each in a real repository through the CLI (docs/forgetting.md).
+
+Each test here failed on the code before its fix: `git stash pop` after an
+erase refused, a look at an older commit left git refusing to go back, and
+`git reset --hard` took the audit log's record of an erasure with it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.erasekit import files_with_text
+from tests.test_erase_leaks import SECRET, WORDS, cli, commit_all, git, git_env  # noqa: F401 (a fixture)
+from memex.vault import init_vault
+
+KEEP = "We deploy the shop on Fridays after the standup"
+
+
+def run(root: Path, *args: str) -> dict[str, object]:
+    code, out = cli(root, *args, "--json")
+    data = json.loads(out)
+    assert isinstance(data, dict)
+    return {**data, "_code": code}
+
+
+def add(root: Path, text: str) -> str:
+    data = run(root, "add", text)
+    assert data["_code"] == 0, data
+    return str(data["id"])
+
+
+def erase(root: Path, memory_id: str) -> None:
+    data = run(root, "erase", memory_id, "--reason", "privacy")
+    assert data["_code"] == 0 and data["erased"] == [memory_id], data
+
+
+def git_try(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
+
+
+def assert_forgotten(root: Path, secret: str) -> None:
+    """Nothing memex shows holds the erased memory, and no file of the work tree does."""
+    code, out = cli(root, "search", "Zqorblax storage unit", "--json")
+    assert code == 0 and secret not in out and "Zqorblax" not in out
+    code, out = cli(root, "list", "--json")
+    assert code == 0 and secret not in out
+    code, _ = cli(root, "get", secret)
+    assert code != 0
+    assert files_with_text(root, WORDS) == {}
+
+
+@pytest.fixture
+def repo(tmp_path: Path, git_env: None) -> Path:
+    """A committed vault whose erased list and audit log are already tracked (an erasure happened before)."""
+    root = init_vault(tmp_path / "gvault", git=True)
+    erase(root, add(root, "An earlier note nobody needs any more"))
+    add(root, KEEP)
+    commit_all(root, "memories")
+    return root
+
+
+def test_git_stash_pop_after_an_erase_is_not_refused(repo: Path) -> None:
+    """Found from outside: erase, `git stash`, any memex read (a hook's search),
+    `git stash pop` refused: the read had already appended the stashed lines to
+    the tracked .memex/erased.txt, a local change git will not overwrite."""
+    secret = add(repo, SECRET)
+    commit_all(repo, "secret")
+    erase(repo, secret)
+    after_erase = {name: (repo / ".memex" / name).read_bytes() for name in ("erased.txt", "erasure.log")}
+    git(repo, "stash")
+    code, out = cli(repo, "search", "Zqorblax storage unit", "--json")
+    assert code == 0 and secret not in out  # the stash holds the erasure; the journal still does too
+    assert cli(repo, "reindex")[0] == 0
+    doctor = run(repo, "doctor")
+    assert doctor["_code"] != 0 and len(doctor["drift"]["erased_restored"]) == 1  # type: ignore[index]
+
+    popped = git_try(repo, "stash", "pop")
+    assert popped.returncode == 0, popped.stdout + popped.stderr
+    for name, data in after_erase.items():
+        assert (repo / ".memex" / name).read_bytes() == data
+    assert cli(repo, "reindex")[0] == 0
+    assert run(repo, "doctor")["_code"] == 0
+    assert_forgotten(repo, secret)
+
+
+def test_a_look_at_an_older_commit_lets_git_go_back(repo: Path) -> None:
+    """`git checkout OLD` (as `git bisect` does), memex used there, then
+    `git checkout main`: memex must leave no local change in the way."""
+    branch = git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    secret = add(repo, SECRET)
+    commit_all(repo, "secret")
+    erase(repo, secret)
+    commit_all(repo, "erased")
+    git(repo, "checkout", "-q", "HEAD~1")  # the secret and the shorter list come back
+    code, out = cli(repo, "search", "Zqorblax storage unit", "--json")
+    assert code == 0 and secret not in out
+    assert cli(repo, "reindex")[0] == 0
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+    back = git_try(repo, "checkout", "-q", branch)
+    assert back.returncode == 0, back.stdout + back.stderr
+    assert cli(repo, "reindex")[0] == 0
+    assert run(repo, "doctor")["_code"] == 0
+    assert_forgotten(repo, secret)
+
+
+def test_git_reset_hard_past_the_erasure_keeps_its_record(repo: Path) -> None:
+    """`git reset --hard` to before the erase commit deleted the record of the
+    erasure from .memex/erasure.log (committed like the list). The record
+    stays in its journal, doctor says the log is behind, --fix appends it again."""
+    secret = add(repo, SECRET)
+    commit_all(repo, "secret")
+    erase(repo, secret)
+    log = repo / ".memex" / "erasure.log"
+    full = log.read_text(encoding="utf-8")
+    assert secret in full and "Zqorblax" not in full  # ids and counts, never the text
+    commit_all(repo, "erased")
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    assert secret not in log.read_text(encoding="utf-8")
+
+    doctor = run(repo, "doctor")
+    behind = doctor["drift"]["behind"]  # type: ignore[index]
+    assert doctor["_code"] != 0 and any(b.startswith(".memex/erasure.log:") for b in behind), behind
+    assert any(b.startswith(".memex/erased.txt:") for b in behind), behind
+    fixed = run(repo, "doctor", "--fix")
+    assert fixed["after"]["behind"] == []  # type: ignore[index]
+    assert log.read_text(encoding="utf-8") == full
+    code, out = cli(repo, "search", "Zqorblax storage unit", "--json")
+    assert code == 0 and secret not in out
+
+
+def test_the_next_erasure_puts_back_what_git_cut(repo: Path) -> None:
+    """A list and a log that git restored older copies of regain the lost
+    lines, in order, when memex appends to them anyway."""
+    secret = add(repo, SECRET)
+    commit_all(repo, "secret")
+    erase(repo, secret)
+    listed = {name: (repo / ".memex" / name).read_text() for name in ("erased.txt", "erasure.log")}
+    git(repo, "checkout", "--", ".")
+    other = add(repo, "Rotate the staging database password every quarter")
+    erase(repo, other)
+    for name, before in listed.items():
+        now = (repo / ".memex" / name).read_text()
+        assert now.startswith(before) and len(now) > len(before)
+    # The restored file is still the user's to delete (erase by id takes it).
+    erase(repo, secret)
+    assert_forgotten(repo, secret)
