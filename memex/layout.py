@@ -50,6 +50,8 @@ ERASURE_LOG_NAME = "erasure.log"
 ERASURE_JOURNAL_NAME = "erasure.log.local"
 ERASE_KEY_ID_NAME = "erase-key.id"
 SYNC_LOCK_NAME = "sync.lock"
+# In the repository's git folder: spare copies of the erasure key and journals (memex/erase/spare.py).
+GIT_SPARE_DIR = "memex"
 # Beside memories/: which merge driver git uses for which files (docs/team.md).
 GIT_ATTRIBUTES_NAME = ".gitattributes"
 GIT_IGNORE_NAME = ".gitignore"

@@ -149,3 +149,45 @@ def test_the_next_erasure_puts_back_what_git_cut(repo: Path) -> None:
     # The restored file is still the user's to delete (erase by id takes it).
     erase(repo, secret)
     assert_forgotten(repo, secret)
+
+
+def test_git_clean_fdx_takes_nothing_forgetting_needs(repo: Path) -> None:
+    """`git clean -fdx` deletes every git-ignored file: the erasure key (every
+    command then stopped: "erase.key missing"), the journals and the index.
+    After `git checkout -- .` had cut the list, the erasure was gone for good."""
+    secret = add(repo, SECRET)
+    commit_all(repo, "secret")
+    erase(repo, secret)
+    git(repo, "checkout", "--", ".")  # the file and the shorter list are back
+    git(repo, "clean", "-q", "-f", "-d", "-x")
+    assert not (repo / ".memex" / "erase.key").exists() and not (repo / ".memex" / "erased.local").exists()
+
+    assert cli(repo, "reindex")[0] == 0
+    code, out = cli(repo, "search", "Zqorblax storage unit", "--json")
+    assert code == 0 and secret not in out
+    doctor = run(repo, "doctor")
+    assert len(doctor["drift"]["erased_restored"]) == 1, doctor  # type: ignore[index]
+    erase(repo, secret)  # the file git brought back, by id
+    assert cli(repo, "reindex")[0] == 0
+    assert run(repo, "doctor", "--fix")["clean"] is True
+    assert_forgotten(repo, secret)
+
+
+def test_a_linked_worktree_of_an_older_commit_keeps_the_erasure(repo: Path, tmp_path: Path) -> None:
+    """`git worktree add ../old HEAD~1` and memex run there: the work tree has
+    the list but no key (every command stopped), nor any journal."""
+    secret = add(repo, SECRET)
+    commit_all(repo, "secret")
+    erase(repo, secret)
+    commit_all(repo, "erased")
+    old = tmp_path / "old"
+    git(repo, "worktree", "add", "-q", str(old), "HEAD~1")
+    assert files_with_text(old, WORDS)  # the older commit holds the file: git history is the user's
+
+    assert cli(old, "reindex")[0] == 0
+    code, out = cli(old, "search", "Zqorblax storage unit", "--json")
+    assert code == 0 and secret not in out
+    code, out = cli(old, "list", "--json")
+    assert code == 0 and secret not in out
+    doctor = run(old, "doctor")
+    assert len(doctor["drift"]["erased_restored"]) == 1, doctor  # type: ignore[index]

@@ -51,7 +51,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from memex.errors import IndexStoreError
-from memex.erase.mirror import Mirror
+from memex.erase import spare
+from memex.erase.mirror import Mirror, journaled
 from memex.layout import ERASE_KEY_NAME, ERASED_JOURNAL_NAME, ERASED_LIST_NAME
 from memex.text import body_hash, normalize, strip_injected
 
@@ -65,12 +66,18 @@ _ENTRY = re.compile(rf"\A(?:{ALLOW} )?[0-9a-f]{{64}}\Z")
 
 def _key(memex_dir: Path, create: bool) -> bytes | None:
     path = memex_dir / KEY_NAME
+    where = spare.folder(memex_dir)
+    kept = None if where is None else where / KEY_NAME
     try:
         text = path.read_text(encoding="ascii").strip()
     except FileNotFoundError:
-        if not create:
+        saved = None if kept is None else spare.read(kept)
+        if saved is not None and _parse_key(saved) is not None:
+            text = saved  # `git clean -fdx` took it, or a linked work tree never had it
+        elif not create:
             return None
-        text = secrets.token_hex(32)
+        else:
+            text = secrets.token_hex(32)
         # O_EXCL: two processes erasing at once must not each write a key.
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -82,13 +89,26 @@ def _key(memex_dir: Path, create: bool) -> bytes | None:
             os.fsync(handle.fileno())
     except (OSError, UnicodeDecodeError) as exc:
         raise IndexStoreError(f"{path}: cannot read the erasure key: {exc}") from exc
+    key = _parse_key(text)
+    if key is None:
+        raise IndexStoreError(f"{path}: the erasure key is not at least 16 bytes of hex; restore it from a backup")
+    if kept is not None and spare.read(kept) != text:
+        spare.put(kept, text)  # the key this vault uses now, should .memex/ lose it
+    return key
+
+
+def restore_key(memex_dir: Path) -> None:
+    """Put ``erase.key`` back from its spare if it is gone (before a reader looks at the file itself)."""
+    if not (memex_dir / KEY_NAME).exists():
+        _key(memex_dir, create=False)
+
+
+def _parse_key(text: str) -> bytes | None:
     try:
         key = bytes.fromhex(text)
-    except ValueError as exc:
-        raise IndexStoreError(f"{path}: the erasure key is not hex; restore it from a backup") from exc
-    if len(key) < 16:
-        raise IndexStoreError(f"{path}: the erasure key is too short ({len(key)} bytes)")
-    return key
+    except ValueError:
+        return None
+    return key if len(key) >= 16 else None
 
 
 def _trim_ends(text: str) -> str:
@@ -141,7 +161,7 @@ def mirror(memex_dir: Path) -> Mirror:
     # Only entries travel between the list and its journal: a line of anything
     # else (git's conflict markers, say) would be copied back after the
     # person who resolved the conflict deleted it.
-    return Mirror(memex_dir / LIST_NAME, memex_dir / JOURNAL_NAME, lambda line: bool(_ENTRY.match(line)))
+    return journaled(memex_dir, LIST_NAME, JOURNAL_NAME, lambda line: bool(_ENTRY.match(line)))
 
 
 def _append(memex_dir: Path, lines: list[str]) -> None:
@@ -225,13 +245,14 @@ class Guard:
 
     def __init__(self, memex_dir: Path) -> None:
         self.memex_dir = memex_dir
+        self._files = (memex_dir / LIST_NAME, *mirror(memex_dir).journals)
         self._size = -1
-        self._sizes = (-1, -1)
+        self._sizes: tuple[int, ...] = ()
         self._key: bytes | None = None
         self._erased: set[str] = set()
 
     def refresh(self) -> None:
-        sizes = (_size(self.memex_dir / LIST_NAME), _size(self.memex_dir / JOURNAL_NAME))
+        sizes = tuple(_size(path) for path in self._files)
         if sizes == self._sizes:
             return
         lines = mirror(self.memex_dir).lines() if any(sizes) else []
@@ -241,7 +262,7 @@ class Guard:
         if self._erased and self._key is None:
             raise _missing_key(self.memex_dir)
         # Reading may have taught the journal lines: remember the sizes after it.
-        self._sizes = (_size(self.memex_dir / LIST_NAME), _size(self.memex_dir / JOURNAL_NAME))
+        self._sizes = tuple(_size(path) for path in self._files)
         # The list as read (both files as one), not erased.txt's size: git may have cut that.
         self._size = sum(len(line) + 1 for line in lines)
 

@@ -37,6 +37,7 @@ from typing import IO
 
 from memex.errors import IndexStoreError
 from memex.files import permissions
+from memex.erase import spare
 from memex.files.locking import file_lock
 from memex.layout import ERASURE_JOURNAL_NAME, ERASURE_LOG_NAME, GIT_IGNORE_NAME
 
@@ -46,29 +47,38 @@ class Mirror:
     tracked: Path
     journal: Path
     keep: Callable[[str], bool]
+    # A third copy in git's own folder, which `git clean -fdx` spares (memex/erase/spare.py).
+    spare: Path | None = None
+
+    @property
+    def journals(self) -> tuple[Path, ...]:
+        return (self.journal,) if self.spare is None else (self.journal, self.spare)
 
     def lines(self) -> list[str]:
-        """The committed copy's lines, then those only the journal holds (see the module doc)."""
-        listed, journal = self._read(self.tracked), self._read(self.journal)
-        if _beyond(listed, journal):
+        """The committed copy's lines, then those only a journal holds (see the module doc)."""
+        merged, copies = self._merged()
+        if any(_beyond(merged, lines) for lines in copies):
             with self._locked():  # read again under the lock: another process may have written
-                listed, journal = self._read(self.tracked), self._read(self.journal)
-                self._write(self.journal, _beyond(listed, journal))
-                journal = self._read(self.journal)
-        return listed + _beyond(journal, listed)
+                merged, copies = self._merged()
+                for path, lines in zip(self.journals, copies):
+                    self._write(path, _beyond(merged, lines))
+        return merged
 
     def lacking(self) -> list[str]:
-        """The journal's lines the committed copy lacks (git restored an older copy over it)."""
-        return _beyond(self._read(self.journal), self._read(self.tracked))
+        """The journals' lines the committed copy lacks (git restored an older copy over it)."""
+        merged, _ = self._merged()
+        return _beyond(merged, self._read(self.tracked))
 
     def append(self, lines: Iterable[str]) -> None:
-        """Append to the journal, then to the committed copy (after the lines git cut from it)."""
+        """Append to the journals, then to the committed copy (after the lines git cut from it)."""
         new = list(lines)
         if not new:
             return
         with self._locked():
-            self._write(self.journal, new)
-            self._write(self.tracked, _beyond(self._read(self.journal), self._read(self.tracked)))
+            merged, copies = self._merged()
+            for path, held in zip(self.journals, copies):
+                self._write(path, _beyond(merged, held) + new)
+            self._write(self.tracked, _beyond(merged, self._read(self.tracked)) + new)
 
     def restore(self) -> int:
         """Put back the lines git cut from the committed copy; returns how many."""
@@ -78,6 +88,14 @@ class Mirror:
             lost = self.lacking()
             self._write(self.tracked, lost)
         return len(lost)
+
+    def _merged(self) -> tuple[list[str], list[list[str]]]:
+        """(the committed copy's lines and then each journal's it lacks, each journal's lines)."""
+        merged = self._read(self.tracked)
+        copies = [self._read(path) for path in self.journals]
+        for lines in copies:
+            merged = merged + _beyond(lines, merged)
+        return merged, copies
 
     def _locked(self) -> AbstractContextManager[IO[bytes]]:
         if not self.journal.exists():
@@ -90,23 +108,34 @@ class Mirror:
         except FileNotFoundError:
             return []
         except (OSError, UnicodeDecodeError) as exc:
+            if path == self.spare:
+                return []  # the spare is a help, never a reason to stop
             raise IndexStoreError(f"{path}: cannot read it: {exc}") from exc
         return [line.strip() for line in text.splitlines() if self.keep(line.strip())]
 
-    @staticmethod
-    def _write(path: Path, lines: list[str]) -> None:
+    def _write(self, path: Path, lines: list[str]) -> None:
         if not lines:
             return
-        # One write of whole lines on an O_APPEND descriptor: a reader never sees half a line.
-        with permissions.open_append(path, binary=True) as handle:  # private, like the rest of .memex/
-            handle.write("".join(line + "\n" for line in lines).encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            # One write of whole lines on an O_APPEND descriptor: a reader never sees half a line.
+            with permissions.open_append(path, binary=True) as handle:  # private, like the rest of .memex/
+                handle.write("".join(line + "\n" for line in lines).encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError:
+            if path != self.spare:
+                raise  # a read-only .git (say) only costs the spare
 
 
 def audit_log(memex_dir: Path) -> Mirror:
-    """The audit log (memex/erase/steps.py) and its journal: only JSON lines travel."""
-    return Mirror(memex_dir / ERASURE_LOG_NAME, memex_dir / ERASURE_JOURNAL_NAME, _json_line)
+    """The audit log (memex/erase/steps.py) and its journals: only JSON lines travel."""
+    return journaled(memex_dir, ERASURE_LOG_NAME, ERASURE_JOURNAL_NAME, _json_line)
+
+
+def journaled(memex_dir: Path, tracked: str, journal: str, keep: Callable[[str], bool]) -> Mirror:
+    """``tracked`` under ``.memex/``, its ``journal`` beside it, and the spare in git's folder."""
+    where = spare.folder(memex_dir)
+    return Mirror(memex_dir / tracked, memex_dir / journal, keep, None if where is None else where / journal)
 
 
 def _json_line(line: str) -> bool:

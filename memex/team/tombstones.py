@@ -63,6 +63,7 @@ def _read_key(path: Path) -> bytes | None:
 
 
 def local_key(memex_dir: Path) -> bytes | None:
+    erased_list.restore_key(memex_dir)  # from its spare in git's folder, if `git clean -fdx` took it
     return _read_key(memex_dir / KEY_NAME)
 
 
