@@ -342,8 +342,10 @@ class Vault:
         fields memex shows (docs/postgres.md)."""
         store = self.store
         row = self.row_by_id(memory_id)
-        count, last = store.usage_of(memory_id)
         hit = hit_from_row(row)
+        if not hide_erased(store, self._erased, [hit]):  # a row a restored old index.db still holds
+            raise MemoryNotFound(memory_id)
+        count, last = store.usage_of(memory_id)
         decay.annotate(store, [hit], decay.load_policy(self.config))
         record = {k: v for k, v in record_view(hit).items() if k != "body"}
         full = self.root / row.path

@@ -13,10 +13,11 @@ import pytest
 
 from memex import health
 from memex.erase.steps import erase
+from memex.errors import MemoryNotFound
 from memex.vault import Vault, init_vault
 from tests.erasekit import files_with_text, settle
 from tests.fakes import HashEmbedder
-from tests.test_erase_leaks import SECRET, WORDS, commit_all, git, git_env  # noqa: F401 (a fixture)
+from tests.test_erase_leaks import SECRET, WORDS, cli, commit_all, git, git_env  # noqa: F401 (a fixture)
 
 
 @pytest.fixture
@@ -113,3 +114,22 @@ def test_resolving_a_git_conflict_in_the_erased_list_stays_resolved(git_vault: V
     vault.search("Zqorblax")
     assert listed.read_text() == ours + theirs
     assert theirs.strip() in (root / ".memex" / "erased.local").read_text().split()
+
+
+def test_show_does_not_read_back_a_memory_a_restored_backup_brought_back(git_vault: Vault, tmp_path: Path) -> None:
+    """Found from outside: after a whole-vault backup was copied back over an
+    erasure, `search` and `list` hid the memory but `memex show ID` printed it."""
+    vault, root = git_vault, git_vault.root
+    secret = vault.add(SECRET)
+    vault.close()
+    backup = tmp_path / "vault.bak"
+    shutil.copytree(root, backup, symlinks=True)
+    with Vault(root, embedder=HashEmbedder()) as v:
+        erase(v, secret.id, reason="privacy")
+    shutil.copytree(backup, root, symlinks=True, dirs_exist_ok=True)
+
+    with Vault(root, embedder=HashEmbedder()) as v:
+        with pytest.raises(MemoryNotFound):
+            v.get(secret.id)
+    code, out = cli(root, "show", secret.id)
+    assert code != 0 and WORDS[0] not in out

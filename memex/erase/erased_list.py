@@ -221,9 +221,11 @@ def _parse(lines: list[str]) -> dict[str, bool]:
 def _missing_key(memex_dir: Path) -> IndexStoreError:
     # A list without its key cannot be checked; say so rather than
     # silently letting erased text back in.
+    where = spare.folder(memex_dir)
+    also = "" if where is None else f" and the spare folder {where}"
     return IndexStoreError(
         f"{memex_dir / KEY_NAME}: missing, so {memex_dir / LIST_NAME} cannot be checked; "
-        f"restore the key, or delete the list and {JOURNAL_NAME} beside it to forget what was erased"
+        f"restore the key, or delete the list, {JOURNAL_NAME} beside it{also} to forget what was erased"
     )
 
 
