@@ -39,7 +39,7 @@ from memex.store.memories import MemoryRow
 from memex.store.schema import connect, locked_txn, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.erase import erased_list
-from memex.index.guard import hide_erased
+from memex.index.guard import drop_erased_rows, hide_erased
 from memex.index.indexer import Indexer
 from memex.index.sync_run import Progress, SyncReport
 from memex.layout import CONFIG_RELPATH, MEMEX_DIR, VaultPaths
@@ -181,6 +181,15 @@ class Vault:
         if self.config.index_backend == "postgres":
             return self._shared_store()
         return SqliteStore(self.conn)
+
+    def graph_store(self) -> IndexStore:
+        """:attr:`store` for the entity graph, after dropping the rows an index.db
+        restored from an old backup holds past an erasure: the graph's counts
+        and names cannot be filtered row by row as search's hits are (free once
+        a sync has checked every row against the erased list as it is now)."""
+        indexer = self.indexer
+        drop_erased_rows(self.local_store, self.root, indexer.guard, indexer.writer.record_error)
+        return self.store
 
     @property
     def local_store(self) -> IndexStore:
