@@ -8,6 +8,8 @@ The documented defaults live in ``vault-template/.memex/config.toml``.
 
 from __future__ import annotations
 
+import json
+import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -108,3 +110,31 @@ def load_config(root: Path) -> Config:
             "such as \"postgresql://memex@db.example/memex\" (docs/postgres.md)"
         )
     return cfg
+
+
+_TABLE = re.compile(r"^\s*\[", re.M)
+_MODEL_LINE = re.compile(r"^#?[ \t]*model[ \t]*=.*$", re.M)
+
+
+def with_embedding_model(text: str, model: str) -> str:
+    """``text`` (a config file) with ``[embedding] model`` set to ``model``.
+
+    The template's commented default (``# model = "auto"``) becomes the
+    setting, so the comments explaining it stay beside it; a file without
+    the table gains one at the end.
+    """
+    line = "model = " + json.dumps(model, ensure_ascii=False)  # a JSON string is a TOML basic string
+    header = re.search(r"^\[embedding\][ \t]*$", text, re.M)
+    if header is None:
+        out = text.rstrip("\n") + "\n\n[embedding]\n" + line + "\n"
+    else:
+        following = _TABLE.search(text, header.end())
+        end = following.start() if following else len(text)
+        found = _MODEL_LINE.search(text, header.end(), end)
+        if found is None:
+            out = text[: header.end()] + "\n" + line + text[header.end() :]
+        else:
+            out = text[: found.start()] + line + text[found.end() :]
+    if tomllib.loads(out).get("embedding", {}).get("model") != model:  # never write a file that reads otherwise
+        raise ConfigError(f"{CONFIG_RELPATH}: could not set [embedding] model = {model!r}")
+    return out

