@@ -191,3 +191,20 @@ def test_a_linked_worktree_of_an_older_commit_keeps_the_erasure(repo: Path, tmp_
     assert code == 0 and secret not in out
     doctor = run(old, "doctor")
     assert len(doctor["drift"]["erased_restored"]) == 1, doctor  # type: ignore[index]
+
+
+def test_a_wrong_key_moved_away_does_not_come_back_from_its_spare(tmp_path: Path, git_env: None) -> None:
+    """The spare copy of the key must not stop `memex sync --key-file`: a clone
+    that made its own key, then learns the team's, moves its own away."""
+    from memex.erase import erased_list
+    from memex.team import tombstones
+
+    root = init_vault(tmp_path / "clone", git=True)
+    memex_dir = root / ".memex"
+    erased_list.remember(memex_dir, [])  # this clone's own key; its spare too
+    (memex_dir / "erase.key").unlink()
+    team_key = tmp_path / "team.key"
+    team_key.write_text("cd" * 32 + "\n")
+    assert tombstones.install_key(memex_dir, team_key) == "installed"
+    (memex_dir / "erase.key").unlink()  # `git clean -fdx`
+    assert tombstones.local_key(memex_dir) == bytes.fromhex("cd" * 32)

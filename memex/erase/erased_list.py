@@ -98,9 +98,13 @@ def _key(memex_dir: Path, create: bool) -> bytes | None:
 
 
 def restore_key(memex_dir: Path) -> None:
-    """Put ``erase.key`` back from its spare if it is gone (before a reader looks at the file itself)."""
-    if not (memex_dir / KEY_NAME).exists():
+    """Put ``erase.key`` back from its spare if it is gone, and the spare in line
+    with the key in use (before a reader looks at the file itself, and after
+    one installs it); a key that is not one is left for that reader to report."""
+    try:
         _key(memex_dir, create=False)
+    except IndexStoreError:
+        pass
 
 
 def _parse_key(text: str) -> bytes | None:
@@ -222,10 +226,11 @@ def _missing_key(memex_dir: Path) -> IndexStoreError:
     # A list without its key cannot be checked; say so rather than
     # silently letting erased text back in.
     where = spare.folder(memex_dir)
-    also = "" if where is None else f" and the spare folder {where}"
+    copies = f"the list and {JOURNAL_NAME} beside it" if where is None else (
+        f"the list, {JOURNAL_NAME} beside it and the spare folder {where}")
     return IndexStoreError(
         f"{memex_dir / KEY_NAME}: missing, so {memex_dir / LIST_NAME} cannot be checked; "
-        f"restore the key, or delete the list, {JOURNAL_NAME} beside it{also} to forget what was erased"
+        f"restore the key, or delete {copies} to forget what was erased"
     )
 
 
