@@ -357,7 +357,10 @@ class Vault:
         store = self.store
         row = self.row_by_id(memory_id)
         hit = hit_from_row(row)
-        if not hide_erased(store, self._erased, [hit]):  # a row a restored old index.db still holds
+        # A row a restored old index.db still holds past an erasure. (The shared
+        # index is PostgreSQL's to keep: another clone's --allow-erased brings a
+        # memory back for every clone, docs/postgres.md.)
+        if self.config.index_backend == "sqlite" and not hide_erased(store, self._erased, [hit]):
             raise MemoryNotFound(memory_id)
         count, last = store.usage_of(memory_id)
         decay.annotate(store, [hit], decay.load_policy(self.config))

@@ -45,6 +45,8 @@ def folder(memex_dir: Path) -> Path | None:
                 continue
         except (OSError, UnicodeDecodeError, ValueError):
             return None  # a .git we cannot read: no spare, the .memex/ copies still hold
+        if not common.is_dir():
+            return None  # a linked work tree whose repository is gone: nowhere to keep a spare
         where = root.relative_to(top).as_posix()
         return common / GIT_SPARE_DIR / hashlib.sha256(where.encode("utf-8")).hexdigest()[:16]
     return None
