@@ -208,3 +208,14 @@ def test_a_wrong_key_moved_away_does_not_come_back_from_its_spare(tmp_path: Path
     assert tombstones.install_key(memex_dir, team_key) == "installed"
     (memex_dir / "erase.key").unlink()  # `git clean -fdx`
     assert tombstones.local_key(memex_dir) == bytes.fromhex("cd" * 32)
+
+
+def test_a_garbled_audit_log_does_not_stop_an_erase(repo: Path) -> None:
+    """The audit log is now read before each append (for the lines git cut from
+    it): a byte that is not UTF-8 in it must not stop the erasure."""
+    log = repo / ".memex" / "erasure.log"
+    log.write_bytes(log.read_bytes() + b'{"reason": "caf\xe9"}\n')
+    secret = add(repo, SECRET)
+    erase(repo, secret)
+    assert secret in log.read_text(encoding="utf-8", errors="replace")
+    assert_forgotten(repo, secret)

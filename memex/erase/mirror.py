@@ -104,10 +104,12 @@ class Mirror:
 
     def _read(self, path: Path) -> list[str]:
         try:
-            text = path.read_text(encoding="utf-8")
+            # A byte an editor or a bad merge garbled only spoils its own line, which
+            # then is not one to keep: it must not stop every erase and every read.
+            text = path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return []
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
             if path == self.spare:
                 return []  # the spare is a help, never a reason to stop
             raise IndexStoreError(f"{path}: cannot read it: {exc}") from exc
