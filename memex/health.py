@@ -6,7 +6,9 @@ the rows, so a report of "clean" means the two agree right now.
 
 from __future__ import annotations
 
+import difflib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -199,6 +201,21 @@ def unindexed_hint(vault: Vault) -> str | None:
         if any(is_memory_name(f) for f in files):
             return f"the index holds no memories but {MEMORIES_DIR}/ has files; run `memex reindex`"
     return None
+
+
+def empty_scope_hint(vault: Vault, scopes: Sequence[str]) -> str | None:
+    """What to tell someone whose search or list in ``scopes`` came back empty
+    because no memory is in one of them (a typo such as project:shpo passes
+    the scope check, being a well-formed scope); None otherwise."""
+    held = vault.store.stats().by_scope
+    empty = [s for s in dict.fromkeys(scopes) if not held.get(s)]
+    if not empty:
+        return None
+    hints = []
+    for scope in empty:
+        close = difflib.get_close_matches(scope, list(held), n=1, cutoff=0.6)
+        hints.append(f"no memory is in scope {scope!r}" + (f"; did you mean {close[0]!r}?" if close else ""))
+    return "; ".join(hints) + f" (scopes with memories: {', '.join(sorted(held)) or 'none'})"
 
 
 # The multilingual hint (docs/models.md, "Which model"): a vault on the

@@ -50,11 +50,11 @@ def problems(args: list[str], result: Result) -> list[str]:
         return [f"{said}: {type(result.exception).__name__}: {result.exception}"]
     if "Traceback" in result.output:
         return [f"{said}: traceback in the output"]
-    if result.exit_code == 0 and "--json" in args:
+    if "--json" in args:  # a failed run too: {"error": ...} on stdout (docs/cli.md)
         try:
             json.loads(result.stdout)
         except ValueError:
-            return [f"{said}: --json printed no JSON: {result.stdout[:200]!r}"]
+            return [f"{said}: --json printed no JSON (exit {result.exit_code}): {result.stdout[:200]!r}"]
     return []
 
 

@@ -18,7 +18,8 @@ which agent and which transcript format. OpenClaw's adapter
   go to the context engine's ``after_turn`` (archive; commit when due) —
   after the answer.
 - ``PreCompact``: archive what is pending, then ``compact`` — after the answer.
-- ``SessionEnd``: archive what is pending, then consolidate the session.
+- ``SessionEnd``: archive what is pending, commit it (however few tokens),
+  then consolidate the session.
 
 What SessionStart and UserPromptSubmit add stays within the agent's
 documented limit (:mod:`memex.agents.fit`).
@@ -42,6 +43,7 @@ from memex.agents import fit, hook_io, transcript, warm
 from memex.agents.hook_io import HookResult, Payload
 from memex.config import setting
 from memex.context import inject
+from memex.context.archive import load_state
 from memex.errors import InvalidArgument
 from memex.search.hybrid import Hit
 from memex.vault import Vault
@@ -291,6 +293,11 @@ def pre_compact(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookRes
 
 def _end(vault: Vault, payload: Payload, agent: str, fmt: str, session: str) -> None:
     archive_pending(vault, payload, agent, fmt, session)
+    # A commit waits for commit_token_threshold pending tokens, which a short
+    # session never reaches; what its user decided must not stay in the
+    # archive only (docs/agents.md, SessionEnd).
+    if load_state(vault, session).pending_tokens > 0:
+        context.commit_session(vault, session)
     from memex.consolidation.consolidate import consolidate  # numpy: not on every hook's start-up path
 
     consolidate(vault, session)

@@ -20,6 +20,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, cast
 
 from pydantic import Field
@@ -117,7 +118,9 @@ of the vault config; links pointing elsewhere are refused."""
 # Bounds of the tools' parameters (also in their JSON schema).
 MAX_LIMIT = 50
 MAX_OFFSET = 500
-SCOPE_PATTERN = r"^[a-z][a-z0-9_-]{0,31}(:[^\s]{1,200})?$"
+# The name may hold spaces, as the hooks' project:<git root folder> does
+# ("project:My Shop (2024)"); not a line break, nor a space at either end.
+SCOPE_PATTERN = r"^[a-z][a-z0-9_-]{0,31}(:\S(.{0,198}\S)?)?$"
 SCOPE_HELP = ('a scope: "user", "resources", "project:<name>" or "agent:<name>" '
               "(or KIND:<name> for a kind listed in the vault's [scopes] extra_kinds)")
 # A page of one memory's body for memory_get (characters of the stored text).
@@ -339,9 +342,11 @@ def tool_annotations(name: str) -> Any:
     )
 
 
-def _reported(method: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+def _reported(method: Callable[..., dict[str, Any]], index: Path) -> Callable[..., dict[str, Any]]:
     """memex's own errors reach the agent as their one-line message (a ToolError)."""
     from mcp.server.mcpserver.exceptions import ToolError
+
+    from memex.store.schema import damaged
 
     @functools.wraps(method)
     def tool(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -349,6 +354,11 @@ def _reported(method: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, 
             return method(*args, **kwargs)
         except MemexError as exc:
             raise ToolError(str(exc)) from exc
+        except Exception as exc:  # a damaged index: its one line, not "Error executing tool"
+            found = damaged(exc, index)
+            if found is None:
+                raise
+            raise ToolError(str(found)) from exc
 
     return tool
 
@@ -395,7 +405,7 @@ def build_server(vault: Vault) -> Any:
     from mcp.server.mcpserver import MCPServer
 
     tools = Tools(vault)
-    strict = [_strict_tool(_reported(getattr(tools, name)), name, doc) for name, doc in TOOL_DOCS.items()]
+    strict = [_strict_tool(_reported(getattr(tools, name), tools.vault.paths.index), name, doc) for name, doc in TOOL_DOCS.items()]
     return MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=version(), log_level="WARNING", tools=strict)
 
 

@@ -163,8 +163,13 @@ def import_markdown(
                 data = handle.read(vault.config.max_file_bytes + 1)
             if len(data) > vault.config.max_file_bytes:
                 raise InvalidArgument("path", f"larger than index.max_file_bytes ({vault.config.max_file_bytes})")
+            if b"\0" in data:  # said as a vault file's would be (memex/files/memory_file.py)
+                raise InvalidArgument("path", "binary file (NUL bytes), not Markdown; not imported")
             text = data.decode("utf-8")
-        except (OSError, UnicodeDecodeError, InvalidArgument) as exc:
+        except UnicodeDecodeError as exc:  # not Python's codec message: the agent reads this
+            errors.append({"file": str(file), "reason": f"not UTF-8 text (byte {exc.start}); not imported"})
+            continue
+        except (OSError, InvalidArgument) as exc:
             errors.append({"file": str(file), "reason": str(exc)})
             continue
         for number, (label, body) in enumerate(sections(text, file.stem), 1):

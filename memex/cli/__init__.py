@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import errno
 import importlib
+import json
 import pkgutil
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from memex.cli import _preload
 from memex.errors import MemexError
-from memex.layout import MEMEX_DIR
+from memex.layout import INDEX_NAME, MEMEX_DIR
 
 
 # Command name -> the module of this package that registers it.
@@ -86,6 +87,45 @@ class MemexGroup(click.Group):
         _register_commands()
         return sorted(self.commands)
 
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Standalone (the console script, click's test runner): every error is
+        one line on stderr, never a traceback, and under ``--json`` also a JSON
+        document on stdout (docs/cli.md, "Every command")."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        argv = list(sys.argv[1:] if args is None else args)
+        as_json = wants_json(argv)
+        for arg in argv:
+            try:
+                arg.encode("utf-8")
+            except UnicodeEncodeError:  # undecodable bytes on the command line
+                _fail(f"argument {arg.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8 text", 2, as_json)
+        try:
+            code = super().main(argv, prog_name or "memex", complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            # `memex` (or `memex context`) alone: its help, as --help prints
+            # it, not an "Error:" line holding the whole help.
+            click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx else "memex"
+            _fail(f"{exc.format_message()} (see '{where} --help')", exc.exit_code, as_json)
+        except click.ClickException as exc:
+            _fail(exc.format_message(), exc.exit_code, as_json)
+        except click.Abort:
+            _fail("aborted", 130, as_json)
+        except BrokenPipeError:  # e.g. `memex list | head`: the reader has gone
+            sys.stderr.close()
+            sys.exit(0)
+        sys.exit(code if isinstance(code, int) else 0)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -96,6 +136,24 @@ class MemexGroup(click.Group):
                 raise
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{exc.strerror or exc}") from exc
+        except Exception as exc:
+            damaged = _damaged_index(ctx, exc)
+            if damaged is None:
+                raise
+            raise click.ClickException(damaged) from exc
+
+
+def _damaged_index(ctx: click.Context, exc: Exception) -> str | None:
+    """The one-line error for a damaged index.db (memex.store.schema.damaged),
+    or None for any other exception. A command that never opened the index
+    cannot raise SQLite's errors, and ``memex --version`` must not load it."""
+    if "apsw" not in sys.modules:
+        return None
+    from memex.store.schema import damaged
+
+    vault = (ctx.find_root().obj or {}).get("vault")
+    found = damaged(exc, vault.paths.index if vault is not None else f"{MEMEX_DIR}/{INDEX_NAME}")
+    return None if found is None else str(found)
 
 
 VAULT_HELP = f"Vault folder (default: $MEMEX_VAULT, else the nearest folder up with {MEMEX_DIR}/)."
@@ -144,30 +202,25 @@ def app() -> click.Group:
     return main
 
 
-def _fail(message: str, code: int) -> None:
+def wants_json(args: Sequence[str]) -> bool:
+    """``--json`` among the options (not in the text after ``--``)."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+    return False
+
+
+def _fail(message: str, code: int, as_json: bool = False) -> NoReturn:
+    # A program reading --json gets a document whatever happened, not an
+    # empty stdout; people still read the Error: line on stderr.
+    if as_json:
+        click.echo(json.dumps({"error": message, "exit_code": code}, ensure_ascii=False))
     click.echo(f"Error: {message}", err=True)
     sys.exit(code)
 
 
 def run(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: every error is one line on stderr, never a traceback."""
-    group = main  # commands load on demand (MemexGroup.get_command)
-    args = list(sys.argv[1:] if argv is None else argv)
-    for arg in args:
-        try:
-            arg.encode("utf-8")
-        except UnicodeEncodeError:  # undecodable bytes on the command line
-            _fail(f"argument {arg.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8 text", 2)
-    try:
-        code = group.main(args=args, prog_name="memex", standalone_mode=False)
-    except click.UsageError as exc:
-        where = exc.ctx.command_path if exc.ctx else "memex"
-        _fail(f"{exc.format_message()} (see '{where} --help')", exc.exit_code)
-    except click.ClickException as exc:
-        _fail(exc.format_message(), exc.exit_code)
-    except click.Abort:
-        _fail("aborted", 130)
-    except BrokenPipeError:  # e.g. `memex list | head`: the reader has gone
-        sys.stderr.close()
-        sys.exit(0)
-    sys.exit(code if isinstance(code, int) else 0)
+    main.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="memex")

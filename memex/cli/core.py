@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -129,7 +130,7 @@ def search_cmd(
         print_json([record_view(h, SCORE_FIELDS) for h in hits])
     elif not hits:
         click.echo("no matches")
-        _hint_unindexed(get_vault(ctx))
+        _hint_unindexed(get_vault(ctx), scope)
     else:
         _hits_table(hits, with_score=True)
     keep_model_warm(ctx)
@@ -150,11 +151,12 @@ def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
     click.echo(body)
 
 
-def _hint_unindexed(vault: Vault) -> None:
-    """An empty answer from an empty index over memory files: say so on stderr."""
+def _hint_unindexed(vault: Vault, scopes: Sequence[str] = ()) -> None:
+    """An empty answer from an empty index over memory files, or from a scope
+    that holds no memory (a typo): say so on stderr."""
     from memex import health  # not on search's start-up path: only after an empty answer
 
-    hint = health.unindexed_hint(vault)
+    hint = health.unindexed_hint(vault) or (health.empty_scope_hint(vault, scopes) if scopes else None)
     if hint:
         click.echo(f"note: {hint}", err=True)
 
@@ -175,7 +177,7 @@ def list_cmd(ctx: click.Context, /, as_json: bool, **filters: Any) -> None:
         print_json([record_view(h) for h in hits])  # no search-only fields (score, semantic)
     elif not hits:
         click.echo("no memories")
-        _hint_unindexed(get_vault(ctx))
+        _hint_unindexed(get_vault(ctx), [filters["scope"]] if filters.get("scope") else [])
     else:
         _hits_table(hits, with_score=False)
 

@@ -242,10 +242,14 @@ def _write_temps(chunk: Sequence[tuple[Path, bytes]]) -> list[tuple[str, Path]]:
         else:
             with ThreadPoolExecutor(min(SYNC_THREADS, len(opened)), thread_name_prefix="memex-fsync") as pool:
                 list(pool.map(os.fsync, [fd for fd, _, _ in opened]))
-    except BaseException:
+    except BaseException as exc:
         for fd, tmp, _ in opened:
             os.close(fd)  # closed before unlinking: Windows cannot delete an open file
             _unlink_quietly(tmp)
+        if isinstance(exc, OSError) and exc.filename is None and opened:
+            # os.write and fsync name no file: "No space left on device" alone
+            # would not say which memory was not written.
+            raise OSError(exc.errno, exc.strerror, str(opened[-1][2])) from exc
         raise
     for fd, _, _ in opened:
         os.close(fd)

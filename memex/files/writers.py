@@ -52,8 +52,11 @@ def note_folder(folder: Path) -> None:
     from memex.files import permissions  # lazily: memory_file imports this module
 
     note = VaultPaths(root).writers / str(os.getpid())
-    with permissions.open_append(note) as handle:
-        handle.write(os.path.relpath(folder, root) + "\n")
+    try:
+        with permissions.open_append(note) as handle:
+            handle.write(os.path.relpath(folder, root) + "\n")
+    except OSError as exc:  # a full disk fails at the flush, which names no file
+        raise OSError(exc.errno, exc.strerror, exc.filename or str(note)) from exc
     _noted.add(str(folder))
 
 

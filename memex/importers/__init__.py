@@ -44,6 +44,11 @@ FORMATS = {
     "mem0": "a mem0-style JSON list of {\"memory\": ...} objects (or {\"results\": [...]})",
 }
 INSTRUCTION_NAMES = frozenset({"CLAUDE.md", "CLAUDE.local.md", "AGENTS.md"})
+# Other agents' rule files, the same shape (a list of rules for an agent):
+# Cursor's and Windsurf's rules files and Gemini CLI's context file. Cursor's
+# newer rules are .cursor/rules/*.mdc (Markdown with frontmatter).
+OTHER_RULE_NAMES = frozenset({".cursorrules", ".windsurfrules", "GEMINI.md"})
+RULE_FOLDERS = {".cursor": ".mdc"}
 # Folders never walked: version control, dependencies, caches, editors' state.
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".obsidian", ".trash"})
 MAX_NOTE_BYTES = 4 * 1024 * 1024  # a Markdown "note" larger than this is not a note
@@ -88,16 +93,16 @@ def detect_format(path: Path) -> str:
     if path.is_dir():
         if (path / ".obsidian").is_dir():
             return "obsidian"
-        if path.name == ".claude" or (path / ".claude").is_dir() or any(
-            (path / name).is_file() for name in INSTRUCTION_NAMES
-        ) or (path / "MEMORY.md").is_file():
+        if path.name in (".claude", *RULE_FOLDERS) or (path / ".claude").is_dir() or any(
+            (path / name).is_file() for name in INSTRUCTION_NAMES | OTHER_RULE_NAMES
+        ) or (path / "MEMORY.md").is_file() or (path / ".cursor" / "rules").is_dir():
             return "claude-md"
         for note in _markdown_files(path, limit=50):
             if markdown.is_basic_memory_note(_read_text(note)):
                 return "basic-memory"
         return "obsidian"
     suffix = path.suffix.lower()
-    if suffix in (".md", ".markdown"):
+    if suffix in (".md", ".markdown", ".mdc") or path.name in OTHER_RULE_NAMES:
         return "claude-md"
     if suffix in (".json", ".zip"):
         found = chats.detect(_load_json(path))
@@ -167,26 +172,40 @@ def _files_for(root: Path, fmt: str) -> Iterator[Path]:
     if fmt != "claude-md":
         yield from _markdown_files(root)
         return
-    for file in _markdown_files(root, hidden_ok=(".claude",)):
+    found = _markdown_files(
+        root, hidden_ok=(".claude", *RULE_FOLDERS), names=tuple(OTHER_RULE_NAMES),
+        suffixes=tuple(RULE_FOLDERS.values()),
+    )
+    for file in found:
         parts = file.relative_to(root).parts
         if "plugins" in parts[:-1]:
             continue  # ~/.claude/plugins holds other people's repositories, not your rules
-        if file.name in INSTRUCTION_NAMES or file.name == "MEMORY.md":
+        if file.name in INSTRUCTION_NAMES or file.name in OTHER_RULE_NAMES or file.name == "MEMORY.md":
             yield file
+        elif len(parts) >= 2 and parts[-2] == "rules" and file.suffix in RULE_FOLDERS.values():
+            owner = (root.name, *parts)[-3]  # the folder holding rules/ (root itself for .cursor)
+            if RULE_FOLDERS.get(owner) == file.suffix:
+                yield file  # .cursor/rules/*.mdc
         elif len(parts) >= 2 and parts[-2] in ("rules", "memory"):
             yield file  # .claude/rules/*.md; Claude Code's auto memory projects/<p>/memory/*.md
         elif root.name == "memory" and len(parts) == 1:
             yield file
 
 
-def _markdown_files(root: Path, limit: int | None = None, hidden_ok: tuple[str, ...] = ()) -> Iterator[Path]:
+def _markdown_files(
+    root: Path, limit: int | None = None, hidden_ok: tuple[str, ...] = (),
+    names: tuple[str, ...] = (), suffixes: tuple[str, ...] = (),
+) -> Iterator[Path]:
+    """Markdown files under ``root`` (hidden files and folders skipped, but
+    ``hidden_ok`` folders), and files with one of ``names`` or ``suffixes``."""
     count = 0
-    for folder, dirs, names in os.walk(root):
+    for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(
             d for d in dirs if d not in SKIP_DIRS and (not d.startswith(".") or d in hidden_ok)
         )
-        for name in sorted(names):
-            if name.lower().endswith((".md", ".markdown")) and not name.startswith("."):
+        for name in sorted(files):
+            markdown_file = name.lower().endswith((".md", ".markdown")) and not name.startswith(".")
+            if markdown_file or name in names or (suffixes and name.lower().endswith(suffixes)):
                 yield Path(folder) / name
                 count += 1
                 if limit is not None and count >= limit:

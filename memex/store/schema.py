@@ -226,11 +226,25 @@ def connect(path: Path) -> apsw.Connection:
         conn.execute("PRAGMA secure_delete=ON")
         migrate(conn, path)
     except apsw.Error as exc:
+        if not _writable(path):
+            # Deleting the index would not help: memex writes to it even to
+            # search (WAL, access counts), so it needs the folder writable.
+            raise IndexStoreError(
+                f"{path.parent}: cannot open the index: the folder is read-only ({exc}); memex writes "
+                "its index there even to search: make it writable, or copy the vault somewhere writable"
+            ) from exc
         raise IndexStoreError(
             f"{path}: cannot open the index: {exc}; it is derived from the files, so delete "
             f"{path.name}* and run `memex reindex` to rebuild it"
         ) from exc
     return conn
+
+
+def _writable(path: Path) -> bool:
+    """Can this process write the index and its -wal/-shm files beside it?"""
+    if not os.access(path.parent, os.W_OK):
+        return False
+    return not path.exists() or os.access(path, os.W_OK)
 
 
 def migrate(conn: apsw.Connection, path: Path) -> None:
@@ -262,17 +276,58 @@ def write_txn(conn: apsw.Connection) -> Iterator[None]:
         yield
 
 
+# SQLite errors that say the index file cannot take a write (a full disk, an
+# I/O error, a read-only or damaged file): the files are unharmed, so they are
+# reported as one IndexStoreError naming the index, never a traceback
+# (docs/write-path.md, "When the index cannot be written").
+_CANNOT_WRITE = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CorruptError)
+
+
+def damaged(exc: BaseException, path: Path | str) -> IndexStoreError | None:
+    """The one-line error for SQLite's "database disk image is malformed" or
+    "file is not a database" (a damaged index.db, which any read may find), or
+    None for any other exception. The CLI and the MCP server ask this at their
+    edge, so a damaged index is never a traceback."""
+    if not isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
+        return None
+    return IndexStoreError(
+        f"{path}: the index is damaged ({exc}); it is derived from the files, so delete "
+        f"{Path(path).name}* and run `memex reindex` to rebuild it"
+    )
+
+
+def _cannot_write(conn: apsw.Connection, exc: apsw.Error) -> IndexStoreError:
+    path = conn.filename
+    broken = damaged(exc, path)
+    if broken is not None:
+        return broken
+    full = isinstance(exc, apsw.FullError)
+    return IndexStoreError(
+        f"{path}: cannot write the index: {'the disk is full' if full else exc}; memory files already "
+        f"written are kept: {'make room' if full else 'fix that'}, then run `memex reindex` to index them"
+    )
+
+
+def _rollback(conn: apsw.Connection) -> None:
+    # SQLite may already have rolled back (it does on SQLITE_FULL in a
+    # statement); a second ROLLBACK would hide the real error.
+    if not conn.get_autocommit():
+        conn.execute("ROLLBACK")
+
+
 @contextlib.contextmanager
 def _ending(conn: apsw.Connection) -> Iterator[None]:
     """End the transaction the caller began: COMMIT after the block, ROLLBACK if it raises."""
     try:
         yield
         density.settle(conn)  # derived from this transaction's vector writes (memex/store/density.py)
-    except BaseException:
+        conn.execute("COMMIT")
+    except BaseException as exc:
         density.forget(conn)
-        conn.execute("ROLLBACK")
+        _rollback(conn)
+        if isinstance(exc, _CANNOT_WRITE):
+            raise _cannot_write(conn, exc) from exc
         raise
-    conn.execute("COMMIT")
 
 
 def try_begin(conn: apsw.Connection, wait_ms: int) -> bool:
