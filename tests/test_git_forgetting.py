@@ -219,3 +219,23 @@ def test_a_garbled_audit_log_does_not_stop_an_erase(repo: Path) -> None:
     erase(repo, secret)
     assert secret in log.read_text(encoding="utf-8", errors="replace")
     assert_forgotten(repo, secret)
+
+
+def test_purge_history_in_a_vault_whose_list_is_committed(repo: Path) -> None:
+    """Found from outside: in a vault whose erased list and audit log were
+    committed (any vault that erased before), `memex erase ID --purge-history`
+    erased, then refused the rewrite: "uncommitted changes to tracked files
+    (.memex/erased.txt, .memex/erasure.log)", the two files it had just written."""
+    secret = add(repo, SECRET)
+    commit_all(repo, "secret")
+    data = run(repo, "erase", secret, "--reason", "privacy", "--purge-history")
+    assert data["_code"] == 0 and data["git_history"] == "purged", data
+    objects = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch-all-objects", "--batch"],
+                             capture_output=True, check=True).stdout.lower()
+    assert WORDS[0].lower().encode() not in objects
+    # The rewrite reset the work tree; the erasure's lines are back in both files, for the next commit.
+    status = git(repo, "status", "--porcelain")
+    assert " M .memex/erased.txt" in status and " M .memex/erasure.log" in status
+    assert secret in (repo / ".memex" / "erasure.log").read_text(encoding="utf-8")
+    assert run(repo, "doctor")["_code"] == 0
+    assert_forgotten(repo, secret)

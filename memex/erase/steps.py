@@ -281,7 +281,10 @@ def _purge_history_only(vault: Vault, memory_id: str, reason: str) -> EraseResul
     when no commit holds it either.
     """
     try:
-        report = git_history.purge(vault.root, [], [], [memory_id])
+        try:
+            report = git_history.purge(vault.root, [], [], [memory_id])
+        finally:
+            erased_list.mirror(vault.memex_dir).restore()  # what the rewrite's reset took (see _finish)
     except Exception as exc:
         audit(vault.memex_dir, {
             "phase": "partial", "reason": reason, "erased": [memory_id],
@@ -361,7 +364,12 @@ def _finish(
             result.shared_index = shared.purge(ids).as_dict()
         done.append("postgres")
         if purge_history:
-            result.git = git_history.purge(vault.root, paths, bodies, ids)
+            try:
+                result.git = git_history.purge(vault.root, paths, bodies, ids)
+            finally:
+                # The rewrite reset the work tree: this erasure's lines go back from the journals.
+                erased_list.mirror(vault.memex_dir).restore()
+                mirror.audit_log(vault.memex_dir).restore()
         else:
             result.git = git_history.history(vault.root, paths, bodies, ids)
         done.append("git")
