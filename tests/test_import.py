@@ -179,6 +179,32 @@ def test_import_adds_through_dedup_with_provenance_and_erases_as_a_subject(vault
     assert (after.created, after.refused) == (0, 15)
 
 
+def test_one_file_of_a_folder_import_is_erased_by_its_own_path(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found from outside: after `memex import /repo`, both `memex erase
+    --source-ref /repo/CLAUDE.md` and `--source-ref CLAUDE.md` (run in
+    /repo) answered "nothing to erase": the import records
+    `/repo#CLAUDE.md#N`."""
+    repo = tmp_path / "repo"
+    shutil.copytree(DATA / "repo", repo)
+    import_path(vault, repo, scope="project:shop")
+    refs = {m.id: str(vault.get(m.id).meta["source_ref"]) for m in vault.list(limit=100)}
+    files = {ref.split("#")[1] for ref in refs.values()}
+    assert {"AGENTS.md", "CLAUDE.md"} <= files
+    erase(vault, None, "outdated", source_ref=str(repo / "AGENTS.md"))
+    left = {str(vault.get(m.id).meta["source_ref"]).split("#")[1] for m in vault.list(limit=100)}
+    assert left == files - {"AGENTS.md"}
+    monkeypatch.chdir(repo)
+    erase(vault, None, "outdated", source_ref="CLAUDE.md")
+    left = {str(vault.get(m.id).meta["source_ref"]).split("#")[1] for m in vault.list(limit=100)}
+    assert left == files - {"AGENTS.md", "CLAUDE.md"}
+    # A file the import never read is still "nothing to erase".
+    (repo / "notes.txt").write_text("x", encoding="utf-8")
+    with pytest.raises(InvalidArgument, match="nothing to erase"):
+        erase(vault, None, "never imported", source_ref=str(repo / "notes.txt"))
+
+
 def test_chat_import_uses_scope_and_rule_confidence(vault: Vault) -> None:
     report = import_path(vault, DATA / "claude-ai" / "conversations.json", scope="user")
     assert report.format == "claude-ai" and report.created == 2

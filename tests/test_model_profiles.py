@@ -131,14 +131,23 @@ def test_erasing_after_a_model_switch_purges_the_vectors_of_both_models(vault_ro
 def test_recall_threshold_follows_the_configured_model_without_loading_it(vault_root: Path) -> None:
     from memex.context import load_settings as context_settings
 
+    def bars(v: Vault) -> tuple[float, float, float]:
+        s = context_settings(v)
+        return s.recall_score_threshold, s.recall_cosine_threshold, s.recall_cosine_growth
+
+    def profile_bars(p: profiles.ModelProfile) -> tuple[float, float, float]:
+        return p.recall_score_threshold, p.recall_cosine_threshold, p.recall_cosine_growth
+
+    assert profile_bars(profiles.MINILM) != profile_bars(profiles.MULTILINGUAL)
     with Vault(vault_root, embedder=HashEmbedder()) as v:
-        assert context_settings(v).recall_score_threshold == profiles.MINILM.recall_score_threshold
+        assert bars(v) == profile_bars(profiles.MINILM)
     _set_config(vault_root, '[embedding]\nmodel = "multilingual"')
     with Vault(vault_root, embedder=HashEmbedder()) as v:
-        assert context_settings(v).recall_score_threshold == profiles.MULTILINGUAL.recall_score_threshold
-    _set_config(vault_root, '[embedding]\nmodel = "multilingual"\n[recall]\nrecall_score_threshold = 0.5')
+        assert bars(v) == profile_bars(profiles.MULTILINGUAL)
+    _set_config(vault_root, '[embedding]\nmodel = "multilingual"\n[recall]\nrecall_score_threshold = 0.5\n'
+                            'recall_cosine_threshold = 0.9\nrecall_cosine_growth = 0.0')
     with Vault(vault_root, embedder=HashEmbedder()) as v:
-        assert context_settings(v).recall_score_threshold == 0.5
+        assert bars(v) == (0.5, 0.9, 0.0)
 
 
 def test_multilingual_long_bodies_are_cut_by_characters_not_by_minilms_tokenizer(vault_root: Path) -> None:

@@ -147,3 +147,38 @@ def test_cli_finds_a_memory_by_an_inflected_keyword(vault_root: Path) -> None:
     out = runner.invoke(app(), ["--vault", str(vault_root), "search", "prefer", "--json"])
     assert out.exit_code == 0, out.output
     assert [h["body"] for h in json.loads(out.output)] == ["The user prefers tabs over spaces"]
+
+
+PROJECT_NOTES = (
+    "The frontend uses pnpm, not npm; running npm install breaks the lockfile.",
+    "API responses are cached in Redis for five minutes.",
+    "We deploy to Fly.io from the main branch after CI passes.",
+    "Invoices are kept for seven years because of the tax rules.",
+    "The checkout page must load in under two seconds on 4G.",
+    "Sentry collects errors from both the API and the web app.",
+)
+
+
+@pytest.mark.model
+def test_no_matches_names_the_nearest_memory_below_the_floor(model_vault: Vault, vault_root: Path) -> None:
+    """Found from outside: "which package manager for the frontend" answered
+    a bare "no matches" while the vault says "The frontend uses pnpm": the
+    cosine (0.24) sits where unrelated queries sit too, and one of the three
+    content words is shared, so the floor drops it; the person is now told
+    where the nearest memory is, and --no-floor shows it. Agents (--json)
+    still get nothing."""
+    for body in PROJECT_NOTES:
+        model_vault.add(body, scope="project:shop")
+    pnpm = next(m.id for m in model_vault.list() if "pnpm" in m.body)
+    runner, where = CliRunner(), ["--vault", str(vault_root)]
+    done = runner.invoke(app(), [*where, "search", "which package manager for the frontend"])
+    assert done.exit_code == 0, done.output
+    assert done.stdout.strip() == "no matches"  # the floor itself is unchanged
+    assert f"the nearest is {pnpm} (The frontend uses pnpm" in done.stderr
+    shown = runner.invoke(app(), [*where, "search", "which package manager for the frontend", "--no-floor"])
+    assert shown.exit_code == 0 and pnpm in shown.stdout
+    as_json = runner.invoke(app(), [*where, "search", "which package manager for the frontend", "--json"])
+    assert json.loads(as_json.stdout) == []
+    # A query that clears the floor gets its hits and no note.
+    found = runner.invoke(app(), [*where, "search", "how long do we keep invoices"])
+    assert "Invoices are kept" in found.stdout and "note:" not in found.stderr

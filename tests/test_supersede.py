@@ -91,6 +91,16 @@ def test_supersede_errors(vault: Vault) -> None:
         supersede(vault, "01NOPE", "anything")
 
 
+def test_supersede_with_the_same_text_is_refused_and_changes_nothing(vault: Vault) -> None:
+    """Found from outside: superseding a memory with its own text wrote a
+    second, identical memory and hid the first."""
+    old = vault.add("Deploys happen on Tuesday", scope="user")
+    with pytest.raises(InvalidArgument, match=f"says what {old.id} already says") as caught:
+        supersede(vault, old.id, "  deploys happen on TUESDAY ")  # the same body as dedup's exact layer sees it
+    assert caught.value.argument == "TEXT"
+    assert [m.id for m in vault.list()] == [old.id] and vault.get(old.id).status == "active"
+
+
 def test_supersede_with_erased_text_leaves_the_old_memory_alone(vault: Vault) -> None:
     secret = vault.add("The door code is 4711")
     erase(vault, secret.id, reason="test")

@@ -115,22 +115,30 @@ def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> Non
 @click.option("--session", help="Only memories from this session.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="At most this many hits.")
 @click.option("--include-superseded", is_flag=True, help="Also show superseded memories.")
+@click.option("--no-floor", is_flag=True,
+              help="Also show hits below the relevance floor (weakly related or unrelated).")
 @json_option
 @click.pass_context
 def search_cmd(
     ctx: click.Context, query: str, scope: tuple[str, ...], source: str | None, session: str | None,
-    limit: int, include_superseded: bool, as_json: bool,
+    limit: int, include_superseded: bool, no_floor: bool, as_json: bool,
 ) -> None:
-    """Search memories (hybrid BM25 + vectors), best first."""
-    hits = get_vault(ctx, warm=True).search(
+    """Search memories (hybrid BM25 + vectors), best first.
+
+    Hits below the relevance floor are left out, so an unrelated query finds
+    nothing; --no-floor shows them too.
+    """
+    vault = get_vault(ctx, warm=True)
+    hits = vault.search(
         query, limit=limit, scope=scope or None, source=source, session=session,
-        include_superseded=include_superseded,
+        include_superseded=include_superseded, floor=not no_floor,
     )
     if as_json:
         print_json([record_view(h, SCORE_FIELDS) for h in hits])
     elif not hits:
         click.echo("no matches")
-        _hint_unindexed(get_vault(ctx), scope)
+        if not _hint_unindexed(vault, scope):
+            _hint_below_floor(vault, query, scope, source, session, include_superseded)
     else:
         _hits_table(hits, with_score=True)
     keep_model_warm(ctx)
@@ -151,14 +159,34 @@ def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
     click.echo(body)
 
 
-def _hint_unindexed(vault: Vault, scopes: Sequence[str] = ()) -> None:
+def _hint_unindexed(vault: Vault, scopes: Sequence[str] = ()) -> bool:
     """An empty answer from an empty index over memory files, or from a scope
-    that holds no memory (a typo): say so on stderr."""
+    that holds no memory (a typo): say so on stderr (True when it did)."""
     from memex import health  # not on search's start-up path: only after an empty answer
 
     hint = health.unindexed_hint(vault) or (health.empty_scope_hint(vault, scopes) if scopes else None)
     if hint:
         click.echo(f"note: {hint}", err=True)
+    return hint is not None
+
+
+def _hint_below_floor(vault: Vault, query: str, scope: Sequence[str], source: str | None, session: str | None,
+                      include_superseded: bool) -> None:
+    """"no matches" while a memory sharing a word with the query sits below
+    the relevance floor: name it on stderr. The floor cannot tell a weak real
+    answer (found from outside: "which package manager for the frontend"
+    against "The frontend uses pnpm, not npm", cosine 0.24, one of three
+    words shared) from an unrelated hit at the same cosine (docs/search.md),
+    so a person is shown where to look; --json and agents still get nothing.
+    A hit without a shared word is only the model's noise: no note."""
+    from memex.search.fusion import coverage  # only after an empty answer
+
+    weak = vault.search(query, limit=5, scope=scope or None, source=source, session=session,
+                        include_superseded=include_superseded, floor=False)
+    near = next((h for h in weak if coverage(query, h.body)[0] >= 1), None)
+    if near is not None:
+        click.echo(f"note: nothing clears the relevance floor; the nearest is {near.id} "
+                   f"({short(near.body, 60)}); --no-floor shows the weaker hits", err=True)
 
 
 @click.command("list")
@@ -268,6 +296,7 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     data: dict[str, Any] = {
         "drift": found, "unknown_scopes": unknown, "model": vault.embedder_status(),
         "loose_modes": [m.as_dict() for m in loose], "hints": [hint] if hint else [],
+        "config": health.config_hints(vault),
     }
     # Loose modes are reported (and --fix tightens them) but are not drift:
     # a file made in an editor under umask 022 is 0644 and still a good memory.
@@ -307,6 +336,8 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
         click.echo("run `memex doctor --fix` to make them private (folders 0700, files 0600)")
     for advice in data["hints"]:
         click.echo(f"hint: {advice}")
+    for finding in data["config"]:
+        click.echo(f"config: {finding}")
     for item in data.get("unknown_scopes_after", unknown):
         guess = f"; did you mean {item['suggestion']!r}?" if item["suggestion"] else ""
         click.echo(f"unknown scope: {item['path']}: {item['reason']}{guess}")

@@ -3,9 +3,11 @@
 Two paths, and both may run for one call:
 
 - **auto-recall** — the latest user message (its last 4,000 characters) is
-  the query; memories above ``recall_score_threshold`` (at most
-  ``recall_limit``, at most ``recall_max_injected_chars`` of text) are put in
-  a ``<relevant-memories>`` block before that message's text.
+  the query; memories past the recall gate (memex/context/gate.py: a fused
+  score of ``recall_score_threshold``, or a calibrated cosine of
+  ``recall_cosine_threshold`` growing with the vault's size; at most ``recall_limit``, at most
+  ``recall_max_injected_chars`` of text) are put in a ``<relevant-memories>``
+  block before that message's text.
 - **full context** — when the conversation no longer fits the budget, or
   a compacted session has a summary standing for its older messages: the
   summary (within the archive share) plus the newest messages that fit,
@@ -20,12 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 from memex.context import archive
 from memex.context.budget import budget_plan
+from memex.context.gate import recall_gate
 from memex.context.inject import has_block, prepend_block, render_memories_block, render_summary, strip_blocks
 from memex.context.messages import check_messages, is_tool_result_only, latest_index, normalize_turns, units
 from memex.context.sessions import bypassed
 from memex.context.settings import ContextSettings, load_settings
 from memex.context.tokens import content_text, count_messages, count_text, message_costs, newest_lines
 from memex.errors import InvalidArgument
+from memex.search.fusion import calibration_for
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -96,16 +100,17 @@ def _recall(
     query = strip_blocks(text)[-QUERY_CHARS:].strip()
     if not query:
         return [], "latest user message has no text"
+    calibration = calibration_for(vault.embedder.model_id if vault.embedder is not None else None)
     hits = vault.recall(
         query, limit=settings.recall_limit, scope=list(scopes) if scopes else None,
-        min_score=settings.recall_score_threshold,
+        gate=recall_gate(query, settings, calibration, vault.store.term_counts(()).total),
     )
     ceiling = settings.recall_max_injected_chars + BLOCK_ALLOWANCE_CHARS
     if max_block_chars is not None:
         ceiling = min(ceiling, max_block_chars)
     block = render_memories_block(hits, settings.recall_max_injected_chars, ceiling)
     if not block:
-        return [], f"no memory scored above {settings.recall_score_threshold}"
+        return [], f"no memory scored {settings.recall_score_threshold} or had a clear cosine"
     shown = [h.id for h in hits if f'id="{h.id}"' in block]
     working[-1] = prepend_block(latest, block)
     return shown, f"injected {len(shown)} memories"

@@ -18,6 +18,7 @@ from memex.dedup.pipeline import AddResult
 from memex.errors import InvalidArgument
 from memex.faults import point
 from memex.meta_edit import update_meta
+from memex.text import body_hash
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -54,6 +55,9 @@ def supersede(
         raise InvalidArgument(
             "OLD_ID", f"{old_id} is already superseded by {old.meta['superseded_by']}"
         )
+    if body_hash(text) == body_hash(old.body):
+        # Found from outside: it wrote a second, identical memory and hid the first.
+        raise InvalidArgument("TEXT", f"says what {old_id} already says; a successor states the new fact")
     # The scope the index gave the old memory: a hand-written file's comes
     # from its folder, not its frontmatter. One in no valid scope (a folder
     # doctor reports) leaves the successor to the default scope.

@@ -74,11 +74,24 @@ class ModelProfile:
     # (memex/dedup/symmetric.py, docs/models.md).
     dedup_query_side: bool
     query_side_band: float
-    # Context engine auto-recall: the least search score a memory needs to be
-    # injected ([recall] recall_score_threshold). A fused score (cosine and
-    # BM25, memex/search/hybrid.py), so it follows the model's cosine scale; to be
-    # measured again whenever the fusion changes (scripts/context_threshold.py).
+    # Context engine auto-recall (memex/context/gate.py; docs/context-engine.md,
+    # "Which memories are recalled"): a hit search kept (past the relevance
+    # floor) is injected when its fused score reaches recall_score_threshold
+    # ([recall] recall_score_threshold; a fused score of cosine and BM25,
+    # memex/search/hybrid.py, to be measured again whenever the fusion
+    # changes: scripts/context_threshold.py) ...
     recall_score_threshold: float
+    # ... or when its cosine alone, calibrated for the model (0: what it gives
+    # unrelated text, 1: a clear match; Calibration.calibrate), reaches
+    # recall_cosine_threshold ([recall] recall_cosine_threshold). The fused
+    # score under-rates a memory that matches by meaning and shares no word
+    # with the prompt (BM25 adds nothing, and the short-memory prior takes up
+    # to 60% off), most of all in a small vault. The bar holds up to 100
+    # memories and grows by recall_cosine_growth per e-fold beyond, as the
+    # best cosine a prompt about something else reaches does. Measured with
+    # scripts/eval_recall.py (--sizes for the growth) on large and tiny vaults.
+    recall_cosine_threshold: float
+    recall_cosine_growth: float
     # Search: what this model's cosines mean (the relevance floor), and the
     # rule that fuses them with BM25 (memex/search/fusion.py, docs/search.md).
     calibration: Calibration
@@ -167,6 +180,16 @@ MINILM = ModelProfile(
     dedup_query_side=False,
     query_side_band=1.0,
     recall_score_threshold=0.31,
+    # Between the highest cosine-only hit of a prompt no memory answers
+    # (calibrated 0.33: cosine 0.315) and the lowest cosine-only evidence of
+    # the small vaults (0.40: cosine 0.349); every cosine-only evidence of
+    # the eval vaults the floor keeps is recalled from 0.34 to 0.38, and no
+    # more unrelated prompts than with the score alone (docs/context-engine.md).
+    recall_cosine_threshold=0.36,
+    # As the 99th percentile of an off-topic prompt's best cosine grows:
+    # 0.34 among 100 memories, 0.47 among 2,000, 0.044 per e-fold (p95:
+    # 0.043); scripts/eval_recall.py --sizes.
+    recall_cosine_growth=0.04,
     calibration=_MINILM_CALIBRATION,
     fusion=_MINILM_FUSION,
     pair_score=_MINILM_PAIR_SCORE,
@@ -194,6 +217,15 @@ MULTILINGUAL = ModelProfile(
     # nothing, wrong memories at most 0.23; 0.44 is the midpoint
     # (scripts/context_threshold.py --model multilingual --threshold 0).
     recall_score_threshold=0.44,
+    # The middle of 0.6-0.7 (cosine 0.86-0.87 for English), where the small
+    # vaults' cosine-only evidence is recalled (README's example at 0.873)
+    # and no more unrelated prompts than with the score alone; 0.5 lets a
+    # Chinese one through, 0.8 loses three answers (docs/context-engine.md).
+    recall_cosine_threshold=0.65,
+    # As an off-topic prompt's best cosine grows from 100 to 2,000 memories:
+    # +0.061 per e-fold at the 99th percentile, +0.056 at the 95th
+    # (scripts/eval_recall.py --model multilingual --sizes).
+    recall_cosine_growth=0.06,
     calibration=_MULTILINGUAL_CALIBRATION,
     fusion=_MULTILINGUAL_FUSION,
     pair_score=_MULTILINGUAL_PAIR_SCORE,

@@ -135,13 +135,11 @@ def _select(
         vault.reindex()
         start = by_subject(store, source, source_ref, session)
         if not start and source_ref:
-            # `memex import CLAUDE.md` records the absolute path: the same
-            # relative path given here must reach what it imported.
-            head, sep, anchor = source_ref.partition("#")
-            local = Path(head).expanduser() if head else None
-            if local is not None and local.exists() and str(local.resolve()) != head:
-                source_ref = str(local.resolve()) + sep + anchor
-                start = by_subject(store, source, source_ref, session)
+            for ref in _import_refs(source_ref):
+                start = by_subject(store, source, ref, session)
+                if start:
+                    source_ref = ref
+                    break
         sel = expand(store, vault.root, start, follow_derived=True, session=session)
     _add_copies(vault, sel, [memory_id] if memory_id else [])
     if memory_id and not sel.memories and not sel.files:
@@ -152,6 +150,24 @@ def _select(
         )
         raise InvalidArgument("subject", f"nothing to erase: no memory or archive matches {what}")
     return sel
+
+
+def _import_refs(source_ref: str) -> list[str]:
+    """The source_refs `memex import` may have recorded for a file path given
+    as it is on disk (docs/import.md): ``memex import CLAUDE.md`` records the
+    absolute path, and ``memex import /repo`` records ``/repo#CLAUDE.md#N``
+    for the repository's CLAUDE.md (found from outside: `--source-ref
+    CLAUDE.md` and `--source-ref /repo/CLAUDE.md` both answered "nothing to
+    erase" after a folder import). Nearest folder first."""
+    head, sep, anchor = source_ref.partition("#")
+    local = Path(head).expanduser() if head else None
+    if local is None or not local.exists():
+        return []
+    path = local.resolve()
+    refs = [str(path) + sep + anchor] if str(path) != head else []
+    for folder in path.parents:
+        refs.append(f"{folder}#{path.relative_to(folder).as_posix()}{sep}{anchor}")
+    return refs
 
 
 def _only_shared(vault: Vault, sel: Selection, memory_id: str) -> None:

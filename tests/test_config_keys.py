@@ -1,0 +1,75 @@
+"""A typo in .memex/config.toml is named (doctor), not silently ignored."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memex.cli import app
+from memex.config import known_keys, unknown_keys
+from memex.context.settings import load_settings
+from memex.errors import ConfigError
+from memex.layout import CONFIG_RELPATH
+from memex.vault import Vault, template_dir
+from tests.hook_helpers import lexical_only
+
+
+def _template() -> str:
+    return (template_dir() / CONFIG_RELPATH).read_text(encoding="utf-8")
+
+
+def test_every_key_the_template_documents_is_known() -> None:
+    """Uncommenting every default of the template leaves nothing unknown."""
+    text = re.sub(r"^# ([a-z_]+ = .*)$", r"\1", _template(), flags=re.M).replace(
+        "# [decay.categories]", "[decay.categories]"
+    )
+    raw = tomllib.loads(text)
+    assert raw["recall"]["recall_limit"] == 6 and raw["decay"]["categories"] == {"constraint": 0.0}
+    assert unknown_keys(raw, known_keys(_template())) == []
+
+
+def test_a_typo_is_named_with_the_nearest_key() -> None:
+    raw = {
+        "recall": {"recal_limit": 3, "bogus_key": 1},
+        "embeding": {"model": "multilingual"},
+        "consolidate": {"merge_threshold": 0.9},  # named in the template's prose only
+        "decay": {"categories": {"decision": 0.02}},  # the user's own category names
+    }
+    assert unknown_keys(raw, known_keys(_template())) == [
+        "unknown key [recall] recal_limit; did you mean recall_limit?",
+        "unknown key [recall] bogus_key",
+        "unknown table [embeding]; did you mean [embedding]?",
+    ]
+
+
+def test_doctor_names_an_unknown_key_and_stays_clean(vault_root: Path) -> None:
+    """Found from outside: `bogus_key` in [recall] was ignored without a word."""
+    lexical_only(vault_root)
+    config = vault_root / CONFIG_RELPATH
+    config.write_text(config.read_text(encoding="utf-8").replace("[recall]", "[recall]\nrecal_limit = 3", 1),
+                      encoding="utf-8")
+    runner = CliRunner()
+    done = runner.invoke(app(), ["--vault", str(vault_root), "doctor"])
+    assert done.exit_code == 0, done.output
+    assert "config: .memex/config.toml: unknown key [recall] recal_limit; did you mean recall_limit?" in done.stdout
+    as_json = json.loads(runner.invoke(app(), ["--vault", str(vault_root), "doctor", "--json"]).stdout)
+    assert as_json["config"] == [
+        ".memex/config.toml: unknown key [recall] recal_limit; did you mean recall_limit?; memex ignores it"
+    ]
+    assert as_json["clean"] is True
+
+
+@pytest.mark.parametrize("key", ["recall_score_threshold", "recall_cosine_threshold"])
+def test_a_recall_threshold_out_of_range_is_a_config_error(vault_root: Path, key: str) -> None:
+    """Found from outside: recall_score_threshold = 7 was accepted (and recalled nothing)."""
+    lexical_only(vault_root)
+    config = vault_root / CONFIG_RELPATH
+    config.write_text(config.read_text(encoding="utf-8").replace("[recall]", f"[recall]\n{key} = 7", 1),
+                      encoding="utf-8")
+    with Vault(vault_root) as vault, pytest.raises(ConfigError, match=f"{key} must be from 0 to 1, got 7"):
+        load_settings(vault)
