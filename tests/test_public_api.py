@@ -33,8 +33,8 @@ SIGNATURES = {
     "Vault.get": "(self, memory_id: 'str') -> 'Memory'",
     "Vault.search": (
         "(self, query: 'str', limit: 'int' = 10, scope: 'str | Sequence[str] | None' = None, "
-        "source: 'str | None' = None, session: 'str | None' = None, include_superseded: 'bool' = False) "
-        "-> 'builtins.list[Hit]'"
+        "source: 'str | None' = None, session: 'str | None' = None, include_superseded: 'bool' = False, "
+        "floor: 'bool' = True) -> 'builtins.list[Hit]'"
     ),
     "Vault.reindex": "(self, full: 'bool' = False, progress: 'Progress | None' = None) -> 'SyncReport'",
 }
