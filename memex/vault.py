@@ -39,7 +39,7 @@ from memex.store.memories import MemoryRow
 from memex.store.schema import connect, locked_txn, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.erase import erased_list
-from memex.index.guard import drop_erased_rows, hide_erased
+from memex.index.guard import hide_erased
 from memex.index.indexer import Indexer
 from memex.index.sync_run import Progress, SyncReport
 from memex.layout import CONFIG_RELPATH, MEMEX_DIR, VaultPaths
@@ -190,15 +190,6 @@ class Vault:
         if self.config.index_backend == "postgres":
             return self._shared_store()
         return SqliteStore(self.conn)
-
-    def graph_store(self) -> IndexStore:
-        """:attr:`store` for the entity graph, after dropping the rows an index.db
-        restored from an old backup holds past an erasure: the graph's counts
-        and names cannot be filtered row by row as search's hits are (free once
-        a sync has checked every row against the erased list as it is now)."""
-        indexer = self.indexer
-        drop_erased_rows(self.local_store, self.root, indexer.guard, indexer.writer.record_error)
-        return self.store
 
     @property
     def local_store(self) -> IndexStore:
@@ -361,11 +352,8 @@ class Vault:
         store = self.store
         row = self.row_by_id(memory_id)
         hit = hit_from_row(row)
-        # A row a restored old index.db still holds past an erasure. (The shared
-        # index is PostgreSQL's to keep: another clone's --allow-erased brings a
-        # memory back for every clone, docs/postgres.md.)
         if self.config.index_backend == "sqlite" and not hide_erased(store, self._erased, [hit]):
-            raise MemoryNotFound(memory_id)
+            raise MemoryNotFound(memory_id)  # erased: a restored old index.db's row (PostgreSQL: the clones decide)
         count, last = store.usage_of(memory_id)
         decay.annotate(store, [hit], decay.load_policy(self.config))
         record = {k: v for k, v in record_view(hit).items() if k != "body"}
