@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memex.dedup.cjk import cosine_trusted
-from memex.erase import erased_list
+from memex.erase import erased_list, mirror
 from memex.errors import MemoryFileError
 from memex.files import orphans
 from memex.index import scan
@@ -36,6 +36,9 @@ class Drift:
     errors: list[dict[str, str]] = field(default_factory=list)
     # Temp files of a killed write (they hold a memory's whole text): --fix removes them.
     temp_files: list[str] = field(default_factory=list)
+    # Committed files that git restored older copies of (erased list, audit log):
+    # "PATH: N line(s)" this clone wrote that they lack; --fix appends them again.
+    behind: list[str] = field(default_factory=list)
 
     @property
     def erased_restored(self) -> list[str]:
@@ -49,7 +52,9 @@ class Drift:
 
     @property
     def clean(self) -> bool:
-        return not (self.differing or self.unembedded or self.orphan_vectors or self.errors or self.temp_files)
+        return not (
+            self.differing or self.unembedded or self.orphan_vectors or self.errors or self.temp_files or self.behind
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -62,6 +67,7 @@ class Drift:
             "orphan_vectors": self.orphan_vectors,
             "errors": self.errors,
             "temp_files": self.temp_files,
+            "behind": self.behind,
             "erased_restored": self.erased_restored,
         }
 
@@ -108,6 +114,10 @@ def drift(vault: Vault) -> Drift:
         for memory_id in sorted(shared.erased_ids(list(local))):
             report.errors.append({"path": local[memory_id], "reason": erased_reason(local[memory_id], memory_id)})
     report.temp_files = orphans.find_orphans(vault.root)
+    for copy in _journaled(vault):
+        lost = len(copy.lacking())
+        if lost:
+            report.behind.append(f"{copy.tracked.relative_to(vault.root).as_posix()}: {lost} line(s)")
     if store.has_vectors():
         report.orphan_vectors = store.orphan_vectors()
     return report
@@ -135,8 +145,14 @@ def _name_erased(vault: Vault, report: Drift) -> None:
                 report.errors.append({"path": rel, "reason": erased_reason(rel, rec.id)})
 
 
+def _journaled(vault: Vault) -> tuple[mirror.Mirror, ...]:
+    return erased_list.mirror(vault.memex_dir), mirror.audit_log(vault.memex_dir)
+
+
 def repair(vault: Vault) -> dict[str, Any]:
-    """Fix what :func:`drift` found: a sync (which removes orphaned temp files), then stray vector rows."""
+    """Fix what :func:`drift` found: a sync (which removes orphaned temp files), then stray vector
+    rows; and the lines git cut from the erased list and the audit log go back."""
+    restored = sum(copy.restore() for copy in _journaled(vault))
     sync = vault.reindex()
     removed_vectors = 0
     store = vault.local_store
@@ -145,7 +161,7 @@ def repair(vault: Vault) -> dict[str, Any]:
             removed_vectors = store.remove_orphan_vectors()
     return {
         "sync": sync.as_dict(), "orphan_vectors_removed": removed_vectors,
-        "temp_files_removed": list(vault.indexer.orphans_removed),
+        "temp_files_removed": list(vault.indexer.orphans_removed), "lines_restored": restored,
     }
 
 

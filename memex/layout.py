@@ -12,6 +12,7 @@ A vault is a folder holding::
         erased.txt         keyed digests of erased texts, never rewritten
         erased.local       the same lines, git-ignored: what git restores cannot cut it
         erasure.log        what each erasure removed (no erased text)
+        erasure.log.local  the same lines, git-ignored, like erased.local
         erase-key.id       the team's erasure key's fingerprint, committed (docs/team.md)
         sync.lock          one `memex sync` of a vault at a time
         watch.json         the watcher's heartbeat; watch.lock its single-run lock
@@ -46,8 +47,11 @@ ERASE_KEY_NAME = "erase.key"
 ERASED_LIST_NAME = "erased.txt"
 ERASED_JOURNAL_NAME = "erased.local"
 ERASURE_LOG_NAME = "erasure.log"
+ERASURE_JOURNAL_NAME = "erasure.log.local"
 ERASE_KEY_ID_NAME = "erase-key.id"
 SYNC_LOCK_NAME = "sync.lock"
+# In the repository's git folder: spare copies of the erasure key and journals (memex/erase/spare.py).
+GIT_SPARE_DIR = "memex"
 # Beside memories/: which merge driver git uses for which files (docs/team.md).
 GIT_ATTRIBUTES_NAME = ".gitattributes"
 GIT_IGNORE_NAME = ".gitignore"

@@ -351,8 +351,10 @@ class Vault:
         fields memex shows (docs/postgres.md)."""
         store = self.store
         row = self.row_by_id(memory_id)
-        count, last = store.usage_of(memory_id)
         hit = hit_from_row(row)
+        if self.config.index_backend == "sqlite" and not hide_erased(store, self._erased, [hit]):
+            raise MemoryNotFound(memory_id)  # erased: a restored old index.db's row (PostgreSQL: the clones decide)
+        count, last = store.usage_of(memory_id)
         decay.annotate(store, [hit], decay.load_policy(self.config))
         record = {k: v for k, v in record_view(hit).items() if k != "body"}
         full = self.root / row.path

@@ -35,8 +35,10 @@ LAYERS: list[tuple[str, list[str]]] = [
     ]),
     ("files", ["memex.files"]),
     # The erased list is read at index time (the indexer refuses an erased
-    # body), so it sits with the index although the erase package holds it.
-    ("index", ["memex.store", "memex.index", "memex.embedding", "memex.records", "memex.erase.erased_list"]),
+    # body), so it sits with the index although the erase package holds it,
+    # with the journals it is read through and their spare copies.
+    ("index", ["memex.store", "memex.index", "memex.embedding", "memex.records", "memex.erase.erased_list",
+               "memex.erase.mirror", "memex.erase.spare"]),
     ("search, dedup", ["memex.search", "memex.dedup.pipeline", "memex.dedup.values", "memex.dedup.wording", "memex.dedup.numerals", "memex.dedup.symmetric", "memex.dedup.cjk"]),
     ("core", ["memex.vault", "memex.adding", "memex.decay", "memex.meta_edit"]),
     ("features", [

@@ -208,7 +208,9 @@ def test_rules_ignore_assistant_and_tool_output() -> None:
         ("Remember that the staging DB is on port 5433.", True),
         ("please remember: deploy keys live in 1Password", True),
         ("Don't forget we ship on Thursdays.", True),
-        ("Fix the bug. Also, remember to run the migrations first.", True),
+        # A request about the task at hand, not a memory (tests/test_remember_to.py).
+        ("Fix the bug. Also, remember to run the migrations first.", False),
+        ("Fix the bug. Also, remember to always run the migrations first.", True),
         ("Can you remember that I use fish shell?", True),
         ("记住：测试数据库在 5433 端口。", True),
         ("别忘了周四发布。", True),

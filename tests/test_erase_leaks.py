@@ -466,6 +466,10 @@ def test_restoring_the_whole_tree_with_git_does_not_undo_an_erasure(git_vault: V
     vault.reindex()
     assert secret.id not in ids_found(vault, "zqorblax storage")
     assert health.drift(vault).erased_restored == [rel]
+    # A read leaves the tracked list alone (git would refuse a stash pop over it); doctor says it is behind.
+    assert git(root, "status", "--short") == ""
+    assert [b.split(":")[0] for b in health.drift(vault).behind] == [".memex/erased.txt", ".memex/erasure.log"]
+    health.repair(vault)  # doctor --fix
     assert ".memex/erased.txt" in git(root, "status", "--short")  # the list regained the erasure, for the next commit
 
     erase(vault, secret.id, reason="restored by mistake")
@@ -488,6 +492,9 @@ def test_a_deliberate_way_back_survives_the_same_restore(git_vault: Vault) -> No
     assert code == 0, out
     git(root, "checkout", "HEAD", "--", ".memex/erased.txt")  # the list before both the erasure and the allowance
     vault.reindex(full=True)
+    assert secret.id in ids_found(vault, "zqorblax storage")
+    assert health.drift(vault).behind == [".memex/erased.txt: 4 line(s)"]  # the erasure and the allowance
+    health.repair(vault)
     assert secret.id in ids_found(vault, "zqorblax storage") and health.drift(vault).clean
 
 

@@ -178,3 +178,20 @@ def test_after_turn_stores_a_request_to_remember_at_once(vault: Vault) -> None:
     again = openclaw_engine.after_turn(vault, {"sessionId": "s", "sessionKey": KEY, "messages": turn,
                                                "prePromptMessageCount": 2}, commit="none")
     assert again["captured"] == [] and len(vault.list()) == 1
+
+
+def test_session_end_commits_a_short_conversations_decisions(vault: Vault) -> None:
+    """OpenClaw's session_end plugin hook: what a short conversation decided
+    is extracted then, not left in the archive until 20,000 tokens are pending."""
+    turn = [user("We decided to use PostgreSQL for billing.", ts=1), assistant(text("Good choice."), ts=2)]
+    params = {"sessionId": "s", "sessionKey": KEY, "messages": turn, "prePromptMessageCount": 0}
+    openclaw_engine.after_turn(vault, params, commit="background")  # far below commit_token_threshold
+    assert vault.list() == [] and archive.load_state(vault, SESSION).pending_tokens > 0
+    [answer] = serve(vault, request(1, "sessionEnd", sessionId="s", sessionKey=KEY, reason="idle"))
+    assert answer["ok"] is True and answer["result"] == {"committed": 1, "reason": "idle"}
+    [memory] = vault.list()
+    assert memory.body.strip() == "We decided to use PostgreSQL for billing." and memory.session == SESSION
+    assert archive.load_state(vault, SESSION).pending_tokens == 0
+    # A second end (gateway shutdown after /new) has nothing left to commit.
+    [again] = serve(vault, request(2, "sessionEnd", sessionId="s2", sessionKey=KEY, reason="shutdown"))
+    assert again["result"] == {"committed": 0, "reason": "shutdown"} and len(vault.list()) == 1

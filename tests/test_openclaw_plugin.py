@@ -220,3 +220,23 @@ def test_idle_memex_process_lets_openclaw_exit(vault_root: Path, tmp_path: Path)
         time.sleep(0.1)
     gone = not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
     assert gone, "the memex process outlived the gateway"
+
+
+def test_session_end_hook_commits_a_short_conversation(vault_root: Path, tmp_path: Path) -> None:
+    """OpenClaw's context engine has no end-of-session call; the plugin's
+    session_end hook (run by OpenClaw's hook runner) is one: a short
+    conversation's decision is extracted then, not left in the archive."""
+    set_config(vault_root, "embedding", 'model = "none"')  # plumbing: no model load in the engine process
+    turn = [user("We decided to use PostgreSQL for billing.", ts=1), assistant(text("Good choice."), ts=2)]
+    out = drive(tmp_path, engine_command(vault_root), [
+        {"op": "afterTurn", "params": {"sessionId": "run-1", "sessionKey": KEY, "sessionFile": "/dev/null",
+                                       "messages": turn, "prePromptMessageCount": 0, "tokenBudget": 200000}},
+        {"hook": "session_end", "event": {"sessionId": "run-1", "sessionKey": KEY, "messageCount": 2,
+                                          "reason": "idle"},
+         "ctx": {"sessionId": "run-1", "sessionKey": KEY, "agentId": "main"}},
+    ])
+    assert out["plugin"]["status"] == "loaded", out
+    assert [s["result"] for s in out["steps"]] == [None, None], out
+    with Vault(vault_root) as vault:
+        [memory] = vault.list()
+        assert memory.body.strip() == "We decided to use PostgreSQL for billing." and memory.session == SESSION

@@ -13,10 +13,11 @@ import pytest
 
 from memex import health
 from memex.erase.steps import erase
+from memex.errors import MemoryNotFound
 from memex.vault import Vault, init_vault
 from tests.erasekit import files_with_text, settle
 from tests.fakes import HashEmbedder
-from tests.test_erase_leaks import SECRET, WORDS, commit_all, git, git_env  # noqa: F401 (a fixture)
+from tests.test_erase_leaks import SECRET, WORDS, cli, commit_all, git, git_env  # noqa: F401 (a fixture)
 
 
 @pytest.fixture
@@ -113,3 +114,44 @@ def test_resolving_a_git_conflict_in_the_erased_list_stays_resolved(git_vault: V
     vault.search("Zqorblax")
     assert listed.read_text() == ours + theirs
     assert theirs.strip() in (root / ".memex" / "erased.local").read_text().split()
+
+
+def test_show_does_not_read_back_a_memory_a_restored_backup_brought_back(git_vault: Vault, tmp_path: Path) -> None:
+    """Found from outside: after a whole-vault backup was copied back over an
+    erasure, `search` and `list` hid the memory but `memex show ID` printed it."""
+    vault, root = git_vault, git_vault.root
+    secret = vault.add(SECRET)
+    vault.close()
+    backup = tmp_path / "vault.bak"
+    shutil.copytree(root, backup, symlinks=True)
+    with Vault(root, embedder=HashEmbedder()) as v:
+        erase(v, secret.id, reason="privacy")
+    shutil.copytree(backup, root, symlinks=True, dirs_exist_ok=True)
+
+    with Vault(root, embedder=HashEmbedder()) as v:
+        with pytest.raises(MemoryNotFound):
+            v.get(secret.id)
+    code, out = cli(root, "show", secret.id)
+    assert code != 0 and WORDS[0] not in out
+
+
+def test_the_entity_graph_does_not_name_what_a_restored_backup_brought_back(git_vault: Vault, tmp_path: Path) -> None:
+    """Found from outside: after a whole-vault backup was copied back over an
+    erasure, `memex entities` still listed the erased memory's entity and
+    `memex graph NAME` printed its body."""
+    vault, root = git_vault, git_vault.root
+    secret = vault.add("[[Zqorblax]] keeps the Xjuimbrelk storage unit key under the mat")
+    vault.add("[[Shop]] deploys happen on Fridays")
+    vault.close()
+    backup = tmp_path / "vault.bak"
+    shutil.copytree(root, backup, symlinks=True)
+    with Vault(root, embedder=HashEmbedder()) as v:
+        erase(v, secret.id, reason="privacy")
+    shutil.copytree(backup, root, symlinks=True, dirs_exist_ok=True)
+
+    code, out = cli(root, "entities", "--json")
+    assert code == 0 and "Shop" in out and WORDS[0] not in out
+    code, out = cli(root, "graph", WORDS[0], "--json")
+    assert WORDS[1] not in out
+    with Vault(root, embedder=HashEmbedder()) as v:
+        assert health.drift(v).erased_restored  # the file is back: doctor names it

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from memex.files import permissions
+from memex.files.names import safe_name
 from memex.errors import InvalidArgument, VaultNotFound
 from memex.layout import is_vault
 from memex.vault import Vault, init_vault
@@ -246,3 +247,32 @@ def last_session(vault: Vault) -> str | None:
         return None
     session = data.get("session") if isinstance(data, dict) else None
     return session if isinstance(session, str) and session else None
+
+
+# Ids the hand-off note named to the agent per session: at most the note's own
+# length (memex/dedup/handoff.py MAX_ITEMS) is ever worth remembering.
+MAX_NOTED = 50
+
+
+def _noted_path(vault: Vault, agent: str, session: str) -> Path:
+    return vault.paths.agents_cache / f"{agent}-{safe_name(session)}.noted.json"
+
+
+def noted(vault: Vault, agent: str, session: str) -> list[str]:
+    """The capture ids this session's hand-off notes already named (docs/agents.md, "Hand-off note")."""
+    try:
+        data = json.loads(_noted_path(vault, agent, session).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [i for i in data if isinstance(i, str)] if isinstance(data, list) else []
+
+
+def mark_noted(vault: Vault, agent: str, session: str, ids: list[str]) -> None:
+    """Remember that the agent was told of ``ids`` (kept with the ids named before)."""
+    if not ids:
+        return
+    keep = list(dict.fromkeys([*noted(vault, agent, session), *ids]))[-MAX_NOTED:]
+    path = _noted_path(vault, agent, session)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    permissions.write_private(tmp, json.dumps(keep))
+    tmp.replace(path)

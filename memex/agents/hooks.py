@@ -13,7 +13,8 @@ which agent and which transcript format. OpenClaw's adapter
   additional context.
 - ``UserPromptSubmit`` (``prompt``): auto-recall for the prompt, keyword
   capture ("remember that …" is stored verbatim, ``source: keyword``), and
-  the hand-off note naming what was captured, as additional context.
+  the hand-off note naming what was captured and not named before
+  (:func:`handoff_note`), as additional context.
 - ``Stop``: the turn's new transcript lines and ``last_assistant_message``
   go to the context engine's ``after_turn`` (archive; commit when due) —
   after the answer.
@@ -42,7 +43,7 @@ from memex import context
 from memex.agents import fit, hook_io, transcript, warm
 from memex.agents.hook_io import HookResult, Payload
 from memex.config import setting
-from memex.context import inject
+from memex.context import gate, inject
 from memex.context.archive import load_state
 from memex.errors import InvalidArgument
 from memex.search.hybrid import Hit
@@ -92,10 +93,23 @@ def recall_scopes(settings: AgentSettings, cwd: str | None) -> list[str]:
     return list(dict.fromkeys(scopes))
 
 
-def _handoff_text(vault: Vault, session: str) -> str:
-    from memex.dedup.handoff import handoff  # numpy: not on every hook's start-up path
+def handoff_note(vault: Vault, agent: str, session: str, whole: bool = False) -> str:
+    """The hand-off note for this turn: the captures not named to the agent before.
 
-    return handoff(vault, session).text
+    The note says "already stored verbatim this turn"; the captures stay in
+    the dedup's echo window for minutes, and naming them again on every
+    prompt repeated earlier turns' captures as this one's. ``whole`` (resume,
+    compact: earlier notes may be gone from the agent's context) names every
+    capture still in the window. docs/agents.md, "Hand-off note".
+    """
+    from memex.dedup.handoff import handoff, render  # numpy: not on every hook's start-up path
+
+    items = handoff(vault, session).items
+    if not whole:
+        told = set(hook_io.noted(vault, agent, session))
+        items = [i for i in items if i.id not in told]
+    hook_io.mark_noted(vault, agent, session, [i.id for i in items])
+    return render(items)
 
 
 def injected_block(answer: dict[str, Any]) -> str:
@@ -128,7 +142,8 @@ def start_memories(vault: Vault, settings: AgentSettings, cwd: str | None, limit
     There is no prompt yet, so the session's project stands for it: first
     the project's own memories (``project:NAME`` from ``cwd``), newest
     first; then the user's memories relevant to the project (searched with
-    the project's name and its memories, above the recall threshold); then,
+    the project's name and its memories, kept by prompt recall's gate,
+    memex/context/gate.py); then,
     in at most half the places (all of them without a project), the user's
     newest memories. Confidence plays no part: a confident memory about
     another project is neither relevant to this one nor newer for it.
@@ -143,12 +158,13 @@ def start_memories(vault: Vault, settings: AgentSettings, cwd: str | None, limit
             chosen[hit.id] = hit
     if project and len(chosen) < limit:  # the search embeds a query: only when there is room
         query = " ".join([project.split(":", 1)[1], *(h.body for h in chosen.values())])[:START_QUERY_CHARS]
-        threshold = context.load_settings(vault).recall_score_threshold
-        for hit in vault.search(query, limit=limit * 3, scope=others):
+        # Prompt recall's gate (fused score, or a clear calibrated cosine): measured
+        # for this query in docs/context-engine.md, "SessionStart".
+        keep = gate.for_vault(vault, query, context.load_settings(vault))
+        for hit in keep(vault.search(query, limit=limit * 3, scope=others)):
             if len(chosen) >= limit:
                 break
-            if hit.score >= threshold:
-                chosen.setdefault(hit.id, hit)
+            chosen.setdefault(hit.id, hit)
     # Without a project nothing can be judged relevant: recency fills every place.
     recent, most_recent = 0, max(1, limit // 2) if project else limit
     newest = _newest([h for scope in others for h in vault.list(scope=scope, limit=limit * 4)])
@@ -181,7 +197,7 @@ def session_start(vault: Vault, payload: Payload, agent: str) -> HookResult:
     head = session_note(session)
     if source == FORK_SOURCE:
         _skip_copied_history(vault, payload, agent, session)
-    tail = _handoff_text(vault, session) if source in CONTINUING_SOURCES else ""
+    tail = handoff_note(vault, agent, session, whole=True) if source in CONTINUING_SOURCES else ""
     block = ""
     if switch(vault, "auto_recall") and settings.session_start_limit:
         hits = start_memories(vault, settings, cwd, settings.session_start_limit)
@@ -211,7 +227,7 @@ def user_prompt(vault: Vault, payload: Payload, agent: str) -> HookResult:
         block = injected_block(answer)
     if switch(vault, "auto_capture"):
         context.capture_keyword(vault, session, prompt, source="keyword", scope=settings.capture_scope)
-    text = fit.fit_context(agent, "", block, _handoff_text(vault, session))
+    text = fit.fit_context(agent, "", block, handoff_note(vault, agent, session))
     return HookResult(hook_io.context_output("UserPromptSubmit", text))
 
 
@@ -291,16 +307,27 @@ def pre_compact(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookRes
     )
 
 
-def _end(vault: Vault, payload: Payload, agent: str, fmt: str, session: str) -> None:
-    archive_pending(vault, payload, agent, fmt, session)
-    # A commit waits for commit_token_threshold pending tokens, which a short
-    # session never reaches; what its user decided must not stay in the
-    # archive only (docs/agents.md, SessionEnd).
+def finish_session(vault: Vault, session: str) -> dict[str, Any]:
+    """What an agent's session-end event does once its turns are archived:
+    commit what is pending, then consolidate the session.
+
+    A commit waits for commit_token_threshold pending tokens, which a short
+    session never reaches; what its user decided must not stay in the
+    archive only (docs/agents.md, SessionEnd). Claude Code's SessionEnd and
+    OpenClaw's ``session_end`` (memex/agents/openclaw_engine.py) come here.
+    """
+    committed = 0
     if load_state(vault, session).pending_tokens > 0:
-        context.commit_session(vault, session)
+        committed = len(context.commit_session(vault, session).get("memories", []))
     from memex.consolidation.consolidate import consolidate  # numpy: not on every hook's start-up path
 
     consolidate(vault, session)
+    return {"committed": committed}
+
+
+def _end(vault: Vault, payload: Payload, agent: str, fmt: str, session: str) -> None:
+    archive_pending(vault, payload, agent, fmt, session)
+    finish_session(vault, session)
 
 
 def session_end(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookResult:

@@ -1,7 +1,8 @@
 """memex as an OpenClaw context engine: the Python side of the plugin.
 
 OpenClaw's plugin (``memex/agents/openclaw_plugin/``) registers a context
-engine whose ``ingest`` / ``assemble`` / ``afterTurn`` / ``compact`` forward
+engine whose ``ingest`` / ``assemble`` / ``afterTurn`` / ``compact`` (and a
+``session_end`` plugin hook: ``sessionEnd``) forward
 their arguments, as OpenClaw passes them, to ONE long-lived process per
 gateway (:mod:`memex.agents.openclaw_server`). This module turns those
 arguments into :mod:`memex.context` calls and the answers back into
@@ -31,7 +32,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memex import context
-from memex.agents import openclaw
+from memex.agents import hooks, openclaw
 from memex.context import archive
 from memex.context.assemble import fit_summary
 from memex.context.budget import budget_plan
@@ -262,4 +263,20 @@ def compact(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-OPERATIONS = {"assemble": assemble, "ingest": ingest, "afterTurn": after_turn, "compact": compact}
+def session_end(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
+    """OpenClaw's ``session_end`` plugin hook (``/new``, ``/reset``, idle or daily
+    expiry, deletion, gateway shutdown): commit the conversation's pending
+    turns however few, then consolidate, as Claude Code's SessionEnd does.
+
+    afterTurn archived every turn already, so nothing is left to read; a
+    short conversation's decisions would otherwise stay in the archive
+    until 20,000 tokens are pending (docs/openclaw.md, "Session end").
+    """
+    result = hooks.finish_session(vault, memex_session(params))
+    reason = params.get("reason")
+    return {**result, "reason": reason if isinstance(reason, str) else None}
+
+
+OPERATIONS = {
+    "assemble": assemble, "ingest": ingest, "afterTurn": after_turn, "compact": compact, "sessionEnd": session_end,
+}

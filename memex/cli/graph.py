@@ -14,7 +14,9 @@ def entities_cmd(ctx: click.Context, as_json: bool) -> None:
     """List entities (frontmatter `entities:`, [[wikilinks]], relations), most named first."""
     from memex.index.graph import list_entities  # not on search's start-up path
 
-    found = list_entities(get_vault(ctx).store)
+    vault = get_vault(ctx)
+    vault.indexer.drop_erased()  # rows a restored old index.db holds past an erasure
+    found = list_entities(vault.store)
     if as_json:
         print_json([e.as_dict() for e in found])
     elif not found:
@@ -32,7 +34,9 @@ def graph_cmd(ctx: click.Context, name: str, as_json: bool) -> None:
     """Show entity NAME: the memories naming it, its relations and neighbours."""
     from memex.index.graph import entity_graph  # not on search's start-up path
 
-    data = entity_graph(get_vault(ctx).store, name)
+    vault = get_vault(ctx)
+    vault.indexer.drop_erased()
+    data = entity_graph(vault.store, name)
     if as_json:
         print_json(data)
         return

@@ -20,16 +20,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memex.context import archive
+from memex.context import archive, gate
 from memex.context.budget import budget_plan
-from memex.context.gate import recall_gate
 from memex.context.inject import has_block, prepend_block, render_memories_block, render_summary, strip_blocks
 from memex.context.messages import check_messages, is_tool_result_only, latest_index, normalize_turns, units
 from memex.context.sessions import bypassed
 from memex.context.settings import ContextSettings, load_settings
 from memex.context.tokens import content_text, count_messages, count_text, message_costs, newest_lines
 from memex.errors import InvalidArgument
-from memex.search.fusion import calibration_for
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -100,10 +98,9 @@ def _recall(
     query = strip_blocks(text)[-QUERY_CHARS:].strip()
     if not query:
         return [], "latest user message has no text"
-    calibration = calibration_for(vault.embedder.model_id if vault.embedder is not None else None)
     hits = vault.recall(
         query, limit=settings.recall_limit, scope=list(scopes) if scopes else None,
-        gate=recall_gate(query, settings, calibration, vault.store.term_counts(()).total),
+        gate=gate.for_vault(vault, query, settings),
     )
     ceiling = settings.recall_max_injected_chars + BLOCK_ALLOWANCE_CHARS
     if max_block_chars is not None:

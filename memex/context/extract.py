@@ -51,13 +51,48 @@ MIN_CHARS, MIN_CJK_CHARS, MAX_CHARS = 12, 4, 400
 
 # "remember that ...", "don't forget ...", "记住 ..." as a request, not a question.
 _KEYWORD = re.compile(
-    r"(?:^|[.!;\n]\s*|\b(?:please|pls|also|and|hey|ok|okay|so),?\s+|"
+    r"(?:^|[.!;\n]\s*|\b(?:please|pls|also|and|hey|ok|okay|so|always|from now on|going forward|"
+    r"in (?:the )?future),?\s+|"
     r"\b(?:can|could|would|will) you (?:please )?)"
     r"(remember|don'?t forget|do not forget|never forget|keep in mind|make a note)\b"
-    r"(?:\s+(?:that|this|to))?\s*[:,]?\s*\S",
+    r"(?:\s+(that|this|to))?\s*[:,]?\s*\S",
     re.IGNORECASE,
 )
 _KEYWORD_ZH = re.compile(r"(请?记住|记一下|记下来|别忘了|不要忘记|不要忘了)[:：，,]?\s*\S")
+
+# "remember to <do something>" is about the task at hand, and not a memory,
+# when its sentence points at that task or asks it as a question, unless it
+# says it always holds (docs/context-engine.md, "Keyword capture").
+_STANDING = re.compile(
+    r"\b(?:always|never|every|each time|whenever|any ?time|from now on|going forward|in (?:the )?future|"
+    r"by default|(?:before|after|when) (?:\w+ing)\b|this (?:repo|repository|project|codebase|code base|"
+    r"team|company|service|app|workspace))",
+    re.IGNORECASE,
+)
+_TASK_AT_HAND = re.compile(
+    r"\b(?:this|these|first|now|then|later|today|tonight|tomorrow|next|afterwards|"
+    r"when (?:you'?re|you are|we'?re|we are|it'?s|it is) (?:done|finished)|before (?:we|you) (?:merge|finish|leave))\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[.!?;\n。！？；]")
+
+
+def _sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """Where the sentence of ``text`` holding ``text[start:end]`` begins and ends."""
+    begin = max((m.end() for m in _SENTENCE_END.finditer(text, 0, start)), default=0)
+    stop = _SENTENCE_END.search(text, end)
+    return begin, stop.end() if stop else len(text)
+
+
+def _for_the_task(text: str, match: re.Match[str]) -> bool:
+    """Whether a "remember to ..." request is about the task at hand only."""
+    if (match.group(2) or "").casefold() != "to":
+        return False
+    begin, stop = _sentence_bounds(text, match.start(1), match.end(2))
+    if _STANDING.search(text, begin, stop):
+        return False
+    asked = text[begin:stop].rstrip().endswith("?")
+    return asked or bool(_TASK_AT_HAND.search(text, match.end(2), stop))
 
 
 @dataclass
@@ -126,15 +161,20 @@ def _user_text(msg: dict[str, Any]) -> str:
 KEYWORD_MAX_CHARS = 1000
 
 
+def _requests(prompt: str) -> list[re.Match[str]]:
+    """The prompt's requests to remember something for good (task-scoped ones left out)."""
+    return [m for m in _KEYWORD.finditer(prompt) if not _for_the_task(prompt, m)]
+
+
 def is_remember_request(prompt: str) -> bool:
-    return bool(_KEYWORD.search(prompt) or _KEYWORD_ZH.search(prompt))
+    return bool(_requests(prompt) or _KEYWORD_ZH.search(prompt))
 
 
 def remember_excerpt(prompt: str) -> str:
     """The prompt itself, or for a long one the verbatim part from the request on."""
     if len(prompt) <= KEYWORD_MAX_CHARS:
         return prompt
-    match = _KEYWORD.search(prompt) or _KEYWORD_ZH.search(prompt)
+    match = next(iter(_requests(prompt)), None) or _KEYWORD_ZH.search(prompt)
     start = match.start(1) if match else 0
     # Back up to the start of that sentence ("Please remember ..." keeps "Please").
     cut = max(prompt.rfind(mark, 0, start) for mark in (". ", "! ", "? ", "\n", "。", "！", "？"))

@@ -32,6 +32,11 @@ more per e-fold from 100 on (scripts/eval_recall.py --sizes). Hence the growth: 
 chance reaches in a vault that size, so a paraphrase is recalled in the
 small vault a new user starts with, and noise is not let in at 10k.
 
+The same gate picks SessionStart's memories about the project
+(memex/agents/hooks.py ``start_memories``, via :func:`for_vault`), whose
+query is the project's name and memories: measured with
+scripts/eval_session_start.py, docs/context-engine.md.
+
 Both bars are per model (memex/embedding/profiles.py), measured with
 scripts/eval_recall.py; figures in docs/context-engine.md.
 """
@@ -40,10 +45,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from memex.context.settings import ContextSettings
 from memex.embedding.tuning import Calibration, has_cjk
+from memex.search.fusion import calibration_for
 from memex.search.hybrid import Hit
+
+if TYPE_CHECKING:
+    from memex.vault import Vault
 
 # Up to this many memories the cosine bar is recall_cosine_threshold; it grows from here on.
 GROWS_FROM = 100
@@ -77,3 +87,13 @@ def recall_gate(
     """The gate for one prompt in a vault of ``size`` memories, as :meth:`memex.vault.Vault.recall` takes it."""
     bar = cosine_bar(settings, size)
     return lambda hits: [h for h in hits if passes(query, h, settings, calibration, bar)]
+
+
+def for_vault(vault: Vault, query: str, settings: ContextSettings) -> Callable[[Sequence[Hit]], list[Hit]]:
+    """:func:`recall_gate` for ``query`` in ``vault``: its model's calibration, its size.
+
+    Every search whose hits are shown to an agent unasked (prompt recall,
+    SessionStart) goes through here.
+    """
+    calibration = calibration_for(vault.embedder.model_id if vault.embedder is not None else None)
+    return recall_gate(query, settings, calibration, vault.store.term_counts(()).total)

@@ -58,14 +58,18 @@ def handoff(vault: Vault, session: str) -> Handoff:
         HandoffItem(mid, scope, source, created, escape(preview(body, PREVIEW_CHARS)))
         for mid, scope, source, created, body in rows
     ]
-    if note.items:
-        lines = [
-            "Already stored verbatim this turn (do not save these again, not even in other words):"
-        ]
-        lines += [f"- {i.id} [{i.scope}] {i.preview}" for i in note.items]
-        lines.append(
-            "To change one of them, supersede it (`memex supersede ID \"new text\"`) "
-            "instead of adding a new memory."
-        )
-        note.text = "\n".join(lines)
+    note.text = render(note.items)
     return note
+
+
+def render(items: list[HandoffItem]) -> str:
+    """The note's text naming ``items``; '' for none (a hook names only captures not named before)."""
+    if not items:
+        return ""
+    lines = ["Already stored verbatim this turn (do not save these again, not even in other words):"]
+    lines += [f"- {i.id} [{i.scope}] {i.preview}" for i in items]
+    lines.append(
+        "To change one of them, supersede it (`memex supersede ID \"new text\"`) "
+        "instead of adding a new memory."
+    )
+    return "\n".join(lines)

@@ -17,13 +17,12 @@ Both live in files under ``.memex/`` so that they survive deleting
   --allow-erased``, ``memex reindex --allow-erased PATH``); a later erasure
   of the same text appends the digest again. The last line about a digest
   decides.
-- ``erased.local``: the same lines again, git-ignored. git rewrites
-  ``erased.txt`` whenever it restores the tree (``git checkout -- .``,
-  ``git restore``, ``git reset --hard``, a stash): that would bring an erased
-  file back *and* drop it from the list in one step. Each read of the list
-  first makes the two agree (:func:`_heal`): lines one holds more often than
-  the other are appended to it, in order, so a list git cut short regains
-  what this clone erased, and the journal learns teammates' lines.
+- ``erased.local``: the same lines again, git-ignored, so that git
+  restoring an older ``erased.txt`` (``git checkout -- .``, ``git reset
+  --hard``, a stash) cannot bring an erased file back *and* drop it from the
+  list in one step. The two are read as one (:mod:`memex.erase.mirror`);
+  reads never write ``erased.txt``, so memex leaves git no local change to
+  refuse over.
 
 What counts as the same text: the body as dedup normalizes it (provenance
 prefix and injected blocks removed, Unicode NFC, whitespace runs collapsed,
@@ -51,9 +50,10 @@ import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
-from memex.files import permissions
 from memex.errors import IndexStoreError
-from memex.layout import ERASE_KEY_NAME, ERASED_JOURNAL_NAME, ERASED_LIST_NAME, GIT_IGNORE_NAME
+from memex.erase import spare
+from memex.erase.mirror import Mirror, journaled
+from memex.layout import ERASE_KEY_NAME, ERASED_JOURNAL_NAME, ERASED_LIST_NAME
 from memex.text import body_hash, normalize, strip_injected
 
 KEY_NAME = ERASE_KEY_NAME
@@ -66,12 +66,18 @@ _ENTRY = re.compile(rf"\A(?:{ALLOW} )?[0-9a-f]{{64}}\Z")
 
 def _key(memex_dir: Path, create: bool) -> bytes | None:
     path = memex_dir / KEY_NAME
+    where = spare.folder(memex_dir)
+    kept = None if where is None else where / KEY_NAME
     try:
         text = path.read_text(encoding="ascii").strip()
     except FileNotFoundError:
-        if not create:
+        saved = None if kept is None else spare.read(kept)
+        if saved is not None and _parse_key(saved) is not None:
+            text = saved  # `git clean -fdx` took it, or a linked work tree never had it
+        elif not create:
             return None
-        text = secrets.token_hex(32)
+        else:
+            text = secrets.token_hex(32)
         # O_EXCL: two processes erasing at once must not each write a key.
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -83,13 +89,30 @@ def _key(memex_dir: Path, create: bool) -> bytes | None:
             os.fsync(handle.fileno())
     except (OSError, UnicodeDecodeError) as exc:
         raise IndexStoreError(f"{path}: cannot read the erasure key: {exc}") from exc
+    key = _parse_key(text)
+    if key is None:
+        raise IndexStoreError(f"{path}: the erasure key is not at least 16 bytes of hex; restore it from a backup")
+    if kept is not None and spare.read(kept) != text:
+        spare.put(kept, text)  # the key this vault uses now, should .memex/ lose it
+    return key
+
+
+def restore_key(memex_dir: Path) -> None:
+    """Put ``erase.key`` back from its spare if it is gone, and the spare in line
+    with the key in use (before a reader looks at the file itself, and after
+    one installs it); a key that is not one is left for that reader to report."""
+    try:
+        _key(memex_dir, create=False)
+    except IndexStoreError:
+        pass
+
+
+def _parse_key(text: str) -> bytes | None:
     try:
         key = bytes.fromhex(text)
-    except ValueError as exc:
-        raise IndexStoreError(f"{path}: the erasure key is not hex; restore it from a backup") from exc
-    if len(key) < 16:
-        raise IndexStoreError(f"{path}: the erasure key is too short ({len(key)} bytes)")
-    return key
+    except ValueError:
+        return None
+    return key if len(key) >= 16 else None
 
 
 def _trim_ends(text: str) -> str:
@@ -137,65 +160,16 @@ def legacy_hash(key: bytes, body: str) -> str:
     return hmac.new(key, body_hash(body).encode("ascii"), hashlib.sha256).hexdigest()
 
 
-def _append(memex_dir: Path, lines: list[str], names: tuple[str, ...] = (JOURNAL_NAME, LIST_NAME)) -> None:
-    if not lines:
-        return
-    for name in names:  # the journal first: git never rewrites it
-        if name == JOURNAL_NAME and not (memex_dir / name).exists():
-            _ignore_journal(memex_dir)
-        with permissions.open_append(memex_dir / name) as handle:  # private, like the rest of .memex/
-            handle.write("".join(line + "\n" for line in lines))
-            handle.flush()
-            os.fsync(handle.fileno())
-
-
-def _ignore_journal(memex_dir: Path) -> None:
-    """A vault made before the journal existed learns to keep it out of git."""
-    ignore = memex_dir.parent / GIT_IGNORE_NAME
-    line = f"{memex_dir.name}/{JOURNAL_NAME}"
-    try:
-        text = ignore.read_text(encoding="utf-8")
-        if line not in text.splitlines():
-            ignore.write_text(text.rstrip("\n") + "\n" + line + "\n", encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        pass  # no .gitignore (or not ours to read): a committed journal holds no text either
-
-
-def _lines(path: Path) -> list[str]:
-    try:
-        text = path.read_text(encoding="ascii")
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
-        raise IndexStoreError(f"{path}: cannot read the erased list: {exc}") from exc
+def mirror(memex_dir: Path) -> Mirror:
+    """``erased.txt`` and its journal (reads, doctor's count of lines git cut, their restore)."""
     # Only entries travel between the list and its journal: a line of anything
     # else (git's conflict markers, say) would be copied back after the
     # person who resolved the conflict deleted it.
-    return [line.strip() for line in text.splitlines() if _ENTRY.match(line.strip())]
+    return journaled(memex_dir, LIST_NAME, JOURNAL_NAME, lambda line: bool(_ENTRY.match(line)))
 
 
-def _beyond(source: list[str], target: list[str]) -> list[str]:
-    """The lines of ``source``, in order, that ``target`` holds fewer times."""
-    have: dict[str, int] = {}
-    for line in target:
-        have[line] = have.get(line, 0) + 1
-    extra: list[str] = []
-    for line in source:
-        if have.get(line, 0) > 0:
-            have[line] -= 1
-        else:
-            extra.append(line)
-    return extra
-
-
-def _heal(memex_dir: Path) -> list[str]:
-    """Make the list and its journal agree (see the module doc); returns the list's lines."""
-    listed = _lines(memex_dir / LIST_NAME)
-    journal = _lines(memex_dir / JOURNAL_NAME)
-    lost = _beyond(journal, listed)
-    _append(memex_dir, lost, (LIST_NAME,))
-    _append(memex_dir, _beyond(listed, journal), (JOURNAL_NAME,))
-    return listed + lost
+def _append(memex_dir: Path, lines: list[str]) -> None:
+    mirror(memex_dir).append(lines)
 
 
 def remember(memex_dir: Path, bodies: Iterable[str], ids: Iterable[str] = ()) -> int:
@@ -234,8 +208,12 @@ def allow(memex_dir: Path, bodies: Iterable[str], ids: Iterable[str] = ()) -> in
 
 def _state(memex_dir: Path) -> dict[str, bool]:
     """digest -> erased now (True) or allowed back (False); the last line decides."""
+    return _parse(mirror(memex_dir).lines())
+
+
+def _parse(lines: list[str]) -> dict[str, bool]:
     state: dict[str, bool] = {}
-    for line in _heal(memex_dir):
+    for line in lines:
         parts = line.split()
         if len(parts) == 1:
             state[parts[0]] = True
@@ -247,9 +225,12 @@ def _state(memex_dir: Path) -> dict[str, bool]:
 def _missing_key(memex_dir: Path) -> IndexStoreError:
     # A list without its key cannot be checked; say so rather than
     # silently letting erased text back in.
+    where = spare.folder(memex_dir)
+    copies = f"the list and {JOURNAL_NAME} beside it" if where is None else (
+        f"the list, {JOURNAL_NAME} beside it and the spare folder {where}")
     return IndexStoreError(
         f"{memex_dir / KEY_NAME}: missing, so {memex_dir / LIST_NAME} cannot be checked; "
-        f"restore the key, or delete the list and {JOURNAL_NAME} beside it to forget what was erased"
+        f"restore the key, or delete {copies} to forget what was erased"
     )
 
 
@@ -271,27 +252,30 @@ class Guard:
 
     def __init__(self, memex_dir: Path) -> None:
         self.memex_dir = memex_dir
+        self._files = (memex_dir / LIST_NAME, *mirror(memex_dir).journals)
         self._size = -1
-        self._sizes = (-1, -1)
+        self._sizes: tuple[int, ...] = ()
         self._key: bytes | None = None
         self._erased: set[str] = set()
 
     def refresh(self) -> None:
-        sizes = (_size(self.memex_dir / LIST_NAME), _size(self.memex_dir / JOURNAL_NAME))
+        sizes = tuple(_size(path) for path in self._files)
         if sizes == self._sizes:
             return
-        state = _state(self.memex_dir) if any(sizes) else {}
+        lines = mirror(self.memex_dir).lines() if any(sizes) else []
+        state = _parse(lines)
         self._erased = {h for h, erased in state.items() if erased}
         self._key = _key(self.memex_dir, create=False) if self._erased else None
         if self._erased and self._key is None:
             raise _missing_key(self.memex_dir)
-        # Healing may have grown either file: remember their sizes after it.
-        self._sizes = (_size(self.memex_dir / LIST_NAME), _size(self.memex_dir / JOURNAL_NAME))
-        self._size = self._sizes[0]
+        # Reading may have taught the journal lines: remember the sizes after it.
+        self._sizes = tuple(_size(path) for path in self._files)
+        # The list as read (both files as one), not erased.txt's size: git may have cut that.
+        self._size = sum(len(line) + 1 for line in lines)
 
     @property
     def size(self) -> int:
-        """The list's size in bytes at the last :meth:`refresh` (it only grows)."""
+        """The list's size in bytes at the last :meth:`refresh`, both files read as one (it only grows)."""
         return max(self._size, 0)
 
     def erased_id(self, memory_id: str) -> bool:

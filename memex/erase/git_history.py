@@ -32,7 +32,7 @@ from typing import Any
 
 from memex.erase.erased_list import canonical
 from memex.errors import GitHistoryError, InvalidArgument
-from memex.layout import ERASE_KEY_ID_NAME, MEMEX_DIR, WRITERS_DIR
+from memex.layout import ERASE_KEY_ID_NAME, ERASED_LIST_NAME, ERASURE_LOG_NAME, MEMEX_DIR, WRITERS_DIR
 
 GIT_TIMEOUT = 600
 UNREACHABLE = (
@@ -218,6 +218,12 @@ def _remotes(top: Path) -> list[str]:
     return sorted(set(_git(top, "remote", check=False).split()))
 
 
+# memex's own append-only files, vault-relative: the erase has just written
+# them, and their journals put back what the rewrite's reset of the work tree
+# takes (memex/erase/mirror.py; the caller restores them after the rewrite).
+JOURNALED = (f"{MEMEX_DIR}/{ERASED_LIST_NAME}", f"{MEMEX_DIR}/{ERASURE_LOG_NAME}")
+
+
 def check_clean(root: Path, erased_paths: list[str]) -> None:
     """Refuse to rewrite history over uncommitted changes to tracked files.
 
@@ -228,7 +234,7 @@ def check_clean(root: Path, erased_paths: list[str]) -> None:
     top = toplevel(root)
     if top is None:
         raise InvalidArgument("--purge-history", f"{root} is not in a git repository")
-    _refuse_dirty(top, {_rel(top, root, p) for p in erased_paths})
+    _refuse_dirty(top, {_rel(top, root, p) for p in [*erased_paths, *JOURNALED]})
 
 
 def _refuse_dirty(top: Path, allowed: set[str]) -> None:
@@ -271,7 +277,7 @@ def purge(root: Path, paths: list[str], bodies: list[str], ids: list[str]) -> Gi
     before.commits = list(dict.fromkeys(before.commits + _commits_with(top, blobs)))
     if not before.commits:
         return before
-    _refuse_dirty(top, drop | _paths_of(top, blobs))
+    _refuse_dirty(top, drop | _paths_of(top, blobs) | {_rel(top, root, p) for p in JOURNALED})
     remotes = {name: _git(top, "remote", "get-url", name).strip() for name in _remotes(top)}
     listing = top / ".git" / "memex-filter-paths.txt"
     blob_list = top / ".git" / "memex-filter-blobs.txt"

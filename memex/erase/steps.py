@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memex.erase import git_history
-from memex.erase import erased_list
+from memex.erase import erased_list, mirror
 from memex.files import orphans
 from memex.index import purge
 from memex.store import purge as store_purge
@@ -48,7 +47,7 @@ from memex.store.purge import PurgeCounts
 from memex.store import IndexStore
 from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.faults import point
-from memex.layout import ERASURE_LOG_NAME, INDEX_NAME, MEMORIES_DIR, VaultPaths
+from memex.layout import INDEX_NAME, MEMORIES_DIR, VaultPaths
 from memex.erase.select import Selection, by_id, by_subject, claiming_files, expand, files_to_read, same_text
 from memex.index import scan
 from memex.files.memory_file import fsync_dir, read
@@ -94,14 +93,8 @@ def _now() -> str:
 
 
 def audit(memex_dir: Path, entry: dict[str, Any]) -> None:
-    """Append one JSON line to the erasure log (O_APPEND: lines never interleave)."""
-    line = json.dumps({"time": _now(), **entry}, ensure_ascii=False, sort_keys=True) + "\n"
-    fd = os.open(memex_dir / ERASURE_LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        os.write(fd, line.encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Append one JSON line to the erasure log and its git-ignored journal (memex/erase/mirror.py)."""
+    mirror.audit_log(memex_dir).append([json.dumps({"time": _now(), **entry}, ensure_ascii=False, sort_keys=True)])
 
 
 def _check_args(
@@ -304,7 +297,10 @@ def _purge_history_only(vault: Vault, memory_id: str, reason: str) -> EraseResul
     when no commit holds it either.
     """
     try:
-        report = git_history.purge(vault.root, [], [], [memory_id])
+        try:
+            report = git_history.purge(vault.root, [], [], [memory_id])
+        finally:
+            erased_list.mirror(vault.memex_dir).restore()  # what the rewrite's reset took (see _finish)
     except Exception as exc:
         audit(vault.memex_dir, {
             "phase": "partial", "reason": reason, "erased": [memory_id],
@@ -384,7 +380,12 @@ def _finish(
             result.shared_index = shared.purge(ids).as_dict()
         done.append("postgres")
         if purge_history:
-            result.git = git_history.purge(vault.root, paths, bodies, ids)
+            try:
+                result.git = git_history.purge(vault.root, paths, bodies, ids)
+            finally:
+                # The rewrite reset the work tree: this erasure's lines go back from the journals.
+                erased_list.mirror(vault.memex_dir).restore()
+                mirror.audit_log(vault.memex_dir).restore()
         else:
             result.git = git_history.history(vault.root, paths, bodies, ids)
         done.append("git")

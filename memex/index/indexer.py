@@ -136,6 +136,13 @@ class Indexer:
         report.seconds = time.perf_counter() - started
         return report
 
+    def drop_erased(self) -> None:
+        """Drop the rows an index.db restored from an old backup holds past an
+        erasure, before a reader that cannot filter row by row as search does
+        (the entity graph's counts and names); free once a sync has checked
+        every row against the erased list as it is now."""
+        guard.drop_erased_rows(self.store, self.root, self.guard, self.writer.record_error)
+
     def index_paths(self, relpaths: Iterable[str], verify: bool = False) -> SyncReport:
         """Index (or purge) just these paths, e.g. after a write or a file event.
 

@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memex import layout
-from memex.erase import erased_list
+from memex.erase import erased_list, mirror
+from memex.errors import IndexStoreError
 from memex.team import tombstones
 from memex.team.gitrepo import Repo
 from memex.team.report import SyncReport
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from memex.vault import Vault
 
 STATE_NAME = "memex-sync.json"  # in .git/: per clone, never shared
-LOG_NAME = layout.ERASURE_LOG_NAME
 
 
 def load_state(repo: Repo) -> dict[str, Any]:
@@ -42,8 +41,8 @@ def save_state(repo: Repo, state: dict[str, Any]) -> None:
 def rewrites(memex_dir: Path) -> int:
     """How many history rewrites (``erase --purge-history``) this clone's audit log records."""
     try:
-        lines = (memex_dir / LOG_NAME).read_text(encoding="utf-8").splitlines()
-    except OSError:
+        lines = mirror.audit_log(memex_dir).lines()  # with its journal: git may have cut the log
+    except IndexStoreError:
         return 0
     count = 0
     for line in lines:

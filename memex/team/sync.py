@@ -109,6 +109,8 @@ def _is_template_readme(root: Path) -> bool:
 
 def _commit(vault: Vault, repo: Repo, message: str) -> int:
     """Stage memex's own files and commit them; returns how many files changed."""
+    # Lines git cut from the erased list (a restore of an older copy) go to the team too.
+    erased_list.mirror(vault.memex_dir).restore()
     paths = [p for p in SHARED if (vault.root / p).exists() or _tracked(repo, p)]
     paths += [p for p in FIRST_TIME if (vault.root / p).exists() and not _tracked(repo, p)]
     if _is_template_readme(vault.root) and not _tracked(repo, layout.README_NAME):

@@ -63,6 +63,7 @@ def _read_key(path: Path) -> bytes | None:
 
 
 def local_key(memex_dir: Path) -> bytes | None:
+    erased_list.restore_key(memex_dir)  # from its spare in git's folder, if `git clean -fdx` took it
     return _read_key(memex_dir / KEY_NAME)
 
 
@@ -71,7 +72,8 @@ def install_key(memex_dir: Path, key_file: Path) -> str:
     key = _read_key(key_file)
     if key is None:
         raise SyncError(f"--key-file: {key_file} does not exist")
-    have = local_key(memex_dir)
+    # Not local_key: a key the user moved away must not come back from its spare (memex/erase/spare.py) here.
+    have = _read_key(memex_dir / KEY_NAME)
     if have == key:
         return "already installed"
     if have is not None:
@@ -85,6 +87,7 @@ def install_key(memex_dir: Path, key_file: Path) -> str:
         handle.write(key.hex() + "\n")
         handle.flush()
         os.fsync(handle.fileno())
+    erased_list.restore_key(memex_dir)  # its spare copy follows
     return "installed"
 
 

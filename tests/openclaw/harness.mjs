@@ -1,5 +1,6 @@
 // Loads memex's plugin through OpenClaw's own plugin loader and drives the
-// registered context engine: ingest -> assemble -> afterTurn -> compact.
+// registered context engine: ingest -> assemble -> afterTurn -> compact, and
+// the plugin hooks it registers (session_end) through OpenClaw's hook runner.
 //
 // Run by tests/test_openclaw_plugin.py: node harness.mjs SPEC.json, where the
 // spec names the openclaw package folder, the plugin folder, the memex
@@ -29,6 +30,7 @@ async function exported(name) {
 const loadPlugins = await exported("loadOpenClawPlugins");
 const ensureEngines = await exported("ensureContextEnginesInitialized");
 const resolveEngine = await exported("resolveContextEngine");
+const hookRunner = await exported("getGlobalHookRunner");
 
 // The config `memex install openclaw` wrote, or one naming the plugin directly.
 const config = spec.configFile ? JSON.parse(readFileSync(spec.configFile, "utf8")) : {
@@ -58,11 +60,19 @@ for (const step of spec.steps) {
   const started = Date.now();
   let result;
   try {
-    result = await engine[step.op](step.params);
+    // A plugin hook, run by OpenClaw's own hook runner as the gateway does
+    // (step.hook "session_end" -> runSessionEnd(event, ctx)).
+    if (step.hook) {
+      const runner = hookRunner();
+      const method = "run" + step.hook.split("_").map((w) => w[0].toUpperCase() + w.slice(1)).join("");
+      result = runner ? await runner[method](step.event, step.ctx) : { thrown: "no global hook runner" };
+    } else {
+      result = await engine[step.op](step.params);
+    }
   } catch (err) {
     result = { thrown: String(err?.message ?? err) };
   }
-  out.steps.push({ op: step.op, engineId: engine?.info?.id ?? null, ms: Date.now() - started, result: result ?? null });
+  out.steps.push({ op: step.op ?? step.hook, engineId: engine?.info?.id ?? null, ms: Date.now() - started, result: result ?? null });
 }
 // A gateway exits when it is done; with spec.waitForExit the harness instead
 // lets Node end on its own, which an idle memex process must not prevent.

@@ -21,11 +21,13 @@ import { spawn,                   } from "node:child_process";
                                                                                                           
                                               
                                                                                                             
-                                                                                         
+                                                                                                             
                                                                           
 
 const ENGINE_ID = "memex";
-const DEFAULT_TIMEOUTS           = { ingest: 5000, assemble: 10000, afterTurn: 30000, compact: 120000 };
+const DEFAULT_TIMEOUTS           = {
+  ingest: 5000, assemble: 10000, afterTurn: 30000, compact: 120000, sessionEnd: 120000,
+};
 // After the process died this soon after starting, wait this long before trying again.
 const RESPAWN_BACKOFF_MS = 30000;
 const MAX_STDERR_LINE = 2000;
@@ -169,11 +171,14 @@ function roughTokens(messages        )         {
   return Math.ceil(JSON.stringify(messages ?? []).length / 4);
 }
 
-export function createMemexEngine(config              , log        )                {
+                                                                                     
+
+/** One request to the gateway's memex process; on any failure, ``fallback()`` and a warning. */
+function caller(config              , log        )       {
   const command = Array.isArray(config.command) && config.command.length ? config.command : ["memex", "openclaw-engine"];
   const timeouts           = { ...DEFAULT_TIMEOUTS, ...(config.timeoutMs ?? {}) };
   const proc = processFor(command, log);
-  const call = async    (op                , params        , fallback         )             => {
+  return async    (op                , params        , fallback         )             => {
     try {
       return (await proc.request(op, params, timeouts[op]))     ;
     } catch (err) {
@@ -181,6 +186,10 @@ export function createMemexEngine(config              , log        )            
       return fallback();
     }
   };
+}
+
+export function createMemexEngine(config              , log        )                {
+  const call = caller(config, log);
   return {
     info: {
       id: ENGINE_ID,
@@ -223,4 +232,14 @@ export default function register(api                   )       {
   const config               = (api?.pluginConfig ?? {})                ;
   const log         = api?.logger ?? console;
   api.registerContextEngine(ENGINE_ID, () => createMemexEngine(config, log));
+  // The context engine has no end-of-session call; this plugin hook is one
+  // (/new, /reset, idle or daily expiry, deletion, gateway shutdown): memex
+  // commits what a short conversation left pending (docs/openclaw.md).
+  const call = caller(config, log);
+  api.on("session_end", async (event, ctx) => {
+    await call("sessionEnd", {
+      sessionId: event?.sessionId ?? ctx?.sessionId, sessionKey: event?.sessionKey ?? ctx?.sessionKey,
+      reason: event?.reason,
+    }, () => undefined);
+  });
 }

@@ -20,11 +20,13 @@ type Json = any;
 type Method<K extends keyof ContextEngine> = NonNullable<ContextEngine[K]> extends (p: infer A) => infer R
   ? { params: A; result: Awaited<R> } : never;
 type Logger = { info?: (msg: string) => void; warn?: (msg: string) => void; error?: (msg: string) => void };
-type Timeouts = { ingest: number; assemble: number; afterTurn: number; compact: number };
+type Timeouts = { ingest: number; assemble: number; afterTurn: number; compact: number; sessionEnd: number };
 type PluginConfig = { command?: string[]; timeoutMs?: Partial<Timeouts> };
 
 const ENGINE_ID = "memex";
-const DEFAULT_TIMEOUTS: Timeouts = { ingest: 5000, assemble: 10000, afterTurn: 30000, compact: 120000 };
+const DEFAULT_TIMEOUTS: Timeouts = {
+  ingest: 5000, assemble: 10000, afterTurn: 30000, compact: 120000, sessionEnd: 120000,
+};
 // After the process died this soon after starting, wait this long before trying again.
 const RESPAWN_BACKOFF_MS = 30000;
 const MAX_STDERR_LINE = 2000;
@@ -168,11 +170,14 @@ function roughTokens(messages: Json[]): number {
   return Math.ceil(JSON.stringify(messages ?? []).length / 4);
 }
 
-export function createMemexEngine(config: PluginConfig, log: Logger): ContextEngine {
+type Call = <T>(op: keyof Timeouts, params: object, fallback: () => T) => Promise<T>;
+
+/** One request to the gateway's memex process; on any failure, ``fallback()`` and a warning. */
+function caller(config: PluginConfig, log: Logger): Call {
   const command = Array.isArray(config.command) && config.command.length ? config.command : ["memex", "openclaw-engine"];
   const timeouts: Timeouts = { ...DEFAULT_TIMEOUTS, ...(config.timeoutMs ?? {}) };
   const proc = processFor(command, log);
-  const call = async <T>(op: keyof Timeouts, params: object, fallback: () => T): Promise<T> => {
+  return async <T>(op: keyof Timeouts, params: object, fallback: () => T): Promise<T> => {
     try {
       return (await proc.request(op, params, timeouts[op])) as T;
     } catch (err) {
@@ -180,6 +185,10 @@ export function createMemexEngine(config: PluginConfig, log: Logger): ContextEng
       return fallback();
     }
   };
+}
+
+export function createMemexEngine(config: PluginConfig, log: Logger): ContextEngine {
+  const call = caller(config, log);
   return {
     info: {
       id: ENGINE_ID,
@@ -222,4 +231,14 @@ export default function register(api: OpenClawPluginApi): void {
   const config: PluginConfig = (api?.pluginConfig ?? {}) as PluginConfig;
   const log: Logger = api?.logger ?? console;
   api.registerContextEngine(ENGINE_ID, () => createMemexEngine(config, log));
+  // The context engine has no end-of-session call; this plugin hook is one
+  // (/new, /reset, idle or daily expiry, deletion, gateway shutdown): memex
+  // commits what a short conversation left pending (docs/openclaw.md).
+  const call = caller(config, log);
+  api.on("session_end", async (event, ctx) => {
+    await call("sessionEnd", {
+      sessionId: event?.sessionId ?? ctx?.sessionId, sessionKey: event?.sessionKey ?? ctx?.sessionKey,
+      reason: event?.reason,
+    }, () => undefined);
+  });
 }
