@@ -333,8 +333,8 @@ class Prefetched:
             body = strip_injected(cand.text).strip()
             if self.stored is not None and self.stored(body):
                 continue
-            stored = normalize(body)
-            texts += [body, stored, *(self.chunker(stored) if self.chunker is not None else ())]
+            indexed = normalize(body)  # the text the index embeds, and chunks if it is long
+            texts += [body, indexed, *(self.chunker(indexed) if self.chunker is not None else ())]
         wanted = [t for t in dict.fromkeys(texts) if t]
         self._ready = dict(zip(wanted, self.model.embed(wanted))) if wanted else {}
 
