@@ -34,6 +34,19 @@ def _count_model_inputs(embedder: Any, monkeypatch: pytest.MonkeyPatch) -> list[
 
 
 @pytest.mark.model
+def _count_embed_calls(embedder: Any) -> list[list[str]]:
+    """The texts of each call the vault makes to ``embedder.embed`` from now on."""
+    calls: list[list[str]] = []
+    real = embedder.embed
+
+    def counting(texts: Sequence[str]) -> Any:
+        calls.append(list(texts))
+        return real(texts)
+
+    embedder.embed = counting
+    return calls
+
+
 def test_texts_the_model_reads_alike_run_once(real_embedder: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     texts = [
         "# Deploys\n\nDeploys  happen on\tTuesdays.",
@@ -80,14 +93,7 @@ def test_an_import_embeds_long_notes_chunks_ahead_with_their_bodies(
     for n in range(6):
         words = " ".join(f"step{n}x{i} checks the queue" for i in range(90))
         (folder / f"long {n}.md").write_text(f"Runbook {n}.\n\n{words}\n", encoding="utf-8")
-    calls: list[list[str]] = []
-    real = fake_embedder.embed
-
-    def counting(texts: Sequence[str]) -> Any:
-        calls.append(list(texts))
-        return real(texts)
-
-    fake_embedder.embed = counting
+    calls = _count_embed_calls(fake_embedder)
     report = import_path(vault, folder)
     assert report.created == 6
     chunks = vault.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
@@ -105,14 +111,7 @@ def test_a_body_stored_already_is_answered_before_any_embedding(
     for n in range(5):
         (folder / f"note {n}.md").write_text(f"Service {n} pages team {n}.\n\nEscalate after {n + 1} hours.\n")
     assert import_path(vault, folder).created == 5
-    calls: list[list[str]] = []
-    real = fake_embedder.embed
-
-    def counting(texts: Sequence[str]) -> Any:
-        calls.append(list(texts))
-        return real(texts)
-
-    fake_embedder.embed = counting
+    calls = _count_embed_calls(fake_embedder)
     again = import_path(vault, folder)
     assert (again.created, again.duplicate) == (0, 5)
     assert {item["method"] for item in again.items} == {"exact"}

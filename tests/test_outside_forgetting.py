@@ -47,6 +47,18 @@ def test_doctor_names_an_erased_file_git_restored_before_any_reindex(git_vault: 
     assert not report.clean
 
 
+def _erase_then_restore_a_backup(vault: Vault, memory_id: str, tmp_path: Path) -> None:
+    """`cp -a vault vault.bak`, `memex erase ID`, `cp -a vault.bak/. vault/`:
+    the backup predates the erasure, and brings back its files and index.db."""
+    root = vault.root
+    vault.close()
+    backup = tmp_path / "vault.bak"
+    shutil.copytree(root, backup, symlinks=True)
+    with Vault(root, embedder=HashEmbedder()) as v:
+        erase(v, memory_id, reason="privacy")
+    shutil.copytree(backup, root, symlinks=True, dirs_exist_ok=True)
+
+
 def test_a_whole_vault_backup_restored_after_an_erasure_does_not_bring_it_back(git_vault: Vault, tmp_path: Path) -> None:
     """Found from outside: `cp -a vault vault.bak`, erase, `cp -a vault.bak/. vault/`
     (the backup predates the erased list, so the list stays, but its index.db
@@ -55,12 +67,7 @@ def test_a_whole_vault_backup_restored_after_an_erasure_does_not_bring_it_back(g
     vault, root = git_vault, git_vault.root
     secret = vault.add(SECRET)
     vault.add("We deploy the shop on Fridays")
-    vault.close()
-    backup = tmp_path / "vault.bak"
-    shutil.copytree(root, backup, symlinks=True)
-    with Vault(root, embedder=HashEmbedder()) as v:
-        erase(v, secret.id, reason="privacy")
-    shutil.copytree(backup, root, symlinks=True, dirs_exist_ok=True)  # files, index.db and all
+    _erase_then_restore_a_backup(vault, secret.id, tmp_path)
 
     with Vault(root, embedder=HashEmbedder()) as v:
         assert secret.id not in [h.id for h in v.search("Zqorblax storage unit key", limit=50)]
@@ -121,12 +128,7 @@ def test_show_does_not_read_back_a_memory_a_restored_backup_brought_back(git_vau
     erasure, `search` and `list` hid the memory but `memex show ID` printed it."""
     vault, root = git_vault, git_vault.root
     secret = vault.add(SECRET)
-    vault.close()
-    backup = tmp_path / "vault.bak"
-    shutil.copytree(root, backup, symlinks=True)
-    with Vault(root, embedder=HashEmbedder()) as v:
-        erase(v, secret.id, reason="privacy")
-    shutil.copytree(backup, root, symlinks=True, dirs_exist_ok=True)
+    _erase_then_restore_a_backup(vault, secret.id, tmp_path)
 
     with Vault(root, embedder=HashEmbedder()) as v:
         with pytest.raises(MemoryNotFound):
@@ -142,12 +144,7 @@ def test_the_entity_graph_does_not_name_what_a_restored_backup_brought_back(git_
     vault, root = git_vault, git_vault.root
     secret = vault.add("[[Zqorblax]] keeps the Xjuimbrelk storage unit key under the mat")
     vault.add("[[Shop]] deploys happen on Fridays")
-    vault.close()
-    backup = tmp_path / "vault.bak"
-    shutil.copytree(root, backup, symlinks=True)
-    with Vault(root, embedder=HashEmbedder()) as v:
-        erase(v, secret.id, reason="privacy")
-    shutil.copytree(backup, root, symlinks=True, dirs_exist_ok=True)
+    _erase_then_restore_a_backup(vault, secret.id, tmp_path)
 
     code, out = cli(root, "entities", "--json")
     assert code == 0 and "Shop" in out and WORDS[0] not in out
