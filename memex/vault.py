@@ -419,21 +419,18 @@ class Vault:
         query: str,
         limit: int = 6,
         scope: str | Sequence[str] | None = None,
-        min_score: float | None = None,
         gate: Callable[[Sequence[Hit]], builtins.list[Hit]] | None = None,
     ) -> builtins.list[Hit]:
         """Search for an agent's context: active memories only, and counts the recall.
 
         Decay (docs/consolidation.md, "Decay") filters memories whose effective confidence is too low;
-        ``min_score`` and ``gate`` (the context engine's, memex/context/gate.py) drop more before
+        ``gate`` (the context engine's, memex/context/gate.py) drops more before
         the best ``limit`` are taken, so only what is returned counts as recalled.
         """
         # Ask for more than `limit`: decayed memories are dropped afterwards.
         hits = self.search(query, limit=limit * 3 + 10, scope=scope)
         floor = decay.load_policy(self.config).min_confidence
         hits = [h for h in hits if (h.effective_confidence or 0.0) >= floor]
-        if min_score is not None:
-            hits = [h for h in hits if h.score >= min_score]
         if gate is not None:
             hits = gate(hits)
         hits = hits[:limit]
