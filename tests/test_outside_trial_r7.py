@@ -325,6 +325,21 @@ def test_a_damaged_index_is_one_line_saying_how_to_rebuild_it(damaged_vault: Pat
     assert str(damaged_vault / ".memex" / "index.db") in error and "memex reindex" in error
 
 
+def test_a_hook_on_a_damaged_index_names_it_and_fails_open(damaged_vault: Path) -> None:
+    """Found from outside: the hook's line read only "database disk image is
+    malformed", naming no file and no way out."""
+    event = {"session_id": "s1", "transcript_path": "/nonexistent.jsonl", "cwd": str(damaged_vault),
+             "hook_event_name": "UserPromptSubmit", "prompt": "which team deploys service 3"}
+    done = subprocess.run(
+        [sys.executable, "-c", "from memex.cli import run; run()", "hook", "claude-code"],
+        input=json.dumps(event), capture_output=True, text=True, timeout=120,
+        env={**os.environ, "MEMEX_WARM": "0", "MEMEX_VAULT": str(damaged_vault)},
+    )
+    assert done.returncode == 0 and done.stdout == ""  # fail open: the agent goes on
+    assert "Traceback" not in done.stderr
+    assert str(damaged_vault / ".memex" / "index.db") in done.stderr and "memex reindex" in done.stderr
+
+
 async def _mcp_get(vault_root: Path, home: Path) -> tuple[bool, str]:
     from mcp.client import Client
     from mcp.client.stdio import StdioServerParameters

@@ -26,7 +26,7 @@ from typing import IO, Any
 from memex.files import permissions
 from memex.files.names import safe_name
 from memex.errors import InvalidArgument, VaultNotFound
-from memex.layout import is_vault
+from memex.layout import VaultPaths, is_vault
 from memex.vault import Vault, init_vault
 
 DEFAULT_VAULT = Path("~/.memex-vault")
@@ -201,12 +201,16 @@ class HookResult:
         self.label = label
 
 
-def run_hook(agent: str, handler: Callable[[], HookResult], out: IO[str] | None = None) -> int:
+def run_hook(
+    agent: str, handler: Callable[[], HookResult], out: IO[str] | None = None, vault_path: str | None = None
+) -> int:
     """Run a hook handler under the fail-open contract; the exit status is always 0.
 
     The handler's answer (a JSON object; nothing when empty) goes to stdout
     first; then its deferred work runs (see :func:`after_answer`). Any error
-    goes to stderr as one line (a traceback too with ``MEMEX_DEBUG=1``).
+    goes to stderr as one line (a traceback too with ``MEMEX_DEBUG=1``);
+    ``vault_path`` (--vault / $MEMEX_VAULT, else the default vault) names
+    the index in the line for a damaged one.
     """
     stream = out or sys.stdout
     try:
@@ -218,10 +222,25 @@ def run_hook(agent: str, handler: Callable[[], HookResult], out: IO[str] | None 
         if result.deferred is not None and result.vault is not None:
             after_answer(result.vault, f"{agent} {result.label}", result.deferred)
     except Exception as exc:  # noqa: BLE001 - fail open is the contract
-        print(f"memex hook {agent}: {exc} (memex skipped; the agent continues)", file=sys.stderr)
+        print(f"memex hook {agent}: {_one_line(exc, vault_path)} (memex skipped; the agent continues)",
+              file=sys.stderr)
         if os.environ.get("MEMEX_DEBUG") == "1":
             traceback.print_exc(file=sys.stderr)
     return 0
+
+
+def _one_line(exc: Exception, vault_path: str | None) -> str:
+    """The error as the agent's log shows it. Found from outside: a damaged
+    index.db read "database disk image is malformed", naming no file and no
+    way out; it now reads as the CLI's (memex.store.schema.damaged)."""
+    if "apsw" in sys.modules:  # only SQLite's own errors can say the index is damaged
+        from memex.store.schema import damaged
+
+        root = Path(vault_path).expanduser() if vault_path else default_vault_path()
+        found = damaged(exc, VaultPaths(root).index)
+        if found is not None:
+            return str(found)
+    return str(exc)
 
 
 def _last_session_path(vault: Vault) -> Path:

@@ -44,7 +44,7 @@ def hook_cmd(ctx: click.Context, agent: str, payload: str | None) -> None:
             return codex.handle(vault, event)
         return openclaw.handle(vault, event)
 
-    ctx.exit(hook_io.run_hook(agent, handler))
+    ctx.exit(hook_io.run_hook(agent, handler, vault_path=_vault_path(ctx)))
 
 
 @click.command("mcp")
