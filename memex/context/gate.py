@@ -68,12 +68,10 @@ def clear_cosine(query: str, cosine: float | None, calibration: Calibration, bar
     """Whether a cosine alone clears the recall bar (never for a model whose
     cosines mean nothing known, nor for a CJK query where the model's CJK
     cosines do not tell related from unrelated)."""
-    if cosine is None or not calibration.measured:
+    if not calibration.measured:
         return False
-    cjk = has_cjk(query)
-    if cjk and not calibration.trust_cjk:
-        return False
-    return calibration.calibrate(cosine, cjk) >= bar
+    score = calibration.trusted(cosine, has_cjk(query))
+    return score is not None and score >= bar
 
 
 def passes(query: str, hit: Hit, settings: ContextSettings, calibration: Calibration, bar: float) -> bool:

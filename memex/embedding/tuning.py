@@ -72,6 +72,14 @@ class Calibration:
     def floor_for(self, cjk: bool) -> float:
         return self.floor_cjk if cjk else self.floor
 
+    def trusted(self, cosine: float | None, cjk: bool) -> float | None:
+        """The calibrated cosine when it says something here: there is one, and
+        for a CJK query the model's CJK cosines mean something; else None.
+        (A model nobody measured is the caller's to decide: ``measured``.)"""
+        if cosine is None or (cjk and not self.trust_cjk):
+            return None
+        return self.calibrate(cosine, cjk)
+
 
 @dataclass(frozen=True)
 class Fusion:

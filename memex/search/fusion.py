@@ -337,12 +337,12 @@ def relevant(query: str, body: str, cosine: float | None, calibration: Calibrati
     cjk = has_cjk(query)
     if cosine is not None and not calibration.measured:
         return True
-    trusted = cosine is not None and (calibration.trust_cjk or not cjk)
-    if trusted and cosine is not None and calibration.calibrate(cosine, cjk) >= calibration.floor_for(cjk):
+    score = calibration.trusted(cosine, cjk)
+    if score is not None and score >= calibration.floor_for(cjk):
         return True
     found, wanted = coverage(query, body)
-    if (trusted and cosine is not None and calibration.floor_shared_word is not None and found >= 1
-            and calibration.calibrate(cosine, cjk) >= calibration.floor_shared_word):
+    shared_bar = calibration.floor_shared_word
+    if score is not None and shared_bar is not None and found >= 1 and score >= shared_bar:
         return True
     if cjk:
         return found >= 1
