@@ -54,6 +54,7 @@ from memex.search.fusion import (  # noqa: E402
 )
 from memex.search.hybrid import Candidates, candidates, search, unique_bodies  # noqa: E402
 from memex.search.rarity import rarity_for  # noqa: E402
+from memex.store import facts  # noqa: E402
 from memex.vault import Vault, init_vault  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
@@ -144,13 +145,14 @@ class Prepared:
         self.densities = vault.store.densities(list(self.bodies))
         self.calibration = calibration_for(vault.embedder.model_id if vault.embedder else None)
         self.term_counts = vault.store.term_counts
+        self.facts = facts.facts(vault.conn, list(self.bodies))
 
     def ranking(self, q: dict[str, Any], fusion: Fusion) -> list[str]:
         c = self.cands[q["id"]]
         span = when.window(q["query"], query_now(q)) if fusion.time_boost else None
         rarity = rarity_for(q["query"], fusion, self.term_counts)
         scores = fuse(c.lexical, c.semantic, fusion, c.use_vectors, q["query"], self.calibration, self.created,
-                      self.bodies, span, self.densities, rarity)
+                      self.bodies, span, self.densities, rarity, self.facts)
         order = sorted(scores, key=lambda r: (-round(scores[r], 9), self.ids[r]))
         if fusion.collapse_duplicates:
             order = unique_bodies(order[: DEPTH * 3], self.bodies)

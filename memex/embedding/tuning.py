@@ -145,6 +145,10 @@ class Fusion:
     # (memex/search/rarity.py; docs/search.md, "Rare words").
     rare_penalty: float = 0.0
     rare_floor: float = 0.8
+    # Conversation context: plus ``context_weight`` x the best blend of the
+    # memories just before and after it in its session (memex/store/facts.py).
+    # Measured by scripts/eval_public.py only; search does not apply it yet.
+    context_weight: float = 0.0
 
     @property
     def needs_bodies(self) -> bool:
@@ -212,6 +216,8 @@ class Fusion:
                 name += "_notcjk"
         if self.rare_penalty:
             name += f"_rare{self.rare_penalty:g}below{self.rare_floor:g}"
+        if self.context_weight:
+            name += f"_context{self.context_weight:g}"
         return name
 
 

@@ -34,6 +34,7 @@ from memex.dedup.cjk import cosine_trusted
 from memex.dedup.wording import stem
 from memex.search import when
 from memex.search.rarity import Rarity
+from memex.store.facts import Facts
 from memex.text import SPEAKER_PREFIX, content_tokens
 
 # Views of the profiles' table, by model id (what search and the eval scripts look up).
@@ -260,6 +261,7 @@ def fuse(
     span: tuple[dt.datetime, dt.datetime] | None = None,
     densities: dict[int, float] | None = None,
     rarity: Rarity | None = None,
+    facts: dict[int, Facts] | None = None,
 ) -> dict[int, float]:
     """One score per candidate rowid (higher is better; a blend stays in 0..1 + recency).
 
@@ -289,6 +291,7 @@ def fuse(
     if fusion.name_boost and bodies:
         known = bodies
         out = add_name_bonus(out, query, fusion, lambda rowids: known)
+    blend = dict(out)
     if fusion.needs_bodies and bodies:
         out = {r: s * answer_prior(bodies.get(r, ""), fusion) for r, s in out.items()}
     if fusion.needs_density and densities is not None:
@@ -297,7 +300,17 @@ def fuse(
     if fusion.rare_penalty and rarity is not None and bodies:
         rare = rarity.factors({r: bodies.get(r, "") for r in out})
         out = {r: s * rare[r] for r, s in out.items()}
+    if fusion.context_weight and facts is not None:
+        out = {r: s + fusion.context_weight * _beside(blend, facts.get(r)) for r, s in out.items()}
     return out
+
+
+def _beside(blend: dict[int, float], fact: Facts | None) -> float:
+    """The best blend of the memories just before and after one (0 when neither is a candidate)."""
+    if fact is None:
+        return 0.0
+    return max(blend.get(fact.before, 0.0) if fact.before is not None else 0.0,
+               blend.get(fact.after, 0.0) if fact.after is not None else 0.0)
 
 
 # Function characters: a bigram holding one ("吃什", "是什") says nothing about the topic.
