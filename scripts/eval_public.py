@@ -13,8 +13,9 @@ plus `` [shares CAPTION]``), created at its session's date, and is indexed
 with the real model. Every question with evidence (category 5 left out) is
 asked of its conversation's vault; a hit is an evidence turn in the top k.
 
-Each question's candidates are taken once; every rule then ranks the same
-candidates (scripts/eval_search.py's ``Prepared``). The rule in force is
+Each question's candidates are taken once; every rule of
+scripts/eval_rules.py then ranks the same candidates (scripts/eval_search.py's
+``Prepared``). The rule in force is
 also asked through ``Vault.search(q, limit=10, floor=False)``, and the
 report says how many rankings differ from the evaluation's (it must be 0).
 
@@ -46,11 +47,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import eval_rules  # noqa: E402
 import eval_search  # noqa: E402
 import locomo  # noqa: E402
-import public_rules  # noqa: E402
 from memex.embedding import embed  # noqa: E402
-from memex.search.fusion import fusion_for  # noqa: E402
+from memex.search.fusion import Fusion, fusion_for  # noqa: E402
 from memex.vault import Vault  # noqa: E402
 
 HALVES = ("choose", "report", "all")
@@ -124,7 +125,7 @@ class Measured(NamedTuple):
 
 
 def measure(
-    convs: list[locomo.Conversation], embedder: embed.Embedder, rules: dict[str, public_rules.Rule],
+    convs: list[locomo.Conversation], embedder: embed.Embedder, rules: dict[str, Fusion],
     work: Path, floor: bool = False, progress: Callable[[str], None] = lambda _line: None,
 ) -> Measured:
     """Every rule on every question of ``convs``; the rule in force through Vault.search too."""
@@ -143,7 +144,7 @@ def measure(
             prep = eval_search.Prepared(vault, qs)
             for q in qs:
                 for name, rule in rules.items():
-                    rows[name][q["id"]] = eval_search.score_ranking(rule(prep, q), q["relevant"])
+                    rows[name][q["id"]] = eval_search.score_ranking(prep.ranking(q, rule), q["relevant"])
                 hits = [h.id for h in vault.search(q["query"], limit=10, floor=False)]
                 mismatches += hits != prep.ranking(q, in_force)
                 if floor:
@@ -223,8 +224,8 @@ def main() -> None:
     embedder = embed.load_embedder(args.model)
     if embedder is None:
         raise SystemExit(f"no embedding model for --model {args.model}: {embed.why_no_embedder(args.model)}")
-    rules = public_rules.ablation(embedder.model_id) if args.ablation else public_rules.standard(embedder.model_id)
-    references = public_rules.references(rules)
+    rules = (eval_rules.ablation if args.ablation else eval_rules.standard)(embedder.model_id)
+    references = eval_rules.references(rules)
     with tempfile.TemporaryDirectory() as tmp:
         work = (args.work or Path(tmp)) / embedder.model_id.replace("/", "_")
         work.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from tests.scriptkit import load_script
 
 EVAL = load_script("eval_public")
 LOCOMO = load_script("locomo")
-RULES = load_script("public_rules")
+RULES = load_script("eval_rules")
 
 
 def _conversation(sample: str, a: str, b: str, turns: list[tuple[str, str]], qa: list[dict[str, Any]]) -> dict[str, Any]:
@@ -77,14 +77,14 @@ def test_figures_per_half_and_search_ranks_as_the_evaluation(locomo_dir: Path, t
     rules = RULES.standard(embedder.model_id)
     measured = EVAL.measure(convs, embedder, rules, tmp_path / "work", floor=True)
     assert measured.search_mismatches == 0
-    bm25 = measured.rows["bm25 alone"]
+    bm25 = measured.rows[RULES.BM25]
     # Each question shares a rare word with its evidence turn alone.
     assert all(row["recall@1"] == 1.0 and row["mrr"] == 1.0 for row in bm25.values())
     summary = EVAL.summarize(measured, RULES.references(rules))
-    assert summary["bm25 alone"]["choose"]["questions"] == 2
-    assert summary["bm25 alone"]["report"]["questions"] == 1
-    assert summary["bm25 alone"]["all"]["by_category"]["temporal"]["recall@5"] == 1.0
-    gain = summary["bm25 alone"]["all"][f"vs {RULES.PLAIN}"]["recall@5"]
+    assert summary[RULES.BM25]["choose"]["questions"] == 2
+    assert summary[RULES.BM25]["report"]["questions"] == 1
+    assert summary[RULES.BM25]["all"]["by_category"]["temporal"]["recall@5"] == 1.0
+    gain = summary[RULES.BM25]["all"][f"vs {RULES.PLAIN}"]["recall@5"]
     assert len(gain) == 3 and gain[1] <= gain[0] <= gain[2]
     assert measured.floor["questions"] == 3 and measured.floor["emptied_with_evidence_in_top10"] == 0
 
