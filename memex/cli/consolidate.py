@@ -101,10 +101,15 @@ def consolidate_cmd(
 @json_option
 @click.pass_context
 def unsupersede_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
-    """Make a superseded memory active again (removes its superseded_by)."""
-    from memex.consolidation.consolidate import unsupersede  # numpy: only when run
+    """Make a superseded memory active again (removes its superseded_by).
 
-    memory = unsupersede(get_vault(ctx), memory_id)
+    ID may be any unique prefix of the id, in any case.
+    """
+    from memex.consolidation.consolidate import unsupersede  # numpy: only when run
+    from memex.ids import resolve
+
+    vault = get_vault(ctx)
+    memory = unsupersede(vault, resolve(vault, memory_id))
     if as_json:
         print_json(memory.as_dict())
     else:

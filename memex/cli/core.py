@@ -149,8 +149,14 @@ def search_cmd(
 @json_option
 @click.pass_context
 def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
-    """Show one memory: its frontmatter fields and body."""
-    data = get_vault(ctx).get(memory_id).as_dict()  # the record shape, then the rest of the file
+    """Show one memory: its frontmatter fields and body.
+
+    ID may be any unique prefix of the id, in any case (as git takes commits).
+    """
+    from memex.ids import resolve
+
+    vault = get_vault(ctx)
+    data = vault.get(resolve(vault, memory_id)).as_dict()  # the record shape, then the rest of the file
     if as_json:
         print_json(data)
         return
