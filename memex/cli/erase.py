@@ -50,7 +50,8 @@ def erase_cmd(
     derived = data.pop("derived")
     archives = data.pop("archives")
     shared = data.pop("postgres", None)
-    key_values({k: v for k, v in data.items()}, title=f"erased {len(erased)} memories")
+    count = f"{len(erased)} {'memory' if len(erased) == 1 else 'memories'}"
+    key_values({"erased": count, **data}, title=f"erased {count}")
     if erased:
         table(("id", "why"), ((i, "derived" if i in derived else "chosen") for i in erased))
     for path in archives:
