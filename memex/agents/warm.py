@@ -14,6 +14,10 @@ The socket lives in a per-user folder (mode 0700) under ``$XDG_RUNTIME_DIR``
 or the temp folder, named by a hash of the vault path (socket paths are
 limited to about 100 bytes). Requests and answers are one JSON line each:
 ``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``.
+Every answer also says whose process it is and how long it has been idle
+(``pid``, ``owner``, ``idle_for``, ``exits_after``), which ``memex status``
+lists; a ``{"status": true}`` request asks only that and, unlike any other,
+does not count as use, so looking at a server does not keep it alive.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,6 +75,19 @@ def socket_path(root: Path) -> Path | None:
             return None
     digest = hashlib.sha256(str(root.resolve()).encode("utf-8")).hexdigest()[:20]
     return folder / f"{digest}.sock"
+
+
+def server_status(root: Path) -> dict[str, Any] | None:
+    """The vault's running model server (a warm one, or the one `memex watch`
+    holds): its pid, owner, model, seconds idle and idle limit; None if none."""
+    path = socket_path(root)
+    if path is None or not path.exists():
+        return None
+    try:
+        answer = _ask(path, {"status": True}, 1.0)
+    except (OSError, ValueError):
+        return None
+    return {k: answer.get(k) for k in ("pid", "owner", "setting", "model_id", "idle_for", "exits_after")}
 
 
 def _ask(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -180,18 +198,24 @@ def serve_model(
         try:
             os.chmod(path, 0o600)
             server.listen(8)
-            # With a stop event, wake up now and then to look at it.
-            server.settimeout(STOP_POLL if stop is not None else idle)
-            info = {"model_id": model.model_id, "dim": model.dim, "setting": setting}
+            info: dict[str, Any] = {"model_id": model.model_id, "dim": model.dim, "setting": setting,
+                                    "pid": os.getpid(), "owner": "watch" if stop is not None else "warm",
+                                    "exits_after": None if stop is not None else idle}
+            used = time.monotonic()
             while stop is None or not stop.is_set():
+                # With a stop event, wake up now and then to look at it; else
+                # at the end of the idle time left (a status look is no use).
+                left = STOP_POLL if stop is not None else None if idle is None else idle - (time.monotonic() - used)
+                if left is not None and left <= 0:
+                    return
+                server.settimeout(left)
                 try:
                     conn, _ = server.accept()
                 except TimeoutError:
-                    if stop is None:
-                        return
                     continue
                 with conn:
-                    _answer(conn, model, info)
+                    if _answer(conn, model, {**info, "idle_for": round(time.monotonic() - used, 1)}):
+                        used = time.monotonic()
         finally:
             with contextlib.suppress(OSError):
                 path.unlink()
@@ -205,22 +229,26 @@ def _alive(path: Path) -> bool:
         return False
 
 
-def _answer(conn: socket.socket, model: embed.Embedder, info: dict[str, Any]) -> None:
+def _answer(conn: socket.socket, model: embed.Embedder, info: dict[str, Any]) -> bool:
+    """Answer one request; whether it counts as use (anything but a status look)."""
     conn.settimeout(REPLY_TIMEOUT)
     data = b""
+    used = True
     try:
         while not data.endswith(b"\n"):
             chunk = conn.recv(1 << 16)
             if not chunk:
-                return
+                return used
             data += chunk
         request = json.loads(data)
+        used = not (isinstance(request, dict) and request.get("status") is True)
         texts = [str(t) for t in request.get("texts") or []]
         query = bool(request.get("query"))
         vectors = (embed.embed_queries(model, texts) if query else model.embed(texts)).tolist() if texts else []
         conn.sendall(json.dumps({**info, "vectors": vectors}).encode("utf-8") + b"\n")
-    except (OSError, ValueError):
-        return  # a client that went away or sent garbage gets nothing; the server goes on
+    except (OSError, ValueError, AttributeError):
+        pass  # a client that went away or sent garbage gets nothing; the server goes on
+    return used
 
 
 if __name__ == "__main__":

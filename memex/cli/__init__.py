@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 import click
 
-from memex.cli import _preload
+from memex.cli import _interrupt, _preload
 from memex.distribution import DISTRIBUTION
 from memex.errors import MemexError
 from memex.layout import INDEX_NAME, MEMEX_DIR
@@ -121,7 +121,7 @@ class MemexGroup(click.Group):
         except click.ClickException as exc:
             _fail(exc.format_message(), exc.exit_code, as_json)
         except click.Abort:
-            _fail("aborted", 130, as_json)
+            _fail(_interrupt.message(), _interrupt.INTERRUPTED, as_json)
         except BrokenPipeError:  # e.g. `memex list | head`: the reader has gone
             sys.stderr.close()
             sys.exit(0)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 
+from memex.cli import _interrupt
 from memex.cli._common import (
     FiniteFloatRange,
     TextCommand,
@@ -97,6 +100,9 @@ def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> Non
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise InvalidArgument("TEXT", f"standard input is not UTF-8 text (byte {exc.start})") from exc
+    elif _names_a_file(text):
+        raise InvalidArgument("TEXT", f"{text!r} is a file: to bring in what it says, memex import {shlex.quote(text)}; "
+                                      "to store the path itself as a memory, pipe it in with -")
     if not text.strip():
         raise InvalidArgument("TEXT", "is empty: give the memory's text, or - to read it from standard input")
     result = get_vault(ctx, warm=True).add(text, **opts)
@@ -112,6 +118,23 @@ def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> Non
         click.echo(f"{result.status} ({result.method}{sim}): already stored as {result.existing_id}")
     for fact in result.similar_facts:
         click.echo(f"  similar {fact.id} ({fact.similarity:.2f}): {short(fact.body, 70)}")
+    if result.similar_facts and result.status == "created":
+        # The action the note is for: this memory replaces the older one.
+        old = result.similar_facts[0].id
+        new = shlex.quote(text) if len(text) <= 200 and "\n" not in text else "-  (the same text on standard input)"
+        click.echo(f"  if this replaces {old}: memex supersede {old} {new}")
+        click.echo(f"  (or keep the old one: memex erase {result.id} --reason 'duplicate')")
+
+
+def _names_a_file(text: str) -> bool:
+    """Whether ``memex add TEXT`` was given a file's path (``memex add
+    shop/CLAUDE.md``): one short line that names an existing file."""
+    if "\n" in text or len(text) > 1024 or not text.strip():
+        return False
+    try:
+        return os.path.isfile(os.path.expanduser(text.strip()))
+    except (OSError, ValueError):
+        return False
 
 
 @click.command("search", cls=TextCommand)
@@ -143,11 +166,27 @@ def search_cmd(
         print_json([record_view(h, SCORE_FIELDS) for h in hits])
     elif not hits:
         click.echo("no matches")
-        if not _hint_unindexed(vault, scope):
-            _hint_below_floor(vault, query, scope, source, session, include_superseded)
+        if _hint_unindexed(vault, scope):
+            return  # an index that holds nothing: that note says everything
+        _hint_below_floor(vault, query, scope, source, session, include_superseded)
     else:
         _hits_table(hits, with_score=True, with_status=include_superseded)
+    _hint_changed_files(vault)
     keep_model_warm(ctx)
+
+
+def _hint_changed_files(vault: Vault) -> None:
+    """Files edited since the last index, with no watcher to pick them up:
+    the answer above came from the older text, so say so (on stderr)."""
+    from memex.watch.state import changed_since_index, watcher_info
+
+    if watcher_info(vault.memex_dir)["running"]:
+        return
+    changed = changed_since_index(vault)
+    if changed:
+        few = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+        click.echo(f"note: {len(changed)} file(s) changed since the last index ({few}); this answer does not "
+                   "see those changes: `memex reindex` updates the index, `memex watch` keeps it updated", err=True)
 
 
 @click.command("show")
@@ -256,16 +295,27 @@ def reindex_cmd(ctx: click.Context, full: bool, allow_paths: tuple[str, ...], as
         allowed = allow_files(vault, list(allow_paths))
         if not as_json:
             click.echo(f"allowed back: {', '.join(allowed) or 'nothing (no erased text in those files)'}")
+    seen = [0, 0]  # files done, of: what Ctrl-C reports
+
+    def counted(report_to: Callable[[int, int], None]) -> Callable[[int, int], None]:
+        def report(done: int, total: int) -> None:
+            seen[:] = [done, total]
+            report_to(done, total)
+        return report
+
+    _interrupt.describe(lambda: f"{seen[0]} of {seen[1]} files were indexed and stay so; "
+                                "`memex reindex` again carries on with the rest")
     if is_tty() and not as_json:
         from rich.progress import Progress
 
         with Progress(transient=True) as bar:
             task = bar.add_task("indexing", total=None)
-            report = vault.reindex(full=full, progress=lambda done, total: bar.update(task, completed=done, total=total))
+            report = vault.reindex(full=full, progress=counted(
+                lambda done, total: bar.update(task, completed=done, total=total)))
     else:
         # No terminal (a log, CI, a pipe): a plain line now and then, so a
         # long reindex is visibly alive, and stdout stays the result alone.
-        report = vault.reindex(full=full, progress=progress_lines("reindex"))
+        report = vault.reindex(full=full, progress=counted(progress_lines("reindex")))
     data = report.as_dict()
     if as_json:
         print_json(data)
