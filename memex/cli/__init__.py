@@ -41,6 +41,7 @@ COMMAND_MODULES = {
     "erase": "erase",
     "import": "importer",
     "sync": "sync",
+    "help": "help",
 }
 _registered: set[str] = set()
 
