@@ -228,3 +228,45 @@ def test_status_lists_the_model_server_and_a_look_does_not_keep_it_alive(
         time.sleep(0.1)
     assert warm.server_status(vault_root) is None
     assert "none running" in run(cli, vault_root, "status").stdout
+
+
+# -- the printed score and the relevance floor ---------------------------------------------
+
+FLOOR_VAULT = [
+    "The frontend uses pnpm, not npm; lockfiles are committed.",
+    "Deploys go out on Fridays after the release checklist.",
+    "The package registry mirror lives at registry.internal.",
+    "Manager meetings happen on Mondays.",
+    "The backend team prefers Go for new services.",
+    "Use yarn for the legacy admin package only.",
+    "The frontend package manager caches live in ~/.cache.",
+    "Our manager approves every package upgrade.",
+    "Package names follow the scope @shop/.",
+    "The user likes tabs over spaces.",
+]
+
+
+@pytest.mark.model
+def test_the_floor_and_the_printed_score_agree(model_vault: Vault) -> None:
+    """Whatever the ranking rule: a hit left out while scoring above one shown
+    is announced, and --no-floor marks exactly the hits the floor leaves out.
+    ("which package manager for the frontend": the pnpm memory, the answer,
+    scored above hits that were shown and was hidden without a word.)"""
+    for body in FLOOR_VAULT:
+        model_vault.add(body)
+    root = str(model_vault.root)
+    runner = CliRunner()
+    for query in ("which package manager for the frontend", "package registry", "who approves upgrades"):
+        shown = runner.invoke(app(), ["--vault", root, "search", query])
+        every = runner.invoke(app(), ["--vault", root, "search", query, "--no-floor"])
+        assert shown.exit_code == every.exit_code == 0, shown.output
+        kept = {line.split("\t")[1]: float(line.split("\t")[0]) for line in shown.stdout.splitlines()}
+        rows = [line.split("\t") for line in every.stdout.splitlines()]
+        assert {r[2] for r in rows if r[1] == "passes"} == set(kept)  # the mark is the floor's verdict
+        lowest = min(kept.values(), default=float("inf"))
+        hidden_above = [r for r in rows if r[1] == "below floor" and float(r[0]) > lowest]
+        if hidden_above:
+            assert f"{len(hidden_above)} hit(s) scoring above {lowest:.3f} were left out" in shown.stderr
+            assert "--no-floor" in shown.stderr
+        else:
+            assert "were left out" not in shown.stderr

@@ -31,7 +31,8 @@ from memex.layout import INDEX_NAME, MEMEX_DIR
 
 # Command name -> the module of this package that registers it.
 COMMAND_MODULES = {
-    **dict.fromkeys(("init", "add", "search", "show", "list", "reindex", "stats", "doctor", "demo"), "core"),
+    **dict.fromkeys(("init", "add", "search", "show", "list", "reindex", "stats", "demo"), "core"),
+    "doctor": "doctor",
     **dict.fromkeys(("consolidate", "unsupersede", "fading"), "consolidate"),
     **dict.fromkeys(("supersede", "handoff", "dedup"), "dedup"),
     **dict.fromkeys(("entities", "graph"), "graph"),

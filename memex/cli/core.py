@@ -27,23 +27,23 @@ from memex.cli._common import (
     table,
 )
 from memex.errors import InvalidArgument
-from memex.layout import MEMORIES_DIR
 from memex.records import SCORE_FIELDS, record_view
 from memex.search.hybrid import Hit
 from memex.vault import Vault, init_vault
 
 
-MAX_LISTED = 20  # doctor names this many loose paths; --json has them all
-
-
-def _hits_table(hits: list[Hit], with_score: bool, with_status: bool = False) -> None:
-    """Hits as a table; a pipe gets each whole body (a terminal, its first line's worth)."""
-    cols = (["score"] if with_score else []) + ["id"] + (["status"] if with_status else [])
-    cols += ["scope", "source", "created", "body"]
+def _hits_table(hits: list[Hit], with_score: bool, with_status: bool = False,
+                below_floor: set[str] | None = None) -> None:
+    """Hits as a table; a pipe gets each whole body (a terminal, its first line's worth).
+    ``below_floor`` (search --no-floor): the ids the relevance floor would leave out,
+    marked in a ``floor`` column."""
+    cols = (["score"] if with_score else []) + (["floor"] if below_floor is not None else [])
+    cols += ["id"] + (["status"] if with_status else []) + ["scope", "source", "created", "body"]
     whole = not is_tty()
     rows = []
     for h in hits:
         row: list[Any] = [f"{h.score:.3f}"] if with_score else []
+        row += ["below floor" if h.id in below_floor else "passes"] if below_floor is not None else []
         row += [h.id] + ([h.status] if with_status else [])
         row += [h.scope, h.source, h.created[:10], h.body if whole else short(h.body)]
         rows.append(row)
@@ -170,9 +170,31 @@ def search_cmd(
             return  # an index that holds nothing: that note says everything
         _hint_below_floor(vault, query, scope, source, session, include_superseded)
     else:
-        _hits_table(hits, with_score=True, with_status=include_superseded)
+        weak = vault.search(query, limit=limit, scope=scope or None, source=source, session=session,
+                            include_superseded=include_superseded, floor=True) if no_floor else []
+        _hits_table(hits, with_score=True, with_status=include_superseded,
+                    below_floor={h.id for h in hits} - {h.id for h in weak} if no_floor else None)
+        if not no_floor:
+            _hint_hidden_above(vault, hits, query, limit, scope, source, session, include_superseded)
     _hint_changed_files(vault)
     keep_model_warm(ctx)
+
+
+def _hint_hidden_above(vault: Vault, hits: list[Hit], query: str, limit: int, scope: Sequence[str],
+                       source: str | None, session: str | None, include_superseded: bool) -> None:
+    """The printed score ranks; the relevance floor judges something else
+    (how close the meaning is, and the words shared: docs/search.md). When a
+    hit scoring above one shown was left out, say so on stderr, so a person
+    does not take the floor for a cut at the printed score."""
+    everything = vault.search(query, limit=limit, scope=scope or None, source=source, session=session,
+                              include_superseded=include_superseded, floor=False)
+    lowest = min(h.score for h in hits)
+    shown = {h.id for h in hits}
+    hidden = [h for h in everything if h.id not in shown and h.score > lowest]
+    if hidden:
+        click.echo(f"note: {len(hidden)} hit(s) scoring above {lowest:.3f} were left out by the relevance floor, "
+                   "which judges how close the meaning is and which words are shared, not this score; "
+                   "--no-floor lists them, marked 'below floor'", err=True)
 
 
 def _hint_changed_files(vault: Vault) -> None:
@@ -345,104 +367,6 @@ def stats_cmd(ctx: click.Context, as_json: bool) -> None:
                     for k, v in data.items()}, title="memex stats")
 
 
-# `memex doctor` exit statuses (docs/cli.md): scripts tell drift from a clean vault.
-DOCTOR_CLEAN = 0
-DOCTOR_NOT_CLEAN = 1  # drift, files that cannot be indexed, or memories in unknown scopes
-
-
-def _doctor_problems(drift: dict[str, Any], unknown: list[dict[str, Any]]) -> bool:
-    return not drift["clean"] or bool(unknown)
-
-
-@click.command("doctor")
-@click.option("--fix", is_flag=True, help="Repair what is found (reindex, drop stray vectors).")
-@json_option
-@click.pass_context
-def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
-    """Report drift between files and index (missing, stale, orphaned rows); --fix repairs.
-
-    Also lists files that cannot be indexed and memories whose scope is not
-    a valid one (a hand-written file in an unknown folder). Exit status: 0
-    clean (after --fix: everything was fixed), 1 problems remain, 2 usage error.
-    """
-    from memex import health, scopes  # not on search's start-up path (docs/benchmarks.md)
-    from memex.files import permissions
-
-    vault = get_vault(ctx)
-    found = health.drift(vault).as_dict()
-    unknown = scopes.unknown_scopes(vault.scope_rules, vault.local_store.path_scopes())
-    # A vault is private to its user (memex/files/permissions.py): modes others can use.
-    loose = permissions.loose_modes(vault.root)
-    hint = health.model_hint(vault)
-    data: dict[str, Any] = {
-        "drift": found, "unknown_scopes": unknown, "model": vault.embedder_status(),
-        "loose_modes": [m.as_dict() for m in loose], "hints": [hint] if hint else [],
-        "config": health.config_hints(vault),
-    }
-    # Loose modes are reported (and --fix tightens them) but are not drift:
-    # a file made in an editor under umask 022 is 0644 and still a good memory.
-    problems = _doctor_problems(found, unknown)
-    if fix:
-        data["repair"] = health.repair(vault)
-        data["after"] = health.drift(vault).as_dict()
-        data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, vault.local_store.path_scopes())
-        data["modes_tightened"] = [m.as_dict() for m in permissions.tighten(vault.root)]
-        problems = _doctor_problems(data["after"], data["unknown_scopes_after"])
-    data["clean"] = not problems
-    code = DOCTOR_NOT_CLEAN if problems else DOCTOR_CLEAN
-    if as_json:
-        print_json(data)
-        ctx.exit(code)
-    summary = {k: (len(v) if isinstance(v, list) else v) for k, v in found.items()}
-    # The verdict the exit status gives (drift's own "clean" knows nothing of scopes).
-    summary["clean"] = not problems
-    summary["unknown_scopes"] = len(unknown)
-    key_values({**summary, "model": data["model"]}, title="doctor")
-    for kind in ("missing", "stale", "orphaned", "unembedded", "temp_files"):
-        for path in found[kind]:
-            click.echo(f"{kind}: {path}")
-    for lost in found["behind"]:
-        click.echo(f"behind: {lost} this clone wrote are missing (git restored an older copy; --fix appends them)")
-    errors = found["errors"]
-    if fix:
-        # A file reindexing found unreadable shows up only after the repair.
-        errors = errors + [e for e in data["after"]["errors"] if e not in errors]
-    for err in errors:
-        click.echo(f"error: {err['path']}: {err['reason']}")
-    for item in loose[:MAX_LISTED]:
-        click.echo(f"{'tightened' if fix else 'loose mode'}: {item}")
-    if len(loose) > MAX_LISTED:
-        click.echo(f"... and {len(loose) - MAX_LISTED} more path(s) other users can reach (see --json)")
-    if loose and not fix:
-        click.echo("run `memex doctor --fix` to make them private (folders 0700, files 0600)")
-    for advice in data["hints"]:
-        click.echo(f"hint: {advice}")
-    for finding in data["config"]:
-        click.echo(f"config: {finding}")
-    for item in data.get("unknown_scopes_after", unknown):
-        guess = f"; did you mean {item['suggestion']!r}?" if item["suggestion"] else ""
-        click.echo(f"unknown scope: {item['path']}: {item['reason']}{guess}")
-    if fix:
-        after = data["after"]
-        if not problems:
-            click.echo("repaired; index is clean")
-        elif after["differing"]:
-            click.echo(f"repaired what it could; {after['differing']} file(s) still differ")
-        else:
-            click.echo("repaired what it could; the files above need a person")
-    if problems:
-        unknown_left = data.get("unknown_scopes_after", unknown)
-        if unknown_left:
-            m = MEMORIES_DIR
-            click.echo(
-                f"move those files under {m}/user/, {m}/project/NAME/ or {m}/agent/NAME/, "
-                "set scope: in their frontmatter, or add the kind to [scopes] extra_kinds"
-            )
-        fixable = found["differing"] or found["unembedded"] or found["orphan_vectors"] or found["behind"]
-        click.echo(f"not clean (exit status {code})" + ("; `memex doctor --fix` repairs the drift" if fixable and not fix else ""))
-    ctx.exit(code)
-
-
 @click.command("demo")
 @click.option("--keep", is_flag=True, help="Keep the throwaway vault and print its path.")
 def demo_cmd(keep: bool) -> None:
@@ -453,6 +377,6 @@ def demo_cmd(keep: bool) -> None:
 
 
 def register(main: click.Group) -> None:
-    for command in (init_cmd, add_cmd, search_cmd, show_cmd, list_cmd, reindex_cmd, stats_cmd, doctor_cmd, demo_cmd):
+    for command in (init_cmd, add_cmd, search_cmd, show_cmd, list_cmd, reindex_cmd, stats_cmd, demo_cmd):
         main.add_command(command)
 
