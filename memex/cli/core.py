@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -158,6 +159,7 @@ def search_cmd(
     nothing; --no-floor shows them too.
     """
     vault = get_vault(ctx, warm=True)
+    walk = _walk_beside(vault)
     hits = vault.search(
         query, limit=limit, scope=scope or None, source=source, session=session,
         include_superseded=include_superseded, floor=not no_floor,
@@ -176,7 +178,7 @@ def search_cmd(
                     below_floor={h.id for h in hits} - {h.id for h in weak} if no_floor else None)
         if not no_floor:
             _hint_hidden_above(vault, hits, query, limit, scope, source, session, include_superseded)
-    _hint_changed_files(vault)
+    _hint_changed_files(vault, walk)
     keep_model_warm(ctx)
 
 
@@ -197,14 +199,47 @@ def _hint_hidden_above(vault: Vault, hits: list[Hit], query: str, limit: int, sc
                    "--no-floor lists them, marked 'below floor'", err=True)
 
 
-def _hint_changed_files(vault: Vault) -> None:
-    """Files edited since the last index, with no watcher to pick them up:
-    the answer above came from the older text, so say so (on stderr)."""
-    from memex.watch.state import changed_since_index, watcher_info
+class _Walk(threading.Thread):
+    """The vault's files walked (one stat each) on a thread while the search
+    runs: the stat calls wait on the file system, the search on the model and
+    SQLite, so the note below costs the command little time."""
+
+    def __init__(self, vault: Vault) -> None:
+        super().__init__(name="memex-stat-walk", daemon=True)
+        self.root = vault.root
+        self.found: dict[str, os.stat_result] | None = None
+
+    def run(self) -> None:
+        from memex.index import scan
+
+        try:
+            self.found = scan.walk(self.root).found
+        except OSError:
+            self.found = None
+
+
+def _walk_beside(vault: Vault) -> _Walk | None:
+    """Start the walk, unless a watcher keeps the index in step anyway."""
+    from memex.watch.state import watcher_info
 
     if watcher_info(vault.memex_dir)["running"]:
+        return None
+    walk = _Walk(vault)
+    walk.start()
+    return walk
+
+
+def _hint_changed_files(vault: Vault, walk: _Walk | None) -> None:
+    """Files edited since the last index, with no watcher to pick them up:
+    the answer above came from the older text, so say so (on stderr)."""
+    from memex.watch.state import changed_since_index
+
+    if walk is None:
         return
-    changed = changed_since_index(vault)
+    walk.join()
+    if walk.found is None:
+        return
+    changed = changed_since_index(vault, walk.found)
     if changed:
         few = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
         click.echo(f"note: {len(changed)} file(s) changed since the last index ({few}); this answer does not "
