@@ -47,11 +47,12 @@ def import_cmd(ctx: click.Context, path: str, fmt: str, scope: str | None, dry_r
     key_values(data, title="import (dry run: nothing written)" if dry_run else "import")
     if dry_run and items:
         table(("anchor", "category", "text"), ((_anchor(i["source_ref"]), i["category"], short(i["text"], 60)) for i in items))
+    # What could not be imported is a problem, reported where problems go.
     for entry in skipped:
-        click.echo(f"skipped: {entry['path']}: {entry['reason']}")
+        click.echo(f"skipped: {entry['path']}: {entry['reason']}", err=True)
     for item in items:
         if item.get("status") == "failed":
-            click.echo(f"failed: {_anchor(item['source_ref'])}: {item['reason']}")
+            click.echo(f"failed: {_anchor(item['source_ref'])}: {item['reason']}", err=True)
     if not items:
         click.echo("nothing to import found in " + report.path)
     if dry_run:
