@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, cast
@@ -346,6 +347,21 @@ def tool_annotations(name: str) -> Any:
     )
 
 
+def _one_at_a_time(method: Callable[..., dict[str, Any]], lock: threading.Lock) -> Callable[..., dict[str, Any]]:
+    """The SDK runs each synchronous tool call in a worker thread, so an agent's
+    parallel calls would share the session's one SQLite connection across
+    threads (apsw refuses: "Connection is busy in another thread", and the
+    write was lost). Calls on one session take turns instead; each is short,
+    and the add path already serialises commits across processes."""
+
+    @functools.wraps(method)
+    def tool(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        with lock:
+            return method(*args, **kwargs)
+
+    return tool
+
+
 def _reported(method: Callable[..., dict[str, Any]], index: Path) -> Callable[..., dict[str, Any]]:
     """memex's own errors reach the agent as their one-line message (a ToolError)."""
     from mcp.server.mcpserver.exceptions import ToolError
@@ -410,7 +426,9 @@ def build_server(vault: Vault) -> Any:
     from mcp.server.mcpserver import MCPServer
 
     tools = Tools(vault)
-    strict = [_strict_tool(_reported(getattr(tools, name), tools.vault.paths.index), name, doc) for name, doc in TOOL_DOCS.items()]
+    turn = threading.Lock()
+    strict = [_strict_tool(_reported(_one_at_a_time(getattr(tools, name), turn), tools.vault.paths.index), name, doc)
+              for name, doc in TOOL_DOCS.items()]
     return MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=version(), log_level="WARNING", tools=strict)
 
 

@@ -75,11 +75,12 @@ def import_cmd(ctx: click.Context, path: str, fmt: str, scope: str | None, dry_r
     key_values(data, title="import (dry run: nothing written)" if dry_run else "import")
     if dry_run and items:
         table(("anchor", "category", "text"), ((_anchor(i["source_ref"]), i["category"], short(i["text"], 60)) for i in items))
+    # What could not be imported is a problem, reported where problems go.
     for entry in skipped:
-        click.echo(f"skipped: {entry['path']}: {entry['reason']}")
+        click.echo(f"skipped: {entry['path']}: {entry['reason']}", err=True)
     for item in items:
         if item.get("status") == "failed":
-            click.echo(f"failed: {_anchor(item['source_ref'])}: {item['reason']}")
+            click.echo(f"failed: {_anchor(item['source_ref'])}: {item['reason']}", err=True)
         elif item.get("status") == "refused":
             why = REFUSED_WHY.get(item.get("method") or "", f"refused by the write path ({item.get('method')})")
             click.echo(f"refused: {_anchor(item['source_ref'])}: {why}")
