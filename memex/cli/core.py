@@ -222,7 +222,10 @@ def _walk_beside(vault: Vault) -> _Walk | None:
     """Start the walk, unless a watcher keeps the index in step anyway."""
     from memex.watch.state import watcher_info
 
-    if watcher_info(vault.memex_dir)["running"]:
+    try:
+        if watcher_info(vault.memex_dir)["running"]:
+            return None
+    except OSError:  # e.g. a read-only vault: the search says what matters, this note is a nicety
         return None
     walk = _Walk(vault)
     walk.start()
