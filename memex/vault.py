@@ -366,14 +366,15 @@ class Vault:
 
     def list(
         self,
-        scope: str | None = None,
+        scope: str | Sequence[str] | None = None,
         session: str | None = None,
         source: str | None = None,
         include_superseded: bool = False,
         limit: int | None = None,
     ) -> list[Hit]:
         self.check_scope_filter(scope)
-        filters = Filters(tuple([scope]) if scope else None, source, session, include_superseded)
+        filters = Filters((scope,) if isinstance(scope, str) else tuple(scope) if scope else None, source, session,
+                          include_superseded)
         store = self.store
         hits = hide_erased(store, self._erased, [hit_from_row(r) for r in store.list_rows(filters, limit)])
         decay.annotate(store, hits, decay.load_policy(self.config))

@@ -28,6 +28,7 @@ from pydantic import Field
 from memex.agents import resources
 from memex.agents.mcp_limits import MAX_ANSWER_CHARS, cap_list, clip_strings, size_ok, validation_text
 from memex.errors import InvalidArgument, MemexError
+from memex.ids import resolve as resolve_id
 from memex.text import escape, preview
 
 if TYPE_CHECKING:
@@ -132,7 +133,8 @@ Session = Annotated[str | None, Field(
     default=None, min_length=1, max_length=200,
     description="memex session id (named in the context memex's hooks add); defaults to the session a hook saw last.",
 )]
-MemoryId = Annotated[str, Field(min_length=1, max_length=100, description="A memory id, e.g. 01JB7Z3M4X...")]
+MemoryId = Annotated[str, Field(min_length=1, max_length=100, description=(
+    "A memory id, e.g. 01JB7Z3M4X..., or a unique prefix of one (any case)"))]
 
 
 def _escaped_facts(answer: dict[str, Any]) -> dict[str, Any]:
@@ -152,6 +154,9 @@ class Tools:
         self._vault = vault if not callable(vault) else None
         self._open = vault if callable(vault) else None
         self._lock = threading.Lock()
+        # One call at a time on the session's one SQLite connection (see
+        # _one_at_a_time); the warm-up takes its turn too.
+        self.turn = threading.Lock()
         self._warming: threading.Thread | None = None
 
     @property
@@ -174,7 +179,8 @@ class Tools:
         from memex.dedup import handoff, supersede  # noqa: F401 - loaded now, not on the first call
         from memex.erase import steps  # noqa: F401
 
-        self.vault.search("memex", limit=1)
+        with self.turn:
+            self.vault.search("memex", limit=1)
 
     def start_warm_up(self) -> None:
         """:meth:`warm_up` on a thread, once; a failure is left for the first
@@ -276,7 +282,7 @@ class Tools:
     ) -> dict[str, Any]:
         from memex.context.inject import HEADER
 
-        data = self.vault.get(id).as_dict()
+        data = self.vault.get(resolve_id(self.vault, id)).as_dict()
         body = str(data.get("body", ""))
         page = BODY_PAGE_CHARS
         while True:
@@ -292,19 +298,20 @@ class Tools:
 
     def memory_supersede(
         self,
-        old_id: Annotated[str, Field(min_length=1, max_length=100, description="The id of the memory that changed.")],
+        old_id: Annotated[str, Field(min_length=1, max_length=100, description=(
+            "The id of the memory that changed (or a unique prefix of it)."))],
         text: Annotated[str, Field(min_length=1, description="The fact as it is now (same limits as memory_add).")],
         session: Session = None,
     ) -> dict[str, Any]:
         from memex.dedup.supersede import supersede
 
-        result = supersede(self.vault, old_id, text, source="tool", session=session)
+        result = supersede(self.vault, resolve_id(self.vault, old_id, "old_id"), text, source="tool", session=session)
         return clip_strings(_escaped_facts(result.as_dict()))
 
     def memory_forget(
         self,
         id: Annotated[str | None, Field(default=None, min_length=1, max_length=100, description=(
-            "Erase exactly this memory (give id or query, not both)."))] = None,
+            "Erase exactly this memory: its id or a unique prefix of it (give id or query, not both)."))] = None,
         query: Annotated[str | None, Field(default=None, min_length=1, max_length=4000, description=(
             "Erase the one memory that clearly matches this; otherwise the candidates come back."))] = None,
         reason: Annotated[str, Field(min_length=1, max_length=500, description=(
@@ -315,6 +322,7 @@ class Tools:
         if bool(id) == bool(query):
             raise InvalidArgument("id/query", "give exactly one of id or query")
         if id:
+            id = resolve_id(self.vault, id)
             return clip_strings({"erased": [id], "result": erase(self.vault, id, reason).as_dict()})
         hits = self.vault.search(str(query), limit=5)
         strong = [h for h in hits if h.score >= FORGET_MIN_SCORE]
@@ -407,6 +415,21 @@ def tool_annotations(name: str) -> Any:
     )
 
 
+def _one_at_a_time(method: Callable[..., dict[str, Any]], lock: threading.Lock) -> Callable[..., dict[str, Any]]:
+    """The SDK runs each synchronous tool call in a worker thread, so an agent's
+    parallel calls would share the session's one SQLite connection across
+    threads (apsw refuses: "Connection is busy in another thread", and the
+    write was lost). Calls on one session take turns instead; each is short,
+    and the add path already serialises commits across processes."""
+
+    @functools.wraps(method)
+    def tool(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        with lock:
+            return method(*args, **kwargs)
+
+    return tool
+
+
 def _reported(method: Callable[..., dict[str, Any]], index: Callable[[], Path | None]) -> Callable[..., dict[str, Any]]:
     """memex's own errors reach the agent as their one-line message (a ToolError)."""
     from mcp.server.mcpserver.exceptions import ToolError
@@ -457,6 +480,7 @@ def _strict_tool(fn: Callable[..., dict[str, Any]], name: str, description: str)
 
 
 def strict_tools(tools: Tools) -> list[Any]:
-    """The SDK's tools over ``tools``: arguments checked exactly, memex's errors as one line."""
-    return [_strict_tool(_reported(getattr(tools, name), tools.index_path), name, doc)
+    """The SDK's tools over ``tools``: arguments checked exactly, memex's errors
+    as one line, one call at a time (:func:`_one_at_a_time`)."""
+    return [_strict_tool(_reported(_one_at_a_time(getattr(tools, name), tools.turn), tools.index_path), name, doc)
             for name, doc in TOOL_DOCS.items()]

@@ -25,8 +25,10 @@ def version() -> str:
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 
+    from memex.distribution import DISTRIBUTION
+
     try:
-        return installed("memex")
+        return installed(DISTRIBUTION)
     except PackageNotFoundError:
         return "0+unknown"
 

@@ -13,13 +13,14 @@ the server only ever makes hooks faster, never required.
 The socket lives in a per-user folder (mode 0700) under ``$XDG_RUNTIME_DIR``
 or the temp folder, named by a hash of the vault path (socket paths are
 limited to about 100 bytes). Requests and answers are one JSON line each:
-``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``.
+``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``, or
+``{"error": ...}``; how each request is bounded, checked and answered, so
+that no request ends the server: memex/agents/warm_requests.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import socket
 import sys
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from memex.agents import warm_requests
 from memex.agents.warm_client import (
     DEFAULT_IDLE as DEFAULT_IDLE,
     REPLY_TIMEOUT,
@@ -63,8 +65,15 @@ class WarmEmbedder:
         return self._vectors(texts, query=True)
 
     def _vectors(self, texts: Sequence[str], query: bool) -> np.ndarray:
-        answer = _ask(self.path, {"texts": list(texts), "query": query}, REPLY_TIMEOUT)
-        return np.asarray(answer["vectors"], dtype=np.float32).reshape(len(texts), self.dim)
+        parts = [np.zeros((0, self.dim), dtype=np.float32)]
+        step = warm_requests.MAX_TEXTS  # what the server takes in one request
+        for start in range(0, len(texts), step):
+            batch = list(texts[start:start + step])
+            answer = _ask(self.path, {"texts": batch, "query": query}, REPLY_TIMEOUT)
+            if "error" in answer:
+                raise OSError(f"warm model server: {answer['error']}")
+            parts.append(np.asarray(answer["vectors"], dtype=np.float32).reshape(len(batch), self.dim))
+        return np.concatenate(parts)
 
 
 def connect(vault: Vault) -> WarmEmbedder | None:
@@ -142,10 +151,13 @@ def serve_model(
             server.bind(str(path))
         try:
             os.chmod(path, 0o600)
-            server.listen(8)
+            server.listen(warm_requests.BACKLOG)
             # With a stop event, wake up now and then to look at it.
             server.settimeout(STOP_POLL if stop is not None else idle)
             info = {"model_id": model.model_id, "dim": model.dim, "setting": setting}
+            answer_hook = None if hooks is None else (
+                lambda request: hooks.answer(root, model, setting, request, True))
+            requests = warm_requests.Dispatcher(model, info, answer_hook)
             while stop is None or not stop.is_set():
                 try:
                     conn, _ = server.accept()
@@ -153,8 +165,7 @@ def serve_model(
                     if stop is None:
                         return
                     continue
-                with conn:
-                    _answer(conn, model, info, root, hooks)
+                requests.handle(conn)
         finally:
             with contextlib.suppress(OSError):
                 path.unlink()
@@ -168,31 +179,6 @@ def _alive(path: Path) -> bool:
         return True
     except (OSError, ValueError):
         return False
-
-
-def _answer(
-    conn: socket.socket, model: embed.Embedder, info: dict[str, Any], root: Path, hooks: HookAnswerer | None
-) -> None:
-    conn.settimeout(REPLY_TIMEOUT)
-    data = b""
-    try:
-        while not data.endswith(b"\n"):
-            chunk = conn.recv(1 << 16)
-            if not chunk:
-                return
-            data += chunk
-        request = json.loads(data)
-        if isinstance(request, dict) and "hook" in request:  # a hook process's event: answer it whole
-            reply = {"declined": "this server answers embeddings only"} if hooks is None else hooks.answer(
-                root, model, str(info["setting"]), request["hook"], True)
-            conn.sendall(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
-            return
-        texts = [str(t) for t in request.get("texts") or []]
-        query = bool(request.get("query"))
-        vectors = (embed.embed_queries(model, texts) if query else model.embed(texts)).tolist() if texts else []
-        conn.sendall(json.dumps({**info, "vectors": vectors}).encode("utf-8") + b"\n")
-    except (OSError, ValueError):
-        return  # a client that went away or sent garbage gets nothing; the server goes on
 
 
 if __name__ == "__main__":
