@@ -25,7 +25,7 @@ import os
 import socket
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -98,7 +98,7 @@ class HookAnswerer(Protocol):
     def prepare(self, root: Path, model: embed.Embedder) -> None: ...
 
     def answer(self, root: Path, model: embed.Embedder, setting: str, request: dict[str, Any],
-               quiet: bool) -> dict[str, Any]: ...
+               quiet: bool) -> tuple[dict[str, Any], Callable[[], None] | None]: ...
 
     def close(self, root: Path) -> None: ...
 

@@ -135,7 +135,8 @@ class Dispatcher:
     """Answers the connections one server accepts (see the module doc)."""
 
     def __init__(self, model: Model, info: dict[str, Any],
-                 hooks: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+                 hooks: Callable[[dict[str, Any]], tuple[dict[str, Any], Callable[[], None] | None]] | None = None,
+                 ) -> None:
         self.model = model
         self.info = info
         self.hooks = hooks
@@ -175,8 +176,7 @@ class Dispatcher:
                 return  # the client went away
             event = hook_event(line)
             if event is not None:
-                with contextlib.suppress(OSError):
-                    _send(conn, self._hook(event))
+                self._hook(conn, event)
                 return
             texts, query = parse(line)
         except BadRequest as exc:
@@ -195,13 +195,21 @@ class Dispatcher:
         with contextlib.suppress(OSError):
             _send(conn, {**self.info, "vectors": vectors})
 
-    def _hook(self, event: dict[str, Any]) -> dict[str, Any]:
+    def _hook(self, conn: socket.socket, event: dict[str, Any]) -> None:
         """A hook process's event, answered whole (memex/agents/hook_run.py),
-        or declined: the hook then answers it itself."""
+        then its after-the-answer work done; or declined: the hook then
+        answers it itself."""
         if self.hooks is None:
-            return {"declined": "this server answers embedding requests only"}
+            with contextlib.suppress(OSError):
+                _send(conn, {"declined": "this server answers embedding requests only"})
+            return
         with self._hook_lock:
-            return self.hooks(event)
+            reply, then = self.hooks(event)
+            with contextlib.suppress(OSError):
+                _send(conn, reply)
+                conn.shutdown(socket.SHUT_RDWR)  # the hook has its answer: it need not wait for the work
+            if then is not None:
+                then()
 
     def _vectors(self, texts: list[str], query: bool) -> list[list[float]]:
         from memex.embedding import embed
