@@ -64,7 +64,8 @@ def _tool_results(request: Recorded) -> list[str]:
             continue
         if item.get("type") == "function_call_output":
             out.append(json.dumps(item.get("output"), ensure_ascii=False))
-        for block in item.get("content") if isinstance(item.get("content"), list) else []:
+        content = item.get("content")
+        for block in content if isinstance(content, list) else []:
             if isinstance(block, dict) and block.get("type") == "tool_result":
                 out.append(json.dumps(block.get("content"), ensure_ascii=False))
     return out
