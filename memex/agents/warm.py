@@ -13,10 +13,9 @@ the server only ever makes hooks faster, never required.
 The socket lives in a per-user folder (mode 0700) under ``$XDG_RUNTIME_DIR``
 or the temp folder, named by a hash of the vault path (socket paths are
 limited to about 100 bytes). Requests and answers are one JSON line each:
-``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``, a
-hook event ``{"hook": {...}}`` -> the hook's answer, or ``{"error": ...}``;
-how each request is bounded, checked and answered, so that no request ends
-the server: memex/agents/warm_requests.py.
+``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``, or
+``{"error": ...}``; how each request is bounded, checked and answered, so
+that no request ends the server: memex/agents/warm_requests.py.
 """
 
 from __future__ import annotations
@@ -26,14 +25,13 @@ import os
 import socket
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from memex.agents import warm_requests
-from memex.agents.warm_requests import HookAnswerer as HookAnswerer
 from memex.agents.warm_client import (
     DEFAULT_IDLE as DEFAULT_IDLE,
     REPLY_TIMEOUT,
@@ -93,6 +91,17 @@ def connect(vault: Vault) -> WarmEmbedder | None:
     return WarmEmbedder(path, str(info["model_id"]), int(info["dim"]))
 
 
+class HookAnswerer(Protocol):
+    """What answers whole hook events in the server (memex/agents/hook_run.py:
+    this module cannot import it, as hook processes import this one)."""
+
+    def prepare(self, root: Path, model: embed.Embedder) -> None: ...
+
+    def answer(self, root: Path, model: embed.Embedder, setting: str, request: dict[str, Any],
+               quiet: bool) -> tuple[dict[str, Any], Callable[[], None] | None]: ...
+
+    def close(self, root: Path) -> None: ...
+
 
 def serve(root: Path, hooks: HookAnswerer | None = None) -> None:
     """Run the server until it has been idle for ``warm_seconds``; with
@@ -146,7 +155,9 @@ def serve_model(
             # With a stop event, wake up now and then to look at it.
             server.settimeout(STOP_POLL if stop is not None else idle)
             info = {"model_id": model.model_id, "dim": model.dim, "setting": setting}
-            requests = warm_requests.Dispatcher(model, info, root=root, hooks=hooks)
+            answer_hook = None if hooks is None else (
+                lambda request: hooks.answer(root, model, setting, request, True))
+            requests = warm_requests.Dispatcher(model, info, answer_hook)
             while stop is None or not stop.is_set():
                 try:
                     conn, _ = server.accept()
@@ -168,7 +179,6 @@ def _alive(path: Path) -> bool:
         return True
     except (OSError, ValueError):
         return False
-
 
 
 if __name__ == "__main__":
