@@ -194,12 +194,23 @@ def stats(vault: Vault) -> dict[str, Any]:
 def unindexed_hint(vault: Vault) -> str | None:
     """What to tell someone whose search or list came back empty from an empty
     index over memory files (index.db deleted, a fresh clone), so that it does
-    not pass as "nothing stored"; None when the index is not the reason."""
+    not pass as "nothing stored"; None when the index is not the reason.
+
+    ``memex reindex`` is advised only when it would index something: a file
+    the index has not refused as it is now. When every file was refused
+    (broken front matter, a link out of the vault), a reindex would refuse
+    them again: the advice is doctor, which says why."""
     if not vault.store.is_empty():
         return None
-    for _, _, files in os.walk(vault.paths.memories):
-        if any(is_memory_name(f) for f in files):
+    found = scan.walk(vault.root)
+    refused = vault.store.index_errors()
+    for rel, st in found.found.items():
+        was = refused.get(rel)
+        if was is None or (was.size, was.mtime_ns) != (st.st_size, st.st_mtime_ns):
             return f"the index holds no memories but {MEMORIES_DIR}/ has files; run `memex reindex`"
+    if found.errors or refused:
+        return (f"the index holds no memories: every file under {MEMORIES_DIR}/ was refused; "
+                "`memex doctor` says why")
     return None
 
 
