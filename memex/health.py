@@ -19,6 +19,7 @@ from memex.files import orphans
 from memex.index import scan
 from memex.index.scan import is_memory_name
 from memex.layout import CONFIG_RELPATH, MEMORIES_DIR
+from memex.scopes import normalize as normal_scope
 from memex.store.schema import SCHEMA_VERSION
 from memex.index.guard import ERASED_REASON, erased_reason, erased_rows
 
@@ -219,7 +220,7 @@ def empty_scope_hint(vault: Vault, scopes: Sequence[str]) -> str | None:
     because no memory is in one of them (a typo such as project:shpo passes
     the scope check, being a well-formed scope); None otherwise."""
     held = vault.store.stats().by_scope
-    empty = [s for s in dict.fromkeys(scopes) if not held.get(s)]
+    empty = [s for s in dict.fromkeys(scopes) if not held.get(s) and not held.get(normal_scope(s))]
     if not empty:
         return None
     hints = []
