@@ -17,7 +17,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from memex.files import permissions
-from memex.context import archive, extract
+from memex.context import archive, bounds, extract
 from memex.context.budget import budget_plan
 from memex.context.inject import strip_blocks, strip_message
 from memex.context.messages import check_messages
@@ -107,8 +107,14 @@ def commit_session(
         turns = archive.read_turns(vault, session, after_seq=state.committed_seq)
         previous = archive.read_summary(vault, session)
         found, summary, extractor = _extract(settings.extract_command, session, turns, previous)
-        for item in found:
-            turn = _origin(turns, item.text)
+        kept, left_out = bounds.most_recent(found)
+        deadline = bounds.Deadline()
+        said = _said(turns) if kept else []
+        for n, item in enumerate(kept):
+            if deadline.passed():
+                left_out += len(kept) - n
+                break
+            turn = _origin(turns, item.text, said)
             try:
                 added = vault.add(
                     item.text, scope=scope or (turn or {}).get("scope"),
@@ -129,10 +135,14 @@ def commit_session(
         if keep_recent is not None:
             state.compacted_upto = max(state.compacted_upto, state.messages_seen - keep_recent)
         archive.save_state(vault, state)
-    return {
+    answer = {
         "session": session, "turns": len(turns), "memories": memories, "summary": summary if turns else previous,
         "extractor": extractor,
     }
+    if left_out:
+        answer["not_stored"] = left_out
+        answer["note"] = bounds.note_left(session, left_out, len(found))
+    return answer
 
 
 def _extract(
@@ -150,15 +160,21 @@ def _extract(
     return extract.extract_rules(messages), extract.summarize_rules(previous, turns), "rules"
 
 
-def _origin(turns: list[dict[str, Any]], text: str) -> dict[str, Any] | None:
+def _origin(turns: list[dict[str, Any]], text: str, said: list[tuple[dict[str, Any], str]]) -> dict[str, Any] | None:
     """The archived turn a memory came from: it gives the memory's source_ref
-    (for subject erasure), source and scope."""
+    (for subject erasure), source and scope. ``said``: :func:`_said` of ``turns``."""
     needle = " ".join(text.split()).casefold()
-    for turn in turns:
-        for msg in turn.get("messages", []):
-            if needle in " ".join(str(msg.get("content", "")).split()).casefold():
-                return turn
+    for turn, content in said:
+        if needle in content:
+            return turn
     return turns[-1] if turns else None
+
+
+def _said(turns: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+    """Each archived message's text as :func:`_origin` compares it, made once
+    per commit (per memory, it was most of a large commit's time)."""
+    return [(turn, " ".join(str(msg.get("content", "")).split()).casefold())
+            for turn in turns for msg in turn.get("messages", [])]
 
 
 def spawn_commit(vault: Vault, session: str, *, source: str | None = None, scope: str | None = None) -> int:
@@ -181,6 +197,7 @@ def spawn_commit(vault: Vault, session: str, *, source: str | None = None, scope
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, **kwargs
         )
+    bounds.lower_priority(proc.pid)
     # Reap the child when it ends, so a long-lived caller (the MCP server)
     # collects no zombies; a daemon thread never delays the caller's exit.
     threading.Thread(target=proc.wait, name="memex-commit-reaper", daemon=True).start()
