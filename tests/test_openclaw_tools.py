@@ -18,6 +18,7 @@ from memex.errors import InvalidArgument, MemexError
 from memex.vault import Vault
 from tests.hook_helpers import MEMEX, set_config
 from tests.test_openclaw_plugin import KEY, SESSION, assistant, text, user
+from tests.test_openclaw_plugin import tool_call as tool_call_block
 
 
 def tool(vault: Vault, name: str, owner: bool | None = None, key: str = KEY, **arguments: Any) -> dict[str, Any]:
@@ -189,3 +190,39 @@ def test_memory_slot_search_and_read(vault: Vault) -> None:
         assert openclaw_tools.memory_read(vault, {"relPath": path})["status"] == "not_found"
     with pytest.raises(InvalidArgument, match="query"):
         openclaw_tools.memory_search(vault, {"query": " "})
+
+
+def _tool_search_result(call_id: str, tool: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """A toolResult as OpenClaw records a call made through Tool Search's tool_call."""
+    wrapped = {"tool": {"id": f"openclaw:memex:{tool}", "name": tool, "source": "openclaw"},
+               "result": {"content": [{"type": "text", "text": json.dumps(answer)}], "details": {"memex": answer}}}
+    return {"role": "toolResult", "toolCallId": call_id, "toolName": "tool_call",
+            "content": [text(json.dumps(wrapped, indent=2))], "isError": False, "timestamp": 3}
+
+
+def test_memex_answers_are_not_archived_so_forget_leaves_no_copy(vault: Vault) -> None:
+    """A turn in which the model recalled a memory through the tool: the
+    answer (memory text in JSON in JSON) is not copied into the archive, so
+    forgetting the memory leaves its text in no file (regression: the
+    archive kept it, escaped twice, where erase did not recognise it)."""
+    stored = tool(vault, "memex_store", text="The staging database is called heron.")
+    answer = tool(vault, "memex_recall", query="staging database name")
+    assert "called heron" in answer["memories"]
+    turn = [user("what is staging called?", ts=1),
+            {**assistant(tool_call_block("c1", "tool_call", {"id": "memex_recall", "args": {"query": "staging"}}),
+                         ts=2)},
+            _tool_search_result("c1", "memex_recall", answer),
+            {"role": "toolResult", "toolCallId": "c2", "toolName": "memex_search", "isError": False, "timestamp": 4,
+             "content": [text(json.dumps(answer))]},
+            {"role": "toolResult", "toolCallId": "c3", "toolName": "read", "isError": False, "timestamp": 5,
+             "content": [text("deploy.yaml: strategy blue-green")]},
+            assistant(text("Found it."), ts=6)]
+    openclaw_engine.commit_turn(vault, {"advancementKey": "k", "sessionKey": KEY, "messages": turn}, commit="none")
+    [record] = archive.read_turns(vault, SESSION)
+    results = [b["content"] for m in record["messages"] for b in m["content"] if b.get("type") == "tool_result"]
+    assert results == ["[memex_recall: memex's answer, read from the vault; not archived]",
+                       "[memex_search: memex's answer, read from the vault; not archived]",
+                       "deploy.yaml: strategy blue-green"]
+    assert _files_holding(vault.root, b"staging database is called heron")  # the memory file
+    tool(vault, "memex_forget", id=stored["id"])
+    assert _files_holding(vault.root, b"staging database is called heron") == []

@@ -29,6 +29,7 @@ compaction (its ``sessionId`` rotates), so it is the memex session when given
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -65,7 +66,34 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def _convert(msg: Any, index: int) -> dict[str, Any]:
+MEMEX_TOOL = "memex_"
+_OPENCLAW_TOOL_ID = "openclaw:memex:"
+
+
+def memex_answer(msg: dict[str, Any]) -> str | None:
+    """The name of memex's tool whose answer this ``toolResult`` is, else None.
+
+    Called directly its ``toolName`` says so; called through OpenClaw's Tool
+    Search (``tool_call``) the result names it: ``{"tool": {"id":
+    "openclaw:memex:memex_recall", ...}, "result": ...}``.
+    """
+    name = msg.get("toolName")
+    if isinstance(name, str) and name.startswith(MEMEX_TOOL):
+        return name
+    text = _text_of(msg.get("content")).lstrip()
+    if not text.startswith("{") or _OPENCLAW_TOOL_ID not in text[:500]:
+        return None
+    try:
+        tool = json.loads(text).get("tool") or {}
+    except (ValueError, AttributeError):
+        return None
+    tool_id = tool.get("id") if isinstance(tool, dict) else None
+    if isinstance(tool_id, str) and tool_id.startswith(_OPENCLAW_TOOL_ID):
+        return tool_id[len(_OPENCLAW_TOOL_ID):]
+    return None
+
+
+def _convert(msg: Any, index: int, archiving: bool = False) -> dict[str, Any]:
     if not isinstance(msg, dict):
         raise InvalidArgument(f"messages[{index}]", "must be an object with a role")
     role = msg.get("role")
@@ -82,7 +110,14 @@ def _convert(msg: Any, index: int) -> dict[str, Any]:
                                "input": block.get("arguments") or {}})
         return {"role": "assistant", "content": blocks, "_oc": index}
     if role == "toolResult":
-        result = {"type": "tool_result", "tool_use_id": str(msg.get("toolCallId", "")), "content": _text_of(content)}
+        text = _text_of(content)
+        tool = memex_answer(msg) if archiving else None
+        if tool:
+            # memex's own answer came from the vault: archiving it would copy
+            # memory text into the raw archive, where forgetting must then
+            # find it again (inside JSON inside JSON, escaped twice).
+            text = f"[{tool}: memex's answer, read from the vault; not archived]"
+        result = {"type": "tool_result", "tool_use_id": str(msg.get("toolCallId", "")), "content": text}
         return {"role": "user", "content": [result], "_oc": index}
     if role == "system":
         return {"role": "system", "content": _text_of(content), "_oc": index}
@@ -91,10 +126,10 @@ def _convert(msg: Any, index: int) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": _text_of(content)}], "_oc": index}
 
 
-def to_memex(messages: Any) -> list[dict[str, Any]]:
+def to_memex(messages: Any, archiving: bool = False) -> list[dict[str, Any]]:
     if not isinstance(messages, list):
         raise InvalidArgument("messages", f"must be a list of OpenClaw messages, got {type(messages).__name__}")
-    return [_convert(m, i) for i, m in enumerate(messages)]
+    return [_convert(m, i, archiving) for i, m in enumerate(messages)]
 
 
 def _budget(params: dict[str, Any]) -> int:
@@ -170,8 +205,8 @@ def assemble(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def to_memex_plain(messages: Any) -> list[dict[str, Any]]:
-    return [{k: v for k, v in m.items() if k != "_oc"} for m in to_memex(messages)]
+def to_memex_plain(messages: Any, archiving: bool = False) -> list[dict[str, Any]]:
+    return [{k: v for k, v in m.items() if k != "_oc"} for m in to_memex(messages, archiving)]
 
 
 def _trimmed(
@@ -241,7 +276,7 @@ def after_turn(vault: Vault, params: dict[str, Any], commit: str = "background")
     if params.get("isHeartbeat"):
         return {"archived": 0, "reason": "heartbeat"}
     original = params.get("messages")
-    messages = to_memex_plain(original)
+    messages = to_memex_plain(original, archiving=True)
     pre = params.get("prePromptMessageCount", 0)
     if not isinstance(pre, int) or isinstance(pre, bool):
         raise InvalidArgument("prePromptMessageCount", f"must be an integer, got {pre!r}")
@@ -270,7 +305,7 @@ def commit_turn(vault: Vault, params: dict[str, Any], commit: str = "background"
     if not isinstance(key, str) or not key.strip():
         raise InvalidArgument("advancementKey", f"must be a non-empty string, got {key!r}")
     original = params.get("messages")
-    messages = to_memex_plain(original)
+    messages = to_memex_plain(original, archiving=True)
     assert isinstance(original, list)
     session = memex_session(params)
     if params.get("isHeartbeat"):  # a heartbeat's turn is not the user's: nothing to keep
