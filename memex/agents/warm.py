@@ -13,12 +13,11 @@ the server only ever makes hooks faster, never required.
 The socket lives in a per-user folder (mode 0700) under ``$XDG_RUNTIME_DIR``
 or the temp folder, named by a hash of the vault path (socket paths are
 limited to about 100 bytes). Requests and answers are one JSON line each:
-``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``, a
-hook event ``{"hook": {...}}`` -> the hook's answer, or ``{"error": ...}``;
-how each request is bounded, checked and answered, so that no request ends
-the server: memex/agents/warm_requests.py. Every answer also says whose
-process it is and how long it has been idle (``pid``, ``owner``,
-``idle_for``, ``exits_after``), which ``memex status`` lists; a
+``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``, or
+``{"error": ...}``; how each request is bounded, checked and answered, so
+that no request ends the server: memex/agents/warm_requests.py. Every answer
+also says whose process it is and how long it has been idle (``pid``,
+``owner``, ``idle_for``, ``exits_after``), which ``memex status`` lists; a
 ``{"status": true}`` request asks only that and, unlike any other, does not
 count as use, so looking at a server does not keep it alive.
 """
@@ -31,14 +30,13 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from memex.agents import warm_requests
-from memex.agents.warm_requests import HookAnswerer as HookAnswerer
 from memex.agents.warm_client import (
     DEFAULT_IDLE as DEFAULT_IDLE,
     REPLY_TIMEOUT,
@@ -113,6 +111,18 @@ def server_status(root: Path) -> dict[str, Any] | None:
     return {k: answer.get(k) for k in ("pid", "owner", "setting", "model_id", "idle_for", "exits_after")}
 
 
+class HookAnswerer(Protocol):
+    """What answers whole hook events in the server (memex/agents/hook_run.py:
+    this module cannot import it, as hook processes import this one)."""
+
+    def prepare(self, root: Path, model: embed.Embedder) -> None: ...
+
+    def answer(self, root: Path, model: embed.Embedder, setting: str, request: dict[str, Any],
+               quiet: bool) -> tuple[dict[str, Any], Callable[[], None] | None]: ...
+
+    def close(self, root: Path) -> None: ...
+
+
 def serve(root: Path, hooks: HookAnswerer | None = None) -> None:
     """Run the server until it has been idle for ``warm_seconds``; with
     ``hooks``, it answers hook events too (memex/agents/warm_server.py)."""
@@ -165,7 +175,9 @@ def serve_model(
             info: dict[str, Any] = {"model_id": model.model_id, "dim": model.dim, "setting": setting,
                                     "pid": os.getpid(), "owner": "watch" if stop is not None else "warm",
                                     "exits_after": None if stop is not None else idle}
-            requests = warm_requests.Dispatcher(model, info, root=root, hooks=hooks)
+            answer_hook = None if hooks is None else (
+                lambda request: hooks.answer(root, model, setting, request, True))
+            requests = warm_requests.Dispatcher(model, info, answer_hook)
             while stop is None or not stop.is_set():
                 # With a stop event, wake up now and then to look at it; else
                 # at the end of the idle time left: the time since the last
@@ -174,10 +186,9 @@ def serve_model(
                 idle_for = time.monotonic() - requests.last_used
                 left = STOP_POLL if stop is not None else None if idle is None else idle - idle_for
                 if left is not None and left <= 0:
-                    if requests.busy():
-                        left = STOP_POLL
-                    else:
+                    if not requests.busy():
                         return
+                    left = STOP_POLL
                 server.settimeout(left)
                 try:
                     conn, _ = server.accept()
@@ -197,7 +208,6 @@ def _alive(path: Path) -> bool:
         return True
     except (OSError, ValueError):
         return False
-
 
 
 if __name__ == "__main__":

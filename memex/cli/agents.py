@@ -41,11 +41,9 @@ def hook_cmd(ctx: click.Context, agent: str, payload: str | None) -> None:
 @click.pass_context
 def mcp_cmd(ctx: click.Context) -> None:
     """Run the memex MCP server on stdio (for Claude Code, Codex, ...)."""
-    from memex.agents import hook_io, mcp_server
+    from memex.agents import mcp_start  # what the `memex` program runs directly (memex/console.py)
 
-    vault = hook_io.hook_vault(_vault_path(ctx))
-    ctx.call_on_close(vault.close)
-    mcp_server.serve(vault)
+    mcp_start.main(_vault_path(ctx))
 
 
 @click.command("openclaw-engine")

@@ -240,8 +240,6 @@ def import_path(
 ) -> ImportReport:
     """Import the memories ``path`` holds into ``vault`` (nothing is written with ``dry_run``);
     ``allow_erased`` stores texts that were erased before too (as ``memex add --allow-erased``)."""
-    from memex.files.names import check_scope
-
     where = Path(path).expanduser()
     if not where.exists():
         raise InvalidArgument("PATH", f"{where} does not exist")
@@ -250,7 +248,7 @@ def import_path(
         raise InvalidArgument("PATH", f"{where} is inside the vault: its Markdown files are memories already")
     chosen = detect_format(where, vault) if fmt == "auto" else fmt
     found, skipped = candidates(where, chosen, vault)
-    scope = check_scope(scope or vault.config.default_scope)
+    scope = vault.check_scope(scope)  # the vault's rules: kinds, look-alike and hidden characters
     report = ImportReport(
         str(where.resolve()), chosen, f"import:{chosen}", scope, dry_run, len(found), skipped_files=skipped
     )
