@@ -69,7 +69,7 @@ def test_doctor_and_the_model_error_name_the_distribution(vault: Vault, monkeypa
 def test_version_comes_from_the_installed_distribution() -> None:
     result = CliRunner().invoke(app(), ["--version"])
     assert result.exit_code == 0 and result.output.startswith("memex, version ")
-    from memex.agents.mcp_server import version
+    from memex.agents.mcp_start import version
 
     assert version() == PROJECT["version"]
 
