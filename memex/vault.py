@@ -368,7 +368,7 @@ class Vault:
 
     def list(
         self,
-        scope: str | None = None,
+        scope: str | Sequence[str] | None = None,
         session: str | None = None,
         source: str | None = None,
         include_superseded: bool = False,

@@ -108,6 +108,8 @@ BAD = [
     (b"\xff\xfe\xfd\n", "not a JSON line"),
     (b"[" * 100_000 + b"\n", "not a JSON line"),
     (b'{"texts": ["make the model fail"]}\n', "the model failed"),
+    (b'{"hook": 5}\n', "hook must be"),
+    (b'{"hook": {"agent": "claude-code", "event": [1]}}\n', "hook must be"),
 ]
 
 
@@ -170,4 +172,12 @@ def test_slow_and_concurrent_clients_do_not_stop_good_ones(server: Path, monkeyp
     finally:
         for sock in idle:
             sock.close()
+    _good(server)
+
+
+def test_a_hook_event_to_a_server_without_hooks_is_declined(server: Path) -> None:
+    """A server that answers embeddings only (``memex watch``'s) declines a
+    hook process's event, so the hook answers it on its own."""
+    answer = _raw(server, b'{"hook": {"agent": "claude-code", "event": {"hook_event_name": "UserPromptSubmit"}}}\n')
+    assert answer is not None and "declined" in answer and "error" not in answer, answer
     _good(server)

@@ -35,6 +35,7 @@ from memex.dedup.supersede import supersede
 from memex.erase.steps import erase
 from memex.errors import InvalidArgument, MemexError
 from memex.health import unindexed_hint
+from memex.ids import resolve as resolve_id
 from memex.text import preview
 from memex.vault import Vault
 
@@ -133,7 +134,8 @@ Session = Annotated[str | None, Field(
     default=None, min_length=1, max_length=200,
     description="memex session id (named in the context memex's hooks add); defaults to the session a hook saw last.",
 )]
-MemoryId = Annotated[str, Field(min_length=1, max_length=100, description="A memory id, e.g. 01JB7Z3M4X...")]
+MemoryId = Annotated[str, Field(min_length=1, max_length=100, description=(
+    "A memory id, e.g. 01JB7Z3M4X..., or a unique prefix of one (any case)"))]
 
 
 def _escaped_facts(answer: dict[str, Any]) -> dict[str, Any]:
@@ -222,7 +224,7 @@ class Tools:
         body_offset: Annotated[int, Field(ge=0, description=(
             "Where to start reading the body (characters), for a memory longer than one answer."))] = 0,
     ) -> dict[str, Any]:
-        data = self.vault.get(id).as_dict()
+        data = self.vault.get(resolve_id(self.vault, id)).as_dict()
         body = str(data.get("body", ""))
         page = BODY_PAGE_CHARS
         while True:
@@ -238,17 +240,18 @@ class Tools:
 
     def memory_supersede(
         self,
-        old_id: Annotated[str, Field(min_length=1, max_length=100, description="The id of the memory that changed.")],
+        old_id: Annotated[str, Field(min_length=1, max_length=100, description=(
+            "The id of the memory that changed (or a unique prefix of it)."))],
         text: Annotated[str, Field(min_length=1, description="The fact as it is now (same limits as memory_add).")],
         session: Session = None,
     ) -> dict[str, Any]:
-        result = supersede(self.vault, old_id, text, source="tool", session=session)
+        result = supersede(self.vault, resolve_id(self.vault, old_id, "old_id"), text, source="tool", session=session)
         return clip_strings(_escaped_facts(result.as_dict()))
 
     def memory_forget(
         self,
         id: Annotated[str | None, Field(default=None, min_length=1, max_length=100, description=(
-            "Erase exactly this memory (give id or query, not both)."))] = None,
+            "Erase exactly this memory: its id or a unique prefix of it (give id or query, not both)."))] = None,
         query: Annotated[str | None, Field(default=None, min_length=1, max_length=4000, description=(
             "Erase the one memory that clearly matches this; otherwise the candidates come back."))] = None,
         reason: Annotated[str, Field(min_length=1, max_length=500, description=(
@@ -257,6 +260,7 @@ class Tools:
         if bool(id) == bool(query):
             raise InvalidArgument("id/query", "give exactly one of id or query")
         if id:
+            id = resolve_id(self.vault, id)
             return clip_strings({"erased": [id], "result": erase(self.vault, id, reason).as_dict()})
         hits = self.vault.search(str(query), limit=5)
         strong = [h for h in hits if h.score >= FORGET_MIN_SCORE]
@@ -407,11 +411,12 @@ def _strict_tool(fn: Callable[..., dict[str, Any]], name: str, description: str)
 
 
 def version() -> str:
+    from memex.distribution import DISTRIBUTION
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 
     try:
-        return installed("memex")
+        return installed(DISTRIBUTION)
     except PackageNotFoundError:
         return "0+unknown"
 

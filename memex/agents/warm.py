@@ -13,82 +13,42 @@ the server only ever makes hooks faster, never required.
 The socket lives in a per-user folder (mode 0700) under ``$XDG_RUNTIME_DIR``
 or the temp folder, named by a hash of the vault path (socket paths are
 limited to about 100 bytes). Requests and answers are one JSON line each:
-``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``, or
-``{"error": ...}``; how each request is bounded, checked and answered, so
-that no request ends the server: memex/agents/warm_requests.py.
+``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``, a
+hook event ``{"hook": {...}}`` -> the hook's answer, or ``{"error": ...}``;
+how each request is bounded, checked and answered, so that no request ends
+the server: memex/agents/warm_requests.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memex.agents import warm_requests
+from memex.agents.warm_requests import HookAnswerer as HookAnswerer
+from memex.agents.warm_client import (
+    DEFAULT_IDLE as DEFAULT_IDLE,
+    REPLY_TIMEOUT,
+    ask as _ask,
+    idle_seconds as idle_seconds,
+    socket_path as socket_path,
+    start as start,
+    turned_off,
+)
 from memex.embedding import embed
-from memex.config import setting as config_setting
 
 if TYPE_CHECKING:  # imported where used: the CLI's model preload reads socket_path early
     from memex.vault import Vault
 
-CONNECT_TIMEOUT = 0.05  # a missing or stuck server must cost the hook nothing noticeable
-REPLY_TIMEOUT = 5.0
-DEFAULT_IDLE = 1200
 STOP_POLL = 0.5  # seconds between looks at a stop event
-
-
-def idle_seconds(vault: Vault) -> int:
-    """``[agents] warm_seconds``; 0 when ``MEMEX_WARM=0`` (turned off for this process tree)."""
-    if os.environ.get("MEMEX_WARM") == "0":
-        return 0
-    value: int = config_setting(vault.config.section("agents"), "warm_seconds", DEFAULT_IDLE, "[agents]")
-    return value
-
-
-def socket_path(root: Path) -> Path | None:
-    if not hasattr(socket, "AF_UNIX"):
-        return None
-    base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    folder = base / f"memex-{uid}"
-    try:
-        info = folder.stat()
-    except FileNotFoundError:
-        pass
-    else:
-        # In a shared temp folder someone else could have made this folder
-        # first and serve poisoned vectors: use it only if it is ours alone.
-        if hasattr(os, "getuid") and (info.st_uid != uid or info.st_mode & 0o077):
-            return None
-    digest = hashlib.sha256(str(root.resolve()).encode("utf-8")).hexdigest()[:20]
-    return folder / f"{digest}.sock"
-
-
-def _ask(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(CONNECT_TIMEOUT)
-        sock.connect(str(path))
-        sock.settimeout(timeout)
-        sock.sendall(json.dumps(request).encode("utf-8") + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                break
-            data += chunk
-    answer: dict[str, Any] = json.loads(data)
-    return answer
 
 
 class WarmEmbedder:
@@ -119,9 +79,10 @@ class WarmEmbedder:
 
 
 def connect(vault: Vault) -> WarmEmbedder | None:
-    """The warm server's embedder for this vault's model, or None (no server, other model)."""
+    """The warm server's embedder for this vault's model, or None (no server,
+    another model, or ``MEMEX_WARM=0``: then nothing of it is used)."""
     path = socket_path(vault.root)
-    if path is None or not path.exists():
+    if path is None or turned_off() or not path.exists():
         return None
     try:
         info = _ask(path, {"texts": []}, REPLY_TIMEOUT)
@@ -132,23 +93,10 @@ def connect(vault: Vault) -> WarmEmbedder | None:
     return WarmEmbedder(path, str(info["model_id"]), int(info["dim"]))
 
 
-def start(vault: Vault) -> bool:
-    """Start the warm server for ``vault`` in the background unless it runs or is off."""
-    path = socket_path(vault.root)
-    if path is None or vault.config.embedding_model == "none" or idle_seconds(vault) <= 0:
-        return False
-    if connect(vault) is not None:
-        return False
-    subprocess.Popen(
-        [sys.executable, "-m", "memex.agents.warm", str(vault.root)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, close_fds=True,
-    )
-    return True
 
-
-def serve(root: Path) -> None:
-    """Run the server until it has been idle for ``warm_seconds``."""
+def serve(root: Path, hooks: HookAnswerer | None = None) -> None:
+    """Run the server until it has been idle for ``warm_seconds``; with
+    ``hooks``, it answers hook events too (memex/agents/warm_server.py)."""
     from memex.vault import Vault
 
     with Vault(root) as vault:
@@ -164,16 +112,21 @@ def serve(root: Path) -> None:
         if save_graph is not None:
             with contextlib.suppress(Exception):  # an optimization only
                 save_graph()
-        serve_model(root, model, setting, idle=idle)
+        if hooks is not None:
+            with contextlib.suppress(Exception):  # hooks will be sent here: get ready for them
+                hooks.prepare(root, model)
+        serve_model(root, model, setting, idle=idle, hooks=hooks)
 
 
 def serve_model(
     root: Path, model: embed.Embedder, setting: str, idle: float | None = None,
-    stop: threading.Event | None = None,
+    stop: threading.Event | None = None, hooks: HookAnswerer | None = None,
 ) -> None:
     """Answer embedding requests for ``root`` with ``model``: until idle for
     ``idle`` seconds, or (``memex watch``, which holds the model anyway) until
-    ``stop`` is set. Returns at once when another server answers for the vault."""
+    ``stop`` is set. Returns at once when another server answers for the vault.
+    Hook events are answered with ``hooks``, else declined (the hook then
+    answers itself)."""
     path = socket_path(root)
     if path is None:
         return
@@ -192,7 +145,8 @@ def serve_model(
             server.listen(warm_requests.BACKLOG)
             # With a stop event, wake up now and then to look at it.
             server.settimeout(STOP_POLL if stop is not None else idle)
-            requests = warm_requests.Dispatcher(model, {"model_id": model.model_id, "dim": model.dim, "setting": setting})
+            info = {"model_id": model.model_id, "dim": model.dim, "setting": setting}
+            requests = warm_requests.Dispatcher(model, info, root=root, hooks=hooks)
             while stop is None or not stop.is_set():
                 try:
                     conn, _ = server.accept()
@@ -204,6 +158,8 @@ def serve_model(
         finally:
             with contextlib.suppress(OSError):
                 path.unlink()
+            if hooks is not None:
+                hooks.close(root)
 
 
 def _alive(path: Path) -> bool:
@@ -212,6 +168,7 @@ def _alive(path: Path) -> bool:
         return True
     except (OSError, ValueError):
         return False
+
 
 
 if __name__ == "__main__":

@@ -4,7 +4,11 @@ answered, whatever a client sends (memex/agents/warm.py runs the socket).
 A request is one JSON line, ``{"texts": [str, ...], "query": bool}`` (both
 optional; other keys are ignored); the answer is one JSON line, the model's
 ``{"model_id", "dim", "setting", "vectors"}``, or ``{"error": "..."}`` for a
-request memex cannot serve. Before this module one request ended the server:
+request memex cannot serve. A hook process sends its whole event instead,
+``{"hook": {"agent": str, "event": {...}}}``, and gets the hook's answer
+(memex/agents/hook_run.py), or ``{"declined": ...}`` from a server that
+answers embeddings only. A server too busy to take a request answers
+``{"error": ..., "busy": true}``: the client does the work itself. Before this module one request ended the server:
 ``[1,2]`` (a list has no ``.get``), ``{"texts": 5}`` (not iterable), a text
 the tokenizer refuses (a lone surrogate), and a client that sent a line of
 gigabytes was read to the end. So:
@@ -30,9 +34,13 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from memex.embedding.embed import Embedder
 
 MAX_REQUEST_BYTES = 64 << 20  # one request line: a whole memory (1 MiB by default) and its chunks fit many times
 MAX_TEXTS = 4096  # texts in one request; the client splits larger batches
@@ -53,6 +61,18 @@ class Model(Protocol):
     dim: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class HookAnswerer(Protocol):
+    """What answers whole hook events in the server (memex/agents/hook_run.py:
+    the warm modules cannot import it, as hook processes import them)."""
+
+    def prepare(self, root: Path, model: Embedder) -> None: ...
+
+    def answer(self, root: Path, model: Embedder, setting: str, request: dict[str, Any],
+               quiet: bool) -> dict[str, Any]: ...
+
+    def close(self, root: Path) -> None: ...
 
 
 class BadRequest(ValueError):
@@ -85,14 +105,35 @@ def read_line(conn: socket.socket) -> bytes | None:
             raise BadRequest(f"request larger than {limit} bytes")
 
 
-def parse(line: bytes) -> tuple[list[str], bool]:
-    """The texts to embed and whether they are search queries; BadRequest otherwise."""
+def load(line: bytes) -> dict[str, Any]:
+    """The request line as a JSON object; BadRequest otherwise."""
     try:
         request = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise BadRequest(f"request is not a JSON line ({type(exc).__name__})") from None
     if not isinstance(request, dict):
         raise BadRequest(f"request must be a JSON object, got {type(request).__name__}")
+    return request
+
+
+def hook_event(request: dict[str, Any]) -> dict[str, Any] | None:
+    """A hook process's ``{"agent", "event"}``, None when the request is not
+    one; BadRequest when it is one of the wrong shape."""
+    if "hook" not in request:
+        return None
+    hook = request["hook"]
+    if not isinstance(hook, dict) or not isinstance(hook.get("agent"), str) or not isinstance(hook.get("event"), dict):
+        raise BadRequest('hook must be {"agent": string, "event": object}')
+    return hook
+
+
+def parse(line: bytes) -> tuple[list[str], bool]:
+    """The texts to embed and whether they are search queries; BadRequest otherwise."""
+    return texts_of(load(line))
+
+
+def texts_of(request: dict[str, Any]) -> tuple[list[str], bool]:
+    """The texts of an embedding request and whether they are search queries."""
     texts = request.get("texts", [])
     query = request.get("query", False)
     if texts is None:
@@ -121,18 +162,25 @@ def _send(conn: socket.socket, answer: dict[str, Any]) -> None:
 class Dispatcher:
     """Answers the connections one server accepts (see the module doc)."""
 
-    def __init__(self, model: Model, info: dict[str, Any]) -> None:
+    def __init__(
+        self, model: Model, info: dict[str, Any], root: Path | None = None, hooks: HookAnswerer | None = None
+    ) -> None:
         self.model = model
         self.info = info
+        self.root = root
+        self.hooks = hooks
         self._slots = threading.BoundedSemaphore(MAX_CLIENTS)
-        self._model_lock = threading.Lock()
+        # One request at a time uses the model or the vault the hooks hold
+        # open: neither an apsw connection nor the embedder is shared across
+        # threads at once.
+        self._model_lock = threading.RLock()
 
     def handle(self, conn: socket.socket) -> None:
         """Answer ``conn`` in a thread of its own and close it; never raises."""
         if not self._slots.acquire(blocking=False):
             with contextlib.suppress(OSError), conn:
                 conn.setblocking(False)  # a busy server does not wait on anyone
-                conn.send(json.dumps({"error": "busy: too many requests at once"}).encode("utf-8") + b"\n")
+                conn.send(json.dumps({"error": "busy: too many requests at once", "busy": True}).encode("utf-8") + b"\n")
             return
         try:
             threading.Thread(target=self._serve, args=(conn,), name="memex-warm-request", daemon=True).start()
@@ -155,12 +203,19 @@ class Dispatcher:
             line = read_line(conn)
             if line is None:
                 return  # the client went away
-            texts, query = parse(line)
+            request = load(line)
+            hook = hook_event(request)
+            if hook is None:
+                texts, query = texts_of(request)
         except BadRequest as exc:
             with contextlib.suppress(OSError):
                 _send(conn, {"error": str(exc)})
             return
         except OSError:
+            return
+        if hook is not None:
+            with contextlib.suppress(OSError):
+                _send(conn, self._hook_answer(hook))
             return
         try:
             vectors = self._vectors(texts, query) if texts else []
@@ -171,6 +226,12 @@ class Dispatcher:
             return
         with contextlib.suppress(OSError):
             _send(conn, {**self.info, "vectors": vectors})
+
+    def _hook_answer(self, hook: dict[str, Any]) -> dict[str, Any]:
+        if self.hooks is None or self.root is None:
+            return {"declined": "this server answers embeddings only"}
+        with self._model_lock:
+            return self.hooks.answer(self.root, self.model, str(self.info["setting"]), hook, True)
 
     def _vectors(self, texts: list[str], query: bool) -> list[list[float]]:
         from memex.embedding import embed

@@ -244,22 +244,31 @@ def _recent_tokens(vault: Vault, session: str, keep: int) -> int:
 def capture_keyword(
     vault: Vault, session: str, prompt: str, *, source: str = "keyword", scope: str | None = None
 ) -> dict[str, Any] | None:
-    """Store an explicit request to remember, verbatim; None when there is none.
+    """Store what an explicit request to remember asks for; None when there is none.
 
-    A long prompt (pasted logs, code) is not a memory: beyond
-    ``extract.KEYWORD_MAX_CHARS`` only the text from the sentence that asks
-    to remember onwards is kept, still word for word.
+    The memory is the request's fact, word for word, not the whole prompt:
+    "We decided to use pnpm. Also, remember that integration tests need
+    docker." stores "integration tests need docker"
+    (:func:`memex.context.extract.remember_facts`); the rest of the prompt
+    reaches the long-term memories through the session's extraction, as
+    every turn does. Each request of the prompt is stored; the answer is the
+    first one's, with the others under ``"more"``.
     """
     if not isinstance(prompt, str):
         raise InvalidArgument("prompt", "must be a string")
     text = strip_blocks(prompt)
     if not text or not extract.is_remember_request(text) or not load_settings(vault).auto_capture:
         return None
-    text = extract.remember_excerpt(text)
-    category = next((c for s in extract.sentences(text) if (c := extract.classify(s))), None)
+    results = [_store_fact(vault, session, fact, source, scope) for fact in extract.remember_facts(text)]
+    if not results:
+        return None
+    return {**results[0], "more": results[1:]} if len(results) > 1 else results[0]
+
+
+def _store_fact(vault: Vault, session: str, fact: str, source: str, scope: str | None) -> dict[str, Any]:
     try:
         added = vault.add(
-            text, scope=scope, source=source, session=session, category=category or "observation",
+            fact, scope=scope, source=source, session=session, category=extract.classify(fact) or "observation",
             confidence=0.9,
         )
     except (InvalidArgument, LockTimeout) as exc:
