@@ -170,10 +170,16 @@ class Dispatcher:
         self.root = root
         self.hooks = hooks
         self._slots = threading.BoundedSemaphore(MAX_CLIENTS)
-        # One request at a time uses the model or the vault the hooks hold
-        # open: neither an apsw connection nor the embedder is shared across
-        # threads at once.
-        self._model_lock = threading.RLock()
+        # One hook event at a time uses the vault the hooks hold open (an
+        # apsw connection is not shared across threads at once), and one
+        # embedding request at a time the model. Two locks: a hook waits for
+        # the vault's write lock (up to 20 s) while capturing, and an
+        # embedding request behind it timed out and lost `memex add`s and
+        # captures under load (tests/test_no_lost_writes.py). The model's
+        # runs are serialised by the model itself (its own lock), so a
+        # hook's embedding and a request's never run the session at once.
+        self._vault_lock = threading.RLock()
+        self._model_lock = threading.Lock()
 
     def handle(self, conn: socket.socket) -> None:
         """Answer ``conn`` in a thread of its own and close it; never raises."""
@@ -230,7 +236,7 @@ class Dispatcher:
     def _hook_answer(self, hook: dict[str, Any]) -> dict[str, Any]:
         if self.hooks is None or self.root is None:
             return {"declined": "this server answers embeddings only"}
-        with self._model_lock:
+        with self._vault_lock:
             return self.hooks.answer(self.root, self.model, str(self.info["setting"]), hook, True)
 
     def _vectors(self, texts: list[str], query: bool) -> list[list[float]]:
