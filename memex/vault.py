@@ -61,11 +61,11 @@ def find_vault_root(explicit: str | os.PathLike[str] | None = None, cwd: Path | 
     for given, origin in ((explicit, "--vault"), (os.environ.get(ENV_VAR), ENV_VAR)):
         if given:
             root = Path(given).expanduser()
-            if not (root / MEMEX_DIR).is_dir():
-                raise VaultNotFound(
-                    f"{origin}: {root} is not a memex vault (no {MEMEX_DIR}/ folder); "
-                    f"create one with `memex init {root}`"
-                )
+            if not (root / MEMEX_DIR).is_dir():  # a folder inside a vault means that vault, not a new one
+                outer = next((f for f in root.resolve().parents if (f / MEMEX_DIR).is_dir()), None)
+                fix = f"it is inside the vault {outer}: use {origin}{'=' if origin == ENV_VAR else ' '}{outer}"
+                raise VaultNotFound(f"{origin}: {root} is not a memex vault (no {MEMEX_DIR}/ folder); "
+                                    + (fix if outer else f"create one with `memex init {root}`"))
             return root.resolve()
     here = (cwd or Path.cwd()).resolve()
     for folder in (here, *here.parents):

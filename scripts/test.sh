@@ -5,6 +5,7 @@
 # what it does, what it downloads and how long it took (on stderr); pytest
 # names every skipped test and why (-rs).
 #   MEMEX_TEST_NO_NODE=1   skip the Node/openclaw set-up (those tests then skip, saying why)
+#   MEMEX_TEST_NO_CLIENTS=1  skip installing the real Claude Code and Codex (their end-to-end tests then skip)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -36,6 +37,13 @@ else
       "(the first time: a 61 MB Node wheel from PyPI unless a Node >= 22 is installed, and about 225 MB" \
       "of npm packages, 331 of them, 670 MB unpacked: 1-2 minutes; MEMEX_TEST_NO_NODE=1 skips this)"
   bash scripts/openclaw_env.sh
+  if [ "${MEMEX_TEST_NO_CLIENTS:-}" = 1 ]; then
+    say "MEMEX_TEST_NO_CLIENTS=1: no Claude Code/Codex; their end-to-end tests will skip"
+  else
+    say "the real Claude Code and Codex npm packages into .node/clients/ for the end-to-end tests" \
+        "(the first time: about 800 MB unpacked, their native binaries: 1-3 minutes; MEMEX_TEST_NO_CLIENTS=1 skips this)"
+    bash scripts/clients_env.sh
+  fi
 fi
 
 # The whole package is kept clean under mypy --strict (pyproject.toml [tool.mypy]).

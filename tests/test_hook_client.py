@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from memex import context
-from memex.agents import claude_code, hook_client, warm, warm_client, warm_server
+from memex.agents import claude_code, hook_client, hook_run, warm, warm_client, warm_requests, warm_server
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 from tests.hook_helpers import copy_transcript, fixture, isolated_home, lexical_only, set_config
@@ -230,3 +230,19 @@ def lexical_root(vault_root: Path) -> Path:
 def test_which_command_lines_the_client_takes(argv: list[str], parsed: tuple[str, str | None, str | None] | None
                                               ) -> None:
     assert hook_client.parse_argv(argv) == parsed
+
+
+def test_the_servers_dispatcher_declines_hook_events_it_cannot_answer(fake_embedder: HashEmbedder) -> None:
+    """An embeddings-only server (`memex watch`'s) declines; a malformed event is declined, not an error."""
+    info = {"model_id": fake_embedder.model_id, "dim": fake_embedder.dim, "setting": "auto"}
+    for dispatcher, event, wanted in (
+        (warm_requests.Dispatcher(fake_embedder, info), {"agent": "claude-code", "event": {}}, "declined"),
+        (warm_requests.Dispatcher(fake_embedder, info, lambda e: hook_run.answer(Path("/nowhere"), fake_embedder,
+                                                                                  "auto", e, True)),
+         {"agent": "cursor", "event": []}, "declined"),
+    ):
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            theirs.sendall(json.dumps({"hook": event}).encode() + b"\n")
+            dispatcher.answer(ours)
+            assert wanted in json.loads(theirs.recv(1 << 16))

@@ -36,7 +36,7 @@ from pathlib import Path
 from memex.agents import warm_client
 from memex.agents.hook_event import (
     CONTEXT_EVENTS, SYNC_ENV, Payload, after_answer_event, default_vault_path, error_line, explicit_vault,
-    parse_payload,
+    parse_payload, split_vault_option,
 )
 from memex.errors import MemexError
 from memex.layout import is_vault
@@ -51,28 +51,13 @@ def parse_argv(argv: list[str]) -> tuple[str, str | None, str | None] | None:
     None for anything else (``--help``, an unknown agent, an extra option):
     the full command line interface answers those.
     """
-    vault: str | None = None
-    words: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--vault" and i + 1 < len(argv):
-            if vault is not None:
-                return None
-            vault, i = argv[i + 1], i + 2
-            continue
-        if arg.startswith("--vault="):
-            if vault is not None:
-                return None
-            vault, i = arg.split("=", 1)[1], i + 1
-            continue
-        if arg.startswith("-"):
-            return None
-        words.append(arg)
-        i += 1
+    split = split_vault_option(argv)
+    if split is None:
+        return None
+    vault, words = split
     if len(words) not in (2, 3) or words[0] != "hook" or words[1] not in AGENTS:
         return None
-    return words[1], vault or None, words[2] if len(words) == 3 else None
+    return words[1], vault, words[2] if len(words) == 3 else None
 
 
 def main(argv: list[str]) -> int | None:

@@ -116,3 +116,24 @@ def after_answer_event(payload: Payload) -> bool:
     except InvalidArgument:
         return False
     return True
+
+
+def split_vault_option(argv: list[str]) -> tuple[str | None, list[str]] | None:
+    """(``--vault`` value or None, the other words) of a command line whose
+    only option is ``--vault`` (given once, before or after the command);
+    None for any other option (``--help``, a typo): the CLI answers those."""
+    vault: str | None = None
+    words: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--vault" and i + 1 < len(argv) or arg.startswith("--vault="):
+            if vault is not None:
+                return None
+            vault, i = (argv[i + 1], i + 2) if arg == "--vault" else (arg.split("=", 1)[1], i + 1)
+            continue
+        if arg.startswith("-"):
+            return None
+        words.append(arg)
+        i += 1
+    return vault or None, words

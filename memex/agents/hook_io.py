@@ -245,31 +245,3 @@ def mark_noted(vault: Vault, agent: str, session: str, ids: list[str]) -> None:
     permissions.write_private(tmp, json.dumps(keep))
     tmp.replace(path)
 
-
-# Memories a session's context holds (docs/agents.md, "Shown once"): what
-# SessionStart and the prompts injected, until a compaction takes it out.
-MAX_SHOWN = 200
-
-
-def _shown_path(vault: Vault, agent: str, session: str) -> Path:
-    return vault.paths.agents_cache / f"{agent}-{safe_name(session)}.shown.json"
-
-
-def shown(vault: Vault, agent: str, session: str) -> list[str]:
-    """The memory ids injected into this session's context so far."""
-    try:
-        data = json.loads(_shown_path(vault, agent, session).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    return [i for i in data if isinstance(i, str)] if isinstance(data, list) else []
-
-
-def mark_shown(vault: Vault, agent: str, session: str, ids: list[str], fresh: bool = False) -> None:
-    """Add ``ids`` to what the session's context holds (``fresh``: it holds only them now)."""
-    path = _shown_path(vault, agent, session)
-    if not ids and (not fresh or not path.exists()):
-        return
-    keep = list(dict.fromkeys([*([] if fresh else shown(vault, agent, session)), *ids]))[-MAX_SHOWN:]
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    permissions.write_private(tmp, json.dumps(keep))
-    tmp.replace(path)

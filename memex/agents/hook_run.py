@@ -138,12 +138,17 @@ def prepare(root: Path, model: Embedder) -> None:
     server_vault(root, model).search("memex", limit=1)
 
 
-def answer(root: Path, model: Embedder, setting: str, request: dict[str, Any], quiet: bool) -> dict[str, Any]:
+def answer(
+    root: Path, model: Embedder, setting: str, request: dict[str, Any], quiet: bool
+) -> tuple[dict[str, Any], Callable[[], None] | None]:
     """The warm server's answer to ``{"agent", "event"}`` sent by a hook process.
 
     ``{"answer": {...}}`` (what the hook prints), ``{"error": line}`` (what
     it says on stderr), or ``{"declined": why}``: the hook then runs the
     event itself. Only events whose answer the agent waits for come here.
+    With the reply comes the event's work to do after it (a new session
+    commits the sessions its agent left, memex/agents/hooks.py), or None:
+    the server does it once the hook has its answer.
     ``setting`` is the embedding model the server loaded (``[embedding] model``).
     ``quiet``: this process's stderr is nobody's, so what the handler says
     there goes back to the hook to print (the dedicated warm server; not
@@ -151,20 +156,33 @@ def answer(root: Path, model: Embedder, setting: str, request: dict[str, Any], q
     """
     agent, event = request.get("agent"), request.get("event")
     if agent not in ("claude-code", "codex") or not isinstance(event, dict):
-        return {"declined": "not a Claude Code or Codex event"}
+        return {"declined": "not a Claude Code or Codex event"}, None
     if event.get("hook_event_name") not in CONTEXT_EVENTS:
-        return {"declined": "only SessionStart and UserPromptSubmit are answered here"}
+        return {"declined": "only SessionStart and UserPromptSubmit are answered here"}, None
     said = io.StringIO()
     try:
         vault = server_vault(root, model)
         if vault.config.embedding_model != setting:  # the config changed since the server loaded its model
-            return {"declined": "the vault now uses another embedding model"}
+            return {"declined": "the vault now uses another embedding model"}, None
         with contextlib.redirect_stderr(said) if quiet else contextlib.nullcontext():
             result = _handler(str(agent))(vault, event)
         out: dict[str, Any] = {"answer": result.answer}
+        then = None if result.deferred is None else _logged(vault, f"{agent} {event.get('hook_event_name')}",
+                                                            result.deferred)
     except Exception as exc:  # noqa: BLE001 - the hook's fail-open contract, from afar
         close(root)  # whatever went wrong, the next event starts afresh
-        out = {"error": hook_io.one_line(exc, str(root))}
+        out, then = {"error": hook_io.one_line(exc, str(root))}, None
     if said.getvalue():
         out["stderr"] = said.getvalue()
-    return out
+    return out, then
+
+
+def _logged(vault: Vault, label: str, work: Callable[[], object]) -> Callable[[], None]:
+    """``work``, its failure written to the vault's hook log (nobody reads the server's stderr)."""
+    def run() -> None:
+        try:
+            work()
+        except Exception as exc:  # noqa: BLE001 - as a detached hook's child does
+            hook_io.log_line(vault, f"{label}: {type(exc).__name__}: {exc}")
+
+    return run

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memex import context
-from memex.agents import fit, hook_io, transcript
+from memex.agents import fit, hook_io, session_marks, transcript
 from memex.agents.hook_io import HookResult, Payload
 from memex.config import setting
 from memex.context import gate, inject
@@ -209,8 +209,14 @@ def session_start(vault: Vault, payload: Payload, agent: str) -> HookResult:
     vault.record_access(ids)
     # A resumed session's context still holds what was shown before; after
     # a compaction or a clear it holds only what this answer adds.
-    hook_io.mark_shown(vault, agent, session, ids, fresh=source not in (RESUME_SOURCE,))
-    return HookResult(hook_io.context_output("SessionStart", text))
+    session_marks.mark_shown(vault, agent, session, ids, fresh=source not in (RESUME_SOURCE,))
+    answer = hook_io.context_output("SessionStart", text)
+    left = [s for s in session_marks.left_sessions(vault, agent) if s != session]
+    if not left or source in CONTINUING_SOURCES:
+        return HookResult(answer)
+    # A new session: the ones this agent left behind get their session end now,
+    # after the answer (docs/agents.md, "What each hook does").
+    return HookResult(answer, deferred=lambda: commit_left(vault, agent, left), vault=vault, label="SessionStart")
 
 
 def user_prompt(vault: Vault, payload: Payload, agent: str) -> HookResult:
@@ -227,10 +233,10 @@ def user_prompt(vault: Vault, payload: Payload, agent: str) -> HookResult:
         # The hand-off note is read after the capture below: keep its share free.
         answer = context.assemble(
             vault, session, [{"role": "user", "content": prompt}], settings.context_window, scopes=scopes,
-            max_block_chars=fit.block_room(agent, tail=None), exclude=hook_io.shown(vault, agent, session),
+            max_block_chars=fit.block_room(agent, tail=None), exclude=session_marks.shown(vault, agent, session),
         )
         block = injected_block(answer)
-        hook_io.mark_shown(vault, agent, session, inject.block_ids(block))
+        session_marks.mark_shown(vault, agent, session, inject.block_ids(block))
     if switch(vault, "auto_capture"):
         context.capture_keyword(vault, session, prompt, source="keyword", scope=settings.capture_scope)
     text = fit.fit_context(agent, "", block, handoff_note(vault, agent, session))
@@ -283,6 +289,8 @@ def archive_pending(vault: Vault, payload: Payload, agent: str, fmt: str, sessio
         if messages:
             result = context.after_turn(vault, session, messages, 0, source=agent, scope=settings.capture_scope)
         transcript.mark_read(vault, agent, session, offset, pending)
+    if messages:
+        session_marks.mark_left(vault, agent, session, load_state(vault, session).pending_tokens > 0)
     return result
 
 
@@ -298,7 +306,7 @@ def stop(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookResult:
 def _compact(vault: Vault, payload: Payload, agent: str, fmt: str, session: str) -> dict[str, Any]:
     # The compaction takes the injected memories out of the agent's context:
     # the next prompts may show them again (docs/agents.md, "Shown once").
-    hook_io.mark_shown(vault, agent, session, [], fresh=True)
+    session_marks.mark_shown(vault, agent, session, [], fresh=True)
     archive_pending(vault, payload, agent, fmt, session)
     path = hook_io.text_field(payload, "transcript_path")
     current = 0
@@ -306,6 +314,7 @@ def _compact(vault: Vault, payload: Payload, agent: str, fmt: str, session: str)
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
         current = transcript.estimate_tokens(transcript.parse_lines(lines, fmt))
     result: dict[str, Any] = context.compact(vault, session, AgentSettings.of(vault).context_window, current)
+    session_marks.mark_left(vault, agent, session, load_state(vault, session).pending_tokens > 0)
     return result
 
 
@@ -337,6 +346,15 @@ def finish_session(vault: Vault, session: str) -> dict[str, Any]:
 def _end(vault: Vault, payload: Payload, agent: str, fmt: str, session: str) -> None:
     archive_pending(vault, payload, agent, fmt, session)
     finish_session(vault, session)
+    session_marks.mark_left(vault, agent, session, False)
+
+
+def commit_left(vault: Vault, agent: str, sessions: list[str]) -> None:
+    """Finish the agent's sessions left with uncommitted turns, as their
+    session end would have (Codex has none): their decisions become memories."""
+    for session in sessions:
+        finish_session(vault, session)
+        session_marks.mark_left(vault, agent, session, False)
 
 
 def session_end(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookResult:

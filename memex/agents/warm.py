@@ -13,10 +13,13 @@ the server only ever makes hooks faster, never required.
 The socket lives in a per-user folder (mode 0700) under ``$XDG_RUNTIME_DIR``
 or the temp folder, named by a hash of the vault path (socket paths are
 limited to about 100 bytes). Requests and answers are one JSON line each:
-``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``, a
-hook event ``{"hook": {...}}`` -> the hook's answer, or ``{"error": ...}``;
-how each request is bounded, checked and answered, so that no request ends
-the server: memex/agents/warm_requests.py.
+``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``, or
+``{"error": ...}``; how each request is bounded, checked and answered, so
+that no request ends the server: memex/agents/warm_requests.py. Every answer
+also says whose process it is and how long it has been idle (``pid``,
+``owner``, ``idle_for``, ``exits_after``), which ``memex status`` lists; a
+``{"status": true}`` request asks only that and, unlike any other, does not
+count as use, so looking at a server does not keep it alive.
 """
 
 from __future__ import annotations
@@ -26,14 +29,14 @@ import os
 import socket
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from memex.agents import warm_requests
-from memex.agents.warm_requests import HookAnswerer as HookAnswerer
 from memex.agents.warm_client import (
     DEFAULT_IDLE as DEFAULT_IDLE,
     REPLY_TIMEOUT,
@@ -119,6 +122,32 @@ def connect(vault: Vault) -> WarmEmbedder | None:
     return WarmEmbedder(path, str(info["model_id"]), int(info["dim"]), vault.config.embedding_model)
 
 
+def server_status(root: Path) -> dict[str, Any] | None:
+    """The vault's running model server (a warm one, or the one `memex watch`
+    holds): its pid, owner, model, seconds idle and idle limit; None if none."""
+    path = socket_path(root)
+    if path is None or not path.exists():
+        return None
+    try:
+        answer = _ask(path, {"status": True}, 1.0)
+    except (OSError, ValueError):
+        return None
+    if "pid" not in answer:
+        return None
+    return {k: answer.get(k) for k in ("pid", "owner", "setting", "model_id", "idle_for", "exits_after")}
+
+
+class HookAnswerer(Protocol):
+    """What answers whole hook events in the server (memex/agents/hook_run.py:
+    this module cannot import it, as hook processes import this one)."""
+
+    def prepare(self, root: Path, model: embed.Embedder) -> None: ...
+
+    def answer(self, root: Path, model: embed.Embedder, setting: str, request: dict[str, Any],
+               quiet: bool) -> tuple[dict[str, Any], Callable[[], None] | None]: ...
+
+    def close(self, root: Path) -> None: ...
+
 
 def serve(root: Path, hooks: HookAnswerer | None = None) -> None:
     """Run the server until it has been idle for ``warm_seconds``; with
@@ -169,16 +198,27 @@ def serve_model(
         try:
             os.chmod(path, 0o600)
             server.listen(warm_requests.BACKLOG)
-            # With a stop event, wake up now and then to look at it.
-            server.settimeout(STOP_POLL if stop is not None else idle)
-            info = {"model_id": model.model_id, "dim": model.dim, "setting": setting}
-            requests = warm_requests.Dispatcher(model, info, root=root, hooks=hooks)
+            info: dict[str, Any] = {"model_id": model.model_id, "dim": model.dim, "setting": setting,
+                                    "pid": os.getpid(), "owner": "watch" if stop is not None else "warm",
+                                    "exits_after": None if stop is not None else idle}
+            answer_hook = None if hooks is None else (
+                lambda request: hooks.answer(root, model, setting, request, True))
+            requests = warm_requests.Dispatcher(model, info, answer_hook)
             while stop is None or not stop.is_set():
+                # With a stop event, wake up now and then to look at it; else
+                # at the end of the idle time left: the time since the last
+                # request that was a use (a status look is not one), and
+                # never while a request is being answered.
+                idle_for = time.monotonic() - requests.last_used
+                left = STOP_POLL if stop is not None else None if idle is None else idle - idle_for
+                if left is not None and left <= 0:
+                    if not requests.busy():
+                        return
+                    left = STOP_POLL
+                server.settimeout(left)
                 try:
                     conn, _ = server.accept()
                 except TimeoutError:
-                    if stop is None:
-                        return
                     continue
                 requests.handle(conn)
         finally:
@@ -194,7 +234,6 @@ def _alive(path: Path) -> bool:
         return True
     except (OSError, ValueError):
         return False
-
 
 
 if __name__ == "__main__":

@@ -4,11 +4,7 @@ answered, whatever a client sends (memex/agents/warm.py runs the socket).
 A request is one JSON line, ``{"texts": [str, ...], "query": bool}`` (both
 optional; other keys are ignored); the answer is one JSON line, the model's
 ``{"model_id", "dim", "setting", "vectors"}``, or ``{"error": "..."}`` for a
-request memex cannot serve. A hook process sends its whole event instead,
-``{"hook": {"agent": str, "event": {...}}}``, and gets the hook's answer
-(memex/agents/hook_run.py), or ``{"declined": ...}`` from a server that
-answers embeddings only. A server too busy to take a request answers
-``{"error": ..., "busy": true}``: the client does the work itself. Before this module one request ended the server:
+request memex cannot serve. Before this module one request ended the server:
 ``[1,2]`` (a list has no ``.get``), ``{"texts": 5}`` (not iterable), a text
 the tokenizer refuses (a lone surrogate), and a client that sent a line of
 gigabytes was read to the end. So:
@@ -33,14 +29,10 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from memex.embedding.embed import Embedder
 
 MAX_REQUEST_BYTES = 64 << 20  # one request line: a whole memory (1 MiB by default) and its chunks fit many times
 MAX_TEXTS = 4096  # texts in one request; the client splits larger batches
@@ -61,18 +53,6 @@ class Model(Protocol):
     dim: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-class HookAnswerer(Protocol):
-    """What answers whole hook events in the server (memex/agents/hook_run.py:
-    the warm modules cannot import it, as hook processes import them)."""
-
-    def prepare(self, root: Path, model: Embedder) -> None: ...
-
-    def answer(self, root: Path, model: Embedder, setting: str, request: dict[str, Any],
-               quiet: bool) -> dict[str, Any]: ...
-
-    def close(self, root: Path) -> None: ...
 
 
 class BadRequest(ValueError):
@@ -105,35 +85,14 @@ def read_line(conn: socket.socket) -> bytes | None:
             raise BadRequest(f"request larger than {limit} bytes")
 
 
-def load(line: bytes) -> dict[str, Any]:
-    """The request line as a JSON object; BadRequest otherwise."""
+def parse(line: bytes) -> tuple[list[str], bool]:
+    """The texts to embed and whether they are search queries; BadRequest otherwise."""
     try:
         request = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise BadRequest(f"request is not a JSON line ({type(exc).__name__})") from None
     if not isinstance(request, dict):
         raise BadRequest(f"request must be a JSON object, got {type(request).__name__}")
-    return request
-
-
-def hook_event(request: dict[str, Any]) -> dict[str, Any] | None:
-    """A hook process's ``{"agent", "event"}``, None when the request is not
-    one; BadRequest when it is one of the wrong shape."""
-    if "hook" not in request:
-        return None
-    hook = request["hook"]
-    if not isinstance(hook, dict) or not isinstance(hook.get("agent"), str) or not isinstance(hook.get("event"), dict):
-        raise BadRequest('hook must be {"agent": string, "event": object}')
-    return hook
-
-
-def parse(line: bytes) -> tuple[list[str], bool]:
-    """The texts to embed and whether they are search queries; BadRequest otherwise."""
-    return texts_of(load(line))
-
-
-def texts_of(request: dict[str, Any]) -> tuple[list[str], bool]:
-    """The texts of an embedding request and whether they are search queries."""
     texts = request.get("texts", [])
     query = request.get("query", False)
     if texts is None:
@@ -154,6 +113,29 @@ def texts_of(request: dict[str, Any]) -> tuple[list[str], bool]:
     return texts, bool(query)
 
 
+def hook_event(line: bytes) -> dict[str, Any] | None:
+    """The ``"hook"`` object of a hook process's request (``{"hook": {"agent",
+    "event"}}``, memex/agents/hook_client.py), else None: an embedding request."""
+    try:
+        request = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(request, dict) or "hook" not in request:
+        return None
+    event = request["hook"]
+    return event if isinstance(event, dict) else {}
+
+
+def _status_look(line: bytes) -> bool:
+    """``{"status": true}``: `memex status` asking who serves and how long it
+    has been idle, which must not keep the server alive."""
+    try:
+        request = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(request, dict) and request.get("status") is True
+
+
 def _send(conn: socket.socket, answer: dict[str, Any]) -> None:
     conn.settimeout(SEND_SECONDS)
     conn.sendall(json.dumps(answer).encode("utf-8") + b"\n")
@@ -162,24 +144,22 @@ def _send(conn: socket.socket, answer: dict[str, Any]) -> None:
 class Dispatcher:
     """Answers the connections one server accepts (see the module doc)."""
 
-    def __init__(
-        self, model: Model, info: dict[str, Any], root: Path | None = None, hooks: HookAnswerer | None = None
-    ) -> None:
+    def __init__(self, model: Model, info: dict[str, Any],
+                 hooks: Callable[[dict[str, Any]], tuple[dict[str, Any], Callable[[], None] | None]] | None = None,
+                 ) -> None:
         self.model = model
         self.info = info
-        self.root = root
         self.hooks = hooks
         self._slots = threading.BoundedSemaphore(MAX_CLIENTS)
-        # One hook event at a time uses the vault the hooks hold open (an
-        # apsw connection is not shared across threads at once), and one
-        # embedding request at a time the model. Two locks: a hook waits for
-        # the vault's write lock (up to 20 s) while capturing, and an
-        # embedding request behind it timed out and lost `memex add`s and
-        # captures under load (tests/test_no_lost_writes.py). The model's
-        # runs are serialised by the model itself (its own lock), so a
-        # hook's embedding and a request's never run the session at once.
-        self._vault_lock = threading.RLock()
+        # When a request that was a use last came or ended (a status look,
+        # ``{"status": true}``, is not one): the server's idle time counts from it.
+        self.last_used = time.monotonic()
+        self._answering = 0
+        self._count = threading.Lock()
         self._model_lock = threading.Lock()
+        # Hook events share the server's one open vault (one SQLite
+        # connection): one at a time, beside the embedding requests.
+        self._hook_lock = threading.Lock()
 
     def handle(self, conn: socket.socket) -> None:
         """Answer ``conn`` in a thread of its own and close it; never raises."""
@@ -194,50 +174,75 @@ class Dispatcher:
             self._slots.release()
             conn.close()
 
+    def busy(self) -> bool:
+        """Whether a request is being answered (the server does not stop meanwhile)."""
+        return self._answering > 0
+
     def _serve(self, conn: socket.socket) -> None:
+        with self._count:
+            self._answering += 1
+        used = True
         try:
             with conn:
-                self.answer(conn)
+                used = self.answer(conn) is not False
         except Exception:  # the last guard: a request never ends the server
             log.exception("warm model server: a request failed")
         finally:
+            if used:
+                self.last_used = time.monotonic()
+            with self._count:
+                self._answering -= 1
             self._slots.release()
 
-    def answer(self, conn: socket.socket) -> None:
-        """Read, check and answer one request on ``conn``."""
+    def answer(self, conn: socket.socket) -> bool | None:
+        """Read, check and answer one request on ``conn``; False for a status
+        look, which does not count as use of the server."""
         try:
             line = read_line(conn)
             if line is None:
-                return  # the client went away
-            request = load(line)
-            hook = hook_event(request)
-            if hook is None:
-                texts, query = texts_of(request)
+                return None  # the client went away
+            if _status_look(line):  # a look, not a use: the idle time goes on
+                with contextlib.suppress(OSError):
+                    _send(conn, {**self.info, "idle_for": round(time.monotonic() - self.last_used, 1)})
+                return False
+            self.last_used = time.monotonic()
+            event = hook_event(line)
+            if event is not None:
+                self._hook(conn, event)
+                return None
+            texts, query = parse(line)
         except BadRequest as exc:
             with contextlib.suppress(OSError):
                 _send(conn, {"error": str(exc)})
-            return
+            return None
         except OSError:
-            return
-        if hook is not None:
-            with contextlib.suppress(OSError):
-                _send(conn, self._hook_answer(hook))
-            return
+            return None
         try:
             vectors = self._vectors(texts, query) if texts else []
         except Exception as exc:  # the model refused something the checks let through
             log.warning("warm model server: the model failed: %s", exc)
             with contextlib.suppress(OSError):
                 _send(conn, {"error": f"the model failed ({type(exc).__name__})"})
-            return
+            return None
         with contextlib.suppress(OSError):
             _send(conn, {**self.info, "vectors": vectors})
+        return None
 
-    def _hook_answer(self, hook: dict[str, Any]) -> dict[str, Any]:
-        if self.hooks is None or self.root is None:
-            return {"declined": "this server answers embeddings only"}
-        with self._vault_lock:
-            return self.hooks.answer(self.root, self.model, str(self.info["setting"]), hook, True)
+    def _hook(self, conn: socket.socket, event: dict[str, Any]) -> None:
+        """A hook process's event, answered whole (memex/agents/hook_run.py),
+        then its after-the-answer work done; or declined: the hook then
+        answers it itself."""
+        if self.hooks is None:
+            with contextlib.suppress(OSError):
+                _send(conn, {"declined": "this server answers embedding requests only"})
+            return
+        with self._hook_lock:
+            reply, then = self.hooks(event)
+            with contextlib.suppress(OSError):
+                _send(conn, reply)
+                conn.shutdown(socket.SHUT_RDWR)  # the hook has its answer: it need not wait for the work
+            if then is not None:
+                then()
 
     def _vectors(self, texts: list[str], query: bool) -> list[list[float]]:
         from memex.embedding import embed

@@ -40,12 +40,19 @@ def after_turn(
     source: str = "agent",
     scope: str | None = None,
     commit: str = "background",
+    key: str | None = None,
 ) -> dict[str, Any]:
     """Archive the new messages (index >= ``pre_prompt_count``) of a finished turn.
 
     ``commit`` says what happens when pending tokens pass
     ``commit_token_threshold``: "background" (a detached process), "sync"
     (now, memories returned), or "none" (leave it pending).
+
+    ``key`` is the runtime's id for this turn, for a runtime that may hand
+    the same turn over again (OpenClaw retries ``commitTurn``): a turn whose
+    key is archived already is not archived again, and the answer says
+    ``duplicate``. Such a runtime passes the turn alone, not the whole
+    conversation: the conversation grew by its length.
     """
     check_messages(messages)
     if not isinstance(pre_prompt_count, int) or not 0 <= pre_prompt_count <= len(messages):
@@ -54,6 +61,8 @@ def after_turn(
         raise InvalidArgument("commit", f"must be one of {COMMIT_MODES}, got {commit!r}")
     if scope is not None and not isinstance(scope, str):
         raise InvalidArgument("scope", f"must be a string, got {scope!r}")
+    if key is not None and (not isinstance(key, str) or not key.strip()):
+        raise InvalidArgument("key", f"must be a non-empty string, got {key!r}")
     if scope:  # now, not in the detached commit that would store the turn's memories
         scope = vault.check_scope(scope)
     settings = load_settings(vault)
@@ -65,11 +74,15 @@ def after_turn(
         return result
     fresh = [m for m in (strip_message(m) for m in messages[pre_prompt_count:]) if m is not None]
     with archive.session_lock(vault, session):
+        done = archive.turn_with_key(vault, session, key) if key is not None else None
+        if done is not None:
+            result.update(duplicate=True, archive_id=done["id"])
+            return result
         state = archive.load_state(vault, session)
-        state.messages_seen = len(messages)
+        state.messages_seen = len(messages) if key is None else state.messages_seen + len(messages)
         if fresh:
             tokens = count_messages(fresh)
-            record = archive.append_turn(vault, state, fresh, tokens, source, scope)
+            record = archive.append_turn(vault, state, fresh, tokens, source, scope, key)
             state.pending_tokens += tokens
             result["archived"] = len(fresh)
             result["archive_id"] = record["id"]
