@@ -53,10 +53,8 @@ from memex.erase.steps import erase
 from memex.errors import MemexError
 from memex.files.memory_file import parse
 from tests.conftest import use_postgres
-from tests.fakes import HashEmbedder
 from tests.faultkit import leaked_bytes, report
-from tests.team_helpers import Team, git
-from tests.test_team_trust import Listener
+from tests.team_helpers import Listener, Team, git
 
 WORDS = ["heron", "otter", "maple", "copper", "violet", "granite", "falcon", "willow"]
 TAG = re.compile(r"tag\d{4}x")

@@ -31,7 +31,6 @@ from memex.erase import pending
 from memex.erase import steps
 from memex.errors import IndexStoreError
 from memex.store.postgres import vault_index
-from memex.vault import Vault
 from tests.conftest import use_postgres
 from tests.fakes import HashEmbedder
 from tests.team_helpers import Team, git
@@ -126,7 +125,7 @@ def test_an_erase_finishes_wherever_the_server_died(
         assert code == 1 and report["clean"] is False
         assert any(secret in line for line in report["drift"]["unfinished_erasures"]), report["drift"]
         code, out = invoke(cli, team.roots["a"], "doctor")
-        assert code == 1 and f"unfinished erasure: erasure of" in out and secret in out
+        assert code == 1 and "unfinished erasure: erasure of" in out and secret in out
         # A teammate's clone pulls the erasure with plain git meanwhile.
         git(team.roots["a"], "add", "-A", "memories", ".memex/erased.txt")
         git(team.roots["a"], "commit", "-q", "-m", "erase")

@@ -11,9 +11,7 @@ settings are taken only from this machine's own files (memex/config_trust.py).
 from __future__ import annotations
 
 import json
-import socket
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,7 +28,7 @@ from memex.embedding import embed
 from memex.team.sync import sync
 from memex.vault import Vault, init_vault
 from tests.fakes import HashEmbedder
-from tests.team_helpers import Team, git
+from tests.team_helpers import Listener, Team, git
 
 IGNORED = "which only this machine's own settings may set (a teammate can push this file): memex ignores"
 
@@ -98,37 +96,6 @@ def test_a_teammates_extract_command_never_runs(team: Team, cli: click.Group, tm
     # ... and so does the first command that reads it, on stderr
     code, _, err = invoke(cli, team.roots["a"], "list")
     assert code == 0 and "[context] extract_command" in err
-
-
-class Listener:
-    """A TCP server that counts the connections it is offered (a teammate's 'database')."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        self.closed = False
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        self.sock.settimeout(0.1)  # a close in another thread does not wake accept(): look again often
-        while not self.closed:
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.accepted += 1
-            conn.close()
-
-    def close(self) -> None:
-        self.closed = True
-        self.thread.join(5)
-        self.sock.close()
 
 
 @pytest.fixture
@@ -278,3 +245,17 @@ def test_a_teammates_link_to_the_erasure_key_is_never_read(team: Team, cli: clic
     for name in ("a", "b"):
         invoke(cli, team.roots[name], "sync")
     assert key not in git(team.remote, "log", "-p", "--all")
+
+
+def test_init_writes_a_model_folder_into_this_clones_own_settings(tmp_path: Path) -> None:
+    """A folder is a path on this machine: the shared file keeps only a model's name."""
+    from memex.embedding.embed import _bundled_model_dir
+
+    folder = _bundled_model_dir()
+    assert folder is not None, "the bundled model must be installed in tests"
+    root = init_vault(tmp_path / "v", git=False, model=str(folder))
+    assert str(folder) in (root / ".memex" / "config.local.toml").read_text()
+    assert str(folder) not in (root / ".memex" / "config.toml").read_text()
+    assert load_config(root).embedding_model == str(folder) and load_config(root).notices == ()
+    named = init_vault(tmp_path / "w", git=False, model="none")
+    assert 'model = "none"' in (named / ".memex" / "config.toml").read_text()
