@@ -307,17 +307,19 @@ class Vault:
             return self.scope_rules.check(self.config.default_scope, f"[vault] default_scope in {CONFIG_RELPATH}")
         return self.scope_rules.check(scope)
 
-    def check_scope_filter(self, scope: str | Sequence[str] | None) -> None:
-        """A scope to narrow a search or listing to: valid, or held by some memory."""
-        if scope:
-            in_use = self.store.scope_in_use
-            scopes.check_filter(self.scope_rules, in_use, [scope] if isinstance(scope, str) else scope)
+    def check_scope_filter(self, scope: str | Sequence[str] | None) -> tuple[str, ...] | None:
+        """Scopes to narrow a search or listing to, each valid or held by some
+        memory; returned as the index holds them (normalised as ``add``
+        stores them: ``"ｐｒｏｊｅｃｔ:web "`` is ``project:web``), None for none."""
+        if not scope:
+            return None
+        in_use = self.store.scope_in_use
+        return tuple(scopes.check_filter(self.scope_rules, in_use, [scope] if isinstance(scope, str) else scope))
 
     def scope_filter(self, scope: str | None) -> str | None:
-        """One scope to narrow to, checked (:meth:`check_scope_filter`) and
-        stripped as ``add`` stores it, so ``"project:web "`` reaches ``project:web``."""
-        self.check_scope_filter(scope)
-        return scope.strip() if scope else scope
+        """One scope to narrow to, checked and normalised (:meth:`check_scope_filter`)."""
+        checked = self.check_scope_filter(scope)
+        return checked[0] if checked else scope
 
     def embed_query(self, text: str) -> np.ndarray | None:
         if self.embedder is None:
@@ -364,14 +366,13 @@ class Vault:
 
     def list(
         self,
-        scope: str | None = None,
+        scope: str | Sequence[str] | None = None,
         session: str | None = None,
         source: str | None = None,
         include_superseded: bool = False,
         limit: int | None = None,
     ) -> list[Hit]:
-        self.check_scope_filter(scope)
-        filters = Filters(tuple([scope]) if scope else None, source, session, include_superseded)
+        filters = Filters(self.check_scope_filter(scope), source, session, include_superseded)
         store = self.store
         hits = [hit_from_row(r) for r in store.list_rows(filters, limit)]
         hits = pending.hide(self._erased, hits) if self.shared_index is not None else hide_erased(store, self._erased, hits)
@@ -394,9 +395,7 @@ class Vault:
             raise InvalidArgument("query", "must not be empty")
         if limit < 1:
             raise InvalidArgument("limit", "must be at least 1")
-        self.check_scope_filter(scope)
-        wanted = (scope,) if isinstance(scope, str) else tuple(scope) if scope else None
-        filters = Filters(wanted, source, session, include_superseded)
+        filters = Filters(self.check_scope_filter(scope), source, session, include_superseded)
         self.indexer  # make sure vector tables match the loaded model
         if self.shared_index is not None:  # [index] backend = "postgres" (docs/postgres.md)
             from memex.search.postgres import search as shared_search

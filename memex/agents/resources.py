@@ -23,12 +23,14 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memex.config import string_list
 from memex.errors import InvalidArgument, MemexError
 from memex.layout import CONFIG_LOCAL_RELPATH
-from memex.vault import Vault
+
+if TYPE_CHECKING:  # the MCP server reads DEFAULT_SCOPE before it loads the vault
+    from memex.vault import Vault
 
 DEFAULT_SCOPE = "resources"
 SUFFIXES = (".md", ".markdown")

@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 import click
 
 from memex.cli import _preload
+from memex.distribution import DISTRIBUTION
 from memex.errors import MemexError
 from memex.layout import INDEX_NAME, MEMEX_DIR
 
@@ -172,7 +173,7 @@ VAULT_HELP = f"Vault folder (default: $MEMEX_VAULT, else the nearest folder up w
 
 @click.group(cls=MemexGroup)
 @click.option("--vault", "vault_path", type=click.Path(file_okay=False), help=VAULT_HELP)
-@click.version_option(package_name="memex")
+@click.version_option(package_name=DISTRIBUTION, prog_name="memex")
 @click.pass_context
 def main(ctx: click.Context, vault_path: str | None) -> None:
     """memex: local-first memory for AI coding agents, kept as Markdown files."""

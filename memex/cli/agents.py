@@ -31,31 +31,18 @@ def hook_cmd(ctx: click.Context, agent: str, payload: str | None) -> None:
     Fails open: any error is one line on stderr and the exit status is 0.
     Vault: --vault / $MEMEX_VAULT (must exist), else ~/.memex-vault (created).
     """
-    from memex.agents import claude_code, codex, hook_io, openclaw
+    from memex.agents import hook_client  # what the `memex` program runs directly (memex/console.py)
 
-    def handler() -> hook_io.HookResult:
-        event = hook_io.parse_payload(payload if payload is not None else sys.stdin.read(),
-                                      "PAYLOAD" if payload is not None else "stdin")
-        vault = hook_io.hook_vault(_vault_path(ctx), warm=True)
-        ctx.call_on_close(vault.close)
-        if agent == "claude-code":
-            return claude_code.handle(vault, event)
-        if agent == "codex":
-            return codex.handle(vault, event)
-        return openclaw.handle(vault, event)
-
-    ctx.exit(hook_io.run_hook(agent, handler, vault_path=_vault_path(ctx)))
+    ctx.exit(hook_client.answer(agent, _vault_path(ctx), payload))
 
 
 @click.command("mcp")
 @click.pass_context
 def mcp_cmd(ctx: click.Context) -> None:
     """Run the memex MCP server on stdio (for Claude Code, Codex, ...)."""
-    from memex.agents import hook_io, mcp_server
+    from memex.agents import mcp_start  # what the `memex` program runs directly (memex/console.py)
 
-    vault = hook_io.hook_vault(_vault_path(ctx))
-    ctx.call_on_close(vault.close)
-    mcp_server.serve(vault)
+    mcp_start.main(_vault_path(ctx))
 
 
 @click.command("openclaw-engine")

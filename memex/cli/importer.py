@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from memex.cli._common import get_vault, json_option, key_values, print_json, short, table
+from memex.cli._common import get_vault, json_option, key_values, one_scope_option, print_json, short, table
 
 # The library's FORMATS, spelled out so that `memex --help` need not import the
 # parsers (tests/test_import.py keeps the two equal).
@@ -17,7 +17,8 @@ FORMAT_CHOICES = ("auto", "claude-md", "chatgpt", "claude-ai", "obsidian", "basi
     "--format", "fmt", type=click.Choice(FORMAT_CHOICES), default="auto", show_default=True,
     help="What PATH holds (auto: detected from the path and its contents).",
 )
-@click.option("--scope", help="Scope of the imported memories (default from config).")
+@one_scope_option("Scope of the imported memories (default from config).",
+                  "the imported memories go to one scope (import once per scope)")
 @click.option("--dry-run", is_flag=True, help="Show what would be imported; write nothing.")
 @json_option
 @click.pass_context
@@ -46,13 +47,16 @@ def import_cmd(ctx: click.Context, path: str, fmt: str, scope: str | None, dry_r
     key_values(data, title="import (dry run: nothing written)" if dry_run else "import")
     if dry_run and items:
         table(("anchor", "category", "text"), ((_anchor(i["source_ref"]), i["category"], short(i["text"], 60)) for i in items))
+    # What could not be imported is a problem, reported where problems go.
     for entry in skipped:
-        click.echo(f"skipped: {entry['path']}: {entry['reason']}")
+        click.echo(f"skipped: {entry['path']}: {entry['reason']}", err=True)
     for item in items:
         if item.get("status") == "failed":
-            click.echo(f"failed: {_anchor(item['source_ref'])}: {item['reason']}")
+            click.echo(f"failed: {_anchor(item['source_ref'])}: {item['reason']}", err=True)
     if not items:
         click.echo("nothing to import found in " + report.path)
+    if dry_run:
+        click.echo("dry run: nothing written")
 
 
 def _anchor(source_ref: str) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from memex.distribution import install_hint
 from memex.errors import IndexStoreError
 
 # pg_advisory_xact_lock takes a bigint key; this one is "memex" in ASCII,
@@ -144,7 +145,7 @@ def open_connection(url: str, *, create_extension: bool = True) -> PgConnection:
         import psycopg
     except ImportError as exc:
         raise IndexStoreError(
-            "[index] backend = \"postgres\" needs the postgres extra: pip install 'memex[postgres]'"
+            f"[index] backend = \"postgres\" needs the postgres extra: {install_hint('postgres')}"
         ) from exc
     try:
         raw = psycopg.connect(url, autocommit=False)
