@@ -46,7 +46,7 @@ from memex.layout import CONFIG_LOCAL_RELPATH, CONFIG_NAME, CONFIG_RELPATH
 ENV_DIR = "MEMEX_CONFIG_DIR"
 USER_CONFIG_NAME = CONFIG_NAME  # the same name as the vault's, in the user's folder
 NAMED_MODELS = ("auto", "multilingual", "none")
-DOCS = "docs/team.md"
+DOCS = "`memex help team`"
 
 # Table -> key -> what it would let a teammate do on your machine.
 MACHINE_ONLY: dict[str, dict[str, str]] = {
