@@ -9,7 +9,8 @@ caller (the CLI, a hook, the MCP server) can catch one class at its edge::
     ├── MemoryFileError      one memory file cannot be read or parsed (carries .path)
     ├── MemoryNotFound       no memory with that id
     ├── InvalidArgument      a bad value passed to the API (carries .argument)
-    │   └── ScopeError       not a valid scope (carries .scope and .suggestion)
+    │   ├── ScopeError       not a valid scope (carries .scope and .suggestion)
+    │   └── AmbiguousId      an id prefix that several memories share (carries .candidates)
     ├── IndexStoreError          the derived index cannot be opened or written
     │   └── SchemaTooNew     index.db was written by a newer memex
     ├── LockTimeout          another process held the vault's write lock too long
@@ -71,6 +72,18 @@ class ScopeError(InvalidArgument):
         super().__init__(argument, reason)
         self.scope = scope
         self.suggestion = suggestion
+
+
+class AmbiguousId(InvalidArgument):
+    """An id prefix that begins more than one memory's id; ``candidates`` are
+    (id, a short preview of its body) pairs, the first few of them."""
+
+    def __init__(self, argument: str, prefix: str, candidates: list[tuple[str, str]], more: bool) -> None:
+        shown = "; ".join(f"{i} ({preview})" for i, preview in candidates)
+        many = f"{len(candidates)}{' or more' if more else ''}"
+        super().__init__(argument, f"{prefix!r} begins {many} memory ids: {shown}; give more of the id")
+        self.prefix = prefix
+        self.candidates = candidates
 
 
 class IndexStoreError(MemexError):

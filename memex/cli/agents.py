@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -31,31 +32,18 @@ def hook_cmd(ctx: click.Context, agent: str, payload: str | None) -> None:
     Fails open: any error is one line on stderr and the exit status is 0.
     Vault: --vault / $MEMEX_VAULT (must exist), else ~/.memex-vault (created).
     """
-    from memex.agents import claude_code, codex, hook_io, openclaw
+    from memex.agents import hook_client  # what the `memex` program runs directly (memex/console.py)
 
-    def handler() -> hook_io.HookResult:
-        event = hook_io.parse_payload(payload if payload is not None else sys.stdin.read(),
-                                      "PAYLOAD" if payload is not None else "stdin")
-        vault = hook_io.hook_vault(_vault_path(ctx), warm=True)
-        ctx.call_on_close(vault.close)
-        if agent == "claude-code":
-            return claude_code.handle(vault, event)
-        if agent == "codex":
-            return codex.handle(vault, event)
-        return openclaw.handle(vault, event)
-
-    ctx.exit(hook_io.run_hook(agent, handler, vault_path=_vault_path(ctx)))
+    ctx.exit(hook_client.answer(agent, _vault_path(ctx), payload))
 
 
 @click.command("mcp")
 @click.pass_context
 def mcp_cmd(ctx: click.Context) -> None:
     """Run the memex MCP server on stdio (for Claude Code, Codex, ...)."""
-    from memex.agents import hook_io, mcp_server
+    from memex.agents import mcp_start  # what the `memex` program runs directly (memex/console.py)
 
-    vault = hook_io.hook_vault(_vault_path(ctx))
-    ctx.call_on_close(vault.close)
-    mcp_server.serve(vault)
+    mcp_start.main(_vault_path(ctx))
 
 
 @click.command("openclaw-engine")
@@ -77,6 +65,19 @@ def _scope_options(func: Any) -> Any:
                         help="Your settings in your home folder (default): every project.")(func)
     return click.option("--project", "where", flag_value="project",
                         help="The project's settings (git root of the current folder).")(func)
+
+
+def _wired_vault(ctx: click.Context) -> str:
+    """The vault the installed hooks or server will use, said out loud: with
+    no --vault and no $MEMEX_VAULT that is the default one, which a person
+    who keeps their vault elsewhere needs to hear."""
+    from memex.agents.hook_io import default_vault_path
+
+    given = _vault_path(ctx)
+    if given:
+        return str(Path(given).expanduser().resolve())
+    return (f"{default_vault_path()} (the default: no --vault or ${ENV_VAR} was given; "
+            "created on first use; to use another, install again with --vault PATH)")
 
 
 def _report(data: dict[str, Any], as_json: bool, title: str) -> None:
@@ -131,7 +132,7 @@ def _hooks(agent: str, where: str, ctx: click.Context, install: bool, as_json: b
             cmd = [inst.PORTABLE_PROGRAM, "hook", agent]
         else:
             cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "hook", agent)
-        data = inst.install_hooks(path, agent, events, cmd)
+        data = {**inst.install_hooks(path, agent, events, cmd), "vault": _wired_vault(ctx)}
         if agent == "codex":
             data["next"] = inst.CODEX_TRUST_NOTE
     else:
@@ -152,7 +153,7 @@ def _mcp(agent: str, where: str, ctx: click.Context, install: bool, as_json: boo
         else:
             cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "mcp")
         fn = inst.install_mcp_json if agent == "claude-code" else inst.install_codex_mcp
-        data = fn(path, cmd)
+        data = {**fn(path, cmd), "vault": _wired_vault(ctx)}
     else:
         undo = inst.uninstall_mcp_json if agent == "claude-code" else inst.uninstall_codex_mcp
         data = undo(path)
@@ -211,7 +212,7 @@ def _agent_commands(install: bool) -> list[click.Command]:
             program, vault = inst.memex_executable(), _vault_path(ctx)
             engine = oc.install_plugin(config, inst.command(program, vault, "openclaw-engine"))
             hook = inst.install_openclaw(folder, inst.command(program, vault, "hook", "openclaw"))
-            data = {**engine, "hook_folder": hook["folder"], "events": hook["events"],
+            data = {**engine, "vault": _wired_vault(ctx), "hook_folder": hook["folder"], "events": hook["events"],
                     "changed": engine["changed"] or hook["changed"],
                     "next": "restart the gateway (memex is its context engine); enable the message hook "
                             f"(openclaw hooks enable {inst.OPENCLAW_HOOK}) only if you switch back to the legacy "

@@ -17,7 +17,7 @@ Two paths, and both may run for one call:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memex.context import archive, gate
@@ -30,6 +30,7 @@ from memex.context.tokens import content_text, count_messages, count_text, messa
 from memex.errors import InvalidArgument
 
 if TYPE_CHECKING:
+    from memex.search.hybrid import Hit
     from memex.vault import Vault
 
 QUERY_CHARS = 4000
@@ -48,11 +49,15 @@ def assemble(
     *,
     scopes: Sequence[str] | None = None,
     max_block_chars: int | None = None,
+    exclude: Collection[str] = (),
 ) -> dict[str, Any]:
     """The new message list plus what was done: injected ids, tokens, mode, reason.
 
     ``max_block_chars`` bounds the injected block further (an agent's own
-    limit on injected context, see memex/agents/hook_io.py).
+    limit on injected context, see memex/agents/hook_io.py). ``exclude``:
+    ids of memories the agent's context holds already (shown earlier in the
+    session, docs/agents.md "Shown once"): never injected again, and the
+    places they would have taken go to the next memories past the gate.
     """
     check_messages(messages)
     if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
@@ -62,7 +67,7 @@ def assemble(
     if pattern is not None:
         return _result(messages, [], "skipped", f"session matches bypass pattern {pattern!r}")
     working = list(messages)
-    injected, recall_note = _recall(vault, working, settings, scopes, max_block_chars)
+    injected, recall_note = _recall(vault, working, settings, scopes, max_block_chars, exclude)
     # Each message is counted once per call: counting dominates a long conversation.
     costs = message_costs(working)
     full_reason = _needs_full(vault, session, working, costs, token_budget)
@@ -84,7 +89,7 @@ def _result(
 
 def _recall(
     vault: Vault, working: list[dict[str, Any]], settings: ContextSettings, scopes: Sequence[str] | None,
-    max_block_chars: int | None = None,
+    max_block_chars: int | None = None, exclude: Collection[str] = (),
 ) -> tuple[list[str], str]:
     """Inject memories into the latest user message of ``working`` (in place)."""
     if not settings.auto_recall:
@@ -98,15 +103,24 @@ def _recall(
     query = strip_blocks(text)[-QUERY_CHARS:].strip()
     if not query:
         return [], "latest user message has no text"
-    hits = vault.recall(
-        query, limit=settings.recall_limit, scope=list(scopes) if scopes else None,
-        gate=gate.for_vault(vault, query, settings),
-    )
+    passes = gate.for_vault(vault, query, settings)
+    earlier = frozenset(exclude)
+    held_back: list[str] = []
+
+    def keep(found: Sequence[Hit]) -> list[Hit]:
+        # The gate judges the whole list first: it may be relative to the best hit.
+        kept = passes(found)
+        held_back.extend(h.id for h in kept if h.id in earlier)
+        return [h for h in kept if h.id not in earlier]
+
+    hits = vault.recall(query, limit=settings.recall_limit, scope=list(scopes) if scopes else None, gate=keep)
     ceiling = settings.recall_max_injected_chars + BLOCK_ALLOWANCE_CHARS
     if max_block_chars is not None:
         ceiling = min(ceiling, max_block_chars)
     block = render_memories_block(hits, settings.recall_max_injected_chars, ceiling)
     if not block:
+        if held_back and not hits:
+            return [], f"the {len(held_back)} memories past the gate were shown earlier in the session"
         return [], f"no memory scored {settings.recall_score_threshold} or had a clear cosine"
     shown = [h.id for h in hits if f'id="{h.id}"' in block]
     working[-1] = prepend_block(latest, block)

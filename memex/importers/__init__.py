@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import os
 import time
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memex.errors import InvalidArgument, MemexError
-from memex.importers import chats, markdown
+from memex.importers import chats, limits, markdown
 from memex.importers.markdown import Block
+from memex.importers.walk import Confinement, markdown_files, read_text
 
 if TYPE_CHECKING:
     from memex.vault import Vault
@@ -49,9 +49,6 @@ INSTRUCTION_NAMES = frozenset({"CLAUDE.md", "CLAUDE.local.md", "AGENTS.md"})
 # newer rules are .cursor/rules/*.mdc (Markdown with frontmatter).
 OTHER_RULE_NAMES = frozenset({".cursorrules", ".windsurfrules", "GEMINI.md"})
 RULE_FOLDERS = {".cursor": ".mdc"}
-# Folders never walked: version control, dependencies, caches, editors' state.
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".obsidian", ".trash"})
-MAX_NOTE_BYTES = 4 * 1024 * 1024  # a Markdown "note" larger than this is not a note
 
 
 @dataclass
@@ -82,13 +79,31 @@ class ImportReport:
     skipped_files: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        printable: dict[str, Any] = _printable(asdict(self))
+        return printable
+
+
+def _printable(value: Any) -> Any:
+    """``value`` with every string valid UTF-8: a lone surrogate (a JSON
+    export's ``\\udce9``, a file name's undecodable byte) becomes its escape,
+    so the report prints as valid JSON whatever it read."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
 
 
 Progress = Callable[[int, int, "ImportReport"], None]
 
 
-def detect_format(path: Path) -> str:
+def detect_format(path: Path, vault: Vault | None = None) -> str:
     """The format of ``path``, or an error that names the choices."""
     if path.is_dir():
         if (path / ".obsidian").is_dir():
@@ -97,9 +112,13 @@ def detect_format(path: Path) -> str:
             (path / name).is_file() for name in INSTRUCTION_NAMES | OTHER_RULE_NAMES
         ) or (path / "MEMORY.md").is_file() or (path / ".cursor" / "rules").is_dir():
             return "claude-md"
-        for note in _markdown_files(path, limit=50):
-            if markdown.is_basic_memory_note(_read_text(note)):
-                return "basic-memory"
+        where = Confinement(path, vault.root if vault is not None else None)
+        for note in markdown_files(path, where, limit=50):
+            try:
+                if markdown.is_basic_memory_note(read_text(note, where)):
+                    return "basic-memory"
+            except InvalidArgument:
+                continue  # reported when the import reads it
         return "obsidian"
     suffix = path.suffix.lower()
     if suffix in (".md", ".markdown", ".mdc") or path.name in OTHER_RULE_NAMES:
@@ -114,8 +133,11 @@ def detect_format(path: Path) -> str:
     raise InvalidArgument(str(path), f"cannot tell its format; pass --format ({', '.join(FORMATS)})")
 
 
-def candidates(path: Path, fmt: str) -> tuple[list[Candidate], list[dict[str, str]]]:
-    """What ``path`` holds as memories, and the files that could not be read."""
+def candidates(
+    path: Path, fmt: str, vault: Vault | None = None
+) -> tuple[list[Candidate], list[dict[str, str]]]:
+    """What ``path`` holds as memories, and the files that could not be read
+    (``vault``: the vault imported into, whose folder is never read)."""
     if fmt not in FORMATS:
         raise InvalidArgument("--format", f"{fmt!r} is not one of {', '.join(FORMATS)}")
     ref_root = str(path.resolve())
@@ -128,15 +150,25 @@ def candidates(path: Path, fmt: str) -> tuple[list[Candidate], list[dict[str, st
         reader = {"chatgpt": chats.chatgpt_blocks, "claude-ai": chats.claude_ai_blocks, "mem0": chats.mem0_blocks}[fmt]
         found = [_candidate(block, ref_root, None) for block in reader(data, str(path))]
         return found, skipped
-    files = [path] if path.is_file() else list(_files_for(path, fmt))
+    vault_root = vault.root if vault is not None else None
+    # A file named on its own is read wherever its link points (the vault
+    # aside); the files of a folder only when they are the folder's.
+    where = Confinement(path if path.is_dir() else None, vault_root)
+    files = [path] if not path.is_dir() else list(_files_for(path, fmt, where))
     for file in files:
         rel = None if file == path else file.relative_to(path).as_posix()
         try:
-            text = _read_text(file)
+            text = read_text(file, where)
+            # A note the parsers cannot take (front matter nested past
+            # Python's recursion limit, say) is that file's problem only.
+            blocks = list(_blocks(text, file, fmt))
         except InvalidArgument as exc:
-            skipped.append({"path": str(file), "reason": exc.reason})
+            skipped.append({"path": exc.argument, "reason": exc.reason})
             continue
-        found.extend(_candidate(block, ref_root, rel) for block in _blocks(text, file, fmt))
+        except (RecursionError, ValueError) as exc:
+            skipped.append({"path": str(file), "reason": f"cannot be parsed ({type(exc).__name__}); not imported"})
+            continue
+        found.extend(_candidate(block, ref_root, rel) for block in blocks)
     return found, skipped
 
 
@@ -168,12 +200,12 @@ def _candidate(block: Block, ref_root: str, rel: str | None) -> Candidate:
     )
 
 
-def _files_for(root: Path, fmt: str) -> Iterator[Path]:
+def _files_for(root: Path, fmt: str, where: Confinement) -> Iterator[Path]:
     if fmt != "claude-md":
-        yield from _markdown_files(root)
+        yield from markdown_files(root, where)
         return
-    found = _markdown_files(
-        root, hidden_ok=(".claude", *RULE_FOLDERS), names=tuple(OTHER_RULE_NAMES),
+    found = markdown_files(
+        root, where, hidden_ok=(".claude", *RULE_FOLDERS), names=tuple(OTHER_RULE_NAMES),
         suffixes=tuple(RULE_FOLDERS.values()),
     )
     for file in found:
@@ -192,53 +224,9 @@ def _files_for(root: Path, fmt: str) -> Iterator[Path]:
             yield file
 
 
-def _markdown_files(
-    root: Path, limit: int | None = None, hidden_ok: tuple[str, ...] = (),
-    names: tuple[str, ...] = (), suffixes: tuple[str, ...] = (),
-) -> Iterator[Path]:
-    """Markdown files under ``root`` (hidden files and folders skipped, but
-    ``hidden_ok`` folders), and files with one of ``names`` or ``suffixes``."""
-    count = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(
-            d for d in dirs if d not in SKIP_DIRS and (not d.startswith(".") or d in hidden_ok)
-        )
-        for name in sorted(files):
-            markdown_file = name.lower().endswith((".md", ".markdown")) and not name.startswith(".")
-            if markdown_file or name in names or (suffixes and name.lower().endswith(suffixes)):
-                yield Path(folder) / name
-                count += 1
-                if limit is not None and count >= limit:
-                    return
-
-
-def _read_text(path: Path) -> str:
-    try:
-        if path.stat().st_size > MAX_NOTE_BYTES:
-            raise InvalidArgument(str(path), f"is larger than {MAX_NOTE_BYTES // (1024 * 1024)} MiB; not imported")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InvalidArgument(str(path), exc.strerror or str(exc)) from exc
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InvalidArgument(str(path), f"is not UTF-8 text (byte {exc.start})") from exc
-
-
 def _load_json(path: Path) -> Any:
-    if path.suffix.lower() != ".zip":
-        try:
-            return chats.load_json(path.read_bytes(), str(path))
-        except OSError as exc:
-            raise InvalidArgument(str(path), exc.strerror or str(exc)) from exc
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "conversations.json"]
-            if not names:
-                raise InvalidArgument(str(path), "holds no conversations.json (is it a ChatGPT or Claude.ai export?)")
-            return chats.load_json(archive.read(min(names, key=len)), f"{path}:{min(names, key=len)}")
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise InvalidArgument(str(path), f"cannot be read as a .zip ({exc})") from exc
+    data, origin = limits.read_export(path)
+    return limits.load_json(data, origin)
 
 
 def import_path(
@@ -248,19 +236,19 @@ def import_path(
     scope: str | None = None,
     dry_run: bool = False,
     progress: Progress | None = None,
+    allow_erased: bool = False,
 ) -> ImportReport:
-    """Import the memories ``path`` holds into ``vault`` (nothing is written with ``dry_run``)."""
-    from memex.files.names import check_scope
-
+    """Import the memories ``path`` holds into ``vault`` (nothing is written with ``dry_run``);
+    ``allow_erased`` stores texts that were erased before too (as ``memex add --allow-erased``)."""
     where = Path(path).expanduser()
     if not where.exists():
         raise InvalidArgument("PATH", f"{where} does not exist")
     inside = where.resolve()
     if inside == vault.root.resolve() or vault.root.resolve() in inside.parents:
         raise InvalidArgument("PATH", f"{where} is inside the vault: its Markdown files are memories already")
-    chosen = detect_format(where) if fmt == "auto" else fmt
-    found, skipped = candidates(where, chosen)
-    scope = check_scope(scope or vault.config.default_scope)
+    chosen = detect_format(where, vault) if fmt == "auto" else fmt
+    found, skipped = candidates(where, chosen, vault)
+    scope = vault.check_scope(scope)  # the vault's rules: kinds, look-alike and hidden characters
     report = ImportReport(
         str(where.resolve()), chosen, f"import:{chosen}", scope, dry_run, len(found), skipped_files=skipped
     )
@@ -285,7 +273,7 @@ def import_path(
                 "section": cand.section, "entities": cand.entities,
             }
             if not dry_run:
-                item.update(_add(adder, cand, report))
+                item.update(_add(adder, cand, report, allow_erased))
             report.items.append(item)
             if progress is not None:
                 progress(n, len(found), report)
@@ -348,12 +336,13 @@ class Prefetched:
         return np.stack([self._ready[t] if t in self._ready else fresh[t] for t in texts]).astype(np.float32)
 
 
-def _add(vault: Vault, cand: Candidate, report: ImportReport) -> dict[str, Any]:
+def _add(vault: Vault, cand: Candidate, report: ImportReport, allow_erased: bool = False) -> dict[str, Any]:
     extra = {"section": cand.section} if cand.section else None
     try:
         result = vault.add(
             cand.text, scope=report.scope, source=report.source, source_ref=cand.source_ref,
             category=cand.category, confidence=cand.confidence, entities=cand.entities or None, extra=extra,
+            allow_erased=allow_erased,
         )
     except MemexError as exc:
         report.failed += 1

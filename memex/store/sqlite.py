@@ -94,6 +94,9 @@ class SqliteStore:
     def row_by_id(self, memory_id: str) -> MemoryRow | None:
         return memories.row_by_id(self.conn, memory_id)
 
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        return memories.ids_with_prefix(self.conn, prefix, limit)
+
     def rows_by_rowids(self, rowids: Sequence[int]) -> dict[int, MemoryRow]:
         return memories.rows_by_rowids(self.conn, rowids)
 

@@ -131,6 +131,9 @@ class PgStore:
     def row_by_id(self, memory_id: str) -> MemoryRow | None:
         return reads.row_by_id(self.conn, memory_id)
 
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        return reads.ids_with_prefix(self.conn, prefix, limit)
+
     def rows_by_rowids(self, rowids: Sequence[int]) -> dict[int, MemoryRow]:
         return reads.rows_by_rowids(self.conn, rowids)
 
