@@ -137,7 +137,7 @@ def test_engine_through_openclaws_loader(vault_root: Path, tmp_path: Path) -> No
     assert len(starts.read_text().split()) == 1
     with Vault(vault_root) as vault:
         memories = {m.body: m for m in vault.list(source="openclaw")}
-        # Keyword capture stores what the request asks to remember.
+        # Keyword capture stores what the request asks to remember (memex.context.extract.remember_facts).
         assert sorted(memories) == ["the on-call phone is in drawer 3",
                                     "we deploy with blue-green releases on Fridays"]
         # afterTurn stored the turn's request at once (no commit was due).

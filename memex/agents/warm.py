@@ -49,18 +49,27 @@ from memex.agents.warm_client import (
 from memex.embedding import embed
 
 if TYPE_CHECKING:  # imported where used: the CLI's model preload reads socket_path early
+    from memex.embedding.embed import Embedder
     from memex.vault import Vault
 
 STOP_POLL = 0.5  # seconds between looks at a stop event
 
 
 class WarmEmbedder:
-    """An :class:`memex.embedding.embed.Embedder` whose model runs in the warm server."""
+    """An :class:`memex.embedding.embed.Embedder` whose model runs in the warm server.
 
-    def __init__(self, path: Path, model_id: str, dim: int) -> None:
+    With ``setting`` (the vault's ``[embedding] model``), a server that
+    cannot answer (busy, timed out, gone, an error) is not the caller's
+    failure: the model is loaded here and embeds from then on, as if no
+    server had been found. Without it, the failure is raised.
+    """
+
+    def __init__(self, path: Path, model_id: str, dim: int, setting: str | None = None) -> None:
         self.path = path
         self.model_id = model_id
         self.dim = dim
+        self.setting = setting
+        self._local: Embedder | None = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._vectors(texts, query=False)
@@ -70,6 +79,23 @@ class WarmEmbedder:
         return self._vectors(texts, query=True)
 
     def _vectors(self, texts: Sequence[str], query: bool) -> np.ndarray:
+        if self._local is None:
+            try:
+                return self._remote(texts, query)
+            except (OSError, ValueError, KeyError):
+                if self.setting is None:
+                    raise
+                self._local = self._load_here()
+        return embed.embed_queries(self._local, texts) if query else self._local.embed(texts)
+
+    def _load_here(self) -> Embedder:
+        assert self.setting is not None
+        model = embed.load_embedder(self.setting)
+        if model is None or model.model_id != self.model_id or model.dim != self.dim:
+            raise OSError(f"warm model server did not answer, and {self.setting!r} does not load the same model here")
+        return model
+
+    def _remote(self, texts: Sequence[str], query: bool) -> np.ndarray:
         parts = [np.zeros((0, self.dim), dtype=np.float32)]
         step = warm_requests.MAX_TEXTS  # what the server takes in one request
         for start in range(0, len(texts), step):
@@ -93,7 +119,7 @@ def connect(vault: Vault) -> WarmEmbedder | None:
         return None
     if info.get("setting") != vault.config.embedding_model or not info.get("model_id"):
         return None
-    return WarmEmbedder(path, str(info["model_id"]), int(info["dim"]))
+    return WarmEmbedder(path, str(info["model_id"]), int(info["dim"]), vault.config.embedding_model)
 
 
 def server_status(root: Path) -> dict[str, Any] | None:

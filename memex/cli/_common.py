@@ -100,8 +100,24 @@ def get_vault(ctx: click.Context, warm: bool = False) -> Vault:
             obj["warm_connected"] = embedder is not None
         obj["vault"] = opened
         ctx.find_root().call_on_close(opened.close)
+        if ctx.info_name not in _SHOW_CONFIG_THEMSELVES:
+            _announce_config(opened)
     vault: Vault = obj["vault"]
     return vault
+
+
+# Commands whose own output lists the settings notices (doctor, sync's report).
+_SHOW_CONFIG_THEMSELVES = frozenset({"doctor", "sync"})
+
+
+def _announce_config(vault: Vault) -> None:
+    """Settings memex ignores (a teammate's command or server in the shared
+    file, a typo) on stderr: once at a terminal, at every run otherwise
+    (nobody may have read a script's stderr; memex/config_trust.py)."""
+    from memex.config_trust import announce
+
+    announce(vault.config.notices, vault.paths.config_notices, lambda line: click.echo(line, err=True),
+             remember=sys.stderr.isatty())
 
 
 def keep_model_warm(ctx: click.Context) -> None:
