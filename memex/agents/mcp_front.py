@@ -1,0 +1,287 @@
+"""``memex mcp``'s front door: the handshake answered before the MCP SDK loads.
+
+An agent starts ``memex mcp`` with every session and waits for its
+handshake: Claude Code first sends a ``server/discover`` probe and, when it
+is not answered within a few seconds, kills the server and starts it again;
+Codex leaves out of the first turn a server that has not listed its tools
+(unless it is ``required``, and then the turn waits). Importing the MCP SDK
+alone takes most of a second of CPU, several seconds on a loaded machine.
+
+So the answers to the handshake's requests (``server/discover``,
+``initialize``, ``tools/list`` and the other listings), which depend only on
+memex's code and the SDK, are kept in the user's cache folder
+(``mcp-handshake-<key>.json``, the key a digest of the code and versions
+that shape them) the first time the SDK gives them. A later start answers
+them from there at once, while the SDK loads on a thread; every request,
+the answered ones included (under ids of memex's own, their answers
+dropped), reaches the SDK in order, so its session is the one the agent
+believes in, and it answers everything else. Nothing the SDK says is
+changed. The first start on a machine (no cache yet) waits for the SDK, as
+before. Start-up figures: docs/benchmarks.md.
+
+The wire is this process's original stdin and stdout; fd 0 and 1 are
+pointed at the null device and stderr while serving, so that nothing a
+tool prints can corrupt it (as the SDK's own stdio transport does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+# Requests whose answer depends on nothing but the code: answered from the cache.
+CACHED_METHODS = frozenset({
+    "server/discover", "initialize", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
+})
+REPLAY_PREFIX = "memex-front-"
+_SOURCES = ("mcp_server.py", "mcp_start.py", "mcp_limits.py", "mcp_front.py")
+_PACKAGES = ("mcp", "mcp_types", "pydantic", "pydantic_core")
+
+
+def cache_key() -> str:
+    """A digest of what shapes the handshake's answers: memex's MCP code, its
+    version, and the installed SDK and pydantic (a change of any is a new key)."""
+    import importlib.metadata
+    import importlib.util
+
+    digest = hashlib.sha256(sys.version.encode())
+    here = Path(__file__).resolve().parent
+    for name in _SOURCES:
+        digest.update((here / name).read_bytes())
+    for package in _PACKAGES:
+        spec = importlib.util.find_spec(package)
+        origin = Path(spec.origin) if spec is not None and spec.origin else None
+        if origin is not None and origin.exists():
+            info = origin.stat()
+            digest.update(f"{origin}:{info.st_size}:{info.st_mtime_ns}".encode())
+    try:
+        from memex.distribution import DISTRIBUTION
+
+        digest.update(importlib.metadata.version(DISTRIBUTION).encode())
+    except Exception:  # noqa: BLE001 - a checkout that is not installed: its code is in the digest
+        pass
+    return digest.hexdigest()[:24]
+
+
+def _signature(message: dict[str, Any]) -> str:
+    return json.dumps([message.get("method"), message.get("params")], sort_keys=True, ensure_ascii=False)
+
+
+class HandshakeCache:
+    """The SDK's answers to the handshake's requests, by request (method and params)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.answers: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        if path is not None:
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                self.answers = data if isinstance(data, dict) else {}
+            except (OSError, ValueError):
+                self.answers = {}
+
+    def get(self, message: dict[str, Any]) -> Any:
+        return self.answers.get(_signature(message))
+
+    def put(self, message: dict[str, Any], result: Any) -> None:
+        with self._lock:
+            self.answers[_signature(message)] = result
+            if self.path is None:
+                return
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(self.answers, ensure_ascii=False), encoding="utf-8")
+                tmp.replace(self.path)
+            except OSError:
+                pass  # a cache only: the next start asks the SDK again
+
+
+def _cache() -> HandshakeCache:
+    from memex.embedding.cachedir import cache_root
+
+    try:
+        return HandshakeCache(cache_root() / f"mcp-handshake-{cache_key()}.json")
+    except OSError:
+        return HandshakeCache(None)
+
+
+class Front:
+    """One session: the agent's wire on one side, the SDK's pipes on the other."""
+
+    def __init__(self, wire_in: IO[bytes], wire_out: IO[bytes], cache: HandshakeCache) -> None:
+        self.wire_in = wire_in
+        self.wire_out = wire_out
+        self.cache = cache
+        self.to_sdk: queue.Queue[bytes | None] = queue.Queue()
+        self._out_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._dropped: set[str] = set()  # replayed ids: the SDK's answers to them go nowhere
+        self._recording: dict[str, dict[str, Any]] = {}  # id -> request, to cache the SDK's answer
+        self._replays = 0
+        self._awaiting: set[str] = set()  # the agent's requests the SDK has not answered yet
+
+    def send(self, line: bytes) -> None:
+        with self._out_lock:
+            self.wire_out.write(line if line.endswith(b"\n") else line + b"\n")
+            self.wire_out.flush()
+
+    def from_agent(self, raw: bytes) -> None:
+        """One line from the agent: answered from the cache or not, it goes on to the SDK."""
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict) or "id" not in message or "method" not in message:
+            self.to_sdk.put(raw)  # a notification, an answer to the SDK, or not JSON: the SDK's to judge
+            return
+        key = json.dumps(message["id"])
+        cached = self.cache.get(message) if message["method"] in CACHED_METHODS else None
+        if cached is None:
+            with self._lock:
+                self._awaiting.add(key)
+                if message["method"] in CACHED_METHODS:
+                    self._recording[key] = message
+            self.to_sdk.put(raw)
+            return
+        self.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": cached},
+                             ensure_ascii=False).encode("utf-8"))
+        with self._lock:
+            self._replays += 1
+            replay = f"{REPLAY_PREFIX}{self._replays}"
+            self._dropped.add(json.dumps(replay))
+        self.to_sdk.put(json.dumps({**message, "id": replay}, ensure_ascii=False).encode("utf-8") + b"\n")
+
+    def awaiting(self) -> int:
+        with self._lock:
+            return len(self._awaiting)
+
+    def from_sdk(self, raw: bytes) -> None:
+        """One line from the SDK: to the agent, unless it answers a replay."""
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            message = None
+        if isinstance(message, dict) and "id" in message and "method" not in message:
+            key = json.dumps(message["id"])
+            with self._lock:
+                if key in self._dropped:
+                    self._dropped.discard(key)
+                    return
+                self._awaiting.discard(key)
+                request = self._recording.pop(key, None)
+            if request is not None and "result" in message:
+                self.cache.put(request, message["result"])
+        self.send(raw)
+
+
+def _pump_to_sdk(front: Front, pipe: IO[bytes]) -> None:
+    try:
+        while True:
+            line = front.to_sdk.get()
+            if line is None:
+                break
+            pipe.write(line if line.endswith(b"\n") else line + b"\n")
+            pipe.flush()
+    except OSError:  # the SDK has gone: nothing more to tell it
+        pass
+    finally:
+        try:
+            pipe.close()
+        except OSError:
+            pass
+
+
+def _pump_from_sdk(front: Front, pipe: IO[bytes]) -> None:
+    try:
+        for line in pipe:
+            front.from_sdk(line)
+    except OSError:  # the agent has gone
+        pass
+
+
+def _run_sdk(open_vault: Callable[[], Any], sdk_in: IO[str], sdk_out: IO[str], ready: threading.Event) -> None:
+    """Load the SDK and serve on the pipes until the front closes its end."""
+    try:
+        import anyio
+        from mcp.server.stdio import stdio_server
+
+        from memex.agents import mcp_start
+
+        server = mcp_start.build_server(open_vault)
+    except BaseException as exc:  # noqa: BLE001 - said once; the agent sees the server end
+        print(f"memex mcp: cannot start the MCP server: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sdk_in.close()
+        sdk_out.close()
+        return
+    ready.set()
+
+    async def run() -> None:
+        stdin, stdout = anyio.wrap_file(sdk_in), anyio.wrap_file(sdk_out)
+        async with stdin, stdout, stdio_server(stdin=stdin, stdout=stdout) as (read, write):
+            low = server._lowlevel_server
+            await low.run(read, write, low.create_initialization_options())
+
+    try:
+        anyio.run(run)
+    finally:
+        server.memex_tools.close()
+
+
+def serve(open_vault: Callable[[], Any]) -> None:
+    """Serve MCP on this process's stdin/stdout until the agent closes stdin."""
+    wire_in = os.fdopen(os.dup(0), "rb", buffering=0)
+    wire_out = os.fdopen(os.dup(1), "wb")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)  # what a tool prints goes to stderr, not onto the wire
+    os.close(devnull)
+    front = Front(wire_in, wire_out, _cache())
+    to_sdk_r, to_sdk_w = os.pipe()
+    from_sdk_r, from_sdk_w = os.pipe()
+    ready = threading.Event()
+    sdk_in = open(to_sdk_r, encoding="utf-8", errors="replace", newline="\n")
+    sdk_out = open(from_sdk_w, "w", encoding="utf-8", newline="\n")
+    writer = threading.Thread(target=_pump_to_sdk, args=(front, os.fdopen(to_sdk_w, "wb")), name="memex-mcp-in")
+    reader = threading.Thread(target=_pump_from_sdk, args=(front, os.fdopen(from_sdk_r, "rb")), name="memex-mcp-out")
+    sdk = threading.Thread(target=_run_sdk, args=(open_vault, sdk_in, sdk_out, ready), name="memex-mcp-sdk")
+    for thread in (writer, reader, sdk):
+        thread.start()
+    for line in iter(wire_in.readline, b""):
+        if line.strip():
+            front.from_agent(line)
+    # The agent closed stdin. A server that never got going and owes no
+    # answer has nothing to finish: end now, not once the SDK has loaded for nobody.
+    if not ready.is_set() and not front.awaiting():
+        wire_out.flush()
+        os._exit(0)
+    front.to_sdk.put(None)  # ... else the SDK sees the end, answers what it has, and stops
+    for thread in (writer, reader, sdk):
+        thread.join()
+
+
+def main(vault_path: str | None) -> None:
+    """``memex [--vault PATH] mcp``: the vault named (it must exist), else the
+    default one (created on first use), opened once the tools are listed."""
+    import logging
+
+    from memex.agents.hook_event import explicit_vault
+
+    if vault_path:
+        explicit_vault(vault_path)  # a mistyped vault is said now, not at the first call
+
+    def open_vault() -> Any:
+        from memex.agents import hook_io
+
+        return hook_io.hook_vault(vault_path)
+
+    logging.getLogger("mcp").setLevel(logging.WARNING)
+    serve(open_vault)
