@@ -137,8 +137,9 @@ def test_engine_through_openclaws_loader(vault_root: Path, tmp_path: Path) -> No
     assert len(starts.read_text().split()) == 1
     with Vault(vault_root) as vault:
         memories = {m.body: m for m in vault.list(source="openclaw")}
-        assert sorted(memories) == ["remember that the on-call phone is in drawer 3",
-                                    "remember that we deploy with blue-green releases on Fridays"]
+        # What each request asks to remember, not the request (docs/context-engine.md, "keyword").
+        assert sorted(memories) == ["the on-call phone is in drawer 3",
+                                    "we deploy with blue-green releases on Fridays"]
         # afterTurn stored the turn's request at once (no commit was due).
         assert all(m.scope == "agent:openclaw" and m.session == SESSION for m in memories.values())
         archived = context.archive_search(vault, SESSION, "blue-green")
