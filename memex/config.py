@@ -107,7 +107,7 @@ def load_config(root: Path) -> Config:
     if cfg.index_backend == "postgres" and not cfg.index_url:
         raise ConfigError(
             f"{where}: index.backend = \"postgres\" needs index.url, a PostgreSQL connection string "
-            "such as \"postgresql://memex@db.example/memex\" (docs/postgres.md)"
+            "such as \"postgresql://memex@db.example/memex\" (memex help postgres)"
         )
     return cfg
 

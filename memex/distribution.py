@@ -26,6 +26,16 @@ def checkout_root() -> Path | None:
     return root if f'name = "{DISTRIBUTION}"' in project else None
 
 
+def docs_dir() -> Path | None:
+    """The user documentation this copy of memex carries: ``memex/docs`` in
+    an installed wheel, ``docs/`` of the checkout it runs from; None if neither."""
+    shipped = Path(__file__).resolve().parent / "docs"
+    if shipped.is_dir():
+        return shipped
+    root = checkout_root()
+    return root / "docs" if root is not None and (root / "docs").is_dir() else None
+
+
 def install_hint(extra: str) -> str:
     """The command that adds ``extra`` (``multilingual``, ``postgres``) to
     this installation: from the checkout memex runs from, else from the registry."""

@@ -20,6 +20,7 @@ from memex.files import orphans
 from memex.index import scan
 from memex.index.scan import is_memory_name
 from memex.layout import CONFIG_RELPATH, MEMORIES_DIR
+from memex.scopes import normalize as normal_scope
 from memex.store.schema import SCHEMA_VERSION
 from memex.index.guard import ERASED_REASON, erased_reason, erased_rows
 
@@ -195,12 +196,23 @@ def stats(vault: Vault) -> dict[str, Any]:
 def unindexed_hint(vault: Vault) -> str | None:
     """What to tell someone whose search or list came back empty from an empty
     index over memory files (index.db deleted, a fresh clone), so that it does
-    not pass as "nothing stored"; None when the index is not the reason."""
+    not pass as "nothing stored"; None when the index is not the reason.
+
+    ``memex reindex`` is advised only when it would index something: a file
+    the index has not refused as it is now. When every file was refused
+    (broken front matter, a link out of the vault), a reindex would refuse
+    them again: the advice is doctor, which says why."""
     if not vault.store.is_empty():
         return None
-    for _, _, files in os.walk(vault.paths.memories):
-        if any(is_memory_name(f) for f in files):
+    found = scan.walk(vault.root)
+    refused = vault.store.index_errors()
+    for rel, st in found.found.items():
+        was = refused.get(rel)
+        if was is None or (was.size, was.mtime_ns) != (st.st_size, st.st_mtime_ns):
             return f"the index holds no memories but {MEMORIES_DIR}/ has files; run `memex reindex`"
+    if found.errors or refused:
+        return (f"the index holds no memories: every file under {MEMORIES_DIR}/ was refused; "
+                "`memex doctor` says why")
     return None
 
 
@@ -209,7 +221,7 @@ def empty_scope_hint(vault: Vault, scopes: Sequence[str]) -> str | None:
     because no memory is in one of them (a typo such as project:shpo passes
     the scope check, being a well-formed scope); None otherwise."""
     held = vault.store.stats().by_scope
-    empty = [s for s in dict.fromkeys(scopes) if not held.get(s)]
+    empty = [s for s in dict.fromkeys(scopes) if not held.get(s) and not held.get(normal_scope(s))]
     if not empty:
         return None
     hints = []

@@ -61,11 +61,11 @@ def find_vault_root(explicit: str | os.PathLike[str] | None = None, cwd: Path | 
     for given, origin in ((explicit, "--vault"), (os.environ.get(ENV_VAR), ENV_VAR)):
         if given:
             root = Path(given).expanduser()
-            if not (root / MEMEX_DIR).is_dir():
-                raise VaultNotFound(
-                    f"{origin}: {root} is not a memex vault (no {MEMEX_DIR}/ folder); "
-                    f"create one with `memex init {root}`"
-                )
+            if not (root / MEMEX_DIR).is_dir():  # a folder inside a vault means that vault, not a new one
+                outer = next((f for f in root.resolve().parents if (f / MEMEX_DIR).is_dir()), None)
+                fix = f"it is inside the vault {outer}: use {origin}{'=' if origin == ENV_VAR else ' '}{outer}"
+                raise VaultNotFound(f"{origin}: {root} is not a memex vault (no {MEMEX_DIR}/ folder); "
+                                    + (fix if outer else f"create one with `memex init {root}`"))
             return root.resolve()
     here = (cwd or Path.cwd()).resolve()
     for folder in (here, *here.parents):
@@ -311,17 +311,19 @@ class Vault:
             return self.scope_rules.check(self.config.default_scope, f"[vault] default_scope in {CONFIG_RELPATH}")
         return self.scope_rules.check(scope)
 
-    def check_scope_filter(self, scope: str | Sequence[str] | None) -> None:
-        """A scope to narrow a search or listing to: valid, or held by some memory."""
-        if scope:
-            in_use = self.store.scope_in_use
-            scopes.check_filter(self.scope_rules, in_use, [scope] if isinstance(scope, str) else scope)
+    def check_scope_filter(self, scope: str | Sequence[str] | None) -> tuple[str, ...] | None:
+        """Scopes to narrow a search or listing to, each valid or held by some
+        memory; returned as the index holds them (normalised as ``add``
+        stores them: ``"ｐｒｏｊｅｃｔ:web "`` is ``project:web``), None for none."""
+        if not scope:
+            return None
+        in_use = self.store.scope_in_use
+        return tuple(scopes.check_filter(self.scope_rules, in_use, [scope] if isinstance(scope, str) else scope))
 
     def scope_filter(self, scope: str | None) -> str | None:
-        """One scope to narrow to, checked (:meth:`check_scope_filter`) and
-        stripped as ``add`` stores it, so ``"project:web "`` reaches ``project:web``."""
-        self.check_scope_filter(scope)
-        return scope.strip() if scope else scope
+        """One scope to narrow to, checked and normalised (:meth:`check_scope_filter`)."""
+        checked = self.check_scope_filter(scope)
+        return checked[0] if checked else scope
 
     def embed_query(self, text: str) -> np.ndarray | None:
         if self.embedder is None:
@@ -372,9 +374,7 @@ class Vault:
         include_superseded: bool = False,
         limit: int | None = None,
     ) -> list[Hit]:
-        self.check_scope_filter(scope)
-        filters = Filters((scope,) if isinstance(scope, str) else tuple(scope) if scope else None, source, session,
-                          include_superseded)
+        filters = Filters(self.check_scope_filter(scope), source, session, include_superseded)
         store = self.store
         hits = hide_erased(store, self._erased, [hit_from_row(r) for r in store.list_rows(filters, limit)])
         decay.annotate(store, hits, decay.load_policy(self.config))
@@ -396,9 +396,7 @@ class Vault:
             raise InvalidArgument("query", "must not be empty")
         if limit < 1:
             raise InvalidArgument("limit", "must be at least 1")
-        self.check_scope_filter(scope)
-        wanted = (scope,) if isinstance(scope, str) else tuple(scope) if scope else None
-        filters = Filters(wanted, source, session, include_superseded)
+        filters = Filters(self.check_scope_filter(scope), source, session, include_superseded)
         self.indexer  # make sure vector tables match the loaded model
         if self.shared_index is not None:  # [index] backend = "postgres" (docs/postgres.md)
             from memex.search.postgres import search as shared_search

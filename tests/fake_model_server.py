@@ -40,6 +40,10 @@ from typing import Any, Iterator
 
 DEFAULT_TEXT = "Done."
 LOOPBACK = "127.0.0.1"
+# OpenClaw sends its own runtime context (exec sessions, subagents) as a user
+# message after the prompt, and again after a tool's result: a rule must match
+# what the user said, and a tool's result must still read as one.
+OPENCLAW_CONTEXT = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"
 
 
 @dataclass
@@ -136,6 +140,8 @@ def latest_user_input(api: str, body: dict[str, Any]) -> tuple[str, bool]:
             return "", True
         if role == "user":
             content = item.get("content")
+            if _text_of(content).lstrip().startswith(OPENCLAW_CONTEXT):
+                continue  # not what the user said (see OPENCLAW_CONTEXT)
             if isinstance(content, list) and any(
                 isinstance(p, dict) and p.get("type") == "tool_result" for p in content
             ):

@@ -136,6 +136,6 @@ def test_superseded_rows_are_marked(cli: click.Group, vault_root: Path) -> None:
             run(cli, vault_root, "list", "--include-superseded").stdout.splitlines()}
     assert rows[made["ci"]][1] == "superseded" and rows[new][1] == "active"
     hits = run(cli, vault_root, "search", "CI cores", "--include-superseded", "--no-floor").stdout.splitlines()
-    statuses = {r.split("\t")[1]: r.split("\t")[2] for r in hits}
+    statuses = {r.split("\t")[2]: r.split("\t")[3] for r in hits}  # score, floor, id, status
     assert statuses[made["ci"]] == "superseded"
     assert "superseded" not in run(cli, vault_root, "list").stdout  # without the flag: no status column

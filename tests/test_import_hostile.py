@@ -177,7 +177,7 @@ def test_json_output_is_valid_whatever_the_file_names_and_texts(lexical_root: Pa
     export.write_text('[{"memory": "I like \\udce9 tea"}, {"memory": "I like green tea"}]', encoding="utf-8")
     for extra in (["--dry-run"], []):
         done = _cli(lexical_root, "import", str(export), "--json", *extra)
-        assert done.returncode == 0, done.stderr
+        assert done.returncode == (0 if extra else 1), done.stderr  # an item that failed: exit status 1
         data = json.loads(done.stdout.decode("utf-8"))
         assert data["items"][0]["text"] == "I like \\udce9 tea"
     assert data["created"] == 1 and data["failed"] == 1

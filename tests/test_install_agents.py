@@ -227,8 +227,8 @@ def test_install_openclaw_hook_folder(home: Path, tmp_path: Path, vault_root: Pa
     again = json.loads(memex(home, tmp_path, "install", "openclaw", "--json", vault=vault_root).stdout)
     assert again["changed"] is False
     (folder / "notes.txt").write_text("the user's own file")
-    # 2 hook files + load path, entry and slot in openclaw.json
-    assert json.loads(memex(home, tmp_path, "uninstall", "openclaw", "--json").stdout)["removed"] == 5
+    # 2 hook files + load path, entry and the two slots (context engine, memory) in openclaw.json
+    assert json.loads(memex(home, tmp_path, "uninstall", "openclaw", "--json").stdout)["removed"] == 6
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
 
 

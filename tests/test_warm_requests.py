@@ -171,3 +171,87 @@ def test_slow_and_concurrent_clients_do_not_stop_good_ones(server: Path, monkeyp
         for sock in idle:
             sock.close()
     _good(server)
+
+
+def test_a_hook_event_to_a_server_without_hooks_is_declined(server: Path) -> None:
+    """A server that answers embeddings only (``memex watch``'s) declines a
+    hook process's event, so the hook answers it on its own."""
+    answer = _raw(server, b'{"hook": {"agent": "claude-code", "event": {"hook_event_name": "UserPromptSubmit"}}}\n')
+    assert answer is not None and "declined" in answer and "error" not in answer, answer
+    _good(server)
+
+
+class BlockingHooks:
+    """Answers hook events only when released: a capture waiting for the
+    vault's write lock, say."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def prepare(self, root: Path, model: Any) -> None:
+        pass
+
+    def answer(self, root: Path, model: Any, setting: str, request: dict[str, Any],
+               quiet: bool) -> tuple[dict[str, Any], None]:
+        self.entered.set()
+        self.release.wait(60)
+        return {"answer": {}}, None
+
+    def close(self, root: Path) -> None:
+        pass
+
+
+def test_an_embedding_is_answered_while_a_hook_waits_in_the_server(vault_root: Path) -> None:
+    """A hook the server runs may wait up to 20 s for the write lock; an
+    embedding request (a `memex add` elsewhere) must not wait behind it: it
+    timed out, and the add failed."""
+    path = warm.socket_path(vault_root)
+    assert path is not None
+    hooks = BlockingHooks()
+    stop = threading.Event()
+    thread = threading.Thread(target=warm.serve_model, args=(vault_root, MODEL, "auto"),
+                              kwargs={"stop": stop, "hooks": hooks}, daemon=True)
+    thread.start()
+    wait_for(lambda: _answers(path), 30, "the warm server to answer")
+    hook = threading.Thread(target=_raw, args=(path, b'{"hook": {"agent": "claude-code", "event": {}}}\n'), daemon=True)
+    try:
+        hook.start()
+        assert hooks.entered.wait(30)
+        answer = _raw(path, json.dumps({"texts": ["blue-green deploys"]}).encode() + b"\n", timeout=warm.REPLY_TIMEOUT)
+        assert answer is not None and "vectors" in answer, answer
+    finally:
+        hooks.release.set()
+        hook.join(30)
+        stop.set()
+        thread.join(10)
+
+
+def test_a_server_that_cannot_answer_is_not_the_callers_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Busy, gone or failing: the embedder loads the model here and goes on."""
+    monkeypatch.setattr(warm.embed, "load_embedder", lambda setting: MODEL)
+    busy = tmp_path / "busy.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(busy))
+        server.listen(4)
+
+        def say_busy() -> None:
+            for _ in range(2):
+                conn, _ = server.accept()
+                with conn:
+                    conn.recv(1 << 16)
+                    conn.sendall(b'{"error": "busy: too many requests at once", "busy": true}\n')
+
+        answering = threading.Thread(target=say_busy, daemon=True)
+        answering.start()
+        texts = ["blue-green deploys on Fridays"]
+        strict = warm.WarmEmbedder(busy, MODEL.model_id, MODEL.dim)
+        with pytest.raises(OSError, match="busy"):
+            strict.embed(texts)
+        remote = warm.WarmEmbedder(busy, MODEL.model_id, MODEL.dim, setting="auto")
+        assert np.allclose(remote.embed(texts), MODEL.embed(texts))
+        answering.join(10)
+    gone = warm.WarmEmbedder(tmp_path / "gone.sock", MODEL.model_id, MODEL.dim, setting="auto")
+    assert np.allclose(gone.embed_query(texts), MODEL.embed(texts))

@@ -102,8 +102,8 @@ def ask_warm_server(agent: str, root: Path, event: Payload) -> bool:
         # answer in time: run it here. A capture it may have made meanwhile
         # is stored once (dedup finds the exact duplicate).
         return False
-    if "answer" not in reply and "error" not in reply:
-        return False  # declined (another model, an older server): run it here
+    if reply.get("busy") or ("answer" not in reply and "error" not in reply):
+        return False  # busy, or declined (another model, an older server): run it here
     if reply.get("stderr"):
         sys.stderr.write(str(reply["stderr"]))
     if "error" in reply:

@@ -15,7 +15,11 @@ or the temp folder, named by a hash of the vault path (socket paths are
 limited to about 100 bytes). Requests and answers are one JSON line each:
 ``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``, or
 ``{"error": ...}``; how each request is bounded, checked and answered, so
-that no request ends the server: memex/agents/warm_requests.py.
+that no request ends the server: memex/agents/warm_requests.py. Every answer
+also says whose process it is and how long it has been idle (``pid``,
+``owner``, ``idle_for``, ``exits_after``), which ``memex status`` lists; a
+``{"status": true}`` request asks only that and, unlike any other, does not
+count as use, so looking at a server does not keep it alive.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -44,18 +49,27 @@ from memex.agents.warm_client import (
 from memex.embedding import embed
 
 if TYPE_CHECKING:  # imported where used: the CLI's model preload reads socket_path early
+    from memex.embedding.embed import Embedder
     from memex.vault import Vault
 
 STOP_POLL = 0.5  # seconds between looks at a stop event
 
 
 class WarmEmbedder:
-    """An :class:`memex.embedding.embed.Embedder` whose model runs in the warm server."""
+    """An :class:`memex.embedding.embed.Embedder` whose model runs in the warm server.
 
-    def __init__(self, path: Path, model_id: str, dim: int) -> None:
+    With ``setting`` (the vault's ``[embedding] model``), a server that
+    cannot answer (busy, timed out, gone, an error) is not the caller's
+    failure: the model is loaded here and embeds from then on, as if no
+    server had been found. Without it, the failure is raised.
+    """
+
+    def __init__(self, path: Path, model_id: str, dim: int, setting: str | None = None) -> None:
         self.path = path
         self.model_id = model_id
         self.dim = dim
+        self.setting = setting
+        self._local: Embedder | None = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._vectors(texts, query=False)
@@ -65,6 +79,23 @@ class WarmEmbedder:
         return self._vectors(texts, query=True)
 
     def _vectors(self, texts: Sequence[str], query: bool) -> np.ndarray:
+        if self._local is None:
+            try:
+                return self._remote(texts, query)
+            except (OSError, ValueError, KeyError):
+                if self.setting is None:
+                    raise
+                self._local = self._load_here()
+        return embed.embed_queries(self._local, texts) if query else self._local.embed(texts)
+
+    def _load_here(self) -> Embedder:
+        assert self.setting is not None
+        model = embed.load_embedder(self.setting)
+        if model is None or model.model_id != self.model_id or model.dim != self.dim:
+            raise OSError(f"warm model server did not answer, and {self.setting!r} does not load the same model here")
+        return model
+
+    def _remote(self, texts: Sequence[str], query: bool) -> np.ndarray:
         parts = [np.zeros((0, self.dim), dtype=np.float32)]
         step = warm_requests.MAX_TEXTS  # what the server takes in one request
         for start in range(0, len(texts), step):
@@ -88,7 +119,22 @@ def connect(vault: Vault) -> WarmEmbedder | None:
         return None
     if info.get("setting") != vault.config.embedding_model or not info.get("model_id"):
         return None
-    return WarmEmbedder(path, str(info["model_id"]), int(info["dim"]))
+    return WarmEmbedder(path, str(info["model_id"]), int(info["dim"]), vault.config.embedding_model)
+
+
+def server_status(root: Path) -> dict[str, Any] | None:
+    """The vault's running model server (a warm one, or the one `memex watch`
+    holds): its pid, owner, model, seconds idle and idle limit; None if none."""
+    path = socket_path(root)
+    if path is None or not path.exists():
+        return None
+    try:
+        answer = _ask(path, {"status": True}, 1.0)
+    except (OSError, ValueError):
+        return None
+    if "pid" not in answer:
+        return None
+    return {k: answer.get(k) for k in ("pid", "owner", "setting", "model_id", "idle_for", "exits_after")}
 
 
 class HookAnswerer(Protocol):
@@ -152,18 +198,27 @@ def serve_model(
         try:
             os.chmod(path, 0o600)
             server.listen(warm_requests.BACKLOG)
-            # With a stop event, wake up now and then to look at it.
-            server.settimeout(STOP_POLL if stop is not None else idle)
-            info = {"model_id": model.model_id, "dim": model.dim, "setting": setting}
+            info: dict[str, Any] = {"model_id": model.model_id, "dim": model.dim, "setting": setting,
+                                    "pid": os.getpid(), "owner": "watch" if stop is not None else "warm",
+                                    "exits_after": None if stop is not None else idle}
             answer_hook = None if hooks is None else (
                 lambda request: hooks.answer(root, model, setting, request, True))
             requests = warm_requests.Dispatcher(model, info, answer_hook)
             while stop is None or not stop.is_set():
+                # With a stop event, wake up now and then to look at it; else
+                # at the end of the idle time left: the time since the last
+                # request that was a use (a status look is not one), and
+                # never while a request is being answered.
+                idle_for = time.monotonic() - requests.last_used
+                left = STOP_POLL if stop is not None else None if idle is None else idle - idle_for
+                if left is not None and left <= 0:
+                    if not requests.busy():
+                        return
+                    left = STOP_POLL
+                server.settimeout(left)
                 try:
                     conn, _ = server.accept()
                 except TimeoutError:
-                    if stop is None:
-                        return
                     continue
                 requests.handle(conn)
         finally:

@@ -126,6 +126,16 @@ def hook_event(line: bytes) -> dict[str, Any] | None:
     return event if isinstance(event, dict) else {}
 
 
+def _status_look(line: bytes) -> bool:
+    """``{"status": true}``: `memex status` asking who serves and how long it
+    has been idle, which must not keep the server alive."""
+    try:
+        request = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(request, dict) and request.get("status") is True
+
+
 def _send(conn: socket.socket, answer: dict[str, Any]) -> None:
     conn.settimeout(SEND_SECONDS)
     conn.sendall(json.dumps(answer).encode("utf-8") + b"\n")
@@ -141,6 +151,11 @@ class Dispatcher:
         self.info = info
         self.hooks = hooks
         self._slots = threading.BoundedSemaphore(MAX_CLIENTS)
+        # When a request that was a use last came or ended (a status look,
+        # ``{"status": true}``, is not one): the server's idle time counts from it.
+        self.last_used = time.monotonic()
+        self._answering = 0
+        self._count = threading.Lock()
         self._model_lock = threading.Lock()
         # Hook events share the server's one open vault (one SQLite
         # connection): one at a time, beside the embedding requests.
@@ -151,7 +166,7 @@ class Dispatcher:
         if not self._slots.acquire(blocking=False):
             with contextlib.suppress(OSError), conn:
                 conn.setblocking(False)  # a busy server does not wait on anyone
-                conn.send(json.dumps({"error": "busy: too many requests at once"}).encode("utf-8") + b"\n")
+                conn.send(json.dumps({"error": "busy: too many requests at once", "busy": True}).encode("utf-8") + b"\n")
             return
         try:
             threading.Thread(target=self._serve, args=(conn,), name="memex-warm-request", daemon=True).start()
@@ -159,41 +174,59 @@ class Dispatcher:
             self._slots.release()
             conn.close()
 
+    def busy(self) -> bool:
+        """Whether a request is being answered (the server does not stop meanwhile)."""
+        return self._answering > 0
+
     def _serve(self, conn: socket.socket) -> None:
+        with self._count:
+            self._answering += 1
+        used = True
         try:
             with conn:
-                self.answer(conn)
+                used = self.answer(conn) is not False
         except Exception:  # the last guard: a request never ends the server
             log.exception("warm model server: a request failed")
         finally:
+            if used:
+                self.last_used = time.monotonic()
+            with self._count:
+                self._answering -= 1
             self._slots.release()
 
-    def answer(self, conn: socket.socket) -> None:
-        """Read, check and answer one request on ``conn``."""
+    def answer(self, conn: socket.socket) -> bool | None:
+        """Read, check and answer one request on ``conn``; False for a status
+        look, which does not count as use of the server."""
         try:
             line = read_line(conn)
             if line is None:
-                return  # the client went away
+                return None  # the client went away
+            if _status_look(line):  # a look, not a use: the idle time goes on
+                with contextlib.suppress(OSError):
+                    _send(conn, {**self.info, "idle_for": round(time.monotonic() - self.last_used, 1)})
+                return False
+            self.last_used = time.monotonic()
             event = hook_event(line)
             if event is not None:
                 self._hook(conn, event)
-                return
+                return None
             texts, query = parse(line)
         except BadRequest as exc:
             with contextlib.suppress(OSError):
                 _send(conn, {"error": str(exc)})
-            return
+            return None
         except OSError:
-            return
+            return None
         try:
             vectors = self._vectors(texts, query) if texts else []
         except Exception as exc:  # the model refused something the checks let through
             log.warning("warm model server: the model failed: %s", exc)
             with contextlib.suppress(OSError):
                 _send(conn, {"error": f"the model failed ({type(exc).__name__})"})
-            return
+            return None
         with contextlib.suppress(OSError):
             _send(conn, {**self.info, "vectors": vectors})
+        return None
 
     def _hook(self, conn: socket.socket, event: dict[str, Any]) -> None:
         """A hook process's event, answered whole (memex/agents/hook_run.py),

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 import click
 
-from memex.cli import _preload
+from memex.cli import _interrupt, _preload
 from memex.distribution import DISTRIBUTION
 from memex.errors import MemexError
 from memex.layout import INDEX_NAME, MEMEX_DIR
@@ -31,7 +31,8 @@ from memex.layout import INDEX_NAME, MEMEX_DIR
 
 # Command name -> the module of this package that registers it.
 COMMAND_MODULES = {
-    **dict.fromkeys(("init", "add", "search", "show", "list", "reindex", "stats", "doctor", "demo"), "core"),
+    **dict.fromkeys(("init", "add", "search", "show", "list", "reindex", "stats", "demo"), "core"),
+    "doctor": "doctor",
     **dict.fromkeys(("consolidate", "unsupersede", "fading"), "consolidate"),
     **dict.fromkeys(("supersede", "handoff", "dedup"), "dedup"),
     **dict.fromkeys(("entities", "graph"), "graph"),
@@ -41,6 +42,7 @@ COMMAND_MODULES = {
     "erase": "erase",
     "import": "importer",
     "sync": "sync",
+    "help": "help",
 }
 _registered: set[str] = set()
 
@@ -121,7 +123,7 @@ class MemexGroup(click.Group):
         except click.ClickException as exc:
             _fail(exc.format_message(), exc.exit_code, as_json)
         except click.Abort:
-            _fail("aborted", 130, as_json)
+            _fail(_interrupt.message(), _interrupt.INTERRUPTED, as_json)
         except BrokenPipeError:  # e.g. `memex list | head`: the reader has gone
             sys.stderr.close()
             sys.exit(0)

@@ -118,9 +118,13 @@ def keep_model_warm(ctx: click.Context) -> None:
     from memex.agents import warm as warm_server
 
     try:
-        warm_server.start(obj["vault"])
+        started = warm_server.start(obj["vault"])
     except OSError:
-        pass  # a convenience: never a reason for the command to fail
+        return  # a convenience: never a reason for the command to fail
+    if started:  # a background process: say so once, when it starts
+        minutes = warm_server.idle_seconds(obj["vault"]) / 60
+        click.echo(f"note: the embedding model stays loaded in the background for your next commands; it exits "
+                   f"after {minutes:g} min idle (`memex status` shows it; MEMEX_WARM=0 turns this off)", err=True)
 
 
 def print_json(data: Any) -> None:

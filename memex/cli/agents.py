@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -66,6 +67,19 @@ def _scope_options(func: Any) -> Any:
                         help="The project's settings (git root of the current folder).")(func)
 
 
+def _wired_vault(ctx: click.Context) -> str:
+    """The vault the installed hooks or server will use, said out loud: with
+    no --vault and no $MEMEX_VAULT that is the default one, which a person
+    who keeps their vault elsewhere needs to hear."""
+    from memex.agents.hook_io import default_vault_path
+
+    given = _vault_path(ctx)
+    if given:
+        return str(Path(given).expanduser().resolve())
+    return (f"{default_vault_path()} (the default: no --vault or ${ENV_VAR} was given; "
+            "created on first use; to use another, install again with --vault PATH)")
+
+
 def _report(data: dict[str, Any], as_json: bool, title: str) -> None:
     """What an install or uninstall did, starting with a one-word status:
     a repeat says "unchanged", not "replaced 5" (docs/agents.md)."""
@@ -118,7 +132,7 @@ def _hooks(agent: str, where: str, ctx: click.Context, install: bool, as_json: b
             cmd = [inst.PORTABLE_PROGRAM, "hook", agent]
         else:
             cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "hook", agent)
-        data = inst.install_hooks(path, agent, events, cmd)
+        data = {**inst.install_hooks(path, agent, events, cmd), "vault": _wired_vault(ctx)}
         if agent == "codex":
             data["next"] = inst.CODEX_TRUST_NOTE
     else:
@@ -139,7 +153,7 @@ def _mcp(agent: str, where: str, ctx: click.Context, install: bool, as_json: boo
         else:
             cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "mcp")
         fn = inst.install_mcp_json if agent == "claude-code" else inst.install_codex_mcp
-        data = fn(path, cmd)
+        data = {**fn(path, cmd), "vault": _wired_vault(ctx)}
     else:
         undo = inst.uninstall_mcp_json if agent == "claude-code" else inst.uninstall_codex_mcp
         data = undo(path)
@@ -198,7 +212,7 @@ def _agent_commands(install: bool) -> list[click.Command]:
             program, vault = inst.memex_executable(), _vault_path(ctx)
             engine = oc.install_plugin(config, inst.command(program, vault, "openclaw-engine"))
             hook = inst.install_openclaw(folder, inst.command(program, vault, "hook", "openclaw"))
-            data = {**engine, "hook_folder": hook["folder"], "events": hook["events"],
+            data = {**engine, "vault": _wired_vault(ctx), "hook_folder": hook["folder"], "events": hook["events"],
                     "changed": engine["changed"] or hook["changed"],
                     "next": "restart the gateway (memex is its context engine); enable the message hook "
                             f"(openclaw hooks enable {inst.OPENCLAW_HOOK}) only if you switch back to the legacy "

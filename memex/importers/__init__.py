@@ -236,10 +236,10 @@ def import_path(
     scope: str | None = None,
     dry_run: bool = False,
     progress: Progress | None = None,
+    allow_erased: bool = False,
 ) -> ImportReport:
-    """Import the memories ``path`` holds into ``vault`` (nothing is written with ``dry_run``)."""
-    from memex.files.names import check_scope
-
+    """Import the memories ``path`` holds into ``vault`` (nothing is written with ``dry_run``);
+    ``allow_erased`` stores texts that were erased before too (as ``memex add --allow-erased``)."""
     where = Path(path).expanduser()
     if not where.exists():
         raise InvalidArgument("PATH", f"{where} does not exist")
@@ -248,7 +248,7 @@ def import_path(
         raise InvalidArgument("PATH", f"{where} is inside the vault: its Markdown files are memories already")
     chosen = detect_format(where, vault) if fmt == "auto" else fmt
     found, skipped = candidates(where, chosen, vault)
-    scope = check_scope(scope or vault.config.default_scope)
+    scope = vault.check_scope(scope)  # the vault's rules: kinds, look-alike and hidden characters
     report = ImportReport(
         str(where.resolve()), chosen, f"import:{chosen}", scope, dry_run, len(found), skipped_files=skipped
     )
@@ -273,7 +273,7 @@ def import_path(
                 "section": cand.section, "entities": cand.entities,
             }
             if not dry_run:
-                item.update(_add(adder, cand, report))
+                item.update(_add(adder, cand, report, allow_erased))
             report.items.append(item)
             if progress is not None:
                 progress(n, len(found), report)
@@ -336,12 +336,13 @@ class Prefetched:
         return np.stack([self._ready[t] if t in self._ready else fresh[t] for t in texts]).astype(np.float32)
 
 
-def _add(vault: Vault, cand: Candidate, report: ImportReport) -> dict[str, Any]:
+def _add(vault: Vault, cand: Candidate, report: ImportReport, allow_erased: bool = False) -> dict[str, Any]:
     extra = {"section": cand.section} if cand.section else None
     try:
         result = vault.add(
             cand.text, scope=report.scope, source=report.source, source_ref=cand.source_ref,
             category=cand.category, confidence=cand.confidence, entities=cand.entities or None, extra=extra,
+            allow_erased=allow_erased,
         )
     except MemexError as exc:
         report.failed += 1

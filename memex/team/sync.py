@@ -90,7 +90,7 @@ def _settle_key(vault: Vault, repo: Repo, ref: str | None, report: SyncReport) -
         )
     key = key or tombstones.create_key(vault.memex_dir)
     layout.VaultPaths(vault.root).erase_key_id.write_text(tombstones.fingerprint(key) + "\n", encoding="utf-8")
-    report.key = f"created: share {tombstones.KEY_FILE} with each teammate over a private channel (docs/team.md)"
+    report.key = f"created: share {tombstones.KEY_FILE} with each teammate over a private channel (memex help team)"
 
 
 def _tracked(repo: Repo, path: str) -> bool:

@@ -137,6 +137,29 @@ def watcher_info(memex_dir: Path, now: float | None = None) -> dict[str, Any]:
     return info
 
 
+def changed_since_index(vault: Vault, on_disk: dict[str, os.stat_result] | None = None) -> list[str]:
+    """Memory files added, edited or deleted since the index last saw them,
+    judged from sizes and mtimes alone (one stat per file; nothing is read,
+    hashed or embedded): cheap enough to ask after every `memex search`.
+    ``on_disk``: the walk (:func:`memex.index.scan.walk`), if the caller ran
+    it already (the CLI runs it beside the search). A file whose bytes are
+    back to what was indexed counts as changed if its mtime moved; the next
+    reindex finds it unchanged."""
+    from memex.index import scan
+
+    store = vault.local_store
+    rows, errors = store.sync_rows(), store.index_errors()
+    if on_disk is None:
+        on_disk = scan.walk(vault.root).found
+    changed = []
+    for rel, st in on_disk.items():
+        seen = rows.get(rel) or errors.get(rel)
+        if seen is None or (seen.size is not None and (seen.size, seen.mtime_ns) != (st.st_size, st.st_mtime_ns)):
+            changed.append(rel)
+    changed += [rel for rel in rows if rel not in on_disk]
+    return sorted(changed)
+
+
 def status(vault: Vault) -> dict[str, Any]:
     """``memex status``: the watcher, and how many files differ from the index now."""
     from memex.health import drift
