@@ -45,7 +45,9 @@ def run_here(agent: str, vault_path: str | None, event: Payload) -> int:
     the answer, its loading does not compete with this hook for the CPU.
     """
     opened: list[Vault] = []
-    if agent != "openclaw" and event.get("hook_event_name") in CONTEXT_EVENTS:
+    if agent != "openclaw" and event.get("hook_event_name") == "UserPromptSubmit":
+        # A prompt is always embedded; SessionStart only when the project has
+        # too few memories of its own, so it loads the model only then.
         _model_head_start(vault_path)
 
     def handler() -> HookResult:
