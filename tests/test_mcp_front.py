@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from memex.agents import mcp_front
+from tests.watchkit import wait_for
 
 MEMEX = str(Path(sys.executable).with_name("memex"))
 PROBE = {"jsonrpc": "2.0", "id": "server-discover-probe-1", "method": "server/discover", "params": {"_meta": {
@@ -150,3 +151,29 @@ def test_the_cache_key_follows_the_code(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(mcp_front, "_SOURCES", (*mcp_front._SOURCES, "mcp_front.py"))
     assert mcp_front.cache_key() != key
 
+
+
+def test_install_caches_the_handshake_for_the_clients_first_session(tmp_path: Path) -> None:
+    """`memex install mcp` has the SDK answer the usual handshakes in the
+    background; a client's own request (another name, other capabilities)
+    is then answered from them, as the SDK would (checked above)."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "MEMEX_CACHE_DIR": str(cache), "HOME": str(tmp_path / "home")}
+    (tmp_path / "home").mkdir()
+    done = subprocess.run([MEMEX, "install", "mcp", "--agent", "codex"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+
+    def primed() -> mcp_front.HandshakeCache | None:
+        found = list(cache.glob("mcp-handshake-*.json"))
+        if not found:
+            return None
+        kept = mcp_front.HandshakeCache(found[0])
+        codex = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "codex-mcp-client", "version": "0.171.0"}}}
+        listed = kept.get({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}, "2025-06-18")
+        return kept if kept.get(PROBE) is not None and kept.get(codex) is not None and listed else None
+
+    kept = wait_for(primed, 120, "the handshake's answers to be cached")
+    assert kept.get({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}, "2025-06-18")["tools"]

@@ -70,8 +70,27 @@ def cache_key() -> str:
     return digest.hexdigest()[:24]
 
 
-def _signature(message: dict[str, Any]) -> str:
-    return json.dumps([message.get("method"), message.get("params")], sort_keys=True, ensure_ascii=False)
+# The envelope a request carries under the stateless protocol (2026-07-28).
+_ENVELOPE = ("io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities",
+             "io.modelcontextprotocol/clientInfo")
+# What says who the client is: the SDK's handshake answers do not depend on
+# it (checked with two clients' requests: same answers), so one client's
+# answers serve the next, and `memex install mcp` can fill the cache.
+_CLIENT_FIELDS = ("protocolVersion", "capabilities", "clientInfo", "_meta", "cursor")
+
+
+def _signature(message: dict[str, Any], session_version: str | None = None) -> str:
+    """The request as far as the answer depends on it: the method, the protocol
+    version asked for (or the session's, from its ``initialize``: an answer's
+    shape follows the version), which envelope keys are there, the page, anything else."""
+    given = message.get("params")
+    params: dict[str, Any] = given if isinstance(given, dict) else {}
+    found = params.get("_meta")
+    meta: dict[str, Any] = found if isinstance(found, dict) else {}
+    version = params.get("protocolVersion") or meta.get(_ENVELOPE[0]) or session_version
+    rest = {k: v for k, v in params.items() if k not in _CLIENT_FIELDS}
+    return json.dumps([message.get("method"), version, [k for k in _ENVELOPE if k in meta], params.get("cursor"), rest],
+                      sort_keys=True, ensure_ascii=False)
 
 
 class HandshakeCache:
@@ -88,12 +107,12 @@ class HandshakeCache:
             except (OSError, ValueError):
                 self.answers = {}
 
-    def get(self, message: dict[str, Any]) -> Any:
-        return self.answers.get(_signature(message))
+    def get(self, message: dict[str, Any], session_version: str | None = None) -> Any:
+        return self.answers.get(_signature(message, session_version))
 
-    def put(self, message: dict[str, Any], result: Any) -> None:
+    def put(self, message: dict[str, Any], result: Any, session_version: str | None = None) -> None:
         with self._lock:
-            self.answers[_signature(message)] = result
+            self.answers[_signature(message, session_version)] = result
             if self.path is None:
                 return
             try:
@@ -125,9 +144,10 @@ class Front:
         self._out_lock = threading.Lock()
         self._lock = threading.Lock()
         self._dropped: set[str] = set()  # replayed ids: the SDK's answers to them go nowhere
-        self._recording: dict[str, dict[str, Any]] = {}  # id -> request, to cache the SDK's answer
+        self._recording: dict[str, tuple[dict[str, Any], str | None]] = {}  # id -> request, to cache the answer
         self._replays = 0
         self._awaiting: set[str] = set()  # the agent's requests the SDK has not answered yet
+        self.version: str | None = None  # the protocol version the session's initialize asked for
 
     def send(self, line: bytes) -> None:
         with self._out_lock:
@@ -144,12 +164,15 @@ class Front:
             self.to_sdk.put(raw)  # a notification, an answer to the SDK, or not JSON: the SDK's to judge
             return
         key = json.dumps(message["id"])
-        cached = self.cache.get(message) if message["method"] in CACHED_METHODS else None
+        if message["method"] == "initialize" and isinstance(message.get("params"), dict):
+            version = message["params"].get("protocolVersion")
+            self.version = version if isinstance(version, str) else None
+        cached = self.cache.get(message, self.version) if message["method"] in CACHED_METHODS else None
         if cached is None:
             with self._lock:
                 self._awaiting.add(key)
                 if message["method"] in CACHED_METHODS:
-                    self._recording[key] = message
+                    self._recording[key] = (message, self.version)
             self.to_sdk.put(raw)
             return
         self.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": cached},
@@ -179,7 +202,7 @@ class Front:
                 self._awaiting.discard(key)
                 request = self._recording.pop(key, None)
             if request is not None and "result" in message:
-                self.cache.put(request, message["result"])
+                self.cache.put(request[0], message["result"], request[1])
         self.send(raw)
 
 
@@ -236,14 +259,18 @@ def _run_sdk(open_vault: Callable[[], Any], sdk_in: IO[str], sdk_out: IO[str], r
         server.memex_tools.close()
 
 
-def serve(open_vault: Callable[[], Any]) -> None:
-    """Serve MCP on this process's stdin/stdout until the agent closes stdin."""
-    wire_in = os.fdopen(os.dup(0), "rb", buffering=0)
-    wire_out = os.fdopen(os.dup(1), "wb")
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(2, 1)  # what a tool prints goes to stderr, not onto the wire
-    os.close(devnull)
+def serve(open_vault: Callable[[], Any], wire: tuple[IO[bytes], IO[bytes]] | None = None) -> None:
+    """Serve MCP on this process's stdin/stdout (or on ``wire``) until the agent closes it."""
+    wire_in: IO[bytes]
+    wire_out: IO[bytes]
+    if wire is None:
+        wire_in, wire_out = os.fdopen(os.dup(0), "rb", buffering=0), os.fdopen(os.dup(1), "wb")
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(2, 1)  # what a tool prints goes to stderr, not onto the wire
+        os.close(devnull)
+    else:
+        wire_in, wire_out = wire
     front = Front(wire_in, wire_out, _cache())
     to_sdk_r, to_sdk_w = os.pipe()
     from_sdk_r, from_sdk_w = os.pipe()
@@ -260,12 +287,58 @@ def serve(open_vault: Callable[[], Any]) -> None:
             front.from_agent(line)
     # The agent closed stdin. A server that never got going and owes no
     # answer has nothing to finish: end now, not once the SDK has loaded for nobody.
-    if not ready.is_set() and not front.awaiting():
+    if wire is None and not ready.is_set() and not front.awaiting():
         wire_out.flush()
         os._exit(0)
     front.to_sdk.put(None)  # ... else the SDK sees the end, answers what it has, and stops
     for thread in (writer, reader, sdk):
         thread.join()
+
+
+# The handshakes the clients memex installs into begin with (recorded from
+# Claude Code 2.1.332 and Codex 0.171.0): answered once by the SDK when memex
+# is installed, so that even the first session's start finds them cached.
+_ENV_2026 = {_ENVELOPE[0]: "2026-07-28", _ENVELOPE[1]: {}, _ENVELOPE[2]: {"name": "memex-install", "version": "1"}}
+_LISTINGS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+
+
+def _primed_sessions() -> list[list[dict[str, Any]]]:
+    modern: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": n, "method": method, "params": {"_meta": _ENV_2026}}
+        for n, method in enumerate(("server/discover", *_LISTINGS))
+    ]
+    sessions = [modern]
+    for version in ("2025-06-18", "2025-11-25"):
+        sessions.append([
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "memex-install", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            *({"jsonrpc": "2.0", "id": n, "method": method} for n, method in enumerate(_LISTINGS, 1)),
+        ])
+    return sessions
+
+
+def prime(timeout: float = 120.0) -> None:
+    """Ask the SDK the usual handshakes once, so their answers are cached
+    (`memex install mcp` runs this in the background). No vault is opened."""
+    def no_vault() -> Any:
+        raise RuntimeError("priming the handshake opens no vault")
+
+    for session in _primed_sessions():
+        agent_r, server_w = os.pipe()
+        server_r, agent_w = os.pipe()
+        with os.fdopen(agent_w, "wb") as to_server, os.fdopen(agent_r, "rb") as from_server:
+            thread = threading.Thread(target=serve, args=(no_vault, (os.fdopen(server_r, "rb", buffering=0),
+                                                                    os.fdopen(server_w, "wb"))), daemon=True)
+            thread.start()
+            for message in session:
+                to_server.write(json.dumps(message).encode("utf-8") + b"\n")
+                to_server.flush()
+                while "id" in message:
+                    line = from_server.readline()
+                    if not line or json.loads(line).get("id") == message["id"]:
+                        break
+        thread.join(timeout)
 
 
 def main(vault_path: str | None) -> None:
@@ -281,7 +354,44 @@ def main(vault_path: str | None) -> None:
     def open_vault() -> Any:
         from memex.agents import hook_io
 
-        return hook_io.hook_vault(vault_path)
+        # Through the session's warm server when it runs (it holds the model
+        # already); a server gone later is replaced by the model loaded here.
+        return hook_io.hook_vault(vault_path, warm=True)
 
     logging.getLogger("mcp").setLevel(logging.WARNING)
     serve(open_vault)
+
+
+def prime_in_background() -> bool:
+    """Run :func:`prime` in a detached process unless its answers are cached
+    already (`memex install mcp` does not wait for it); whether it started."""
+    cache = _cache()
+    if all(cache.get(message) is not None for session in _primed_sessions() for message in session[:1]):
+        return False
+    argv = [sys.executable, "-m", "memex.agents.mcp_front", "--prime"]
+    if not hasattr(os, "fork"):
+        import subprocess
+
+        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         close_fds=True)
+        return True
+    # Two forks: the priming process belongs to nobody, so the caller neither
+    # waits for it nor leaves a child behind (an install run in-process).
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+                os.execv(sys.executable, argv)
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    return True
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--prime"]:
+        prime()

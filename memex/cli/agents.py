@@ -154,6 +154,11 @@ def _mcp(agent: str, where: str, ctx: click.Context, install: bool, as_json: boo
             cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "mcp")
         fn = inst.install_mcp_json if agent == "claude-code" else inst.install_codex_mcp
         data = {**fn(path, cmd), "vault": _wired_vault(ctx)}
+        from memex.agents import mcp_front
+
+        # The SDK's handshake answers, cached now, so that the server lists its
+        # tools at once even at the first session's start (docs/agents.md).
+        mcp_front.prime_in_background()
     else:
         undo = inst.uninstall_mcp_json if agent == "claude-code" else inst.uninstall_codex_mcp
         data = undo(path)
