@@ -49,5 +49,5 @@ def _mcp(vault: str | None) -> None:
     except MemexError as exc:  # as the CLI says it (docs/cli.md, "Every command")
         print(f"Error: {exc}", file=sys.stderr)
         sys.exit(1)
-    except KeyboardInterrupt:  # the agent stopped the server (SIGINT at its exit): no traceback
-        sys.exit(130)
+    except KeyboardInterrupt:  # the agent stopped the server (SIGINT at its exit): no traceback,
+        os._exit(130)  # and no wait for the SDK's threads, which never end by themselves

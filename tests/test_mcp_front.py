@@ -84,6 +84,31 @@ def test_a_cache_hit_is_answered_at_once_and_replayed_to_the_sdk(tmp_path: Path)
     assert front.awaiting() == 0
 
 
+def test_a_listen_is_acknowledged_from_the_cache_under_the_agents_id(tmp_path: Path) -> None:
+    """Claude Code counts the server connected once its subscription is acknowledged."""
+    listen = {"jsonrpc": "2.0", "id": "listen:0", "method": "subscriptions/listen",
+              "params": {"_meta": PROBE["params"]["_meta"], "notifications": {"toolsListChanged": True}}}
+    front, wire = _front(tmp_path)
+    front.from_agent(json.dumps(listen).encode())  # not cached: the SDK's acknowledgement is kept
+    ack = {"jsonrpc": "2.0", "method": mcp_front.ACKNOWLEDGED, "params": {
+        "_meta": {"io.modelcontextprotocol/subscriptionId": "listen:0"}, "notifications": {"toolsListChanged": True}}}
+    front.from_sdk(json.dumps(ack).encode())
+    assert wire.lines == [ack] and front.awaiting() == 0
+    later, wire = _front(tmp_path)
+    later.from_agent(json.dumps({**listen, "id": "listen:7"}).encode())
+    assert wire.lines == [{**ack, "params": {**ack["params"], "_meta": {
+        "io.modelcontextprotocol/subscriptionId": "listen:7"}}}]
+    [replayed] = _sdk_lines(later)
+    replay = replayed["id"]
+    # The SDK's own acknowledgement of the replay is dropped; its later notifications come under the agent's id.
+    later.from_sdk(json.dumps({**ack, "params": {**ack["params"], "_meta": {
+        "io.modelcontextprotocol/subscriptionId": replay}}}).encode())
+    changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+               "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": replay}}}
+    later.from_sdk(json.dumps(changed).encode())
+    assert wire.lines[1:] == [{**changed, "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": "listen:7"}}}]
+
+
 def test_another_client_or_version_is_not_answered_from_its_cache(tmp_path: Path) -> None:
     front, wire = _front(tmp_path)
     front.cache.put(INITIALIZE, {"protocolVersion": "2025-06-18"})

@@ -133,8 +133,34 @@ def _cache() -> HandshakeCache:
         return HandshakeCache(None)
 
 
+LISTEN = "subscriptions/listen"
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+_SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
+
+
+def _subscription(message: dict[str, Any]) -> Any:
+    """The subscription a notification belongs to (stateless protocol), or None."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get(_SUBSCRIPTION) if isinstance(meta, dict) else None
+
+
+def _with_subscription(message: dict[str, Any], subscription: Any) -> dict[str, Any]:
+    params = dict(message.get("params") or {})
+    params["_meta"] = {**(params.get("_meta") or {}), _SUBSCRIPTION: subscription}
+    return {**message, "params": params}
+
+
 class Front:
-    """One session: the agent's wire on one side, the SDK's pipes on the other."""
+    """One session: the agent's wire on one side, the SDK's pipes on the other.
+
+    A cached request (:data:`CACHED_METHODS`) is answered here and replayed to
+    the SDK under an id of memex's own, whose answer is dropped. A
+    ``subscriptions/listen`` (Claude Code opens one right after its probe and
+    counts the server connected once it is acknowledged) is acknowledged
+    here too when the SDK's acknowledgement is cached; its replay's
+    notifications reach the agent under the agent's own subscription id.
+    """
 
     def __init__(self, wire_in: IO[bytes], wire_out: IO[bytes], cache: HandshakeCache) -> None:
         self.wire_in = wire_in
@@ -147,12 +173,25 @@ class Front:
         self._recording: dict[str, tuple[dict[str, Any], str | None]] = {}  # id -> request, to cache the answer
         self._replays = 0
         self._awaiting: set[str] = set()  # the agent's requests the SDK has not answered yet
+        self._subscriptions: dict[str, Any] = {}  # a replayed listen's id -> the agent's
+        self._acked: set[str] = set()  # replayed listens acknowledged here already
         self.version: str | None = None  # the protocol version the session's initialize asked for
 
     def send(self, line: bytes) -> None:
         with self._out_lock:
             self.wire_out.write(line if line.endswith(b"\n") else line + b"\n")
             self.wire_out.flush()
+
+    def _send(self, message: dict[str, Any]) -> None:
+        self.send(json.dumps(message, ensure_ascii=False).encode("utf-8"))
+
+    def _replay(self, message: dict[str, Any]) -> str:
+        with self._lock:
+            self._replays += 1
+            replay = f"{REPLAY_PREFIX}{self._replays}"
+            self._dropped.add(json.dumps(replay))
+        self.to_sdk.put(json.dumps({**message, "id": replay}, ensure_ascii=False).encode("utf-8") + b"\n")
+        return replay
 
     def from_agent(self, raw: bytes) -> None:
         """One line from the agent: answered from the cache or not, it goes on to the SDK."""
@@ -163,25 +202,29 @@ class Front:
         if not isinstance(message, dict) or "id" not in message or "method" not in message:
             self.to_sdk.put(raw)  # a notification, an answer to the SDK, or not JSON: the SDK's to judge
             return
-        key = json.dumps(message["id"])
-        if message["method"] == "initialize" and isinstance(message.get("params"), dict):
+        key, method = json.dumps(message["id"]), message["method"]
+        if method == "initialize" and isinstance(message.get("params"), dict):
             version = message["params"].get("protocolVersion")
             self.version = version if isinstance(version, str) else None
-        cached = self.cache.get(message, self.version) if message["method"] in CACHED_METHODS else None
+        cacheable = method in CACHED_METHODS or method == LISTEN
+        cached = self.cache.get(message, self.version) if cacheable else None
         if cached is None:
             with self._lock:
-                self._awaiting.add(key)
-                if message["method"] in CACHED_METHODS:
+                if method != LISTEN:  # a subscription is answered when it ends, if ever
+                    self._awaiting.add(key)
+                if cacheable:
                     self._recording[key] = (message, self.version)
             self.to_sdk.put(raw)
             return
-        self.send(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": cached},
-                             ensure_ascii=False).encode("utf-8"))
-        with self._lock:
-            self._replays += 1
-            replay = f"{REPLAY_PREFIX}{self._replays}"
-            self._dropped.add(json.dumps(replay))
-        self.to_sdk.put(json.dumps({**message, "id": replay}, ensure_ascii=False).encode("utf-8") + b"\n")
+        if method == LISTEN:
+            self._send(_with_subscription(cached, message["id"]))
+            replay = self._replay(message)
+            with self._lock:
+                self._subscriptions[replay] = message["id"]
+                self._acked.add(replay)
+            return
+        self._send({"jsonrpc": "2.0", "id": message["id"], "result": cached})
+        self._replay(message)
 
     def awaiting(self) -> int:
         with self._lock:
@@ -193,6 +236,9 @@ class Front:
             message = json.loads(raw)
         except ValueError:
             message = None
+        if isinstance(message, dict) and "method" in message and _subscription(message) is not None:
+            self._subscribed(message, raw)
+            return
         if isinstance(message, dict) and "id" in message and "method" not in message:
             key = json.dumps(message["id"])
             with self._lock:
@@ -203,6 +249,23 @@ class Front:
                 request = self._recording.pop(key, None)
             if request is not None and "result" in message:
                 self.cache.put(request[0], message["result"], request[1])
+        self.send(raw)
+
+    def _subscribed(self, message: dict[str, Any], raw: bytes) -> None:
+        """A notification of a subscription: under the agent's id, once acknowledged."""
+        subscription = _subscription(message)
+        with self._lock:
+            mine = self._subscriptions.get(subscription) if isinstance(subscription, str) else None
+            if mine is not None and message["method"] == ACKNOWLEDGED and subscription in self._acked:
+                self._acked.discard(subscription)
+                return  # acknowledged here already, from the cache
+            request = self._recording.pop(json.dumps(subscription), None) if message["method"] == ACKNOWLEDGED \
+                else None
+        if request is not None:
+            self.cache.put(request[0], _with_subscription(message, None), request[1])
+        if mine is not None:
+            self._send(_with_subscription(message, mine))
+            return
         self.send(raw)
 
 
@@ -307,6 +370,9 @@ def _primed_sessions() -> list[list[dict[str, Any]]]:
         {"jsonrpc": "2.0", "id": n, "method": method, "params": {"_meta": _ENV_2026}}
         for n, method in enumerate(("server/discover", *_LISTINGS))
     ]
+    # Claude Code opens this subscription right after its probe.
+    modern.insert(1, {"jsonrpc": "2.0", "id": "listen", "method": LISTEN, "params": {"_meta": _ENV_2026, "notifications": {
+        "toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}}})
     sessions = [modern]
     for version in ("2025-06-18", "2025-11-25"):
         sessions.append([
@@ -336,7 +402,9 @@ def prime(timeout: float = 120.0) -> None:
                 to_server.flush()
                 while "id" in message:
                     line = from_server.readline()
-                    if not line or json.loads(line).get("id") == message["id"]:
+                    answer = json.loads(line) if line else {}
+                    if not line or answer.get("id") == message["id"] or (
+                            message["method"] == LISTEN and answer.get("method") == ACKNOWLEDGED):
                         break
         thread.join(timeout)
 
