@@ -43,6 +43,10 @@ def run_here(agent: str, vault_path: str | None, event: Payload) -> int:
     the answer, its loading does not compete with this hook for the CPU.
     """
     opened: list[Vault] = []
+    if agent != "openclaw" and event.get("hook_event_name") == "UserPromptSubmit":
+        # A prompt is always embedded; SessionStart only when the project has
+        # too few memories of its own, so it loads the model only then.
+        _model_head_start(vault_path)
 
     def handler() -> HookResult:
         vault = hook_io.hook_vault(vault_path, warm=True)
@@ -59,6 +63,23 @@ def run_here(agent: str, vault_path: str | None, event: Payload) -> int:
         finally:
             vault.close()
     return code
+
+
+def _model_head_start(vault_path: str | None) -> None:
+    """The prompt will be embedded: load the model beside the imports
+    (memex/embedding/headstart.py), unless the vault has no model."""
+    from memex.agents.hook_event import default_vault_path
+    from memex.config import load_config
+    from memex.embedding import headstart
+    from memex.layout import is_vault
+
+    root = Path(vault_path).expanduser() if vault_path else default_vault_path()
+    try:
+        setting = load_config(root).embedding_model if is_vault(root) else None
+    except Exception:  # noqa: BLE001 - the hook says what is wrong with the config
+        setting = None
+    if setting is not None:
+        headstart.start(setting)
 
 
 def run_detached(agent: str, vault_path: str | None, event: Payload) -> None:

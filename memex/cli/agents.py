@@ -40,9 +40,9 @@ def hook_cmd(ctx: click.Context, agent: str, payload: str | None) -> None:
 @click.pass_context
 def mcp_cmd(ctx: click.Context) -> None:
     """Run the memex MCP server on stdio (for Claude Code, Codex, ...)."""
-    from memex.agents import mcp_start  # what the `memex` program runs directly (memex/console.py)
+    from memex.agents import mcp_front  # what the `memex` program runs directly (memex/console.py)
 
-    mcp_start.main(_vault_path(ctx))
+    mcp_front.main(_vault_path(ctx))
 
 
 @click.command("openclaw-engine")
