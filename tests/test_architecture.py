@@ -31,15 +31,15 @@ DESIGN = PACKAGE.parent / "docs" / "design.md"
 # Lowest first. Each module may import from its own layer and the layers below.
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", [
-        "memex.errors", "memex.config", "memex.faults", "memex.text", "memex.scopes", "memex.layout", "memex.fields",
-        "memex.distribution",
+        "memex.errors", "memex.config", "memex.config_trust", "memex.faults", "memex.text", "memex.scopes",
+        "memex.layout", "memex.fields", "memex.distribution", "memex.plugins",
     ]),
     ("files", ["memex.files"]),
     # The erased list is read at index time (the indexer refuses an erased
     # body), so it sits with the index although the erase package holds it,
     # with the journals it is read through and their spare copies.
     ("index", ["memex.store", "memex.index", "memex.embedding", "memex.records", "memex.erase.erased_list",
-               "memex.erase.mirror", "memex.erase.spare"]),
+               "memex.erase.mirror", "memex.erase.spare", "memex.erase.pending"]),
     ("search, dedup", ["memex.search", "memex.dedup.pipeline", "memex.dedup.values", "memex.dedup.wording", "memex.dedup.numerals", "memex.dedup.symmetric", "memex.dedup.cjk"]),
     ("core", ["memex.vault", "memex.adding", "memex.decay", "memex.meta_edit", "memex.ids"]),
     ("features", [

@@ -136,7 +136,9 @@ def test_extract_command_is_used_and_falls_back(vault_root: Path, tmp_path: Path
     log = tmp_path / "request.json"
     monkeypatch.setenv("FAKE_EXTRACTOR_LOG", str(log))
     cmd = f"{sys.executable} {DATA / 'fake_extractor.py'}"
-    with configured(vault_root, f"[context]\nextract_command = {json.dumps(cmd)}\n") as v:
+    # A command runs as the user: only this machine's own settings may name it (memex/config_trust.py).
+    (vault_root / ".memex" / "config.local.toml").write_text(f"[context]\nextract_command = {json.dumps(cmd)}\n")
+    with configured(vault_root, "") as v:
         after_turn(v, "x", [user("KEEP Releases are cut on Tuesdays"), assistant("ok")], 0, commit="none")
         res = commit_session(v, "x")
         assert res["extractor"] == "command" and res["summary"] == "2 messages discussed"

@@ -4,8 +4,8 @@
 this module only when it must run it here; the warm server imports it to
 answer the events hook processes send it. Either way the same adapter
 (:mod:`memex.agents.claude_code`, :mod:`memex.agents.codex`,
-:mod:`memex.agents.openclaw`) answers, so an answer does not depend on
-where it was computed.
+:mod:`memex.agents.openclaw`, or a plug-in's: memex/agents/integrations.py)
+answers, so an answer does not depend on where it was computed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memex.agents import hook_io, warm_client
-from memex.agents.hook_event import CONTEXT_EVENTS, SYNC_ENV, Payload
+from memex.agents.hook_event import CONTEXT_EVENTS, SYNC_ENV, WARM_AGENTS, Payload
 from memex.agents.hook_io import HookResult
 
 if TYPE_CHECKING:
@@ -27,12 +27,10 @@ if TYPE_CHECKING:
 
 
 def _handler(agent: str) -> Callable[[Vault, Payload], HookResult]:
-    from memex.agents import claude_code, codex, openclaw
+    """The agent integration's handler (memex/agents/integrations.py: memex's own or a plug-in's)."""
+    from memex.agents import integrations
 
-    handlers: dict[str, Callable[[Vault, Payload], HookResult]] = {
-        "claude-code": claude_code.handle, "codex": codex.handle, "openclaw": openclaw.handle,
-    }
-    return handlers[agent]
+    return integrations.hook_handler(agent)
 
 
 def run_here(agent: str, vault_path: str | None, event: Payload) -> int:
@@ -46,7 +44,7 @@ def run_here(agent: str, vault_path: str | None, event: Payload) -> int:
     answer is out (not competing with it for the CPU).
     """
     opened: list[Vault] = []
-    name = event.get("hook_event_name") if agent != "openclaw" else None
+    name = event.get("hook_event_name") if agent in WARM_AGENTS else None
     if name == "UserPromptSubmit":
         # A prompt is always embedded; SessionStart only when the project has
         # too few memories of its own, so it loads the model only then.

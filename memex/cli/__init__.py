@@ -43,6 +43,7 @@ COMMAND_MODULES = {
     "import": "importer",
     "sync": "sync",
     "help": "help",
+    "plugins": "plugins",
 }
 _registered: set[str] = set()
 
@@ -140,7 +141,7 @@ class MemexGroup(click.Group):
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{exc.strerror or exc}") from exc
         except Exception as exc:
-            damaged = _damaged_index(ctx, exc)
+            damaged = _damaged_index(ctx, exc) or _server_failed(exc)
             if damaged is None:
                 raise
             raise click.ClickException(damaged) from exc
@@ -156,6 +157,17 @@ def _damaged_index(ctx: click.Context, exc: Exception) -> str | None:
 
     vault = (ctx.find_root().obj or {}).get("vault")
     found = damaged(exc, vault.paths.index if vault is not None else f"{MEMEX_DIR}/{INDEX_NAME}")
+    return None if found is None else str(found)
+
+
+def _server_failed(exc: Exception) -> str | None:
+    """The one-line error when the PostgreSQL index failed in the middle of a
+    command (the server stopped, the network went): the driver's own exception."""
+    if "psycopg" not in sys.modules:
+        return None
+    from memex.store.postgres.connection import server_error
+
+    found = server_error(exc)
     return None if found is None else str(found)
 
 

@@ -29,6 +29,36 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
+class PluginChoice(click.Choice[str]):
+    """A name in a plug-in group (memex/plugins.py), or one of ``extra``.
+
+    memex's own names are accepted without reading any package's metadata;
+    other packages' entries are read only for a name memex does not know,
+    or when the choices are shown (``--help``, an error)."""
+
+    def __init__(self, group: str, extra: Sequence[str] = ()) -> None:
+        self.group = group
+        self.extra = tuple(extra)
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        from memex import plugins
+
+        return (*self.extra, *plugins.names(self.group))
+
+    @choices.setter
+    def choices(self, value: Sequence[str]) -> None:
+        """click.Choice sets its choices when built; these are read when asked for."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from memex import plugins
+
+        if value in self.extra or plugins.builtin(self.group, str(value)) is not None:
+            return value
+        return super().convert(value, param, ctx)
+
+
 class TextCommand(click.Command):
     """A command whose argument is free text: text that begins with ``-``
     (``"-v is verbose"``, ``---``) reads as an unknown option to click, so the
@@ -100,8 +130,24 @@ def get_vault(ctx: click.Context, warm: bool = False) -> Vault:
             obj["warm_connected"] = embedder is not None
         obj["vault"] = opened
         ctx.find_root().call_on_close(opened.close)
+        if ctx.info_name not in _SHOW_CONFIG_THEMSELVES:
+            _announce_config(opened)
     vault: Vault = obj["vault"]
     return vault
+
+
+# Commands whose own output lists the settings notices (doctor, sync's report).
+_SHOW_CONFIG_THEMSELVES = frozenset({"doctor", "sync"})
+
+
+def _announce_config(vault: Vault) -> None:
+    """Settings memex ignores (a teammate's command or server in the shared
+    file, a typo) on stderr: once at a terminal, at every run otherwise
+    (nobody may have read a script's stderr; memex/config_trust.py)."""
+    from memex.config_trust import announce
+
+    announce(vault.config.notices, vault.paths.config_notices, lambda line: click.echo(line, err=True),
+             remember=sys.stderr.isatty())
 
 
 def keep_model_warm(ctx: click.Context) -> None:

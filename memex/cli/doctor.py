@@ -68,6 +68,8 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     for kind in ("missing", "stale", "orphaned", "unembedded", "temp_files"):
         for path in found[kind]:
             click.echo(f"{kind}: {path}")
+    for left in found["unfinished_erasures"]:
+        click.echo(f"unfinished erasure: {left}")
     for lost in found["behind"]:
         click.echo(f"behind: {lost} this clone wrote are missing (git restored an older copy; --fix appends them)")
     errors = found["errors"]
@@ -105,7 +107,8 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
                 f"move those files under {m}/user/, {m}/project/NAME/ or {m}/agent/NAME/, "
                 "set scope: in their frontmatter, or add the kind to [scopes] extra_kinds"
             )
-        fixable = found["differing"] or found["unembedded"] or found["orphan_vectors"] or found["behind"]
+        fixable = (found["differing"] or found["unembedded"] or found["orphan_vectors"] or found["behind"]
+                   or found["unfinished_erasures"])
         click.echo(f"not clean (exit status {code})" + ("; `memex doctor --fix` repairs the drift" if fixable and not fix else ""))
     ctx.exit(code)
 

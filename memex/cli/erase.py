@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from memex.cli._common import get_vault, json_option, key_values, print_json, table
+from memex.errors import MemoryNotFound
 from memex.layout import ERASURE_LOG_NAME, MEMEX_DIR
 
 
@@ -36,7 +37,12 @@ def erase_cmd(
 
     vault = get_vault(ctx)
     if memory_id is not None:
-        memory_id = resolve(vault, memory_id)
+        try:
+            memory_id = resolve(vault, memory_id)
+        except MemoryNotFound:
+            # A file the index does not hold (restored after its erasure, written by hand since):
+            # erase looks for it among the files itself, and says so if it finds none.
+            memory_id = memory_id.strip()
     result = erase(
         vault, memory_id, reason, source=source, source_ref=source_ref, session=session,
         purge_history=purge_history,

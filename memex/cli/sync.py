@@ -40,6 +40,8 @@ def _print(data: dict[str, Any]) -> None:
         click.echo(f"history: {data['history']['next_step']}")
     for note in data["notes"]:
         click.echo(f"note: {note}")
+    for finding in data["config"]:
+        click.echo(f"config: {finding}")
 
 
 @click.command("sync")

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from memex.store import cache, density, entities, memories, meta, purge, queries, schema, terms, usage, vectors
+from memex.store import cache, density, entities, facts, memories, meta, purge, queries, schema, usage, vectors
 from memex.store.cache import CacheRow
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
+from memex.store.facts import Facts
 from memex.store.memories import (
     BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
 )
 from memex.store.purge import PurgeCounts
-from memex.store.terms import TermCounts
 from memex.store.queries import DuplicateRow, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
 from memex.store.usage import DecayRow, Usage
 from memex.store.vectors import OwnedVector, RowVector
@@ -173,11 +173,11 @@ class SqliteStore:
     def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]:
         return vectors.body_vectors(self.conn, rowids)
 
-    def densities(self, rowids: Sequence[int]) -> dict[int, float]:
-        return density.densities(self.conn, rowids)
+    def facts(self, rowids: Sequence[int]) -> dict[int, Facts]:
+        return facts.facts(self.conn, rowids)
 
-    def term_counts(self, words: Sequence[str]) -> TermCounts:
-        return terms.term_counts(self.conn, words)
+    def memory_count(self) -> int:
+        return queries.memory_count(self.conn)
 
     def all_memory_vectors(self) -> list[OwnedVector]:
         return vectors.all_memory_vectors(self.conn)

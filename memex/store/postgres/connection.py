@@ -96,6 +96,16 @@ class PgConnection:
         self.raw.close()
 
 
+def server_error(exc: BaseException) -> IndexStoreError | None:
+    """The one-line error for what the PostgreSQL driver raised (the server went
+    away in the middle of a command, a statement failed), else None: no user
+    should see the driver's traceback."""
+    if type(exc).__module__.split(".")[0] != "psycopg":
+        return None
+    detail = " / ".join(line.strip() for line in str(exc).strip().splitlines()[:2]) or type(exc).__name__
+    return IndexStoreError(f"[index] url: PostgreSQL failed: {detail}")
+
+
 def _register_vector(raw: Any) -> None:
     from psycopg.adapt import Dumper, Loader
     from psycopg.pq import Format

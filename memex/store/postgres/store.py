@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from memex.store.cache import CacheRow
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
+from memex.store.facts import Facts
 from memex.store.memories import (
     BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
 )
@@ -38,7 +39,6 @@ from memex.store.postgres import query as pgquery
 from memex.store.postgres import rows as pgrows
 from memex.store.postgres.connection import PgConnection
 from memex.store.purge import PurgeCounts
-from memex.store.terms import TermCounts
 from memex.store.queries import DuplicateRow, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
 from memex.store.usage import DecayRow, Usage
 from memex.store.vectors import OwnedVector, RowVector
@@ -217,11 +217,11 @@ class PgStore:
     def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]:
         return reads.body_vectors(self.conn, rowids)
 
-    def densities(self, rowids: Sequence[int]) -> dict[int, float]:
-        return pgdensity.densities(self.conn, rowids)
+    def facts(self, rowids: Sequence[int]) -> dict[int, Facts]:
+        return pgquery.facts(self.conn, rowids)
 
-    def term_counts(self, words: Sequence[str]) -> TermCounts:
-        return pgquery.term_counts(self.conn, words)
+    def memory_count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM memories").fetchone()[0])
 
     def all_memory_vectors(self) -> list[OwnedVector]:
         return reads.all_memory_vectors(self.conn)
