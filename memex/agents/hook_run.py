@@ -36,14 +36,16 @@ def _handler(agent: str) -> Callable[[Vault, Payload], HookResult]:
 def run_here(agent: str, vault_path: str | None, event: Payload) -> int:
     """Answer ``event`` in this process (no warm server answered); exit status 0.
 
-    Once the answer is out, a session's events start the vault's warm
-    server when it is not up, so that the next ones are answered by it
-    (SessionStart does in a new session; a prompt does when the server
-    stopped after ``warm_seconds`` idle in a long session). Started after
-    the answer, its loading does not compete with this hook for the CPU.
+    A session's events start the vault's warm server when it is not up, so
+    that the next ones are answered by it: SessionStart before its own work
+    (the server loads beside it, and the session's first prompt, often sent
+    at once by a scripted agent, is more likely to find it up); a prompt, whose
+    server stopped after ``warm_seconds`` idle in a long session, once its
+    answer is out (not competing with it for the CPU).
     """
     opened: list[Vault] = []
-    if agent != "openclaw" and event.get("hook_event_name") == "UserPromptSubmit":
+    name = event.get("hook_event_name") if agent in WARM_AGENTS else None
+    if name == "UserPromptSubmit":
         # A prompt is always embedded; SessionStart only when the project has
         # too few memories of its own, so it loads the model only then.
         _model_head_start(vault_path)
@@ -51,18 +53,23 @@ def run_here(agent: str, vault_path: str | None, event: Payload) -> int:
     def handler() -> HookResult:
         vault = hook_io.hook_vault(vault_path, warm=True)
         opened.append(vault)
+        if name == "SessionStart":
+            _start_warm_server(vault)
         return _handler(agent)(vault, event)
 
     code = hook_io.run_hook(agent, handler, vault_path=vault_path)
     for vault in opened:
-        try:
-            if agent in WARM_AGENTS and event.get("hook_event_name") in CONTEXT_EVENTS:
-                warm_client.start(vault)
-        except Exception:  # noqa: BLE001 - only a speed-up for later events
-            pass
-        finally:
-            vault.close()
+        if name == "UserPromptSubmit":
+            _start_warm_server(vault)
+        vault.close()
     return code
+
+
+def _start_warm_server(vault: Vault) -> None:
+    try:
+        warm_client.start(vault)
+    except Exception:  # noqa: BLE001 - only a speed-up for later events
+        pass
 
 
 def _model_head_start(vault_path: str | None) -> None:

@@ -32,6 +32,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -384,6 +385,10 @@ def _primed_sessions() -> list[list[dict[str, Any]]]:
     return sessions
 
 
+# A priming younger than this is left to finish (it takes seconds).
+PRIMING_SECONDS = 120.0
+
+
 def prime(timeout: float = 120.0) -> None:
     """Ask the SDK the usual handshakes once, so their answers are cached
     (`memex install mcp` runs this in the background). No vault is opened."""
@@ -407,6 +412,9 @@ def prime(timeout: float = 120.0) -> None:
                             message["method"] == LISTEN and answer.get("method") == ACKNOWLEDGED):
                         break
         thread.join(timeout)
+    cache = _cache()
+    if cache.path is not None:
+        cache.path.with_suffix(".priming").unlink(missing_ok=True)
 
 
 def main(vault_path: str | None) -> None:
@@ -436,6 +444,18 @@ def prime_in_background() -> bool:
     cache = _cache()
     if all(cache.get(message) is not None for session in _primed_sessions() for message in session[:1]):
         return False
+    if cache.path is not None:  # one priming at a time (installs run back to back)
+        marker = cache.path.with_suffix(".priming")
+        try:
+            if time.time() - marker.stat().st_mtime < PRIMING_SECONDS:
+                return False
+        except OSError:
+            pass
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(str(os.getpid()), encoding="utf-8")
+        except OSError:
+            pass
     argv = [sys.executable, "-m", "memex.agents.mcp_front", "--prime"]
     if not hasattr(os, "fork"):
         import subprocess
