@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from memex.cli._common import PluginChoice, json_option, key_values, print_json
 from memex.plugins import AGENTS
 from memex.vault import ENV_VAR
+
+if TYPE_CHECKING:
+    from memex.agents.integrations import Setup
 
 
 def _vault_path(ctx: click.Context) -> str | None:
@@ -97,7 +100,7 @@ def _report(data: dict[str, Any], as_json: bool, title: str) -> None:
     key_values(data, title=title)
 
 
-def _setup(ctx: click.Context, where: str = "user") -> Any:
+def _setup(ctx: click.Context, where: str = "user") -> Setup:
     from memex.agents.integrations import Setup
 
     return Setup(_vault_path(ctx), user=where == "user", wired_vault=_wired_vault(ctx))
