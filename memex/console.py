@@ -6,7 +6,7 @@ for its tools. Loading the command line interface (click and every
 command's options) costs such a process more than answering does when the
 vault's warm server is up, so a plain hook call goes straight to
 :mod:`memex.agents.hook_client`, which loads nothing else unless it must,
-and a plain ``memex [--vault PATH] mcp`` to :func:`memex.agents.mcp_start.main`.
+and a plain ``memex [--vault PATH] mcp`` to :func:`memex.agents.mcp_front.main`.
 Any other command line, ``memex hook --help`` included, is the CLI's
 (:func:`memex.cli.run`).
 """
@@ -41,11 +41,13 @@ def run(argv: Sequence[str] | None = None) -> None:
 def _mcp(vault: str | None) -> None:
     import os
 
-    from memex.agents import mcp_start
+    from memex.agents import mcp_front
     from memex.errors import MemexError
 
     try:
-        mcp_start.main(vault or os.environ.get("MEMEX_VAULT") or None)
+        mcp_front.main(vault or os.environ.get("MEMEX_VAULT") or None)
     except MemexError as exc:  # as the CLI says it (docs/cli.md, "Every command")
         print(f"Error: {exc}", file=sys.stderr)
         sys.exit(1)
+    except KeyboardInterrupt:  # the agent stopped the server (SIGINT at its exit): no traceback,
+        os._exit(130)  # and no wait for the SDK's threads, which never end by themselves

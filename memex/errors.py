@@ -16,7 +16,8 @@ caller (the CLI, a hook, the MCP server) can catch one class at its edge::
     ├── LockTimeout          another process held the vault's write lock too long
     ├── WatcherRunning       another `memex watch` already watches this vault (carries .pid)
     ├── GitHistoryError      checking or rewriting the vault's git history failed (erase)
-    └── SyncError            `memex sync` cannot sync the team vault (no remote, a conflict, a rejected push)
+    ├── SyncError            `memex sync` cannot sync the team vault (no remote, a conflict, a rejected push)
+    └── PluginError          a plug-in (docs/plugins.md) cannot be loaded or failed; the message names it
 
 The CLI converts any of these to ``click.ClickException`` (one line, exit 1).
 """
@@ -113,3 +114,8 @@ class GitHistoryError(MemexError):
 
 class SyncError(MemexError):
     """``memex sync`` cannot go on; the message says what to do (docs/team.md)."""
+
+
+class PluginError(MemexError):
+    """A plug-in (memex/plugins.py) cannot be loaded, is not what its group
+    expects, or failed; the message names it and the package it came from."""

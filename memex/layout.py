@@ -139,16 +139,8 @@ class VaultPaths:
         return self.memex_dir / WRITE_LOCK_NAME
 
     @property
-    def erase_key(self) -> Path:
-        return self.memex_dir / ERASE_KEY_NAME
-
-    @property
     def erased_list(self) -> Path:
         return self.memex_dir / ERASED_LIST_NAME
-
-    @property
-    def erasure_log(self) -> Path:
-        return self.memex_dir / ERASURE_LOG_NAME
 
     @property
     def erase_key_id(self) -> Path:

@@ -88,12 +88,6 @@ def body_hash(text: str) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def sha256_hex(data: bytes | str) -> str:
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    return hashlib.sha256(data).hexdigest()
-
-
 def _cjk_bigrams(run: str) -> list[str]:
     if len(run) == 1:
         return [run]

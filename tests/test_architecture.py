@@ -32,7 +32,7 @@ DESIGN = PACKAGE.parent / "docs" / "design.md"
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", [
         "memex.errors", "memex.config", "memex.config_trust", "memex.faults", "memex.text", "memex.scopes",
-        "memex.layout", "memex.fields", "memex.distribution",
+        "memex.layout", "memex.fields", "memex.distribution", "memex.plugins",
     ]),
     ("files", ["memex.files"]),
     # The erased list is read at index time (the indexer refuses an erased

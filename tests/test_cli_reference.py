@@ -25,7 +25,7 @@ CLI_MD = ROOT / "docs" / "cli.md"
 # store.md and benchmarks.md are for people working on memex.)
 USER_PAGES = ["README.md"] + [f"docs/{name}.md" for name in (
     "cli", "index", "vault", "import", "agents", "openclaw", "context-engine", "watching", "forgetting",
-    "team", "postgres",
+    "team", "postgres", "plugins",
 )]
 NOT_PRODUCT = re.compile(
     r"\b[Ii]ssues? \d+|found from outside|\bengineers?\b|tests/test_\w+\.py|other branches", re.I)

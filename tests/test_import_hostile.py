@@ -183,6 +183,17 @@ def test_json_output_is_valid_whatever_the_file_names_and_texts(lexical_root: Pa
     assert data["created"] == 1 and data["failed"] == 1
 
 
+def test_a_text_that_is_not_unicode_fails_alone_when_the_vault_has_a_model(vault: Vault, tmp_path: Path) -> None:
+    """Found from outside: with a model, the import embeds ahead of the adds and
+    hashed the text first; a lone surrogate in an export (which the adds
+    refuse, one item) stopped the whole import with a traceback."""
+    export = tmp_path / "mem0.json"
+    export.write_text('[{"memory": "I like \\udce9 tea"}, {"memory": "I like green tea"}]', encoding="utf-8")
+    report = import_path(vault, export)
+    assert (report.created, report.failed) == (1, 1)
+    assert "not valid Unicode" in report.items[0]["reason"]
+
+
 # -- bounds on an export ---------------------------------------------------
 
 

@@ -69,7 +69,7 @@ def test_a_swapped_chinese_name_is_told_from_a_paraphrase(a: str, b: str, swappe
 
 
 def test_unknown_model_setting_names_the_choices(vault_root: Path) -> None:
-    with pytest.raises(ConfigError, match="'auto', 'multilingual', 'none' or a folder"):
+    with pytest.raises(ConfigError, match="'auto', 'multilingual', 'none', an installed model plug-in .* or a model folder"):
         embed.load_embedder("multilingul")
 
 

@@ -35,12 +35,14 @@ from pathlib import Path
 
 from memex.agents import warm_client
 from memex.agents.hook_event import (
-    CONTEXT_EVENTS, SYNC_ENV, Payload, after_answer_event, default_vault_path, error_line, explicit_vault,
-    parse_payload, split_vault_option,
+    CONTEXT_EVENTS, SYNC_ENV, WARM_AGENTS, Payload, after_answer_event, default_vault_path, error_line,
+    explicit_vault, parse_payload, split_vault_option,
 )
 from memex.errors import MemexError
 from memex.layout import is_vault
 
+# memex's own agents (memex.plugins.BUILTIN, named here without importing it):
+# a plug-in's hook goes through the full command line, which finds it.
 AGENTS = ("claude-code", "codex", "openclaw")
 VAULT_ENV = "MEMEX_VAULT"  # memex.vault.ENV_VAR, named here without importing the vault
 
@@ -78,7 +80,7 @@ def answer(agent: str, vault_path: str | None, payload_arg: str | None) -> int:
     except MemexError as exc:
         print(error_line(agent, str(exc)), file=sys.stderr)
         return 0
-    if agent != "openclaw" and is_vault(root):
+    if agent in WARM_AGENTS and is_vault(root):
         if after_answer_event(event) and detach(agent, vault_path, event):
             return 0
         if event.get("hook_event_name") in CONTEXT_EVENTS and ask_warm_server(agent, root, event):

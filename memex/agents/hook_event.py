@@ -30,6 +30,10 @@ CONTEXT_EVENTS = ("SessionStart", "UserPromptSubmit")
 AFTER_ANSWER_EVENTS = ("Stop", "PreCompact", "SessionEnd")
 # Codex's ``notify`` program payload (memex/agents/codex.py).
 NOTIFY_TYPE = "agent-turn-complete"
+# The agents whose events may be answered by the vault's warm server or done
+# after the hook has exited: their events are the ones named above. Another
+# agent's (OpenClaw's, a plug-in's) are answered in the hook's own process.
+WARM_AGENTS = ("claude-code", "codex")
 
 
 def default_vault_path() -> Path:

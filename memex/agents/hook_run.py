@@ -4,8 +4,8 @@
 this module only when it must run it here; the warm server imports it to
 answer the events hook processes send it. Either way the same adapter
 (:mod:`memex.agents.claude_code`, :mod:`memex.agents.codex`,
-:mod:`memex.agents.openclaw`) answers, so an answer does not depend on
-where it was computed.
+:mod:`memex.agents.openclaw`, or a plug-in's: memex/agents/integrations.py)
+answers, so an answer does not depend on where it was computed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memex.agents import hook_io, warm_client
-from memex.agents.hook_event import CONTEXT_EVENTS, SYNC_ENV, Payload
+from memex.agents.hook_event import CONTEXT_EVENTS, SYNC_ENV, WARM_AGENTS, Payload
 from memex.agents.hook_io import HookResult
 
 if TYPE_CHECKING:
@@ -27,40 +27,66 @@ if TYPE_CHECKING:
 
 
 def _handler(agent: str) -> Callable[[Vault, Payload], HookResult]:
-    from memex.agents import claude_code, codex, openclaw
+    """The agent integration's handler (memex/agents/integrations.py: memex's own or a plug-in's)."""
+    from memex.agents import integrations
 
-    handlers: dict[str, Callable[[Vault, Payload], HookResult]] = {
-        "claude-code": claude_code.handle, "codex": codex.handle, "openclaw": openclaw.handle,
-    }
-    return handlers[agent]
+    return integrations.hook_handler(agent)
 
 
 def run_here(agent: str, vault_path: str | None, event: Payload) -> int:
     """Answer ``event`` in this process (no warm server answered); exit status 0.
 
-    Once the answer is out, a session's events start the vault's warm
-    server when it is not up, so that the next ones are answered by it
-    (SessionStart does in a new session; a prompt does when the server
-    stopped after ``warm_seconds`` idle in a long session). Started after
-    the answer, its loading does not compete with this hook for the CPU.
+    A session's events start the vault's warm server when it is not up, so
+    that the next ones are answered by it: SessionStart before its own work
+    (the server loads beside it, and the session's first prompt, often sent
+    at once by a scripted agent, is more likely to find it up); a prompt, whose
+    server stopped after ``warm_seconds`` idle in a long session, once its
+    answer is out (not competing with it for the CPU).
     """
     opened: list[Vault] = []
+    name = event.get("hook_event_name") if agent in WARM_AGENTS else None
+    if name == "UserPromptSubmit":
+        # A prompt is always embedded; SessionStart only when the project has
+        # too few memories of its own, so it loads the model only then.
+        _model_head_start(vault_path)
 
     def handler() -> HookResult:
         vault = hook_io.hook_vault(vault_path, warm=True)
         opened.append(vault)
+        if name == "SessionStart":
+            _start_warm_server(vault)
         return _handler(agent)(vault, event)
 
     code = hook_io.run_hook(agent, handler, vault_path=vault_path)
     for vault in opened:
-        try:
-            if agent != "openclaw" and event.get("hook_event_name") in CONTEXT_EVENTS:
-                warm_client.start(vault)
-        except Exception:  # noqa: BLE001 - only a speed-up for later events
-            pass
-        finally:
-            vault.close()
+        if name == "UserPromptSubmit":
+            _start_warm_server(vault)
+        vault.close()
     return code
+
+
+def _start_warm_server(vault: Vault) -> None:
+    try:
+        warm_client.start(vault)
+    except Exception:  # noqa: BLE001 - only a speed-up for later events
+        pass
+
+
+def _model_head_start(vault_path: str | None) -> None:
+    """The prompt will be embedded: load the model beside the imports
+    (memex/embedding/headstart.py), unless the vault has no model."""
+    from memex.agents.hook_event import default_vault_path
+    from memex.config import load_config
+    from memex.embedding import headstart
+    from memex.layout import is_vault
+
+    root = Path(vault_path).expanduser() if vault_path else default_vault_path()
+    try:
+        setting = load_config(root).embedding_model if is_vault(root) else None
+    except Exception:  # noqa: BLE001 - the hook says what is wrong with the config
+        setting = None
+    if setting is not None:
+        headstart.start(setting)
 
 
 def run_detached(agent: str, vault_path: str | None, event: Payload) -> None:

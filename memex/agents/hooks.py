@@ -46,6 +46,7 @@ from memex.agents.hook_io import HookResult, Payload
 from memex.config import setting
 from memex.context import gate, inject
 from memex.context.archive import load_state
+from memex.context.assemble import recall_block
 from memex.errors import InvalidArgument
 from memex.search.hybrid import Hit
 from memex.vault import Vault
@@ -231,11 +232,10 @@ def user_prompt(vault: Vault, payload: Payload, agent: str) -> HookResult:
     if switch(vault, "auto_recall") and prompt.strip():
         scopes = recall_scopes(settings, hook_io.text_field(payload, "cwd"))
         # The hand-off note is read after the capture below: keep its share free.
-        answer = context.assemble(
-            vault, session, [{"role": "user", "content": prompt}], settings.context_window, scopes=scopes,
-            max_block_chars=fit.block_room(agent, tail=None), exclude=session_marks.shown(vault, agent, session),
+        block, _ = recall_block(
+            vault, session, prompt, scopes=scopes, max_block_chars=fit.block_room(agent, tail=None),
+            exclude=session_marks.shown(vault, agent, session),
         )
-        block = injected_block(answer)
         session_marks.mark_shown(vault, agent, session, inject.block_ids(block))
     if switch(vault, "auto_capture"):
         context.capture_keyword(vault, session, prompt, source="keyword", scope=settings.capture_scope)

@@ -11,7 +11,6 @@ the first call that needs them. Start-up figures: docs/benchmarks.md.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -51,29 +50,3 @@ def build_server(vault: Vault | Callable[[], Vault]) -> Any:
 
     return Server(SERVER_NAME, instructions=INSTRUCTIONS, version=version(), log_level="WARNING",
                   tools=strict_tools(tools))
-
-
-def serve(vault: Vault | Callable[[], Vault]) -> None:
-    """Run the stdio server until the client closes stdin."""
-    logging.getLogger("mcp").setLevel(logging.WARNING)
-    server = build_server(vault)
-    try:
-        server.run("stdio")
-    finally:
-        server.memex_tools.close()
-
-
-def main(vault_path: str | None) -> None:
-    """``memex [--vault PATH] mcp``: the vault named (it must exist), else the
-    default one (created on first use), opened once the tools are listed."""
-    from memex.agents.hook_event import explicit_vault
-
-    if vault_path:
-        explicit_vault(vault_path)  # a mistyped vault is said now, not at the first call
-
-    def open_vault() -> Vault:
-        from memex.agents import hook_io
-
-        return hook_io.hook_vault(vault_path)
-
-    serve(open_vault)

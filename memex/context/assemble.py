@@ -67,7 +67,7 @@ def assemble(
     if pattern is not None:
         return _result(messages, [], "skipped", f"session matches bypass pattern {pattern!r}")
     working = list(messages)
-    injected, recall_note = _recall(vault, working, settings, scopes, max_block_chars, exclude)
+    injected, recall_note, _ = _recall(vault, working, settings, scopes, max_block_chars, exclude)
     # Each message is counted once per call: counting dominates a long conversation.
     costs = message_costs(working)
     full_reason = _needs_full(vault, session, working, costs, token_budget)
@@ -76,6 +76,31 @@ def assemble(
         return _result(working, injected, mode, recall_note, sum(costs))
     trimmed, note = _full_context(vault, session, working, costs, token_budget)
     return _result(trimmed, injected, "full", f"{full_reason}; {note}; {recall_note}")
+
+
+def recall_block(
+    vault: Vault,
+    session: str,
+    prompt: str,
+    *,
+    scopes: Sequence[str] | None = None,
+    max_block_chars: int | None = None,
+    exclude: Collection[str] = (),
+) -> tuple[str, list[str]]:
+    """The ``<relevant-memories>`` block auto-recall would put before ``prompt``
+    in :func:`assemble`, and the ids shown in it (``""``, ``[]``: none).
+
+    For an agent's prompt hook, which adds context to a conversation the
+    agent keeps itself: nothing is counted or trimmed (counting the message
+    loaded a tokenizer, the largest part of a prompt hook's work that found
+    no warm server).
+    """
+    settings = load_settings(vault)
+    if bypassed(session, settings.bypass_session_patterns) is not None:
+        return "", []
+    working: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    injected, _, block = _recall(vault, working, settings, scopes, max_block_chars, exclude)
+    return (block, injected) if injected else ("", [])
 
 
 def _result(
@@ -90,19 +115,20 @@ def _result(
 def _recall(
     vault: Vault, working: list[dict[str, Any]], settings: ContextSettings, scopes: Sequence[str] | None,
     max_block_chars: int | None = None, exclude: Collection[str] = (),
-) -> tuple[list[str], str]:
-    """Inject memories into the latest user message of ``working`` (in place)."""
+) -> tuple[list[str], str, str]:
+    """Inject memories into the latest user message of ``working`` (in place):
+    the ids injected, why (or why not), and the block."""
     if not settings.auto_recall:
-        return [], "auto_recall is off"
+        return [], "auto_recall is off", ""
     if not working or working[-1].get("role") != "user" or is_tool_result_only(working[-1]):
-        return [], "latest message is not the user's"
+        return [], "latest message is not the user's", ""
     latest = working[-1]
     text = content_text(latest.get("content"))
     if has_block(text):
-        return [], "a relevant-memories block is already there"
+        return [], "a relevant-memories block is already there", ""
     query = strip_blocks(text)[-QUERY_CHARS:].strip()
     if not query:
-        return [], "latest user message has no text"
+        return [], "latest user message has no text", ""
     passes = gate.for_vault(vault, query, settings)
     earlier = frozenset(exclude)
     held_back: list[str] = []
@@ -120,11 +146,11 @@ def _recall(
     block = render_memories_block(hits, settings.recall_max_injected_chars, ceiling)
     if not block:
         if held_back and not hits:
-            return [], f"the {len(held_back)} memories past the gate were shown earlier in the session"
-        return [], f"no memory scored {settings.recall_score_threshold} or had a clear cosine"
+            return [], f"the {len(held_back)} memories past the gate were shown earlier in the session", ""
+        return [], f"no memory scored {settings.recall_score_threshold} or had a clear cosine", ""
     shown = [h.id for h in hits if f'id="{h.id}"' in block]
     working[-1] = prepend_block(latest, block)
-    return shown, f"injected {len(shown)} memories"
+    return shown, f"injected {len(shown)} memories", block
 
 
 def _summary_in_use(vault: Vault, session: str, messages: list[dict[str, Any]]) -> int:

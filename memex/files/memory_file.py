@@ -56,12 +56,6 @@ class MemoryFile:
     body: str = ""
     has_frontmatter: bool = True
 
-    def get_str(self, key: str) -> str | None:
-        value = self.meta.get(key)
-        if value is None:
-            return None
-        return str(value)
-
 
 # PyYAML composes nested nodes recursively, so a few thousand "[" in a small
 # file would raise RecursionError; frontmatter never needs this much depth.

@@ -84,10 +84,11 @@ def read_text(path: Path, where: Confinement) -> str:
 
 def markdown_files(
     root: Path, where: Confinement, limit: int | None = None, hidden_ok: tuple[str, ...] = (),
-    names: tuple[str, ...] = (), suffixes: tuple[str, ...] = (),
+    names: tuple[str, ...] = (), suffixes: tuple[str, ...] = (), markdown: bool = True,
 ) -> Iterator[Path]:
     """Markdown files under ``root`` (hidden files and folders skipped, but
-    ``hidden_ok`` folders), and files with one of ``names`` or ``suffixes``.
+    ``hidden_ok`` folders; with ``markdown`` False, no Markdown file for
+    being one), and files with one of ``names`` or ``suffixes``.
     Links to folders are not followed (os.walk's default); links to files are
     yielded, for :func:`read_text` to check."""
     count = 0
@@ -97,7 +98,7 @@ def markdown_files(
             if d not in SKIP_DIRS and (not d.startswith(".") or d in hidden_ok) and where.walked(folder, d)
         )
         for name in sorted(files):
-            markdown_file = name.lower().endswith((".md", ".markdown")) and not name.startswith(".")
+            markdown_file = markdown and name.lower().endswith((".md", ".markdown")) and not name.startswith(".")
             if markdown_file or name in names or (suffixes and name.lower().endswith(suffixes)):
                 yield Path(folder) / name
                 count += 1

@@ -23,7 +23,7 @@ from memex.files import permissions
 from memex.config import setting
 from memex.errors import ConfigError
 from memex.files.locking import try_file_lock
-from memex.layout import WATCH_LOCK_NAME, WATCH_STATE_NAME
+from memex.layout import VaultPaths
 from memex.files.writers import pid_alive as pid_alive  # re-exported: status and the watcher use it
 
 if TYPE_CHECKING:
@@ -65,11 +65,11 @@ def settings_for(vault: Vault, **overrides: Any) -> WatchSettings:
 
 
 def state_path(memex_dir: Path) -> Path:
-    return memex_dir / WATCH_STATE_NAME
+    return VaultPaths(memex_dir.parent).watch_state
 
 
 def lock_path(memex_dir: Path) -> Path:
-    return memex_dir / WATCH_LOCK_NAME
+    return VaultPaths(memex_dir.parent).watch_lock
 
 
 def iso(ts: float) -> str:
@@ -84,9 +84,10 @@ def write_state(memex_dir: Path, data: dict[str, Any]) -> None:
     fsync: the heartbeat is rewritten every few seconds, and a lost one after
     a power cut only makes the watcher look stopped, which it then is.
     """
-    tmp = memex_dir / (WATCH_STATE_NAME + ".tmp")
+    final = state_path(memex_dir)
+    tmp = final.with_name(final.name + ".tmp")
     permissions.write_private(tmp, json.dumps(data, indent=2, sort_keys=True))
-    os.replace(tmp, state_path(memex_dir))
+    os.replace(tmp, final)
 
 
 def read_state(memex_dir: Path) -> dict[str, Any] | None:
