@@ -28,6 +28,7 @@ from memex.index import vecmatrix
 from memex.store import IndexStore
 from memex.store.memories import Filters as Filters  # re-exported: search and list narrow alike
 from memex.store.memories import MemoryRow
+from memex.store.facts import Facts
 from memex.store.sqlite import as_store
 from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in memex.search.fusion)
     DEFAULT_FUSION,
@@ -114,6 +115,9 @@ class Candidates:
     semantic: dict[int, float]
     use_vectors: bool
     model_id: str | None = None
+    # Ranking's facts of the candidates, when they were read with the filters
+    # (one look-up per candidate, not two); None: read them for the blend.
+    facts: dict[int, Facts] | None = None
 
 
 def candidates(
@@ -138,6 +142,7 @@ def candidates(
             qvec = embed.embed_queries(embedder, [query])[0]
         # One look at the in-process copy per search (None: ask the store).
         matrix = vecmatrix.for_connection(conn) if isinstance(conn, apsw.Connection) else None
+    known: dict[int, Facts] | None = None
     if filters.narrowing:
         lexical = store.fts_top_passing(query, filters, k)
         semantic = _narrowed_semantic(store, matrix, qvec, filters, k) if qvec is not None and use_vectors else {}
@@ -151,15 +156,16 @@ def candidates(
         sims: dict[int, float] = {}
         if use_vectors and qvec is not None:
             sims = matrix.nearest(qvec, k) if matrix is not None else store.knn(embed.to_blob(qvec), k)
-        keep = store.passing(list(dict.fromkeys([r for r, _ in top] + list(sims))), filters)
-        found = [(r, score) for r, score in top if r in keep][:k]
+        # Which pass the filters, read with ranking's facts in one statement.
+        known = store.facts(list(dict.fromkeys([r for r, _ in top] + list(sims))), density=False, filters=filters)
+        found = [(r, score) for r, score in top if r in known][:k]
         lexical = dict(found) if len(found) >= k or len(top) < 2 * k else store.fts_top_passing(query, filters, k)
-        semantic = {r: s for r, s in sims.items() if r in keep}
+        semantic = {r: s for r, s in sims.items() if r in known}
     if not use_vectors or qvec is None or embedder is None:
-        return Candidates(lexical, {}, False)
+        return Candidates(lexical, {}, False, facts=known)
     missing = [r for r in lexical if r not in semantic]
     semantic.update(_fill_semantic(store, matrix, qvec, missing))
-    return Candidates(lexical, semantic, True, embedder.model_id)
+    return Candidates(lexical, semantic, True, embedder.model_id, known)
 
 
 def _below_replacements(store: IndexStore, rows: dict[int, MemoryRow], scores: dict[int, float]) -> None:
@@ -199,13 +205,23 @@ def search(
     blend = fuse(found.lexical, found.semantic, fusion, found.use_vectors)
     if not blend:
         return []
-    scores = rank(blend, store.facts(list(blend), density=bool(fusion.density_penalty)), fusion)
+    scores = rank(blend, _facts(store, found, list(blend), bool(fusion.density_penalty)), fusion)
     # The floor may drop some: keep a margin. Ties break on the memory id, so a
     # rebuilt index (new rowids) ranks alike; only the best few need their rows.
     rows = store.rows_by_rowids(shortlist(scores, limit * 3 if floor else limit))
     if filters.include_superseded:
         _below_replacements(store, rows, scores)
     return ranked_hits(query, scores, rows, found.lexical, found.semantic, limit, floor, calibration)
+
+
+def _facts(store: IndexStore, found: Candidates, rowids: list[int], density: bool) -> dict[int, Facts]:
+    """Ranking's facts of the blend's memories: those read with the candidates, the rest (and any density) now."""
+    if found.facts is None or density:
+        return store.facts(rowids, density=density)
+    known = found.facts
+    missing = [r for r in rowids if r not in known]
+    got = store.facts(missing, density=False) if missing else {}
+    return {r: known[r] if r in known else got[r] for r in rowids if r in known or r in got}
 
 
 def shortlist(scores: dict[int, float], want: int) -> list[int]:

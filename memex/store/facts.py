@@ -24,12 +24,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import apsw
 
 from memex.store import density as densities
 from memex.text import asks_question
+
+if TYPE_CHECKING:  # memories imports this module
+    from memex.store.memories import Filters
 
 _BATCH = 500  # values per IN (...) list
 
@@ -139,16 +142,21 @@ def asking(rows: Iterable[tuple[Any, Any]]) -> list[tuple[int, int]]:
     return [(1, int(r)) for r, body in rows if asks_question(str(body))]
 
 
-def facts(conn: apsw.Connection, rowids: Sequence[int], density: bool = True) -> dict[int, Facts]:
-    """The facts of each of ``rowids`` that is a memory (``density``: read it too)."""
+def facts(
+    conn: apsw.Connection, rowids: Sequence[int], density: bool = True, filters: Filters | None = None,
+) -> dict[int, Facts]:
+    """The facts of each of ``rowids`` that is a memory (``density``: read it
+    too; ``filters``: of those that pass them, in the same statement: search
+    looks each candidate up once)."""
     out: dict[int, Facts] = {}
     wanted = list(dict.fromkeys(rowids))
+    where, params = filters.sql() if filters is not None else ("1", [])
     for start in range(0, len(wanted), _BATCH):
         part = wanted[start : start + _BATCH]
         dense = densities.densities(conn, part) if density else {}
         for rowid, asks, before, after in conn.execute(
-            "SELECT rowid, asks, before_rowid, after_rowid FROM memories "
-            f"WHERE rowid IN ({','.join('?' * len(part))})", part,
+            "SELECT m.rowid, m.asks, m.before_rowid, m.after_rowid FROM memories m "
+            f"WHERE m.rowid IN ({','.join('?' * len(part))}) AND {where}", (*part, *params),
         ):
             out[int(rowid)] = Facts(bool(asks), None if before is None else int(before),
                                     None if after is None else int(after), dense.get(int(rowid)))

@@ -167,10 +167,11 @@ class IndexStore(Protocol):
 
     def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]: ...
 
-    def facts(self, rowids: Sequence[int], density: bool = True) -> dict[int, Facts]:
+    def facts(self, rowids: Sequence[int], density: bool = True, filters: Filters | None = None) -> dict[int, Facts]:
         """What ranking needs about each memory, as the index keeps it: does it
         ask a question, which memories are beside it in its session, and (with
-        ``density``) its density (memex/store/facts.py)."""
+        ``density``) its density (memex/store/facts.py); with ``filters``, of
+        the memories that pass them only."""
         ...
 
     def memory_count(self) -> int:

@@ -219,8 +219,8 @@ class PgStore:
     def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]:
         return reads.body_vectors(self.conn, rowids)
 
-    def facts(self, rowids: Sequence[int], density: bool = True) -> dict[int, Facts]:
-        return pgquery.facts(self.conn, rowids, density)
+    def facts(self, rowids: Sequence[int], density: bool = True, filters: Filters | None = None) -> dict[int, Facts]:
+        return pgquery.facts(self.conn, rowids, density, filters)
 
     def memory_count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM memories").fetchone()[0])
