@@ -24,15 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import apsw
 
 from memex.store import density as densities
 from memex.text import asks_question
-
-if TYPE_CHECKING:  # memories imports this module
-    from memex.store.memories import Filters
 
 _BATCH = 500  # values per IN (...) list
 
@@ -143,14 +140,15 @@ def asking(rows: Iterable[tuple[Any, Any]]) -> list[tuple[int, int]]:
 
 
 def facts(
-    conn: apsw.Connection, rowids: Sequence[int], density: bool = True, filters: Filters | None = None,
+    conn: apsw.Connection, rowids: Sequence[int], density: bool = True,
+    where: str = "1", params: Sequence[object] = (),
 ) -> dict[int, Facts]:
     """The facts of each of ``rowids`` that is a memory (``density``: read it
-    too; ``filters``: of those that pass them, in the same statement: search
-    looks each candidate up once)."""
+    too; ``where``: of those that pass a filter's SQL on ``memories m`` (the
+    store's ``Filters.sql()``), in the same statement: search looks each
+    candidate up once)."""
     out: dict[int, Facts] = {}
     wanted = list(dict.fromkeys(rowids))
-    where, params = filters.sql() if filters is not None else ("1", [])
     for start in range(0, len(wanted), _BATCH):
         part = wanted[start : start + _BATCH]
         dense = densities.densities(conn, part) if density else {}

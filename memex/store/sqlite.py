@@ -174,7 +174,8 @@ class SqliteStore:
         return vectors.body_vectors(self.conn, rowids)
 
     def facts(self, rowids: Sequence[int], density: bool = True, filters: Filters | None = None) -> dict[int, Facts]:
-        return facts.facts(self.conn, rowids, density, filters)
+        where, params = filters.sql() if filters is not None else ("1", [])
+        return facts.facts(self.conn, rowids, density, where, params)
 
     def memory_count(self) -> int:
         return queries.memory_count(self.conn)
