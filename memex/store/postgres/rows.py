@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from memex import text
 from memex.embedding import embed
 from memex.index import graph
+from memex.store import facts
 from memex.store.cache import body_cache_keys
 from memex.store.purge import PurgeCounts
 from memex.records import Record
@@ -75,6 +76,7 @@ def upsert(
         ).fetchone()
         outcome = "updated"
     postings.retune(conn, int(totals[0]), int(totals[1]), float(totals[2]))
+    facts.written(conn.execute, facts.POSTGRES, rowid, rec.body)
     if vectors is not None:
         old_keys = vector_cache_keys(conn, rowid) if old is not None else set()
         body_blob, chunk_pairs = vectors
@@ -144,6 +146,7 @@ def purge_memory(conn: PgConnection, memory_rowid: int) -> PurgeCounts:
     counts.vectors, counts.chunks, counts.chunk_vectors = delete_vectors(conn, memory_rowid)
     counts.relations, counts.entities = unlink_memory(conn, memory_rowid)
     counts.usage = int(conn.execute("DELETE FROM usage WHERE memory_id = %s", (memory_id,)).rowcount)
+    facts.unlink(conn.execute, facts.POSTGRES, memory_rowid)  # its neighbours now face each other
     conn.execute("DELETE FROM memories WHERE rowid = %s", (memory_rowid,))
     conn.execute("UPDATE fts_totals SET docs = docs - 1, tokens = tokens - %s", (length,))
     counts.memories = counts.fts_rows = 1
