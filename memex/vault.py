@@ -350,7 +350,8 @@ class Vault:
         # Query vectors come from an in-process LRU, not the index's cache:
         # a search takes no write lock and does not grow the index.
         qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
-        hits = self._hide_erased(_search(self.backend, self.embedder, query, limit, filters, qvec, floor))
+        found = search(self.backend.lookup, self.embedder, query, limit, filters, qvec, floor=floor)
+        hits = self._hide_erased(found)
         decay.annotate_from(self.backend.last_accesses, hits, decay.load_policy(self.config))
         return hits
 
@@ -439,16 +440,3 @@ class Vault:
             confidence=confidence, entities=entities, extra=extra, supersedes=supersedes, allow_erased=allow_erased,
         )
 
-
-def _search(
-    backend: Backend, embedder: embed.Embedder | None, query: str, limit: int, filters: Filters,
-    qvec: np.ndarray | None, floor: bool,
-) -> builtins.list[Hit]:
-    if backend.shared:  # until the one hybrid search reads the candidates of every backend
-        from memex.search.postgres import search as shared_search
-        from memex.store.postgres.store import PgStore
-
-        store = backend.store
-        assert isinstance(store, PgStore)
-        return shared_search(store.conn, embedder, query, limit, filters, qvec, floor)
-    return search(backend.lookup, embedder, query, limit, filters, qvec, floor=floor)

@@ -244,7 +244,7 @@ def test_the_in_process_vector_copy_gives_the_same_decisions_as_sqlite_vec(
     import json
 
     from memex.dedup import pipeline
-    from memex.index import vecmatrix
+    from memex.store import vecmatrix
 
     vault = model_vault
     if vault.backend.shared:
