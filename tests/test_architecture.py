@@ -38,8 +38,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     # The erased list is read at index time (the indexer refuses an erased
     # body), so it sits with the index although the erase package holds it,
     # with the journals it is read through and their spare copies.
-    ("index", ["memex.store", "memex.index", "memex.embedding", "memex.records", "memex.erase.erased_list",
-               "memex.erase.mirror", "memex.erase.spare", "memex.erase.pending"]),
+    ("index", ["memex.store", "memex.index", "memex.embedding", "memex.records", "memex.erased.erased_list",
+               "memex.erased.mirror", "memex.erased.spare", "memex.erased.pending"]),
     ("search, dedup", ["memex.search", "memex.dedup.pipeline", "memex.dedup.values", "memex.dedup.wording", "memex.dedup.numerals", "memex.dedup.symmetric", "memex.dedup.cjk"]),
     ("core", ["memex.vault", "memex.adding", "memex.decay", "memex.meta_edit", "memex.ids"]),
     ("features", [
@@ -173,7 +173,7 @@ def load_time_imports(path: Path) -> set[str]:
 def test_loading_a_package_runs_nothing_above_its_modules() -> None:
     """Importing ``memex.a.b`` runs ``memex/a/__init__.py`` first: that file
     must import nothing above the lowest of the package's modules (the
-    indexer imports ``memex.erase.erased_list``; if ``memex/erase/__init__``
+    indexer imports ``memex.erased.erased_list``; if ``memex/erase/__init__``
     loaded the erase steps, that would run the indexer's importers back up)."""
     graph = import_graph()
     found = modules()

@@ -29,11 +29,12 @@ from memex.dedup.wording import (
     differs_in_opposites,
     differs_in_polarity,
     differs_in_relation,
+    possessive,
+    stem,
     substitutes_one_word,
     substitution_units,
     swaps_roles,
 )
-from memex.text import possessive, stem
 
 # Numbers with optional decimals, units glued on (12.5N, 15ms, 3x), versions
 # (v1.2.3, 3.11), dates (2026-11-30, 30/11/2026) and times (10:30).

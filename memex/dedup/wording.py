@@ -19,7 +19,9 @@ import re
 import unicodedata
 
 from memex.dedup.numerals import bounds, strip_bounds
-from memex.text import HAN_RANGES, is_han, possessive, stem
+from memex.text import HAN_RANGES, is_han
+from memex.text import possessive as possessive  # dedup's guards take these from here
+from memex.text import stem as stem
 
 
 _ASCII_WORD = re.compile(r"[a-z0-9](?:[a-z0-9_+#-]|\.(?=[a-z0-9]))*")

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from memex import layout
 from memex.config import load_config, setting
 from memex.config_trust import machine_settings_in
-from memex.erase import erased_list
+from memex.erased import erased_list
 from memex.errors import ConfigError, MemexError, SyncError
 from memex.files import permissions
 from memex.files.locking import file_lock
@@ -174,7 +174,7 @@ def _reach_shared_index(vault: Vault, dry_run: bool) -> None:
     if dry_run or vault.config.index_backend != "postgres":
         return
     try:
-        vault.shared_index  # also finishes the erasures journaled for it (memex/erase/pending.py)
+        vault.shared_index  # also finishes the erasures journaled for it (memex/erased/pending.py)
     except MemexError as exc:
         raise SyncError(f"{exc}; nothing was synced: run `memex sync` again when the server can be reached") from exc
 
