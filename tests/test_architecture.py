@@ -48,8 +48,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ]),
     ("context, importers, agents", ["memex.context", "memex.importers", "memex.agents"]),
     # The package root is the public API (it re-exports from the core);
-    # `python -m memex.context` is an entry point that runs the CLI.
-    ("cli", ["memex.cli", "memex.console", "memex.demo", "memex.context.__main__", "memex"]),
+    ("cli", ["memex.cli", "memex.console", "memex.demo", "memex"]),
 ]
 
 
