@@ -44,7 +44,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("core", ["memex.vault", "memex.adding", "memex.decay", "memex.meta_edit", "memex.ids"]),
     ("features", [
         "memex.consolidation", "memex.erase", "memex.watch", "memex.health",
-        "memex.dedup.cleanup", "memex.dedup.supersede", "memex.dedup.handoff", "memex.team",
+        "memex.team",
     ]),
     ("context, importers, agents", ["memex.context", "memex.importers", "memex.agents"]),
     # The package root is the public API (it re-exports from the core);

@@ -185,7 +185,7 @@ def _message(what: str) -> str:
 
 def _settle_tree(vault: Vault, report: SyncReport, state: dict[str, Any]) -> bool:
     """Reindex, apply teammates' erasures, retire exact duplicates; True when something was erased."""
-    from memex.dedup.cleanup import dedup_existing
+    from memex.consolidation.cleanup import dedup_existing
 
     # git writes what it pulls with the umask's modes (0644 files, 0755
     # folders); a vault is private to its user (docs/write-path.md).
