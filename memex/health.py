@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memex.dedup.cjk import cosine_trusted
-from memex.erase import erased_list, mirror, pending
+from memex.erased import erased_list, mirror, pending
 from memex.distribution import install_hint
 from memex.errors import MemexError, MemoryFileError
 from memex.files import orphans
@@ -42,7 +42,7 @@ class Drift:
     # "PATH: N line(s)" this clone wrote that they lack; --fix appends them again.
     behind: list[str] = field(default_factory=list)
     # Erasures a store (an index other clones share) has not taken yet, and what
-    # it still holds of them (memex/erase/pending.py); --fix finishes them when it
+    # it still holds of them (memex/erased/pending.py); --fix finishes them when it
     # reaches the store, as any command that reaches it does.
     unfinished_erasures: list[str] = field(default_factory=list)
 
@@ -146,7 +146,7 @@ def _unembedded_elsewhere(vault: Vault, rows: dict[str, SyncRow], on_disk: Colle
 
 
 def _unfinished(vault: Vault, report: Drift, why: str) -> bool:
-    """Name each erasure the shared index has not taken yet (memex/erase/pending.py); True if any."""
+    """Name each erasure the shared index has not taken yet (memex/erased/pending.py); True if any."""
     name = vault.backend.target
     waiting = [] if name is None else pending.outstanding(vault.memex_dir, name)
     for entry in waiting:
@@ -159,7 +159,7 @@ def _unfinished(vault: Vault, report: Drift, why: str) -> bool:
 
 def _shared_unfinished(vault: Vault, report: Drift) -> bool:
     """What a shared index (reaching it finished the erasures journaled for it:
-    memex/erase/pending.py) still holds that was erased; False when there is none."""
+    memex/erased/pending.py) still holds that was erased; False when there is none."""
     backend = vault.backend
     name = backend.target
     if name is None:

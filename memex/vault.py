@@ -40,7 +40,7 @@ from memex.store.backends import open_backend
 from memex.store.memories import MemoryRow
 from memex.store.schema import locked_txn, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
-from memex.erase import erased_list, pending
+from memex.erased import erased_list, pending
 from memex.index.guard import hide_erased
 from memex.index.indexer import Indexer
 from memex.index.sync_run import Progress, SyncReport
@@ -189,7 +189,7 @@ class Vault:
         return self.backend.local
 
     def _finish_erasures(self, backend: Backend) -> None:
-        """On first reaching a shared index: the erasures journaled for it (memex/erase/pending.py)."""
+        """On first reaching a shared index: the erasures journaled for it (memex/erased/pending.py)."""
         if backend.target is not None:
             pending.finish_on_connect(self.memex_dir, backend.target, backend.purge)
 
@@ -323,7 +323,7 @@ class Vault:
 
     def _hide_erased(self, hits: builtins.list[Hit]) -> builtins.list[Hit]:
         """``hits`` without what was erased: on an index other clones write, row by row (their
-        erasures may not be purged there yet: memex/erase/pending.py); on this clone's own, only
+        erasures may not be purged there yet: memex/erased/pending.py); on this clone's own, only
         while a restored old index.db may hold erased rows (memex/index/guard.py)."""
         if self.backend.shared:
             return pending.hide(self._erased, hits)
@@ -398,7 +398,7 @@ class Vault:
 
         scrub_if_pending(self.conn)
         backend = self.backend
-        if backend.target is not None:  # what the erased list holds and the shared index still has (erase/pending.py)
+        if backend.target is not None:  # what the erased list holds and the shared index still has (erased/pending.py)
             report.removed += len(pending.sweep(backend.local, backend.store, self._erased, backend.target,
                                                 backend.purge))
         return report
@@ -429,7 +429,7 @@ class Vault:
         """Store a memory unless the dedup pipeline finds it is already known.
 
         A body that was erased before is refused (method "erased") unless
-        ``allow_erased`` (docs/forgetting.md, memex/erase/erased_list.py). A body the index
+        ``allow_erased`` (docs/forgetting.md, memex/erased/erased_list.py). A body the index
         would never hold (over ``[index] max_file_bytes``, a NUL byte) raises
         InvalidArgument and nothing is written. See memex/adding.py.
         """

@@ -34,7 +34,6 @@ from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in
     calibration_for,
     fusion_for,
     fuse,
-    has_cjk,
     rank,
     relevant,
 )

@@ -12,7 +12,7 @@ capabilities, not names:
 - :attr:`Backend.shared` says whether other clones write the index too (reads
   then hide, row by row, what this clone's erased list holds);
 - :attr:`Backend.target` names the store besides this clone's index that an
-  erasure must purge (journaled under that name, memex/erase/pending.py), and
+  erasure must purge (journaled under that name, memex/erased/pending.py), and
   :meth:`Backend.purge` purges it.
 
 This class is the SQLite index alone (``.memex/index.db``): its store and its
@@ -37,11 +37,11 @@ from memex.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
     from memex.config import Config
-    from memex.embedding.embed import Embedder
 
-# What a vault hands its backend: the embedding model, asked for only when the
-# shared index first connects (loading it is slow), and what to run then.
-EmbedderFn = Callable[[], "Embedder | None"]
+# What a vault hands its backend: the embedding model (an ``Embedder`` or None:
+# typed loosely, as the store sits below memex.embedding), asked for only when
+# the shared index first connects (loading it is slow), and what to run then.
+EmbedderFn = Callable[[], Any]
 ConnectFn = Callable[["Backend"], None]
 
 
@@ -52,7 +52,7 @@ class Backend:
     name = "sqlite"
     #: Other clones write this index too: reads hide what this clone's erased list holds, row by row.
     shared = False
-    #: The store an erasure must purge besides this clone's index (memex/erase/pending.py); None: none.
+    #: The store an erasure must purge besides this clone's index (memex/erased/pending.py); None: none.
     target: str | None = None
 
     def __init__(self, index_path: Path) -> None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from memex.store.postgres.vault_index import PgErasure, PgVaultIndex
 
 
-# How an erasure journals this store (memex/erase/pending.py): by identity, not by URL, which may hold secrets.
+# How an erasure journals this store (memex/erased/pending.py): by identity, not by URL, which may hold secrets.
 PREFIX = "postgres:"
 DESCRIPTION = "the PostgreSQL index ([index] url)"
 
