@@ -31,14 +31,12 @@ from __future__ import annotations
 import functools
 import re
 
-from memex.dedup.wording import stem
 from memex.embedding import profiles
 from memex.embedding.profiles import FALLBACK_CALIBRATION as FALLBACK_CALIBRATION
 from memex.embedding.tuning import Calibration as Calibration
 from memex.embedding.tuning import Fusion as Fusion
-from memex.embedding.tuning import has_cjk as has_cjk
 from memex.store.facts import Facts
-from memex.text import content_tokens
+from memex.text import content_tokens, has_cjk, stem
 
 # Views of the profiles' table, by model id (what search and the eval scripts look up).
 CALIBRATIONS: dict[str, Calibration] = {m: p.calibration for m, p in profiles.PROFILES.items()}

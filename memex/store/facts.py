@@ -139,22 +139,16 @@ def asking(rows: Iterable[tuple[Any, Any]]) -> list[tuple[int, int]]:
     return [(1, int(r)) for r, body in rows if asks_question(str(body))]
 
 
-def facts(
-    conn: apsw.Connection, rowids: Sequence[int], density: bool = True,
-    where: str = "1", params: Sequence[object] = (),
-) -> dict[int, Facts]:
-    """The facts of each of ``rowids`` that is a memory (``density``: read it
-    too; ``where``: of those that pass a filter's SQL on ``memories m`` (the
-    store's ``Filters.sql()``), in the same statement: search looks each
-    candidate up once)."""
+def facts(conn: apsw.Connection, rowids: Sequence[int], density: bool = True) -> dict[int, Facts]:
+    """The facts of each of ``rowids`` that is a memory (``density``: read it too)."""
     out: dict[int, Facts] = {}
     wanted = list(dict.fromkeys(rowids))
     for start in range(0, len(wanted), _BATCH):
         part = wanted[start : start + _BATCH]
         dense = densities.densities(conn, part) if density else {}
         for rowid, asks, before, after in conn.execute(
-            "SELECT m.rowid, m.asks, m.before_rowid, m.after_rowid FROM memories m "
-            f"WHERE m.rowid IN ({','.join('?' * len(part))}) AND {where}", (*part, *params),
+            "SELECT rowid, asks, before_rowid, after_rowid FROM memories "
+            f"WHERE rowid IN ({','.join('?' * len(part))})", part,
         ):
             out[int(rowid)] = Facts(bool(asks), None if before is None else int(before),
                                     None if after is None else int(after), dense.get(int(rowid)))

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from memex import text
-from memex.embedding import embed
 from memex.records import Record
 from memex.store import facts
 from memex.store.postgres import density, lexemes, postings, schema
@@ -64,7 +63,7 @@ def load(
             with cur.copy("COPY embedding_cache (model, text_hash, vector) FROM STDIN (FORMAT BINARY)") as copy:
                 copy.set_types(["text", "text", "bytea"])
                 for rec, blob in rows:
-                    copy.write_row((model, embed.text_key(rec.embed_text), blob))
+                    copy.write_row((model, text.text_key(rec.embed_text), blob))
         density.stale(conn)  # vectors written without notes: finish computes every list
         n = len(rows)
     return n

@@ -136,17 +136,13 @@ def last_accesses(conn: PgConnection, ids: Iterable[str]) -> dict[str, str | Non
     }
 
 
-def facts(
-    conn: PgConnection, rowids: Sequence[int], with_density: bool = True, filters: Filters | None = None,
-) -> dict[int, Facts]:
+def facts(conn: PgConnection, rowids: Sequence[int], with_density: bool = True) -> dict[int, Facts]:
     """What ranking needs about each memory, as :func:`memex.store.facts.facts` reads it from SQLite."""
     wanted = list(dict.fromkeys(int(r) for r in rowids))
     if not wanted:
         return {}
     dense = density.densities(conn, wanted) if with_density else {}
-    where, params = PgFilters(filters).sql() if filters is not None else ("TRUE", [])
-    rows = conn.execute("SELECT m.rowid, m.asks, m.before_rowid, m.after_rowid FROM memories m "
-                        f"WHERE m.rowid = ANY(%s) AND {where}", (wanted, *params))
+    rows = conn.execute("SELECT rowid, asks, before_rowid, after_rowid FROM memories WHERE rowid = ANY(%s)", (wanted,))
     return {int(r): Facts(bool(asks), None if before is None else int(before), None if after is None else int(after),
                           dense.get(int(r)))
             for r, asks, before, after in rows}
