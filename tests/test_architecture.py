@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     # with the journals it is read through and their spare copies.
     ("index", ["memex.store", "memex.index", "memex.embedding", "memex.records", "memex.erase.erased_list",
                "memex.erase.mirror", "memex.erase.spare"]),
-    ("search, dedup", ["memex.search", "memex.dedup.pipeline", "memex.dedup.values", "memex.dedup.wording", "memex.dedup.numerals", "memex.dedup.symmetric", "memex.dedup.cjk"]),
+    ("search, dedup", ["memex.search", "memex.dedup.pipeline", "memex.dedup.values", "memex.dedup.wording", "memex.dedup.numerals", "memex.dedup.symmetric", "memex.dedup.cjk", "memex.dedup.subject"]),
     ("core", ["memex.vault", "memex.adding", "memex.decay", "memex.meta_edit"]),
     ("features", [
         "memex.consolidation", "memex.erase", "memex.watch", "memex.health",
