@@ -331,14 +331,16 @@ def test_noisy_session_through_add_folds_only_what_a_representative_carries(mode
 
     facts = {"git-hooks": texts_of("git-hooks"), "build-lock": texts_of("build-lock"),
              "db-migrations": texts_of("db-migrations")}
+    added = 0
     for bodies in facts.values():
         for body in bodies:
             model_vault.add(body, session="noisy", category="observation")
+            added += 1
     model_vault.add("The frontend bundle is built with Vite", session="noisy", category="observation")
-    report = consolidate(model_vault, "noisy")
+    consolidate(model_vault, "noisy")
     visible = model_vault.list(session="noisy")
     everything = model_vault.list(session="noisy", include_superseded=True)
-    assert report.superseded_count >= 1 and len(visible) < len(everything)
+    assert len(visible) < added + 1  # add-time dedup and consolidation folded some
     shown = {h.id: h.body for h in visible}
     hidden = [h for h in everything if h.status == "superseded"]
     # Every hidden one points at a visible representative that carries it.

@@ -49,7 +49,7 @@ _LABELS = frozenset(
 # made only of them ("Thanks, Evan! I really appreciate it.") repeats
 # nothing a later question could need.
 _PHATIC = frozenset(
-    stem(w)
+    w
     for w in """hey hi hello hiya yo bye goodbye cheers later soon ya thanks thank thx appreciate
     appreciated grateful yes yeah yep yup sure definitely absolutely totally indeed agreed agree
     okay ok alright exactly wow cool great awesome amazing nice good glad fantastic wonderful
@@ -58,10 +58,14 @@ _PHATIC = frozenset(
 ) | frozenset(
     # Emphasis: "run the whole test suite before every single commit" says
     # what "run the test suite before every commit" says.
-    stem(w) for w in "whole entire single every very quite just actually simply basically literally truly".split()
+    "whole entire single every very quite just actually simply basically literally truly".split()
 ) | frozenset(
     # Modal verbs frame a statement ("must not use" / "do not use").
-    stem(w) for w in "must shall might may".split()
+    "must shall might may".split()
+) | frozenset(
+    # Inflections of the words above (compared as written, not stemmed:
+    # "lovely" and "love" share a stem).
+    "thanked thanking appreciates appreciating".split()
 )
 # Set phrases of the same kind, taken out before the words are read: their
 # words ("see", "take", "wait", "support", "one") say something elsewhere.
@@ -119,6 +123,7 @@ _SECOND_PERSON = re.compile(r"\b(?:you|you're|you've|you'd|you'll)\b", re.IGNORE
 # "api.example.com" are not split), or at a line break.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[^\W\d_]+")
+_INTERROGATIVE = re.compile(r"\b(?:what|where|when|who|whom|whose|why|how|which)\b")
 
 
 def speaker(text: str) -> str | None:
@@ -153,9 +158,8 @@ def _content(text: str) -> frozenset[str]:
         head = tok.split("'")[0]
         if "'" in tok and (head in STOPWORDS or head in _FUNCTION_HEADS):
             continue
-        s = stem(tok)
-        if s not in _PHATIC and tok not in _PHATIC:
-            out.add(s)
+        if tok not in _PHATIC:
+            out.add(stem(tok))
     return frozenset(out)
 
 
@@ -172,9 +176,12 @@ def parts(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
     asks = False
     for sentence in _SENTENCE_END.split(body(text)):
         if sentence.rstrip().endswith("?"):
-            if _WORD.search(_PHATIC_PHRASES.sub(" ", sentence)):
+            rest = _PHATIC_PHRASES.sub(" ", sentence)
+            if _WORD.search(rest):
                 asks = True
-                asked |= _content(sentence)
+                # What a question asks is in its question word too: "Where
+                # is it?" is not "Who is this letter from?".
+                asked |= _content(sentence) | set(_INTERROGATIVE.findall(rest.lower()))
         else:
             stated |= _content(sentence)
     return frozenset(stated), frozenset(asked), asks
@@ -186,11 +193,12 @@ def words(text: str) -> frozenset[str]:
     return stated | asked
 
 
-# Two stems share a word when one begins the other ("repo" / "repository",
-# "embedd" / "embedding", "commit" / "committ") or they begin alike for
+# Two stems share a word when one begins the other ("embedd" /
+# "embedding", "commit" / "committ"; five letters at least: "help" is not
+# "helpful") or they begin alike for
 # long enough ("allergy" / "allergic"): the crude stemmer leaves such
 # pairs apart.
-_SHARED_START = 4
+_SHARED_START = 5
 _SHARED_ROOT = 6
 
 
@@ -254,6 +262,7 @@ def other_subject(a: str, b: str) -> str | None:
 SWAPPED_SHARE = 0.34
 SWAPPED_WORDS = 2
 SWAP_MIN_WORDS = 5
+SWAP_SLACK = 2
 
 
 def keeps_apart(kept: str, cand: str) -> str | None:
@@ -284,7 +293,8 @@ def keeps_apart(kept: str, cand: str) -> str | None:
         return None
     dropped = new_words(cand, kept)
     n = len(words(cand))
-    if len(dropped) >= len(added) and n >= SWAP_MIN_WORDS and len(added) <= min(SWAPPED_WORDS, SWAPPED_SHARE * n):
+    swapped = len(added) <= len(dropped) <= len(added) + SWAP_SLACK
+    if swapped and n >= SWAP_MIN_WORDS and len(added) <= min(SWAPPED_WORDS, SWAPPED_SHARE * n):
         return None
     return "adds"
 
