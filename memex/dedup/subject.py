@@ -54,7 +54,7 @@ _PHATIC = frozenset(
     appreciated grateful yes yeah yep yup sure definitely absolutely totally indeed agreed agree
     okay ok alright exactly wow cool great awesome amazing nice good glad fantastic wonderful
     lovely really oh ah haha lol hmm please sorry worries anytime again yay super stoked gonna
-    wanna gotta""".split()
+    wanna gotta greatly""".split()
 ) | frozenset(
     # Emphasis: "run the whole test suite before every single commit" says
     # what "run the test suite before every commit" says.
@@ -75,7 +75,9 @@ _PHATIC_PHRASES = re.compile(
     r"|(?:your|the|for the) (?:kind words|support|encouragement)|your words|sure thing|no (?:problem|worries)"
     r"|(?:it )?means? (?:a lot|so much|the world)|a lot|so much|of course|you'?re welcome"
     r"|(?:good|great|nice) to (?:see|hear from|talk to|chat with|catch up with) you(?: again)?"
-    r"|how(?:'s| is) it going|how have you been|how'?ve you been|what'?s up|what'?s new|anything new"
+    r"|(?:good|great|nice) (?:talking|chatting) (?:to|with) you|(?:let'?s )?catch up (?:soon|later)"
+    r"|how(?:'s| is) it going|how have you been|how'?ve you been|what'?s (?:been )?up|what'?s new|anything new"
+    r"|what (?:have|'?ve) you been up to|how are you(?: doing)?"
     r"|since (?:the |our )?last time|since we (?:last )?(?:talked|chatted|spoke)|long time no (?:see|talk|chat)"
     r"|(?:it'?s )?been a while|hope (?:all is|you'?re|everything is) (?:good|well|ok|okay|doing (?:good|well))"
     r"|(?:talk|speak) (?:to you )?(?:soon|later)|see (?:you|ya)(?: (?:soon|later|around))?"
@@ -122,7 +124,6 @@ _SECOND_PERSON = re.compile(r"\b(?:you|you're|you've|you'd|you'll)\b", re.IGNORE
 # A sentence ends at . ! or ? before a space or the end ("Python 3.11" and
 # "api.example.com" are not split), or at a line break.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_WORD = re.compile(r"[^\W\d_]+")
 _INTERROGATIVE = re.compile(r"\b(?:what|where|when|who|whom|whose|why|how|which)\b")
 
 
@@ -145,7 +146,8 @@ def body(text: str) -> str:
 # A name said to its addressee ("Thanks, Maria!", "Cool, John.", "Maria,
 # that's great"): whom a turn speaks to, not what it says.
 _VOCATIVE = re.compile(
-    r"(?:^|(?<=[,.!?])\s*|\b(?i:hey|hi|hello|bye|thanks|thank you|yes|yeah|yep|wow|oh|congrats|sorry|sure|well)\s+)"
+    r"(?:^|(?<=[,.!?])\s*|\b(?i:hey|hi|hello|bye|thanks|thank you|yes|yeah|yep|wow|oh|congrats|sorry|sure|well"
+    r"|see ya|see you|take care|later|thing)\s+)"
     r"[A-Z][\w'-]*(?=\s*[,.!?]|\s*$)"
 )
 
@@ -167,21 +169,20 @@ def _content(text: str) -> frozenset[str]:
 def parts(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
     """(words it states, words it asks about, whether it asks at all).
 
-    A sentence ending in a question mark asks, unless it is a set phrase
-    ("How's it going?", "What's up?"); "Where is that?" asks with no
-    content word. The rest states.
+    A sentence ending in a question mark asks when it has a content word or
+    a question word ("Where is that?"), not when it is a set phrase ("How's
+    it going?", "Hey Joanna, what's been up?"). The rest states.
     """
     stated: set[str] = set()
     asked: set[str] = set()
     asks = False
     for sentence in _SENTENCE_END.split(body(text)):
         if sentence.rstrip().endswith("?"):
-            rest = _PHATIC_PHRASES.sub(" ", sentence)
-            if _WORD.search(rest):
-                asks = True
-                # What a question asks is in its question word too: "Where
-                # is it?" is not "Who is this letter from?".
-                asked |= _content(sentence) | set(_INTERROGATIVE.findall(rest.lower()))
+            # What a question asks is in its question word too: "Where is
+            # it?" is not "Who is this letter from?".
+            question = _content(sentence) | set(_INTERROGATIVE.findall(_PHATIC_PHRASES.sub(" ", sentence).lower()))
+            asks = asks or bool(question)
+            asked |= question
         else:
             stated |= _content(sentence)
     return frozenset(stated), frozenset(asked), asks
