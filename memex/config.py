@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memex.config_trust import Layers, read_layers
 from memex.errors import ConfigError
+from memex.layout import CONFIG_LOCAL_RELPATH, template_dir
 from memex.layout import CONFIG_RELPATH as CONFIG_RELPATH  # how messages name the file
 
 BACKENDS = ("sqlite", "postgres")
@@ -34,6 +36,11 @@ class Config:
     index_backend: str = "sqlite"
     index_url: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    # Settings ignored and why, unknown keys with the nearest known name (doctor,
+    # `memex sync`, the first command: memex/config_trust.py).
+    notices: tuple[str, ...] = ()
+    # "table.key" -> the file its value came from (messages name it).
+    origin: dict[str, str] = field(default_factory=dict)
 
     def section(self, name: str) -> dict[str, Any]:
         """The TOML table ``[name]`` (empty when absent)."""
@@ -74,42 +81,60 @@ def string_list(section: dict[str, Any], key: str, default: Sequence[str], where
 
 
 def load_config(root: Path) -> Config:
-    path = root / CONFIG_RELPATH
-    if not path.exists():
-        return Config()
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
-    where = str(path)
-    vault = raw.get("vault", {})
-    index = raw.get("index", {})
-    embedding = raw.get("embedding", {})
-    for name, table in (("vault", vault), ("index", index), ("embedding", embedding)):
-        if not isinstance(table, dict):
-            raise ConfigError(f"{where}: [{name}] must be a table")
+    """The vault's settings: the user's own file, the vault's shared file and
+    its local file, merged; what only this machine may set is taken from the
+    first and the last only (:mod:`memex.config_trust`)."""
+    layers = read_layers(root)
+    raw = layers.raw
+    for name in ("vault", "index", "embedding"):
+        if not isinstance(raw.get(name, {}), dict):
+            raise ConfigError(f"{layers.origin.get(name, layers.shared)}: [{name}] must be a table")
+    vault, index, embedding = (raw.get(n, {}) for n in ("vault", "index", "embedding"))
+
+    def typed(table: dict[str, Any], name: str, key: str, kind: type, default: Any) -> Any:
+        return _typed(table, key, kind, default, layers.where(name, key))
+
     cfg = Config(
-        default_scope=_typed(vault, "default_scope", str, Config.default_scope, where),
-        max_file_bytes=_typed(index, "max_file_bytes", int, Config.max_file_bytes, where),
-        embedding_model=_typed(embedding, "model", str, Config.embedding_model, where),
-        chunk_chars=_typed(index, "chunk_chars", int, Config.chunk_chars, where),
-        chunk_overlap=_typed(index, "chunk_overlap", int, Config.chunk_overlap, where),
-        index_backend=_typed(index, "backend", str, Config.index_backend, where),
-        index_url=_typed(index, "url", str, "", where) or None,
+        default_scope=typed(vault, "vault", "default_scope", str, Config.default_scope),
+        max_file_bytes=typed(index, "index", "max_file_bytes", int, Config.max_file_bytes),
+        embedding_model=typed(embedding, "embedding", "model", str, Config.embedding_model),
+        chunk_chars=typed(index, "index", "chunk_chars", int, Config.chunk_chars),
+        chunk_overlap=typed(index, "index", "chunk_overlap", int, Config.chunk_overlap),
+        index_backend=typed(index, "index", "backend", str, Config.index_backend),
+        index_url=typed(index, "index", "url", str, "") or None,
         raw=raw,
+        notices=tuple(layers.notices + _hints(layers)),
+        origin=dict(layers.origin),
     )
     if cfg.max_file_bytes <= 0:
-        raise ConfigError(f"{where}: index.max_file_bytes must be positive")
+        raise ConfigError(f"{layers.where('index', 'max_file_bytes')}: index.max_file_bytes must be positive")
     if not 0 <= cfg.chunk_overlap < cfg.chunk_chars:
-        raise ConfigError(f"{where}: index.chunk_overlap must be in [0, chunk_chars)")
+        raise ConfigError(f"{layers.where('index', 'chunk_overlap')}: index.chunk_overlap must be in [0, chunk_chars)")
+    where = layers.where("index", "backend")
     if cfg.index_backend not in BACKENDS:
         raise ConfigError(f"{where}: index.backend must be one of {', '.join(BACKENDS)}, got {cfg.index_backend!r}")
     if cfg.index_backend == "postgres" and not cfg.index_url:
         raise ConfigError(
             f"{where}: index.backend = \"postgres\" needs index.url, a PostgreSQL connection string "
-            "such as \"postgresql://memex@db.example/memex\" (docs/postgres.md)"
+            "such as \"postgresql://memex@db.example/memex\" (memex help postgres)"
         )
     return cfg
+
+
+def _hints(layers: Layers) -> list[str]:
+    """Keys memex does not know, in each file that holds them (a typo would
+    otherwise change nothing without a word), and an index url no backend uses."""
+    known = known_keys(*(
+        (template_dir() / rel).read_text(encoding="utf-8") for rel in (CONFIG_RELPATH, CONFIG_LOCAL_RELPATH)
+    ))
+    out = [f"{label}: {found}; memex ignores it" for label, raw in layers.files for found in unknown_keys(raw, known)]
+    index = layers.raw.get("index", {})
+    if isinstance(index, dict) and index.get("url") and index.get("backend", "sqlite") == "sqlite":
+        out.append(
+            f"{layers.labels.get(layers.where('index', 'url'), CONFIG_RELPATH.as_posix())}: [index] url is set but backend is \"sqlite\", so the index stays in "
+            f"{CONFIG_RELPATH.parent.as_posix()}/index.db; set backend = \"postgres\" beside it to use the server"
+        )
+    return out
 
 
 _TABLE = re.compile(r"^\s*\[", re.M)
@@ -146,28 +171,41 @@ _TEMPLATE_KEY = re.compile(r"\b([a-z][a-z0-9_]*)\s*=")
 _OPEN_TABLES = frozenset({"decay.categories"})
 
 
-def known_keys(template: str) -> dict[str, set[str]]:
-    """Table -> the keys the vault template documents (its commented
-    defaults and the keys its prose names), so a typo can be told apart."""
+def known_keys(*templates: str) -> dict[str, set[str]]:
+    """Table -> the keys the vault templates document (their commented
+    defaults and the keys their prose names), so a typo can be told apart."""
     known: dict[str, set[str]] = {"": set()}
-    table = ""
-    for line in template.splitlines():
-        header = _TEMPLATE_TABLE.match(line)
-        if header:
-            table = header.group(1)
-            known.setdefault(table, set())
-        elif line.lstrip().startswith("#") or "=" in line:
-            known[table].update(_TEMPLATE_KEY.findall(line))
+    for template in templates:
+        table = ""
+        for line in template.splitlines():
+            header = _TEMPLATE_TABLE.match(line)
+            if header:
+                table = header.group(1)
+                known.setdefault(table, set())
+            elif line.lstrip().startswith("#") or "=" in line:
+                known[table].update(_TEMPLATE_KEY.findall(line))
     return known
 
 
 def unknown_keys(raw: dict[str, Any], known: dict[str, set[str]]) -> list[str]:
     """Sentences naming each table or key of ``raw`` that ``known`` lacks,
     with the nearest known name: memex ignores such a key, so a typo
-    would otherwise change nothing without a word."""
-    from difflib import get_close_matches  # only when asked (doctor)
-
+    would otherwise change nothing without a word. A key that belongs in
+    another table (``backend`` under ``[vault]``, or above every table) is
+    named with the table it belongs in."""
     found: list[str] = []
+    everywhere = {key: table for table, keys in known.items() if table for key in sorted(keys)}
+
+    def nearest(key: str, table: str) -> str:
+        from difflib import get_close_matches  # only for a key memex does not know (start-up)
+
+        if key in everywhere and everywhere[key] != table:
+            return f"; did you mean [{everywhere[key]}] {key}?"
+        guess = get_close_matches(key, sorted(known.get(table, set())), n=1)
+        if guess:
+            return f"; did you mean {guess[0]}?"
+        anywhere = get_close_matches(key, sorted(everywhere), n=1)
+        return f"; did you mean [{everywhere[anywhere[0]]}] {anywhere[0]}?" if anywhere else ""
 
     def walk(table: dict[str, Any], name: str) -> None:
         if name in _OPEN_TABLES:
@@ -177,12 +215,13 @@ def unknown_keys(raw: dict[str, Any], known: dict[str, set[str]]) -> list[str]:
             if isinstance(value, dict) and full in known:
                 walk(value, full)
             elif isinstance(value, dict):
+                from difflib import get_close_matches
+
                 guess = get_close_matches(full, [t for t in known if t], n=1)
                 found.append(f"unknown table [{full}]" + (f"; did you mean [{guess[0]}]?" if guess else ""))
             elif key not in known.get(name, set()):
-                guess = get_close_matches(key, sorted(known.get(name, set())), n=1)
                 where = f"[{name}] " if name else ""
-                found.append(f"unknown key {where}{key}" + (f"; did you mean {guess[0]}?" if guess else ""))
+                found.append(f"unknown key {where}{key}{nearest(key, name)}")
 
     walk(raw, "")
     return found

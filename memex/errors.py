@@ -9,13 +9,15 @@ caller (the CLI, a hook, the MCP server) can catch one class at its edge::
     ├── MemoryFileError      one memory file cannot be read or parsed (carries .path)
     ├── MemoryNotFound       no memory with that id
     ├── InvalidArgument      a bad value passed to the API (carries .argument)
-    │   └── ScopeError       not a valid scope (carries .scope and .suggestion)
+    │   ├── ScopeError       not a valid scope (carries .scope and .suggestion)
+    │   └── AmbiguousId      an id prefix that several memories share (carries .candidates)
     ├── IndexStoreError          the derived index cannot be opened or written
     │   └── SchemaTooNew     index.db was written by a newer memex
     ├── LockTimeout          another process held the vault's write lock too long
     ├── WatcherRunning       another `memex watch` already watches this vault (carries .pid)
     ├── GitHistoryError      checking or rewriting the vault's git history failed (erase)
-    └── SyncError            `memex sync` cannot sync the team vault (no remote, a conflict, a rejected push)
+    ├── SyncError            `memex sync` cannot sync the team vault (no remote, a conflict, a rejected push)
+    └── PluginError          a plug-in (docs/plugins.md) cannot be loaded or failed; the message names it
 
 The CLI converts any of these to ``click.ClickException`` (one line, exit 1).
 """
@@ -73,6 +75,18 @@ class ScopeError(InvalidArgument):
         self.suggestion = suggestion
 
 
+class AmbiguousId(InvalidArgument):
+    """An id prefix that begins more than one memory's id; ``candidates`` are
+    (id, a short preview of its body) pairs, the first few of them."""
+
+    def __init__(self, argument: str, prefix: str, candidates: list[tuple[str, str]], more: bool) -> None:
+        shown = "; ".join(f"{i} ({preview})" for i, preview in candidates)
+        many = f"{len(candidates)}{' or more' if more else ''}"
+        super().__init__(argument, f"{prefix!r} begins {many} memory ids: {shown}; give more of the id")
+        self.prefix = prefix
+        self.candidates = candidates
+
+
 class IndexStoreError(MemexError):
     """The derived SQLite index cannot be opened or written."""
 
@@ -100,3 +114,8 @@ class GitHistoryError(MemexError):
 
 class SyncError(MemexError):
     """``memex sync`` cannot go on; the message says what to do (docs/team.md)."""
+
+
+class PluginError(MemexError):
+    """A plug-in (memex/plugins.py) cannot be loaded, is not what its group
+    expects, or failed; the message names it and the package it came from."""

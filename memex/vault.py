@@ -21,7 +21,6 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from importlib import resources
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -34,15 +33,17 @@ from memex.files import memory_file
 from memex.files import permissions
 from memex.files import writers
 from memex.config import Config, load_config, with_embedding_model
+from memex.config_trust import machine_only
 from memex.store import IndexStore, SqliteStore, usage
 from memex.store.memories import MemoryRow
 from memex.store.schema import connect, locked_txn, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
-from memex.erase import erased_list
+from memex.erase import erased_list, pending
 from memex.index.guard import hide_erased
 from memex.index.indexer import Indexer
 from memex.index.sync_run import Progress, SyncReport
 from memex.layout import CONFIG_RELPATH, MEMEX_DIR, VaultPaths
+from memex.layout import template_dir as template_dir  # public here since before it moved
 from memex.files.locking import file_lock
 from memex.files.names import scope_dir_parts, slug
 from memex.records import Memory as Memory  # public here since before it moved
@@ -61,11 +62,11 @@ def find_vault_root(explicit: str | os.PathLike[str] | None = None, cwd: Path | 
     for given, origin in ((explicit, "--vault"), (os.environ.get(ENV_VAR), ENV_VAR)):
         if given:
             root = Path(given).expanduser()
-            if not (root / MEMEX_DIR).is_dir():
-                raise VaultNotFound(
-                    f"{origin}: {root} is not a memex vault (no {MEMEX_DIR}/ folder); "
-                    f"create one with `memex init {root}`"
-                )
+            if not (root / MEMEX_DIR).is_dir():  # a folder inside a vault means that vault, not a new one
+                outer = next((f for f in root.resolve().parents if (f / MEMEX_DIR).is_dir()), None)
+                fix = f"it is inside the vault {outer}: use {origin}{'=' if origin == ENV_VAR else ' '}{outer}"
+                raise VaultNotFound(f"{origin}: {root} is not a memex vault (no {MEMEX_DIR}/ folder); "
+                                    + (fix if outer else f"create one with `memex init {root}`"))
             return root.resolve()
     here = (cwd or Path.cwd()).resolve()
     for folder in (here, *here.parents):
@@ -75,14 +76,6 @@ def find_vault_root(explicit: str | os.PathLike[str] | None = None, cwd: Path | 
         "no vault found: pass --vault PATH, set MEMEX_VAULT, or run inside a vault; "
         "create one with `memex init PATH`"
     )
-
-
-def template_dir() -> Path:
-    """The files `memex init` writes into a new vault."""
-    packaged = Path(str(resources.files("memex"))) / "vault_template"
-    if packaged.is_dir():
-        return packaged
-    return Path(__file__).resolve().parent.parent / "vault-template"
 
 
 def _copy_template(src: Path, root: Path) -> None:
@@ -136,7 +129,9 @@ def init_vault(path: str | os.PathLike[str], git: bool = True, model: str | None
             gitignore.write_text(own_ignore.rstrip("\n") + "\n\n" + "\n".join(lacking) + "\n", encoding="utf-8")
     permissions.private_dir(paths.memories)
     if model is not None:
-        permissions.write_private(paths.config, with_embedding_model(paths.config.read_text(encoding="utf-8"), model))
+        # A model folder is a path on this machine: this clone's own settings (memex/config_trust.py).
+        target = paths.config if machine_only("embedding", "model", model) is None else paths.config_local
+        permissions.write_private(target, with_embedding_model(target.read_text(encoding="utf-8"), model))
     if git and shutil.which("git") and not _inside_git_work_tree(root):
         subprocess.run(["git", "init", "-q", str(root)], check=False, capture_output=True)
     Vault(root).reindex()
@@ -252,6 +247,7 @@ class Vault:
             self._shared = PgVaultIndex(
                 self.root, self.config, self.embedder, self.config.index_url, local_cache=self._cached_locally
             )
+            pending.finish_on_connect(self.memex_dir, pending.target(self.config), self._shared.purge)
         return self._shared
 
     def _cached_locally(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
@@ -311,17 +307,19 @@ class Vault:
             return self.scope_rules.check(self.config.default_scope, f"[vault] default_scope in {CONFIG_RELPATH}")
         return self.scope_rules.check(scope)
 
-    def check_scope_filter(self, scope: str | Sequence[str] | None) -> None:
-        """A scope to narrow a search or listing to: valid, or held by some memory."""
-        if scope:
-            in_use = self.store.scope_in_use
-            scopes.check_filter(self.scope_rules, in_use, [scope] if isinstance(scope, str) else scope)
+    def check_scope_filter(self, scope: str | Sequence[str] | None) -> tuple[str, ...] | None:
+        """Scopes to narrow a search or listing to, each valid or held by some
+        memory; returned as the index holds them (normalised as ``add``
+        stores them: ``"ｐｒｏｊｅｃｔ:web "`` is ``project:web``), None for none."""
+        if not scope:
+            return None
+        in_use = self.store.scope_in_use
+        return tuple(scopes.check_filter(self.scope_rules, in_use, [scope] if isinstance(scope, str) else scope))
 
     def scope_filter(self, scope: str | None) -> str | None:
-        """One scope to narrow to, checked (:meth:`check_scope_filter`) and
-        stripped as ``add`` stores it, so ``"project:web "`` reaches ``project:web``."""
-        self.check_scope_filter(scope)
-        return scope.strip() if scope else scope
+        """One scope to narrow to, checked and normalised (:meth:`check_scope_filter`)."""
+        checked = self.check_scope_filter(scope)
+        return checked[0] if checked else scope
 
     def embed_query(self, text: str) -> np.ndarray | None:
         if self.embedder is None:
@@ -353,7 +351,9 @@ class Vault:
         row = self.row_by_id(memory_id)
         hit = hit_from_row(row)
         if self.config.index_backend == "sqlite" and not hide_erased(store, self._erased, [hit]):
-            raise MemoryNotFound(memory_id)  # erased: a restored old index.db's row (PostgreSQL: the clones decide)
+            raise MemoryNotFound(memory_id)  # erased: a restored old index.db's row
+        if self.config.index_backend == "postgres" and not pending.hide(self._erased, [hit]):
+            raise MemoryNotFound(memory_id)  # erased here or by a teammate; the shared row is not purged yet
         count, last = store.usage_of(memory_id)
         decay.annotate(store, [hit], decay.load_policy(self.config))
         record = {k: v for k, v in record_view(hit).items() if k != "body"}
@@ -366,16 +366,16 @@ class Vault:
 
     def list(
         self,
-        scope: str | None = None,
+        scope: str | Sequence[str] | None = None,
         session: str | None = None,
         source: str | None = None,
         include_superseded: bool = False,
         limit: int | None = None,
     ) -> list[Hit]:
-        self.check_scope_filter(scope)
-        filters = Filters(tuple([scope]) if scope else None, source, session, include_superseded)
+        filters = Filters(self.check_scope_filter(scope), source, session, include_superseded)
         store = self.store
-        hits = hide_erased(store, self._erased, [hit_from_row(r) for r in store.list_rows(filters, limit)])
+        hits = [hit_from_row(r) for r in store.list_rows(filters, limit)]
+        hits = pending.hide(self._erased, hits) if self.shared_index is not None else hide_erased(store, self._erased, hits)
         decay.annotate(store, hits, decay.load_policy(self.config))
         return hits
 
@@ -395,15 +395,14 @@ class Vault:
             raise InvalidArgument("query", "must not be empty")
         if limit < 1:
             raise InvalidArgument("limit", "must be at least 1")
-        self.check_scope_filter(scope)
-        wanted = (scope,) if isinstance(scope, str) else tuple(scope) if scope else None
-        filters = Filters(wanted, source, session, include_superseded)
+        filters = Filters(self.check_scope_filter(scope), source, session, include_superseded)
         self.indexer  # make sure vector tables match the loaded model
         if self.shared_index is not None:  # [index] backend = "postgres" (docs/postgres.md)
             from memex.search.postgres import search as shared_search
 
             qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
-            hits = shared_search(self.shared_index.conn, self.embedder, query, limit, filters, qvec, floor)
+            found = shared_search(self.shared_index.conn, self.embedder, query, limit, filters, qvec, floor)
+            hits = pending.hide(self._erased, found)  # what this clone knows was erased (erase/pending.py)
             decay.annotate_from(self.shared_index.last_accesses, hits, decay.load_policy(self.config))
             return hits
         # Query vectors come from an in-process LRU, not the index's cache:
@@ -457,6 +456,9 @@ class Vault:
         from memex.index.purge import scrub_if_pending
 
         scrub_if_pending(self.conn)
+        if (shared := self.shared_index) is not None:  # what the list holds and it still has (erase/pending.py)
+            report.removed += len(pending.sweep(self.local_store, self._shared_store(), self._erased,
+                                                pending.target(self.config) or "", shared.purge))
         return report
 
     def new_path(self, scope: str, body: str, memory_id: str) -> Path:

@@ -73,6 +73,7 @@ LIMIT = 6  # recall_limit's default
 SAMPLED_SIZES = (3, 5, 10, 20)
 # The cosine bars compared with the score bar (the chosen one is marked "now").
 COSINE_BARS = (0.3, 0.34, 0.36, 0.38, 0.4, 0.5, 0.6, 0.65, 0.7, 0.8)
+SCORE_BARS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
 SIZES = (3, 10, 20, 50, 100, 200, 500, 1000, 2000)
 SAMPLED_PER_SIZE = 6
 SEED = 7
@@ -116,6 +117,9 @@ def rules(model: profiles.ModelProfile) -> dict[str, Rule]:
     def gated(with_settings: ContextSettings) -> Rule:
         return lambda c: gate.recall_gate(c.prompt, with_settings, model.calibration, c.size)(c.hits)
 
+    for bar in SCORE_BARS:  # the score bar with the cosine bar as it is (a new ranking rule moves scores)
+        out[f"score >= {bar:g} or calibrated cosine >= {model.recall_cosine_threshold:g} + growth"] = gated(
+            replace(settings, recall_score_threshold=bar))
     for bar in COSINE_BARS:
         fixed = replace(settings, recall_cosine_threshold=bar, recall_cosine_growth=0.0)
         out[f"score >= {model.recall_score_threshold:g} or calibrated cosine >= {bar:g}"] = gated(fixed)

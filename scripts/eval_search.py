@@ -1,33 +1,36 @@
 #!/usr/bin/env python3
-"""Measure search fusions on the labelled sets, side by side, with confidence intervals.
+"""memex's own labelled sets: a second opinion on the ranking rule, with confidence intervals.
 
     .venv/bin/python scripts/eval_search.py            # tables: both sets, dev and test
-    .venv/bin/python scripts/eval_search.py --choose   # every rule in FUSIONS ranked on dev
+    .venv/bin/python scripts/eval_search.py --ablation # the rule without each element, and its grids
     .venv/bin/python scripts/eval_search.py --floor    # the relevance floor: cosines, empty rates
     .venv/bin/python scripts/eval_search.py --json     # everything as JSON
     .venv/bin/python scripts/eval_search.py --model multilingual   # any [embedding] model setting
-    .venv/bin/python scripts/eval_search.py --guard tests/data/convo_eval_fresh.jsonl   # a third set, never chosen on
+    .venv/bin/python scripts/eval_search.py --guard tests/data/convo_eval_fresh.jsonl   # a third set
+
+The rule is chosen on LoCoMo, conversations nobody here wrote
+(scripts/eval_public.py, docs/search.md); these sets were written here, so
+they only say whether a rule loses something memex's own uses need.
 
 Sets: ``tests/data/search_eval.jsonl`` (200 hand-written agent memories, 100
 queries; no split field, so queries alternate dev/test in id order) and
 ``tests/data/convo_eval.jsonl`` (written by scripts/gen_convo_eval.py: 1,643
 conversation turns, 209 questions with a fixed dev/test split). Each set is
 written as files into a throwaway vault and indexed with the real model.
-Every query's candidates (BM25 and cosine) are taken once, then each rule in
-:data:`fusion_grid.FUSIONS` (scripts/fusion_grid.py) ranks the same candidates (ties on the memory
-id, as search does).
+Every query's candidates (BM25 and cosine) are taken once, then each rule of
+scripts/eval_rules.py ranks the same candidates (ties on the memory id, as
+search does).
 
 Metrics: recall@k = share of queries with any relevant memory in the top k
 (as public conversation benchmarks count a hit), MRR = 1 / rank of the first
 relevant memory within the top 10. Differences carry a paired bootstrap
-95% interval (2,000 resamples of the queries, fixed seed) against BM25 alone
-and against the previous rule.
+95% interval (2,000 resamples of the queries, fixed seed) against the rule
+in force, the plain blend and BM25 alone.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import sys
 import tempfile
@@ -41,19 +44,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import eval_rules  # noqa: E402
 from memex.embedding import embed  # noqa: E402
-from memex.files import memory_file
-from memex.search import when
-from fusion_grid import FUSIONS, NAMED_FUSIONS, PREVIOUS_FUSION  # noqa: E402
-from memex.search.fusion import (  # noqa: E402
-    DEFAULT_FUSION,
-    Fusion,
-    calibration_for,
-    fuse,
-    fusion_for,
-)
-from memex.search.hybrid import Candidates, candidates, search, unique_bodies  # noqa: E402
-from memex.search.rarity import rarity_for  # noqa: E402
+from memex.files import memory_file  # noqa: E402
+from memex.search.fusion import Fusion, fuse, fusion_for, rank  # noqa: E402
+from memex.search.hybrid import Candidates, candidates, search  # noqa: E402
 from memex.vault import Vault, init_vault  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
@@ -122,15 +117,8 @@ def question_vector(vault: Vault, text: str) -> np.ndarray:
     return embed.query_vector(vault.embedder, text)
 
 
-def query_now(q: dict[str, Any]) -> dt.datetime:
-    """When the question is asked: its ``now`` date (noon UTC), else the clock."""
-    if "now" in q:
-        return dt.datetime.fromisoformat(q["now"] + "T12:00:00+00:00")
-    return dt.datetime.now(dt.timezone.utc)
-
-
 class Prepared:
-    """Each query's candidates, taken once, and what ranking needs besides."""
+    """Each query's candidates, taken once, and what the index holds about every memory."""
 
     def __init__(self, vault: Vault, queries: list[dict[str, Any]]) -> None:
         self.queries = queries
@@ -139,21 +127,13 @@ class Prepared:
             qvec = question_vector(vault, q["query"])
             self.cands[q["id"]] = candidates(vault.conn, vault.embedder, q["query"], qvec=qvec)
         self.ids = {int(r): str(i) for r, i in vault.conn.execute("SELECT rowid, id FROM memories")}
-        self.created = {int(r): str(c) for r, c in vault.conn.execute("SELECT rowid, created FROM memories")}
         self.bodies = {int(r): str(b) for r, b in vault.conn.execute("SELECT rowid, body FROM memories")}
-        self.densities = vault.store.densities(list(self.bodies))
-        self.calibration = calibration_for(vault.embedder.model_id if vault.embedder else None)
-        self.term_counts = vault.store.term_counts
+        self.facts = vault.store.facts(list(self.ids))
 
     def ranking(self, q: dict[str, Any], fusion: Fusion) -> list[str]:
         c = self.cands[q["id"]]
-        span = when.window(q["query"], query_now(q)) if fusion.time_boost else None
-        rarity = rarity_for(q["query"], fusion, self.term_counts)
-        scores = fuse(c.lexical, c.semantic, fusion, c.use_vectors, q["query"], self.calibration, self.created,
-                      self.bodies, span, self.densities, rarity)
+        scores = rank(fuse(c.lexical, c.semantic, fusion, c.use_vectors), self.facts, fusion)
         order = sorted(scores, key=lambda r: (-round(scores[r], 9), self.ids[r]))
-        if fusion.collapse_duplicates:
-            order = unique_bodies(order[: DEPTH * 3], self.bodies)
         return [self.ids[r] for r in order[:DEPTH]]
 
 
@@ -168,10 +148,11 @@ def score_ranking(ranked: list[str], relevant: list[str]) -> dict[str, float]:
     }
 
 
-def per_query(prep: Prepared, fusions: tuple[Fusion, ...]) -> dict[str, dict[str, dict[str, float]]]:
-    """fusion name -> query id -> metrics."""
+def per_query(prep: Prepared, rules: dict[str, Fusion]) -> dict[str, dict[str, dict[str, float]]]:
+    """rule name -> query id -> metrics."""
     return {
-        f.name: {q["id"]: score_ranking(prep.ranking(q, f), q["relevant"]) for q in prep.queries} for f in fusions
+        name: {q["id"]: score_ranking(prep.ranking(q, f), q["relevant"]) for q in prep.queries}
+        for name, f in rules.items()
     }
 
 
@@ -191,11 +172,9 @@ def bootstrap(a: dict[str, dict[str, float]], b: dict[str, dict[str, float]], qi
             round(float(np.percentile(means, 97.5)), 4)]
 
 
-def evaluate(
-    vault: Vault, queries: list[dict[str, Any]], fusions: tuple[Fusion, ...] = FUSIONS
-) -> dict[str, dict[str, Any]]:
-    """Metrics per fusion name for every split (dev, test, all), with CIs against BM25 and the previous rule."""
-    rows = per_query(Prepared(vault, queries), fusions)
+def evaluate(vault: Vault, queries: list[dict[str, Any]], rules: dict[str, Fusion]) -> dict[str, dict[str, Any]]:
+    """Metrics per rule name for every split (dev, test, all), with CIs against the reference rules."""
+    rows = per_query(Prepared(vault, queries), rules)
     splits = {s: [q["id"] for q in queries if q["split"] == s] for s in ("dev", "test")}
     splits["all"] = [q["id"] for q in queries]
     out: dict[str, dict[str, Any]] = {}
@@ -203,10 +182,10 @@ def evaluate(
         out[name] = {}
         for split, qids in splits.items():
             entry: dict[str, Any] = mean(r, qids)
-            for ref, label in ((Fusion("lexical").name, "bm25"), (PREVIOUS_FUSION.name, "previous")):
-                if ref in rows and ref != name:
-                    entry[f"d_recall@5_vs_{label}"] = bootstrap(r, rows[ref], qids, "recall@5")
-                    entry[f"d_mrr_vs_{label}"] = bootstrap(r, rows[ref], qids, "mrr")
+            for ref in eval_rules.references(rules):
+                if ref != name:
+                    entry[f"d_recall@5_vs_{ref}"] = bootstrap(r, rows[ref], qids, "recall@5")
+                    entry[f"d_mrr_vs_{ref}"] = bootstrap(r, rows[ref], qids, "mrr")
             out[name][split] = entry
         out[name]["by_group"] = {
             f"{lang}/{qtype}": mean(r, [q["id"] for q in queries if q["lang"] == lang and q.get("type", "-") == qtype])
@@ -263,37 +242,33 @@ def _ci(v: list[float]) -> str:
 
 
 def print_tables(results: dict[str, dict[str, dict[str, Any]]], names: list[str]) -> None:
-    for split in ("dev", "test"):
+    width = max(len(n) for n in names) + 2
+    for split in ("dev", "test", "all"):
         print(f"\n== {split} ==")
-        print(f"{'rule':52s}" + "".join(f"{s + ' r@1':>14s}{'r@5':>7s}{'r@10':>7s}{'MRR':>7s}" for s in results))
+        print(f"{'rule':{width}s}" + "".join(f"{s + ' r@1':>16s}{'r@5':>7s}{'r@10':>7s}{'MRR':>7s}" for s in results))
         for name in names:
-            line = f"{name:52s}"
+            line = f"{name:{width}s}"
             for per in results.values():
                 m = per[name][split]
-                line += f"{m['recall@1']:14.3f}{m['recall@5']:7.3f}{m['recall@10']:7.3f}{m['mrr']:7.3f}"
+                line += f"{m['recall@1']:16.3f}{m['recall@5']:7.3f}{m['recall@10']:7.3f}{m['mrr']:7.3f}"
             print(line)
         for s, per in results.items():
-            print(f"-- {s} {split}: recall@5 difference, paired bootstrap 95% CI")
+            print(f"-- {s} {split}: differences, paired bootstrap 95% CI")
             for name in names:
                 m = per[name][split]
-                parts = [f"{k[len('d_recall@5_'):]}: {_ci(m[k])}" for k in m if k.startswith("d_recall@5")]
-                print(f"   {name:52s}" + "   ".join(parts))
-            print(f"-- {s} {split}: MRR difference, paired bootstrap 95% CI")
-            for name in names:
-                m = per[name][split]
-                parts = [f"{k[len('d_mrr_'):]}: {_ci(m[k])}" for k in m if k.startswith("d_mrr")]
-                print(f"   {name:52s}" + "   ".join(parts))
+                parts = [f"{k[2:]}: {_ci(m[k])}" for k in m if k.startswith("d_")]
+                if parts:
+                    print(f"   {name:{width}s}" + "   ".join(parts))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--choose", action="store_true", help="rank every rule in FUSIONS on the dev splits")
+    parser.add_argument("--ablation", action="store_true", help="the rule without each element, and its grids")
     parser.add_argument("--floor", action="store_true", help="measure the relevance floor")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument("--model", default="auto", help="[embedding] model setting: auto (MiniLM) or multilingual")
     parser.add_argument("--guard", type=Path, action="append", default=[],
-                        help="another labelled set, measured beside the two but never chosen on "
-                             f"(e.g. {FRESH_DATA.relative_to(ROOT)})")
+                        help=f"another labelled set, measured beside the two (e.g. {FRESH_DATA.relative_to(ROOT)})")
     args = parser.parse_args()
     for path in args.guard:
         if not path.is_file():
@@ -301,8 +276,7 @@ def main() -> None:
     embedder = embed.load_embedder(args.model)
     if embedder is None:
         raise SystemExit(f"no embedding model for --model {args.model}: {embed.why_no_embedder(args.model)}")
-    chosen = fusion_for(embedder.model_id)
-    fusions = FUSIONS if args.choose else tuple(dict.fromkeys((*NAMED_FUSIONS, DEFAULT_FUSION, chosen)))
+    rules = (eval_rules.ablation if args.ablation else eval_rules.standard)(embedder.model_id)
     results: dict[str, dict[str, dict[str, Any]]] = {}
     floors: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
@@ -312,26 +286,16 @@ def main() -> None:
             if args.floor:
                 floors[label] = floor_report(vault, queries, load_unrelated())
             else:
-                results[label] = evaluate(vault, queries, fusions)
+                results[label] = evaluate(vault, queries, rules)
+    rule = fusion_for(embedder.model_id).name
     if args.floor:
-        print(json.dumps({"model": embedder.model_id, "rule": chosen.name, **floors}, indent=1, ensure_ascii=False))
+        print(json.dumps({"model": embedder.model_id, "rule": rule, **floors}, indent=1, ensure_ascii=False))
         return
     if args.json:
-        print(json.dumps({"model": embedder.model_id, "chosen": chosen.name, "sets": results},
-                         indent=1, ensure_ascii=False))
+        print(json.dumps({"model": embedder.model_id, "rule": rule, "sets": results}, indent=1, ensure_ascii=False))
         return
-    names = [f.name for f in fusions]
-    if args.choose:
-        def objective(name: str) -> float:
-            return float(np.mean([per[name]["dev"][k] for label, per in results.items() if label in SETS
-                                  for k in ("recall@5", "mrr")]))
-        names = sorted(names, key=objective, reverse=True)
-        print("rules by mean of dev recall@5 and MRR over the two sets, never a --guard set (best first):")
-        for name in names:
-            print(f"  {objective(name):.4f}  {name}")
-        names = names[:15]
-    print(f"model {embedder.model_id}; chosen rule {chosen.name}")
-    print_tables(results, names)
+    print(f"model {embedder.model_id}; rule in force {rule}")
+    print_tables(results, list(rules))
 
 
 if __name__ == "__main__":

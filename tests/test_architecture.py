@@ -31,16 +31,17 @@ DESIGN = PACKAGE.parent / "docs" / "design.md"
 # Lowest first. Each module may import from its own layer and the layers below.
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", [
-        "memex.errors", "memex.config", "memex.faults", "memex.text", "memex.scopes", "memex.layout", "memex.fields",
+        "memex.errors", "memex.config", "memex.config_trust", "memex.faults", "memex.text", "memex.scopes",
+        "memex.layout", "memex.fields", "memex.distribution", "memex.plugins",
     ]),
     ("files", ["memex.files"]),
     # The erased list is read at index time (the indexer refuses an erased
     # body), so it sits with the index although the erase package holds it,
     # with the journals it is read through and their spare copies.
     ("index", ["memex.store", "memex.index", "memex.embedding", "memex.records", "memex.erase.erased_list",
-               "memex.erase.mirror", "memex.erase.spare"]),
+               "memex.erase.mirror", "memex.erase.spare", "memex.erase.pending"]),
     ("search, dedup", ["memex.search", "memex.dedup.pipeline", "memex.dedup.values", "memex.dedup.wording", "memex.dedup.numerals", "memex.dedup.symmetric", "memex.dedup.cjk", "memex.dedup.subject"]),
-    ("core", ["memex.vault", "memex.adding", "memex.decay", "memex.meta_edit"]),
+    ("core", ["memex.vault", "memex.adding", "memex.decay", "memex.meta_edit", "memex.ids"]),
     ("features", [
         "memex.consolidation", "memex.erase", "memex.watch", "memex.health",
         "memex.dedup.cleanup", "memex.dedup.supersede", "memex.dedup.handoff", "memex.team",
@@ -48,7 +49,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("context, importers, agents", ["memex.context", "memex.importers", "memex.agents"]),
     # The package root is the public API (it re-exports from the core);
     # `python -m memex.context` is an entry point that runs the CLI.
-    ("cli", ["memex.cli", "memex.demo", "memex.context.__main__", "memex"]),
+    ("cli", ["memex.cli", "memex.console", "memex.demo", "memex.context.__main__", "memex"]),
 ]
 
 

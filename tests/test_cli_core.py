@@ -15,7 +15,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from memex.cli import app
+from memex.cli import _common, app
 from memex.vault import ENV_VAR
 
 MEMEX_SCRIPT = Path(sys.executable).parent / "memex"
@@ -209,7 +209,13 @@ def test_search_json(cli: click.Group, vault_root: Path, filled: dict[str, str])
     assert len(ok_json(cli, vault_root, "search", "the", "--limit", "1")) <= 1
 
 
-def test_search_human_output_is_a_table(cli: click.Group, vault_root: Path, filled: dict[str, str]) -> None:
+def test_search_human_output_is_a_table(cli: click.Group, vault_root: Path, filled: dict[str, str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    piped = invoke(cli, vault_root, "search", "tabs spaces")
+    assert piped.exit_code == 0
+    first = piped.output.splitlines()[0].split("\t")  # a pipe: tab-separated rows, no header
+    assert first[1] == filled["tabs"] and len(first) == 6
+    monkeypatch.setattr(_common, "is_tty", lambda: True)
     result = invoke(cli, vault_root, "search", "tabs spaces")
     assert result.exit_code == 0
     header = result.output.splitlines()[1]
@@ -234,7 +240,7 @@ def test_list_filters(cli: click.Group, vault_root: Path, filled: dict[str, str]
     both = ok_json(cli, vault_root, "list", "--scope", "project:memex", "--session", "s1")
     assert [m["id"] for m in both] == [filled["wal"]]
     table_out = invoke(cli, vault_root, "list", "--scope", "user").output
-    assert filled["tabs"] in table_out and "created" in table_out.splitlines()[1]
+    assert sorted(line.split("\t")[0] for line in table_out.splitlines()) == sorted([filled["tabs"], filled["zh"]])
 
 
 # -- reindex, stats, doctor -------------------------------------------------------

@@ -97,7 +97,7 @@ def test_every_option_has_help_and_shows_its_default() -> None:
 
 def test_list_limit_shows_its_default_in_help(cli: click.Group) -> None:
     out = CliRunner().invoke(cli, ["list", "--help"]).output
-    assert "[default: (all); x>=1]" in out
+    assert "[default: 50; with --json:" in out and "--all" in out
     assert "Also list superseded memories" in out
 
 

@@ -192,21 +192,6 @@ def test_search_imports_only_what_it_needs(vault_root: Path, monkeypatch: pytest
         assert unneeded not in modules, unneeded
 
 
-def test_the_median_of_lexical_scores_is_numpys() -> None:
-    """fusion's own median (kept off numpy.ma) gives np.median's value to the bit."""
-    import random
-
-    import numpy as np
-
-    from memex.search.fusion import _median
-
-    rng = random.Random(7)
-    for size in (1, 2, 3, 4, 5, 10, 11, 50):
-        for _ in range(20):
-            values = [rng.choice((rng.uniform(0.01, 30.0), 1.5, 7.25)) for _ in range(size)]
-            assert _median(values) == float(np.median(values)), values
-
-
 def test_the_vector_extension_is_the_one_sqlite_vec_names() -> None:
     """memex.store.schema finds sqlite-vec's library without importing the package; it
     must be the file the package itself would load."""

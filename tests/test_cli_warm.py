@@ -6,7 +6,6 @@ import os
 import pty
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -35,6 +34,19 @@ def _search(vault_root: Path, tty: bool) -> None:
         os.close(main)
 
 
+def _server_processes(vault_root: Path) -> list[str]:
+    """The running warm servers of this vault (``python -m memex.agents.warm_server ROOT``)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue  # exited meanwhile
+        if b"memex.agents.warm_server" in args and any(a.endswith(str(vault_root).encode()) for a in args):
+            found.append(cmdline.parent.name)
+    return found
+
+
 def _gone(path: Path) -> None:
     wait_for(lambda: not path.exists(), 30, "the warm server to exit after warm_seconds idle")
 
@@ -42,6 +54,8 @@ def _gone(path: Path) -> None:
 def test_a_search_at_a_terminal_starts_the_warm_server_and_a_script_does_not(
     vault_root: Path, real_embedder: object
 ) -> None:
+    if not Path("/proc/self/cmdline").exists():
+        pytest.skip("needs /proc to see which processes a command started")
     set_config(vault_root, "agents", "warm_seconds = 3")  # exits soon after the test
     with Vault(vault_root) as vault:
         vault.add("The staging database listens on port 5433", scope="user")
@@ -49,11 +63,14 @@ def test_a_search_at_a_terminal_starts_the_warm_server_and_a_script_does_not(
     assert path is not None
 
     _search(vault_root, tty=False)  # a script or an agent: nothing left running
-    time.sleep(1.0)
+    # The server is started (Popen) before the command exits: had it been, its
+    # process would be there now, whether or not it answers yet.
+    assert _server_processes(vault_root) == []
     with Vault(vault_root) as vault:
         assert warm.connect(vault) is None
 
     _search(vault_root, tty=True)  # a person typing
+    assert _server_processes(vault_root) != []  # what the check above would have seen
     with Vault(vault_root) as vault:
         wait_for(lambda: warm.connect(vault), 60, "a warm server after a search at a terminal")
     _gone(path)

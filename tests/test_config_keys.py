@@ -6,15 +6,17 @@ import json
 import re
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from memex.cli import app
 from memex.config import known_keys, unknown_keys
+from memex.config_trust import MACHINE_ONLY, machine_only
 from memex.context.settings import load_settings
 from memex.errors import ConfigError
-from memex.layout import CONFIG_RELPATH
+from memex.layout import CONFIG_LOCAL_RELPATH, CONFIG_RELPATH
 from memex.vault import Vault, template_dir
 from tests.hook_helpers import lexical_only
 
@@ -23,14 +25,31 @@ def _template() -> str:
     return (template_dir() / CONFIG_RELPATH).read_text(encoding="utf-8")
 
 
+def _local_template() -> str:
+    return (template_dir() / CONFIG_LOCAL_RELPATH).read_text(encoding="utf-8")
+
+
+def _uncommented(template: str) -> dict[str, Any]:
+    text = re.sub(r"^# ([a-z_]+ = .*)$", r"\1", template, flags=re.M)
+    return tomllib.loads(text.replace("# [decay.categories]", "[decay.categories]"))
+
+
 def test_every_key_the_template_documents_is_known() -> None:
-    """Uncommenting every default of the template leaves nothing unknown."""
-    text = re.sub(r"^# ([a-z_]+ = .*)$", r"\1", _template(), flags=re.M).replace(
-        "# [decay.categories]", "[decay.categories]"
-    )
-    raw = tomllib.loads(text)
+    """Uncommenting every default of the templates leaves nothing unknown."""
+    raw = _uncommented(_template())
     assert raw["recall"]["recall_limit"] == 6 and raw["decay"]["categories"] == {"constraint": 0.0}
-    assert unknown_keys(raw, known_keys(_template())) == []
+    known = known_keys(_template(), _local_template())
+    assert unknown_keys(raw, known) == []
+    assert unknown_keys(_uncommented(_local_template()), known) == []
+
+
+def test_the_local_template_documents_exactly_the_settings_only_this_machine_may_set() -> None:
+    """The shared template holds none of them; the local one all of them, and nothing else."""
+    shared, local = _uncommented(_template()), _uncommented(_local_template())
+    assert [(t, k) for t, keys in shared.items() for k, v in keys.items() if machine_only(t, k, v)] == []
+    documented = {(t, k) for t, keys in local.items() for k, v in keys.items() if machine_only(t, k, v)}
+    assert documented == {(t, k) for t, keys in MACHINE_ONLY.items() for k in keys} | {("embedding", "model")}
+    assert {(t, k) for t, keys in local.items() for k in keys} == documented
 
 
 def test_a_typo_is_named_with_the_nearest_key() -> None:

@@ -136,7 +136,9 @@ def test_extract_command_is_used_and_falls_back(vault_root: Path, tmp_path: Path
     log = tmp_path / "request.json"
     monkeypatch.setenv("FAKE_EXTRACTOR_LOG", str(log))
     cmd = f"{sys.executable} {DATA / 'fake_extractor.py'}"
-    with configured(vault_root, f"[context]\nextract_command = {json.dumps(cmd)}\n") as v:
+    # A command runs as the user: only this machine's own settings may name it (memex/config_trust.py).
+    (vault_root / ".memex" / "config.local.toml").write_text(f"[context]\nextract_command = {json.dumps(cmd)}\n")
+    with configured(vault_root, "") as v:
         after_turn(v, "x", [user("KEEP Releases are cut on Tuesdays"), assistant("ok")], 0, commit="none")
         res = commit_session(v, "x")
         assert res["extractor"] == "command" and res["summary"] == "2 messages discussed"
@@ -223,16 +225,51 @@ def test_remember_requests(prompt: str, wanted: bool) -> None:
     assert is_remember_request(prompt) is wanted
 
 
-def test_capture_keyword_stores_verbatim_once(vault: Vault) -> None:
+def test_capture_keyword_stores_the_request_verbatim_once(vault: Vault) -> None:
     prompt = "Remember that the staging DB is on port 5433."
     first = capture_keyword(vault, "s", prompt)
     assert first is not None and first["status"] == "created"
     memory = vault.get(first["id"])
-    assert memory.body.strip() == prompt
+    assert memory.body.strip() == "the staging DB is on port 5433"
     assert memory.meta["source"] == "keyword" and memory.meta["session"] == "s"
     again = capture_keyword(vault, "s", prompt)
     assert again is not None and again["status"] == "duplicate" and again["existing_id"] == first["id"]
     assert capture_keyword(vault, "s", "How do I run tests?") is None
+
+
+def test_capture_keyword_stores_the_request_not_the_whole_prompt(vault: Vault) -> None:
+    """Found in a trial with the real clients: the whole prompt became one
+    memory holding two facts, beside the decision extracted at session end."""
+    prompt = "We decided to use pnpm for packages. Also, remember that integration tests need docker."
+    found = capture_keyword(vault, "s", prompt)
+    assert found is not None and found["status"] == "created"
+    assert [m.body.strip() for m in vault.list()] == ["integration tests need docker"]
+    # The rest goes through the session's extraction, as any turn does.
+    after_turn(vault, "s", [user(prompt), assistant("Noted.")], 0, commit="none")
+    committed = commit_session(vault, "s")
+    assert [m["status"] for m in committed["memories"]] == ["created"]
+    assert sorted(m.body.strip() for m in vault.list()) == [
+        "We decided to use pnpm for packages.", "integration tests need docker"]
+
+
+@pytest.mark.parametrize("prompt, facts", [
+    ("Always remember to run tests before committing.", ["Always run tests before committing"]),
+    ("From now on, remember to write commit messages in English.",
+     ["From now on, write commit messages in English"]),
+    ("Can you remember that I use fish shell?", ["I use fish shell"]),
+    ("Remember that the API lives at api.example.com.", ["the API lives at api.example.com"]),
+    ("记住：测试数据库在 5433 端口。然后修复这个错误。", ["测试数据库在 5433 端口"]),
+    ("We deploy on Fridays. Remember that.", ["We deploy on Fridays"]),
+    ("Remember this:\n- use pnpm\n- tests need docker\n\nNow fix the bug.", ["- use pnpm\n- tests need docker"]),
+    ("Keep in mind that the CI cache expires after 7 days; also remember that builds use Node 22.",
+     ["the CI cache expires after 7 days", "builds use Node 22"]),
+    ("Remember to run the migrations first. And remember that prod runs Postgres 16.", ["prod runs Postgres 16"]),
+])
+def test_each_request_stores_what_it_asks_for(vault: Vault, prompt: str, facts: list[str]) -> None:
+    found = capture_keyword(vault, "s", prompt)
+    assert found is not None
+    stored = [found, *found.get("more", [])]
+    assert [vault.get(f["id"]).body.strip() for f in stored] == facts
 
 
 def test_capture_keyword_ignores_injected_block(vault: Vault) -> None:
@@ -271,7 +308,7 @@ def test_long_prompt_keeps_only_the_request_verbatim(vault: Vault) -> None:
     res = capture_keyword(vault, "s", prompt)
     assert res is not None
     body = vault.get(res["id"]).body.strip()
-    assert body == "Also, please remember that the DB password rotates monthly. Thanks!"
+    assert body == "the DB password rotates monthly"
 
 
 def test_concurrent_after_turns_of_one_session_do_not_collide(vault: Vault) -> None:

@@ -214,44 +214,22 @@ def test_an_index_with_the_density_column_and_longer_lists_loses_them_and_stays_
 
 
 def test_the_hub_prior_lowers_crowded_memories_only_above_the_floor() -> None:
-    from memex.search.fusion import Fusion, apply_priors
+    from memex.search.fusion import Fusion, rank
+    from memex.store.facts import Facts
 
-    rule = Fusion("blend", 0.7, "sat", density_penalty=0.5, density_floor=0.5)
+    rule = Fusion(0.5, density_penalty=0.5, density_floor=0.5)
     assert rule.density_factor(None) == 1.0 and rule.density_factor(0.4) == 1.0 and rule.density_factor(0.5) == 1.0
     assert rule.density_factor(0.75) == pytest.approx(0.75) and rule.density_factor(1.0) == pytest.approx(0.5)
-    scores = {1: 0.9, 2: 0.8, 3: 0.1}
-    dens = {1: 0.95, 2: 0.3, 3: 0.99}
-    out = apply_priors(scores, rule, lambda rowids: {}, keep=3, densities_of=lambda rowids: {r: dens[r] for r in rowids})
+    blend = {1: 0.9, 2: 0.8, 3: 0.1}
+    facts = {1: Facts(False, None, None, 0.95), 2: Facts(False, None, None, 0.3), 3: Facts(False, None, None, None)}
+    out = rank(blend, facts, rule)
     assert out[2] == 0.8 and out[1] == pytest.approx(0.9 * (1 - 0.5 * 0.9)) and out[1] < out[2]
-    # A backend that keeps no densities ranks as before.
-    assert apply_priors(scores, rule, lambda rowids: {}, keep=3) == scores
-
-
-def test_the_hub_prior_leaves_mostly_chinese_memories_alone_where_the_model_cannot_read_them() -> None:
+    assert out[3] == 0.1  # no vector, no density: nothing to lower
+    # MiniLM's rule has no hub prior (LoCoMo: no gain beyond noise); the multilingual model's has.
     from memex.embedding import profiles
-    from memex.search.fusion import Fusion, apply_priors, fuse
 
-    reads = Fusion("blend", 0.7, "sat", density_penalty=0.5, density_floor=0.5)
-    blind = Fusion("blend", 0.7, "sat", density_penalty=0.5, density_floor=0.5, density_cjk=False)
-    bodies = {1: "王磊：报表系统那边最后用了MongoDB，成本低一些。", 2: "Lena: I need a holiday.",
-              3: "Lena: 报表 is the Chinese word for report, used in the finance team"}
-    dens = {1: 0.84, 2: 0.84, 3: 0.84}
-    scores = {1: 0.5, 2: 0.5, 3: 0.5}
-
-    def run(rule: Fusion) -> dict[int, float]:
-        return apply_priors(scores, rule, lambda rowids: {r: bodies[r] for r in rowids}, keep=3,
-                            densities_of=lambda rowids: {r: dens[r] for r in rowids})
-
-    hub = 0.5 * (1 - 0.5 * (0.84 - 0.5) / 0.5)
-    assert run(reads) == pytest.approx({1: hub, 2: hub, 3: hub})
-    # Mostly Chinese: its density means nothing to this model; English text keeps the prior.
-    assert run(blind) == pytest.approx({1: 0.5, 2: hub, 3: hub})
-    # The evaluation's path (every prior on every candidate) agrees.
-    lexical, semantic = {1: 1.0, 2: 1.0, 3: 1.0}, {1: 0.5, 2: 0.5, 3: 0.5}
-    full = fuse(lexical, semantic, blind, True, "报表", bodies=bodies, densities=dens)
-    assert full[1] > full[2] == pytest.approx(full[3])
-    # MiniLM (English-only) leaves them alone; the multilingual model reads Chinese.
-    assert not profiles.MINILM.fusion.density_cjk and profiles.MULTILINGUAL.fusion.density_cjk
+    assert profiles.MINILM.fusion.density_factor(0.99) == 1.0
+    assert profiles.MULTILINGUAL.fusion.density_factor(0.99) < 1.0
 
 
 def test_search_ranks_a_statement_above_a_crowd_of_near_copies(vault: Vault) -> None:
@@ -264,8 +242,8 @@ def test_search_ranks_a_statement_above_a_crowd_of_near_copies(vault: Vault) -> 
         vault.add(text)
     answer = vault.add("the deploy window is Tuesday 14:00 UTC after the freeze")
     query = "is the deploy window good for everyone"
-    plain = Fusion("blend", 0.7, "sat")
-    hubs_lose = Fusion("blend", 0.7, "sat", density_penalty=0.5, density_floor=0.5)
+    plain = Fusion(0.7)
+    hubs_lose = Fusion(0.7, density_penalty=0.5, density_floor=0.5)
     qvec = vault.embed_query(query)
     before = [h.id for h in search(vault.conn, vault.embedder, query, 5, qvec=qvec, fusion=plain, floor=False)]
     after = [h.id for h in search(vault.conn, vault.embedder, query, 5, qvec=qvec, fusion=hubs_lose, floor=False)]

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import hashlib
+import shutil
 import sys
 
 import apsw
@@ -19,7 +20,7 @@ import pytest
 from memex import adding
 from memex.store import density, refvectors
 from memex.store.schema import write_txn
-from memex.vault import Vault
+from memex.vault import Vault, init_vault
 from tests.fakes import HashEmbedder
 from tests.test_density import _assert_exact, _texts, rows_read
 
@@ -40,10 +41,30 @@ class OtherHash(HashEmbedder):
     dim = 48
 
 
-def _filled(root: Path, n: int = 200) -> None:
+def _fill(root: Path, n: int = 200) -> None:
     with Vault(root, embedder=HashEmbedder()) as vault:
         for i, t in enumerate(_texts(n)):
             vault.add(f"{t} {LONG} part {i}" if i % 40 == 0 else t)  # some long bodies: chunked
+
+
+@pytest.fixture(scope="module")
+def filled_vault(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A vault of 200 memories added one by one, built once for this module
+    (with the same small R as every test here) and copied into each test."""
+    root = tmp_path_factory.mktemp("filled") / "vault"
+    init_vault(root, git=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(density, "S", 7)
+        _fill(root)
+    return root
+
+
+@pytest.fixture
+def filled(vault_root: Path, filled_vault: Path) -> Path:
+    """``vault_root`` holding the module's 200 memories (files and index alike)."""
+    shutil.rmtree(vault_root)
+    shutil.copytree(filled_vault, vault_root)
+    return vault_root
 
 
 def _from_memory_vec(vault: Vault, write: Callable[[], object]) -> int:
@@ -101,10 +122,10 @@ def _embed_keys(vault: Vault, rowids: list[int]) -> list[str]:
 
 @pytest.mark.parametrize("point", [64, 2], ids=["by-rowid", "one-scan"])
 def test_a_fresh_processs_first_add_reads_no_vector_from_memory_vec(
-    vault_root: Path, point: int, monkeypatch: pytest.MonkeyPatch
+    filled: Path, point: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    vault_root = filled
     monkeypatch.setattr(refvectors, "_POINT", point)  # how memory_vec would be read (sqlite-vec scans for many)
-    _filled(vault_root)
     with Vault(vault_root, embedder=HashEmbedder()) as fresh:
         assert _from_memory_vec(fresh, _add_past_r(fresh, "zebra quartz violin one", monkeypatch)) == 0
         _held_as_stored(fresh)
@@ -113,10 +134,10 @@ def test_a_fresh_processs_first_add_reads_no_vector_from_memory_vec(
 
 @pytest.mark.parametrize("point", [64, 2], ids=["by-rowid", "one-scan"])
 def test_members_the_cache_lacks_are_read_from_memory_vec(
-    vault_root: Path, point: int, monkeypatch: pytest.MonkeyPatch
+    filled: Path, point: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    vault_root = filled
     monkeypatch.setattr(refvectors, "_POINT", point)
-    _filled(vault_root)
     with Vault(vault_root, embedder=HashEmbedder()) as vault:
         purged = _members(vault)[2:5]
         with write_txn(vault.conn):  # as a purge of unused rows, or a hand-cleared cache, would leave it
@@ -136,10 +157,10 @@ def test_members_the_cache_lacks_are_read_from_memory_vec(
         _assert_exact(fresh)
 
 
-def test_a_cached_vector_other_than_memory_vecs_is_not_used(vault_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cached_vector_other_than_memory_vecs_is_not_used(filled: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two processes embedding one new text at once can leave the cache with
     the other's bits (INSERT OR REPLACE): the digest tells, memory_vec answers."""
-    _filled(vault_root)
+    vault_root = filled
     with Vault(vault_root, embedder=HashEmbedder()) as vault:
         members = _members(vault)
         flipped, swapped, donor = _embed_keys(vault, [members[1], members[4], members[6]])
@@ -157,11 +178,11 @@ def test_a_cached_vector_other_than_memory_vecs_is_not_used(vault_root: Path, mo
 
 
 def test_an_index_from_before_digests_reads_memory_vec_once_then_the_cache(
-    vault_root: Path, monkeypatch: pytest.MonkeyPatch
+    filled: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Schema step 8: rows of step 7 have no digest; the first read of R
     takes memory_vec's vectors and stores theirs, later processes the cache's."""
-    _filled(vault_root)
+    vault_root = filled
     with Vault(vault_root, embedder=HashEmbedder()) as vault:
         before = {int(r): bytes(b) for r, b in vault.conn.execute("SELECT rowid, neighbours FROM memory_density")}
         with write_txn(vault.conn):

@@ -22,8 +22,6 @@ from tests.hook_helpers import set_config
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-# Pages other branches wrote; linked before they existed here.
-PAGES_WRITTEN_ELSEWHERE = {"cli.md", "reliability.md", "write-path.md", "search.md", "models.md", "consolidation.md"}
 
 
 def _pages() -> dict[str, str]:
@@ -88,14 +86,12 @@ def test_readme_is_a_short_guide_with_the_two_commands() -> None:
 def test_links_between_pages_resolve() -> None:
     pages = _pages()
     index = pages["docs/index.md"]
-    for name in [n for n in pages if n.startswith("docs/")] + [f"docs/{n}" for n in PAGES_WRITTEN_ELSEWHERE]:
+    for name in [n for n in pages if n.startswith("docs/")]:
         if name != "docs/index.md":
             assert f"]({name.removeprefix('docs/')})" in index, f"docs/index.md does not link {name}"
     for where, text in pages.items():
         base = ROOT if where == "README.md" else DOCS
         for target in re.findall(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)", text):
-            if Path(target).name in PAGES_WRITTEN_ELSEWHERE:
-                continue
             assert (base / target).is_file(), f"{where} links {target}, which does not exist"
         for anchor in re.findall(r"\]\(#([^)]+)\)", text):
             headings = {_slug(h) for h in re.findall(r"^#+ (.+)$", text, re.M)}

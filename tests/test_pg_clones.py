@@ -155,9 +155,14 @@ def test_a_clone_that_has_not_pulled_the_erasure_does_not_bring_it_back(clones: 
         assert clone.search("break-glass token kiwi") == []
     # B's doctor names the file it still holds, whose text another clone erased.
     assert drift(b).erased_restored == [added.path]
-    # The deliberate way back on B brings it back for every clone.
+    # The deliberate way back on B: the shared index takes it back at once, and B shows it.
+    # A's own erased list still says erased (B's holds no allowance of A's line: a sync
+    # would bring A's erasure to B, not undo it), so A's reads still hide it.
     allow_files(b, [str(pulled)])
-    assert a.get(added.id).body.strip() == "The break-glass token is kiwi-nine-one"
+    assert b.get(added.id).body.strip() == "The break-glass token is kiwi-nine-one"
+    with pytest.raises(MemoryNotFound):
+        a.get(added.id)
+    assert added.id not in [h.id for h in a.search("break-glass token kiwi")]
 
 
 def test_two_clones_adding_the_same_text_at_once_store_it_once(

@@ -1,8 +1,8 @@
 """Densities on PostgreSQL (memex/store/postgres/density.py) hold the values
 SQLite's hold (memex/store/density.py) after the same writes, moves, edits,
 deletes, erasures, a rollback, another process's writes and a bulk load; and
-search, whose hub prior reads them, answers alike on both backends with the
-real model's ranking rule."""
+search reads the same facts (densities among them) and answers alike on
+both backends with the real model's ranking rule."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from memex.embedding import embed
 from memex.index.indexer import Indexer
 from memex.store import IndexStore, SqliteStore
 from memex.store import density as core
+from memex.store.facts import Facts
 from memex.store.memories import Filters
 from memex.store.postgres import bulk
 from memex.store.postgres.schema import connect
@@ -34,7 +35,7 @@ def _texts(n: int, salt: str = "") -> list[str]:
 def _by_id(store: IndexStore) -> dict[str, float]:
     """Every stored density, keyed by memory id (rowids differ between backends)."""
     ids = {r.rowid: r.id for r in store.list_rows(Filters(include_superseded=True))}
-    return {ids[r]: v for r, v in store.densities(list(ids)).items()}
+    return {ids[r]: f.density for r, f in store.facts(list(ids)).items() if f.density is not None}
 
 
 def _definition(store: IndexStore) -> dict[str, float]:
@@ -194,23 +195,36 @@ def test_an_older_index_loses_the_reference_copy_and_the_density_column_and_stay
 
 
 @pytest.mark.model
-def test_search_answers_alike_with_the_hub_prior(model_vault: Vault, pg_url: str) -> None:
-    from memex.search.fusion import fusion_for
+def test_search_reads_the_same_facts_and_answers_alike(model_vault: Vault, pg_url: str) -> None:
+    """Ranking's facts (densities among them, which the multilingual model's
+    hub prior reads) are the same on both backends, and search answers alike."""
     from memex.search.postgres import search
 
-    assert model_vault.embedder is not None and fusion_for(model_vault.embedder.model_id).needs_density
     crowd = [f"deploy window sounds good to me {w}" for w in ("ok", "sure", "yes", "fine", "great", "agreed",
                                                             "right", "cool", "yep", "noted", "thanks", "nice")]
     for text in crowd:
-        model_vault.add(text)
-    answer = model_vault.add("the deploy window is Tuesday 14:00 UTC after the freeze")
+        model_vault.add(text, session="s1")
+    model_vault.add("the deploy window is Tuesday 14:00 UTC after the freeze", session="s1")
     for text in ("Backups of the ledger run every night at two", "The cache layer is Redis with a 5 minute TTL",
-                 "We deploy the api with blue green releases on Kubernetes"):
-        model_vault.add(text)
+                 "Do we deploy the api with blue green releases on Kubernetes?"):
+        model_vault.add(text, session="s2")
     pg = connect(pg_url)
     store = PgStore(pg)
     Indexer(model_vault.root, model_vault.conn, model_vault.config, model_vault.embedder, store=store).sync()
-    assert _by_id(SqliteStore(model_vault.conn)) == _by_id(store)
+    lite_store = SqliteStore(model_vault.conn)
+    assert _by_id(lite_store) == _by_id(store)
+    ids = {r.id: r.rowid for r in lite_store.list_rows(Filters())}
+    pg_ids = {r.id: r.rowid for r in store.list_rows(Filters())}
+    lite_facts, pg_facts = lite_store.facts(list(ids.values())), store.facts(list(pg_ids.values()))
+    lite_id = {v: k for k, v in ids.items()}
+    pg_id = {v: k for k, v in pg_ids.items()}
+
+    def named(facts: dict[int, Facts], name: dict[int, str]) -> dict[str, tuple[object, ...]]:
+        return {name[r]: (f.asks, name.get(f.before) if f.before else None, name.get(f.after) if f.after else None,
+                          f.density) for r, f in facts.items()}
+
+    assert named(lite_facts, lite_id) == named(pg_facts, pg_id)
+    assert any(f.asks for f in lite_facts.values()) and any(f.before for f in lite_facts.values())
     for query in ("is the deploy window good for everyone", "when is the deploy window", "ledger backups",
                   "redis ttl", "sounds good"):
         lite = model_vault.search(query, limit=5)
@@ -218,10 +232,7 @@ def test_search_answers_alike_with_the_hub_prior(model_vault: Vault, pg_url: str
         assert [h.id for h in post] == [h.id for h in lite], query
         for a, b in zip(lite, post):
             assert b.score == pytest.approx(a.score, abs=1e-5), (query, a.id)
-    top = search(pg, model_vault.embedder, "is the deploy window good for everyone", limit=1)
-    assert top[0].id == answer.id  # the crowd's near-copies lose to the statement, as on SQLite
     pg.close()
-
 
 
 def test_a_sync_of_many_files_computes_them_once_at_its_end(

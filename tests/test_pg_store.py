@@ -180,7 +180,7 @@ def test_config_names_backend_and_url(tmp_path: Path) -> None:
     from memex.errors import ConfigError
 
     (tmp_path / ".memex").mkdir()
-    conf = tmp_path / ".memex" / "config.toml"
+    conf = tmp_path / ".memex" / "config.local.toml"  # this machine's own settings (memex/config_trust.py)
     assert load_config(tmp_path).index_backend == "sqlite"
     conf.write_text('[index]\nbackend = "postgres"\nurl = "postgresql:///memex"\n')
     assert (load_config(tmp_path).index_backend, load_config(tmp_path).index_url) == ("postgres", "postgresql:///memex")

@@ -81,7 +81,7 @@ def test_cli_erase_says_what_postgres_keeps(vault_root: Path, vault_backend: str
 def test_erase_vacuum_full_is_a_setting(vault_root: Path, vault_backend: str) -> None:
     if vault_backend != "postgres":
         pytest.skip("a PostgreSQL setting")
-    conf = vault_root / ".memex" / "config.toml"
+    conf = vault_root / ".memex" / "config.local.toml"  # this machine's server: its own settings
     conf.write_text(conf.read_text().replace("[index]\n", '[index]\nerase_vacuum = "full"\n', 1))
     with Vault(vault_root, embedder=HashEmbedder()) as vault:
         added = vault.add("The pager rota lives in the ops wiki", scope="user")

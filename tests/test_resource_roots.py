@@ -13,6 +13,7 @@ from memex.agents import mcp_server
 from memex.agents.resources import import_markdown
 from memex.errors import InvalidArgument, MemexError
 from memex.vault import Vault
+from tests.hook_helpers import set_config
 
 SECRET = "The production root password is hunter2-secret-marker."
 
@@ -63,10 +64,8 @@ def test_a_path_outside_the_roots_is_refused(layout: dict[str, Path], target: st
 
 
 def test_roots_listed_in_config_are_allowed(layout: dict[str, Path]) -> None:
-    config = layout["vault"] / ".memex" / "config.toml"
-    config.write_text(
-        config.read_text(encoding="utf-8") + f'[resources]\nroots = ["{layout["outside"]}"]\n', encoding="utf-8"
-    )
+    # Folders on this machine: its own settings (.memex/config.local.toml), never the shared file.
+    set_config(layout["vault"], "resources", f'roots = ["{layout["outside"]}"]')
     with Vault(layout["vault"], embedder=None) as vault:
         answer = import_markdown(vault, str(layout["outside"] / "secret.md"), cwd=layout["project"])
         assert len(answer["created"]) == 1

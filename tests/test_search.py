@@ -1,15 +1,17 @@
-"""Search plumbing: filters, limit, fusion arithmetic (fake embedder)."""
+"""Search plumbing: filters, limit, the rule's arithmetic, ranking's facts (fake embedder)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import replace
 
 import pytest
 
 from memex.embedding import embed
 from memex.search import hybrid as search_mod
 from memex.errors import InvalidArgument
-from memex.search.hybrid import Filters, Fusion, fuse
+from memex.search.hybrid import Filters, Fusion, fuse, fusion_for, rank
+from memex.store.facts import Facts
 from memex.vault import Vault
 from memex.meta_edit import update_meta
 
@@ -125,38 +127,96 @@ def test_filters_sql_status_only_by_default() -> None:
     assert Filters(scopes=("user",)).narrowing
 
 
-def test_rrf_adds_reciprocal_ranks() -> None:
-    lexical = {1: 9.0, 2: 5.0}
-    semantic = {2: 0.9, 3: 0.8, 1: 0.1}
-    scores = fuse(lexical, semantic, Fusion("rrf", rrf_k=60), use_vectors=True)
-    assert scores[1] == pytest.approx(1 / 61 + 1 / 63)
-    assert scores[2] == pytest.approx(1 / 62 + 1 / 61)
-    assert scores[3] == pytest.approx(1 / 62)
-
-
-def test_blend_weights_and_normalizations() -> None:
+def test_the_blend_divides_bm25_by_the_best_and_weighs_the_cosine() -> None:
     lexical = {1: 10.0, 2: 5.0, 3: 2.5}
-    semantic = {1: 0.2, 2: 0.8, 3: 0.5}
-    maxed = fuse(lexical, semantic, Fusion("blend", 0.5, "max"), use_vectors=True)
-    assert maxed[1] == pytest.approx(0.5 * 0.2 + 0.5 * 1.0)
-    assert maxed[2] == pytest.approx(0.5 * 0.8 + 0.5 * 0.5)
-    minmax = fuse(lexical, semantic, Fusion("blend", 0.0, "minmax"), use_vectors=True)
-    assert minmax[3] == pytest.approx(0.0) and minmax[1] == pytest.approx(1.0)
-    sat = fuse(lexical, semantic, Fusion("blend", 0.0, "sat"), use_vectors=True)
-    assert sat[2] == pytest.approx(0.5)  # the median saturates to one half
-    assert sat[1] == pytest.approx(10 / 15)
+    semantic = {1: 0.2, 2: 0.8, 3: -0.5, 4: 0.6}
+    blend = fuse(lexical, semantic, Fusion(0.5), use_vectors=True)
+    assert blend[1] == pytest.approx(0.5 * 0.2 + 0.5 * 1.0)
+    assert blend[2] == pytest.approx(0.5 * 0.8 + 0.5 * 0.5)
+    assert blend[3] == pytest.approx(0.5 * 0.25)  # a negative cosine counts as zero
+    assert blend[4] == pytest.approx(0.5 * 0.6)  # found by the vectors alone
+    assert fuse(lexical, semantic, Fusion(0.2), use_vectors=True)[2] == pytest.approx(0.2 * 0.8 + 0.8 * 0.5)
 
 
-def test_cjk_queries_get_their_own_weight() -> None:
-    fusion = Fusion("blend", 0.9, "max", cjk_semantic_weight=0.1)
-    lexical, semantic = {1: 1.0}, {1: 0.0}
-    assert fuse(lexical, semantic, fusion, True, "deploy")[1] == pytest.approx(0.1)
-    assert fuse(lexical, semantic, fusion, True, "部署")[1] == pytest.approx(0.9)
+def test_a_compressed_cosine_is_scaled_over_the_candidates() -> None:
+    blend = fuse({}, {1: 0.80, 2: 0.90, 3: 0.85}, Fusion(1.0, "minmax"), use_vectors=True)
+    assert blend == pytest.approx({1: 0.0, 2: 1.0, 3: 0.5})
 
 
 def test_without_vectors_only_bm25_counts() -> None:
-    scores = fuse({1: 4.0, 2: 2.0}, {}, Fusion("blend", 0.7, "max"), use_vectors=False)
+    scores = fuse({1: 4.0, 2: 2.0}, {}, Fusion(0.7), use_vectors=False)
     assert scores == {1: 1.0, 2: 0.5}
+
+
+def test_a_question_keeps_part_of_its_score_and_a_turn_gains_from_the_turns_beside_it() -> None:
+    blend = {1: 0.8, 2: 0.4, 3: 0.1, 4: 0.5}
+    facts = {1: Facts(True, None, 2), 2: Facts(False, 1, 3), 3: Facts(False, 2, 99), 4: Facts(False, None, None)}
+    scores = rank(blend, facts, Fusion(0.5, question_penalty=0.3, context_weight=0.25))
+    assert scores[1] == pytest.approx(0.8 * 0.7 + 0.25 * 0.4)  # asks; its answer beside it lends
+    assert scores[2] == pytest.approx(0.4 + 0.25 * 0.8)  # the question before it lends its whole blend
+    assert scores[3] == pytest.approx(0.1 + 0.25 * 0.4)  # 99 is no candidate: it lends nothing
+    assert scores[4] == pytest.approx(0.5)  # no session, no neighbours
+    assert rank(blend, facts, Fusion(0.5)) == blend
+
+
+def _created(vault: Vault, memory_id: str, minute: int) -> None:
+    update_meta(vault, memory_id, {"created": f"2026-01-01T10:{minute:02d}:00Z"})
+
+
+def test_a_turn_right_after_a_match_is_lifted_by_it(vault: Vault) -> None:
+    """The answer to a question is often the next turn, which shares none of its words."""
+    turns = [("s1", "Where did the offsite happen this year?"), ("s1", "It was in Lisbon, by the river."),
+             ("s2", "The printer on floor two is jammed again."), ("s2", "Porto this time, by the sea.")]
+    ids = []
+    for minute, (session, body) in enumerate(turns):
+        ids.append(vault.add(body, scope="user", session=session).id)
+        _created(vault, ids[-1], minute)
+    rule = fusion_for(vault.embedder.model_id if vault.embedder else None)
+
+    def ranked(fusion: Fusion) -> list[str]:
+        hits = search_mod.search(vault.store, vault.embedder, "offsite this year", 4,
+                                 qvec=vault.embed_query("offsite this year"), fusion=fusion, floor=False)
+        return [h.id for h in hits]
+
+    assert ranked(rule)[:2] == [ids[0], ids[1]]
+    # Without the context it is only the turn that shares the word "this" with the question.
+    alone = ranked(replace(rule, context_weight=0.0))
+    assert alone.index(ids[3]) < alone.index(ids[1])
+
+
+def test_a_question_ranks_below_the_same_words_said(vault: Vault) -> None:
+    asked = vault.add("Deploy the billing service on Fridays?", scope="project:billing").id
+    said = vault.add("Deploy the billing service on Fridays.", scope="user").id
+    hits = vault.search("deploy billing fridays", limit=2)
+    assert [h.id for h in hits] == [said, asked]
+    assert hits[1].score == pytest.approx(0.7 * hits[0].score, rel=1e-4)
+
+
+def test_facts_follow_the_session_order(vault: Vault) -> None:
+    """Neighbours are the memories before and after one in its session, by
+    created time, whatever the order they were added in; other sessions and
+    memories without a session have none."""
+    texts = {
+        "b": ("Which database did we pick?", "s1", "2026-01-01T10:02:00Z"),
+        "a": ("Let us talk about storage.", "s1", "2026-01-01T10:01:00Z"),
+        "c": ("SQLite, with WAL on.", "s1", "2026-01-01T10:03:00Z"),
+        "x": ("Unrelated, in another session.", "s2", "2026-01-01T10:02:30Z"),
+        "n": ("No session at all.", None, "2026-01-01T10:02:40Z"),
+    }
+    ids = {}
+    for key, (body, session, created) in texts.items():
+        ids[key] = vault.add(body, scope="user", session=session).id
+        update_meta(vault, ids[key], {"created": created})
+    rowid = vault.store.rowids_by_ids(list(ids.values()))
+    key_of = {r: k for k, r in ((k, rowid[ids[k]]) for k in ids)}
+    facts = vault.store.facts(list(rowid.values()))
+
+    def named(r: int | None) -> str | None:
+        return None if r is None else key_of[r]
+
+    seen = {key_of[r]: (f.asks, named(f.before), named(f.after)) for r, f in facts.items()}
+    assert seen == {"a": (False, None, "b"), "b": (True, "a", "c"), "c": (False, "b", None),
+                    "x": (False, None, None), "n": (False, None, None)}
 
 
 def test_lexical_only_vault(vault_root) -> None:  # type: ignore[no-untyped-def]

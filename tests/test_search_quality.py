@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from memex.search.hybrid import DEFAULT_FUSION, Fusion, search
 from memex.vault import Vault
 from tests.scriptkit import load_script
 
 pytestmark = pytest.mark.model
 
 EVAL = load_script("eval_search")
+RULES = load_script("eval_rules")
 MEMORIES, QUERIES = EVAL.load_set(EVAL.DEFAULT_DATA)
 
 
@@ -30,8 +30,8 @@ def eval_vault(tmp_path_factory: pytest.TempPathFactory, real_embedder: Any) -> 
 
 @pytest.fixture(scope="module")
 def results(eval_vault: Vault) -> dict[str, dict[str, Any]]:
-    fusions = (Fusion("lexical"), Fusion("semantic"), Fusion("rrf", rrf_k=60), DEFAULT_FUSION)
-    out: dict[str, dict[str, Any]] = EVAL.evaluate(eval_vault, QUERIES, fusions)
+    rules = RULES.standard(eval_vault.embedder.model_id if eval_vault.embedder else None)
+    out: dict[str, dict[str, Any]] = EVAL.evaluate(eval_vault, QUERIES, rules)
     return out
 
 
@@ -42,16 +42,11 @@ def test_the_set_is_big_enough_to_judge_by() -> None:
     assert sum(m["lang"] == "zh" for m in MEMORIES) >= 20
 
 
-def test_chosen_fusion_beats_each_signal_alone(results: dict[str, dict[str, Any]]) -> None:
-    chosen = results[DEFAULT_FUSION.name]["all"]
-    assert chosen["mrr"] > results["lexical"]["all"]["mrr"]
-    assert chosen["mrr"] > results["semantic"]["all"]["mrr"]
-    assert chosen["recall@1"] > results["lexical"]["all"]["recall@1"]
-    assert chosen["recall@1"] > results["semantic"]["all"]["recall@1"]
-
-
-def test_chosen_fusion_beats_naive_rrf(results: dict[str, dict[str, Any]]) -> None:
-    assert results[DEFAULT_FUSION.name]["all"]["mrr"] > results["rrf_k60"]["all"]["mrr"]
+def test_the_rule_beats_each_signal_alone(results: dict[str, dict[str, Any]]) -> None:
+    rule = results[RULES.IN_FORCE]["all"]
+    for alone in (RULES.BM25, RULES.COSINE):
+        assert rule["mrr"] > results[alone]["all"]["mrr"]
+        assert rule["recall@1"] > results[alone]["all"]["recall@1"]
 
 
 def test_chinese_queries_find_chinese_memories(eval_vault: Vault) -> None:

@@ -52,7 +52,7 @@ def test_a_paraphrase_of_the_projects_memory_is_shown_on_its_cosine(model_vault:
     assert hit.score < settings.recall_score_threshold
     calibration = calibration_for(model_vault.embedder.model_id if model_vault.embedder else None)
     assert hit.semantic is not None
-    bar = gate.cosine_bar(settings, model_vault.store.term_counts(()).total)
+    bar = gate.cosine_bar(settings, model_vault.store.memory_count())
     assert calibration.calibrate(hit.semantic, has_cjk(query)) >= bar
 
     chosen = start_memories(model_vault, AgentSettings.of(model_vault), str(project), 6)

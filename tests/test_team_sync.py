@@ -337,25 +337,36 @@ def _confidence(team: Team, name: str, memory_id: str) -> object:
         return v.get(memory_id).meta["confidence"]
 
 
-def test_confidence_changed_on_two_clones_takes_the_newer_change(team: Team) -> None:
+def test_confidence_changed_on_two_clones_takes_the_newer_change(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Newer is the side whose commit touching the file is later, whichever side git calls ours
     (the fallback without times, the higher value, would give the other answer in both cases)."""
     memory_id = team.add("a", "the staging database is postgres 15")
     for name in "ab":
         team.sync(name)
+    # Commit times have one-second resolution: each step's commits are dated
+    # (git reads GIT_AUTHOR_DATE, memex's commits too) rather than slept apart.
+    start = int(time.time()) + 60
+
+    def at(step: int) -> None:
+        monkeypatch.setenv("GIT_AUTHOR_DATE", f"@{start + 10 * step} +0000")
+
     # b's change is older (committed before a's), a's is on the remote: a's lower value wins.
+    at(0)
     _set_confidence(team, "b", memory_id, 0.9)
     git(team.roots["b"], "commit", "-qam", "b, earlier")
-    time.sleep(1.1)  # commit times have one-second resolution
+    at(1)
     _set_confidence(team, "a", memory_id, 0.3)
     team.sync("a")
     team.sync("b")
     team.sync("a")
     assert _confidence(team, "a", memory_id) == _confidence(team, "b", memory_id) == 0.3
     # Now a's change reaches the remote first, but b's local change is newer: b's lower value wins.
+    at(2)
     _set_confidence(team, "a", memory_id, 0.5)
     team.sync("a")
-    time.sleep(1.1)
+    at(3)
     _set_confidence(team, "b", memory_id, 0.4)
     team.sync("b")
     team.sync("a")

@@ -23,19 +23,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from memex.agents.hook_event import (
+    DEFAULT_VAULT as DEFAULT_VAULT,
+    SYNC_ENV as SYNC_ENV,
+    Payload as Payload,
+    context_output as context_output,
+    default_vault_path as default_vault_path,
+    error_line,
+    explicit_vault,
+    parse_payload as parse_payload,
+    project_name as project_name,
+    project_scope as project_scope,
+    text_field as text_field,
+)
 from memex.files import permissions
 from memex.files.names import safe_name
-from memex.errors import InvalidArgument, VaultNotFound
 from memex.layout import VaultPaths, is_vault
 from memex.vault import Vault, init_vault
 
-DEFAULT_VAULT = Path("~/.memex-vault")
-# Set to 1 to do the after-answer work in the hook process itself (tests,
-# platforms without fork, debugging).
-SYNC_ENV = "MEMEX_HOOK_SYNC"
 HOOK_LOCK_WAIT = 20.0
-
-Payload = dict[str, Any]
 
 # What an agent keeps of a hook's added context (docs/agents.md cites the sources):
 # Claude Code saves an ``additionalContext`` over 10,000 characters to a file
@@ -53,10 +59,6 @@ def context_limits(agent: str) -> tuple[int, int | None]:
     return CONTEXT_CHAR_LIMITS.get(agent, DEFAULT_CONTEXT_CHARS), CONTEXT_TOKEN_LIMITS.get(agent)
 
 
-def default_vault_path() -> Path:
-    return DEFAULT_VAULT.expanduser()
-
-
 def hook_vault(explicit: str | None, warm: bool = False) -> Vault:
     """The vault named by --vault/$MEMEX_VAULT (must exist), else the default one.
 
@@ -64,12 +66,7 @@ def hook_vault(explicit: str | None, warm: bool = False) -> Vault:
     when one runs (see :mod:`memex.agents.warm`), instead of loading the model.
     """
     if explicit:
-        root = Path(explicit).expanduser()
-        if not is_vault(root):
-            raise VaultNotFound(
-                f"{root} is not a memex vault (from --vault or MEMEX_VAULT); "
-                f"create it with `memex init {root}` or unset MEMEX_VAULT to use {default_vault_path()}"
-            )
+        root = explicit_vault(explicit)
     else:
         root = default_vault_path()
         if not is_vault(root):
@@ -85,53 +82,6 @@ def hook_vault(explicit: str | None, warm: bool = False) -> Vault:
     # lock (held only for short commits), then skips and says so (fail open).
     vault.lock_wait = HOOK_LOCK_WAIT
     return vault
-
-
-def parse_payload(raw: str, origin: str = "stdin") -> Payload:
-    """The event JSON an agent sent; a clear error when it is not a JSON object."""
-    if not raw.strip():
-        raise InvalidArgument(origin, "empty; expected the hook event as a JSON object")
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InvalidArgument(origin, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
-    if not isinstance(data, dict):
-        raise InvalidArgument(origin, f"expected a JSON object, got {type(data).__name__}")
-    return data
-
-
-def text_field(payload: Payload, key: str, required: bool = False) -> str | None:
-    value = payload.get(key)
-    if value is None:
-        if required:
-            raise InvalidArgument(key, "missing from the hook event")
-        return None
-    if not isinstance(value, str):
-        raise InvalidArgument(key, f"must be a string, got {type(value).__name__}")
-    return value
-
-
-def project_name(cwd: str | None) -> str | None:
-    """Folder name of the git root above ``cwd`` (else of ``cwd`` itself)."""
-    if not cwd:
-        return None
-    here = Path(cwd).expanduser()
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
-            return folder.name or None
-    return here.name or None
-
-
-def project_scope(cwd: str | None) -> str | None:
-    name = project_name(cwd)
-    return f"project:{name}" if name else None
-
-
-def context_output(event: str, text: str | None) -> Payload:
-    """The documented answer that adds context (Claude Code and Codex share it)."""
-    if not text:
-        return {}
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
 def log_path(vault: Vault) -> Path:
@@ -222,14 +172,13 @@ def run_hook(
         if result.deferred is not None and result.vault is not None:
             after_answer(result.vault, f"{agent} {result.label}", result.deferred)
     except Exception as exc:  # noqa: BLE001 - fail open is the contract
-        print(f"memex hook {agent}: {_one_line(exc, vault_path)} (memex skipped; the agent continues)",
-              file=sys.stderr)
+        print(error_line(agent, one_line(exc, vault_path)), file=sys.stderr)
         if os.environ.get("MEMEX_DEBUG") == "1":
             traceback.print_exc(file=sys.stderr)
     return 0
 
 
-def _one_line(exc: Exception, vault_path: str | None) -> str:
+def one_line(exc: Exception, vault_path: str | None) -> str:
     """The error as the agent's log shows it. Found from outside: a damaged
     index.db read "database disk image is malformed", naming no file and no
     way out; it now reads as the CLI's (memex.store.schema.damaged)."""
@@ -295,3 +244,4 @@ def mark_noted(vault: Vault, agent: str, session: str, ids: list[str]) -> None:
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     permissions.write_private(tmp, json.dumps(keep))
     tmp.replace(path)
+

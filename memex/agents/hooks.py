@@ -11,10 +11,11 @@ which agent and which transcript format. OpenClaw's adapter
   the project's memories and the user's memories relevant to the project
   (:func:`start_memories`), plus the hand-off note on resume/compact, as
   additional context.
-- ``UserPromptSubmit`` (``prompt``): auto-recall for the prompt, keyword
-  capture ("remember that …" is stored verbatim, ``source: keyword``), and
-  the hand-off note naming what was captured and not named before
-  (:func:`handoff_note`), as additional context.
+- ``UserPromptSubmit`` (``prompt``): auto-recall for the prompt (leaving
+  out what the session was shown already: docs/agents.md, "Shown once"),
+  keyword capture (what "remember that …" asks to remember, word for word,
+  ``source: keyword``), and the hand-off note naming what was captured and
+  not named before (:func:`handoff_note`), as additional context.
 - ``Stop``: the turn's new transcript lines and ``last_assistant_message``
   go to the context engine's ``after_turn`` (archive; commit when due) —
   after the answer.
@@ -40,11 +41,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from memex import context
-from memex.agents import fit, hook_io, transcript, warm
+from memex.agents import fit, hook_io, session_marks, transcript
 from memex.agents.hook_io import HookResult, Payload
 from memex.config import setting
 from memex.context import gate, inject
 from memex.context.archive import load_state
+from memex.context.assemble import recall_block
 from memex.errors import InvalidArgument
 from memex.search.hybrid import Hit
 from memex.vault import Vault
@@ -56,6 +58,7 @@ _CONTEXT_EVENTS = ("SessionStart", "UserPromptSubmit")
 # "fork": a new session id whose transcript starts as a copy of the parent's
 # (another agent that sends "fork" means the same).
 CONTINUING_SOURCES = ("resume", "compact")
+RESUME_SOURCE = "resume"
 FORK_SOURCE = "fork"
 
 
@@ -193,7 +196,6 @@ def session_start(vault: Vault, payload: Payload, agent: str) -> HookResult:
     source = hook_io.text_field(payload, "source") or "startup"
     cwd = hook_io.text_field(payload, "cwd")
     hook_io.remember_session(vault, agent, session, cwd)
-    warm.start(vault)  # so that this session's prompts do not each load the model
     head = session_note(session)
     if source == FORK_SOURCE:
         _skip_copied_history(vault, payload, agent, session)
@@ -204,8 +206,18 @@ def session_start(vault: Vault, payload: Payload, agent: str) -> HookResult:
         room = fit.block_room(agent, head, tail)
         block = context.render_memories_block(hits, max_block_chars=room)
     text = fit.fit_context(agent, head, block, tail)
-    vault.record_access(inject.block_ids(text))
-    return HookResult(hook_io.context_output("SessionStart", text))
+    ids = inject.block_ids(text)
+    vault.record_access(ids)
+    # A resumed session's context still holds what was shown before; after
+    # a compaction or a clear it holds only what this answer adds.
+    session_marks.mark_shown(vault, agent, session, ids, fresh=source not in (RESUME_SOURCE,))
+    answer = hook_io.context_output("SessionStart", text)
+    left = [s for s in session_marks.left_sessions(vault, agent) if s != session]
+    if not left or source in CONTINUING_SOURCES:
+        return HookResult(answer)
+    # A new session: the ones this agent left behind get their session end now,
+    # after the answer (docs/agents.md, "What each hook does").
+    return HookResult(answer, deferred=lambda: commit_left(vault, agent, left), vault=vault, label="SessionStart")
 
 
 def user_prompt(vault: Vault, payload: Payload, agent: str) -> HookResult:
@@ -220,11 +232,11 @@ def user_prompt(vault: Vault, payload: Payload, agent: str) -> HookResult:
     if switch(vault, "auto_recall") and prompt.strip():
         scopes = recall_scopes(settings, hook_io.text_field(payload, "cwd"))
         # The hand-off note is read after the capture below: keep its share free.
-        answer = context.assemble(
-            vault, session, [{"role": "user", "content": prompt}], settings.context_window, scopes=scopes,
-            max_block_chars=fit.block_room(agent, tail=None),
+        block, _ = recall_block(
+            vault, session, prompt, scopes=scopes, max_block_chars=fit.block_room(agent, tail=None),
+            exclude=session_marks.shown(vault, agent, session),
         )
-        block = injected_block(answer)
+        session_marks.mark_shown(vault, agent, session, inject.block_ids(block))
     if switch(vault, "auto_capture"):
         context.capture_keyword(vault, session, prompt, source="keyword", scope=settings.capture_scope)
     text = fit.fit_context(agent, "", block, handoff_note(vault, agent, session))
@@ -277,6 +289,8 @@ def archive_pending(vault: Vault, payload: Payload, agent: str, fmt: str, sessio
         if messages:
             result = context.after_turn(vault, session, messages, 0, source=agent, scope=settings.capture_scope)
         transcript.mark_read(vault, agent, session, offset, pending)
+    if messages:
+        session_marks.mark_left(vault, agent, session, load_state(vault, session).pending_tokens > 0)
     return result
 
 
@@ -290,6 +304,9 @@ def stop(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookResult:
 
 
 def _compact(vault: Vault, payload: Payload, agent: str, fmt: str, session: str) -> dict[str, Any]:
+    # The compaction takes the injected memories out of the agent's context:
+    # the next prompts may show them again (docs/agents.md, "Shown once").
+    session_marks.mark_shown(vault, agent, session, [], fresh=True)
     archive_pending(vault, payload, agent, fmt, session)
     path = hook_io.text_field(payload, "transcript_path")
     current = 0
@@ -297,6 +314,7 @@ def _compact(vault: Vault, payload: Payload, agent: str, fmt: str, session: str)
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
         current = transcript.estimate_tokens(transcript.parse_lines(lines, fmt))
     result: dict[str, Any] = context.compact(vault, session, AgentSettings.of(vault).context_window, current)
+    session_marks.mark_left(vault, agent, session, load_state(vault, session).pending_tokens > 0)
     return result
 
 
@@ -328,6 +346,15 @@ def finish_session(vault: Vault, session: str) -> dict[str, Any]:
 def _end(vault: Vault, payload: Payload, agent: str, fmt: str, session: str) -> None:
     archive_pending(vault, payload, agent, fmt, session)
     finish_session(vault, session)
+    session_marks.mark_left(vault, agent, session, False)
+
+
+def commit_left(vault: Vault, agent: str, sessions: list[str]) -> None:
+    """Finish the agent's sessions left with uncommitted turns, as their
+    session end would have (Codex has none): their decisions become memories."""
+    for session in sessions:
+        finish_session(vault, session)
+        session_marks.mark_left(vault, agent, session, False)
 
 
 def session_end(vault: Vault, payload: Payload, agent: str, fmt: str) -> HookResult:

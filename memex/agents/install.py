@@ -42,7 +42,8 @@ CODEX_EVENTS = {"SessionStart": 15, "UserPromptSubmit": 15, "Stop": 30, "PreComp
 # default (0.124) also need the feature flag. Sources in docs/agents.md.
 CODEX_TRUST_NOTE = (
     "Codex runs these hooks only after you trust them: open `/hooks` in Codex and trust the "
-    "memex entries (a changed hook must be trusted again). Codex older than 0.124 also needs "
+    "memex entries (a changed hook must be trusted again); in automation, `codex exec "
+    "--dangerously-bypass-hook-trust` runs them untrusted. Codex older than 0.124 also needs "
     "`[features]` `hooks = true` (formerly `codex_hooks = true`) in ~/.codex/config.toml; "
     "project hooks load only in a trusted project."
 )
@@ -287,6 +288,13 @@ def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
+# Seconds Codex waits for a required server to list its tools (its default
+# is 10): `memex mcp` lists them in about a second on a quiet machine, in
+# several on a loaded one, and a required server that misses the deadline
+# stops the session.
+CODEX_MCP_STARTUP_TIMEOUT = 30
+
+
 def install_codex_mcp(path: Path, cmd: list[str]) -> dict[str, Any]:
     """``[mcp_servers.memex]`` in a Codex config.toml, other tables kept byte for byte."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -299,6 +307,11 @@ def install_codex_mcp(path: Path, cmd: list[str]) -> dict[str, Any]:
         f"[mcp_servers.{SERVER_NAME}]\n"
         f"command = {_toml_str(cmd[0])}\n"
         f"args = [{', '.join(_toml_str(a) for a in cmd[1:])}]\n"
+        # Codex resolves a turn's tools when it starts: a server still
+        # starting is left out of the first turn unless it is required, and
+        # then Codex waits for it (docs/agents.md, "Codex: MCP on the first turn").
+        f"required = true\n"
+        f"startup_timeout_sec = {CODEX_MCP_STARTUP_TIMEOUT}\n"
     )
     new = (rest.rstrip("\n") + "\n\n" if rest.strip() else "") + block
     tomllib.loads(new)  # never write a file Codex cannot read

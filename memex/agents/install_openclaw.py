@@ -10,6 +10,8 @@ memex merges into it, leaving every other key as it was:
   ``command`` starts ``memex [--vault V] openclaw-engine``;
 - ``plugins.slots.contextEngine`` = ``"memex"`` (the slot is exclusive: the
   engine it named before is reported, and uninstall puts it back);
+- ``plugins.slots.memory`` = ``"memex"``: OpenClaw's memory search reads
+  memex instead of its own ``memory-core`` (likewise reported and put back);
 - ``plugins.allow`` gets ``memex`` only when the file has an allow list.
 
 Uninstall takes out exactly these. The file is JSON5 to OpenClaw; memex
@@ -28,8 +30,9 @@ from memex.errors import InvalidArgument
 
 PLUGIN_ID = "memex"
 PLUGIN_DIR = Path(__file__).resolve().parent / "openclaw_plugin"
-# Where uninstall finds the engine the slot named before memex.
+# Where uninstall finds what each slot named before memex.
 _PREVIOUS = "memexPreviousContextEngine"
+_PREVIOUS_MEMORY = "memexPreviousMemory"
 
 
 def config_path(home: Path | None = None, env: dict[str, str] | None = None) -> Path:
@@ -77,6 +80,11 @@ def install_plugin(path: Path, command: list[str], plugin_dir: Path = PLUGIN_DIR
     if previous not in (None, PLUGIN_ID, "legacy"):
         plugins[_PREVIOUS] = previous
     slots["contextEngine"] = PLUGIN_ID
+    # OpenClaw's default memory plugin is memory-core: only another choice is kept for uninstall.
+    previous_memory = slots.get("memory")
+    if previous_memory not in (None, PLUGIN_ID):
+        plugins[_PREVIOUS_MEMORY] = previous_memory
+    slots["memory"] = PLUGIN_ID
     if isinstance(plugins.get("allow"), list) and PLUGIN_ID not in plugins["allow"]:
         plugins["allow"].append(PLUGIN_ID)
     changed = repr(settings) != before
@@ -85,6 +93,8 @@ def install_plugin(path: Path, command: list[str], plugin_dir: Path = PLUGIN_DIR
     out: dict[str, Any] = {"config": str(path), "plugin": folder, "engine": PLUGIN_ID, "changed": changed}
     if previous not in (None, PLUGIN_ID, "legacy"):
         out["replaced_engine"] = previous
+    if previous_memory not in (None, PLUGIN_ID):
+        out["replaced_memory"] = previous_memory
     return out
 
 
@@ -114,8 +124,15 @@ def uninstall_plugin(path: Path, plugin_dir: Path = PLUGIN_DIR) -> dict[str, Any
             else:
                 del slots["contextEngine"]
             removed += 1
-            if not slots:
-                del plugins["slots"]
+        if isinstance(slots, dict) and slots.get("memory") == PLUGIN_ID:
+            previous_memory = plugins.pop(_PREVIOUS_MEMORY, None)
+            if isinstance(previous_memory, str):
+                slots["memory"] = previous_memory
+            else:
+                del slots["memory"]
+            removed += 1
+        if isinstance(slots, dict) and not slots:
+            del plugins["slots"]
         if isinstance(plugins.get("allow"), list) and PLUGIN_ID in plugins["allow"]:
             plugins["allow"].remove(PLUGIN_ID)
             removed += 1

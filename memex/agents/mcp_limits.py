@@ -19,7 +19,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memex.context.tokens import count_text
 
 MAX_ANSWER_CHARS = 20_000
 MAX_ANSWER_TOKENS = 8_000
@@ -28,6 +27,8 @@ Answer = dict[str, Any]
 
 def size_ok(answer: Answer) -> bool:
     text = json.dumps(answer, ensure_ascii=False)
+    from memex.context.tokens import count_text  # the tokenizer: not before a tool answers (server start-up)
+
     return len(text) <= MAX_ANSWER_CHARS and count_text(text) <= MAX_ANSWER_TOKENS
 
 

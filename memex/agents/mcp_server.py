@@ -17,25 +17,26 @@ as the hooks inject it.
 from __future__ import annotations
 
 import functools
-import logging
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from pydantic import Field
 
-from memex import context
-from memex.agents import hook_io, resources
+from memex.agents import resources
 from memex.agents.mcp_limits import MAX_ANSWER_CHARS, cap_list, clip_strings, size_ok, validation_text
-from memex.context.inject import HEADER, block_ids, escape, render_memories_block, trim_block
-from memex.dedup.handoff import handoff
-from memex.dedup.supersede import supersede
-from memex.erase.steps import erase
 from memex.errors import InvalidArgument, MemexError
-from memex.health import unindexed_hint
-from memex.text import preview
-from memex.vault import Vault
+from memex.ids import resolve as resolve_id
+from memex.text import escape, preview
+
+if TYPE_CHECKING:
+    from memex.vault import Vault
+
+# The tools are listed before the vault, numpy or the model are loaded (the
+# agent waits for the list: Codex leaves out of its first turn a server that
+# has not listed its tools yet); each tool imports what it uses.
 
 SERVER_NAME = "memex"
 # memory_forget by query erases only a match this good (blended score) that
@@ -132,7 +133,8 @@ Session = Annotated[str | None, Field(
     default=None, min_length=1, max_length=200,
     description="memex session id (named in the context memex's hooks add); defaults to the session a hook saw last.",
 )]
-MemoryId = Annotated[str, Field(min_length=1, max_length=100, description="A memory id, e.g. 01JB7Z3M4X...")]
+MemoryId = Annotated[str, Field(min_length=1, max_length=100, description=(
+    "A memory id, e.g. 01JB7Z3M4X..., or a unique prefix of one (any case)"))]
 
 
 def _escaped_facts(answer: dict[str, Any]) -> dict[str, Any]:
@@ -148,10 +150,64 @@ def _escaped_facts(answer: dict[str, Any]) -> dict[str, Any]:
 class Tools:
     """The tool implementations over one open vault (kept plain for tests)."""
 
-    def __init__(self, vault: Vault) -> None:
-        self.vault = vault
+    def __init__(self, vault: Vault | Callable[[], Vault]) -> None:
+        self._vault = vault if not callable(vault) else None
+        self._open = vault if callable(vault) else None
+        self._lock = threading.Lock()
+        # One call at a time on the session's one SQLite connection (see
+        # _one_at_a_time); the warm-up takes its turn too.
+        self.turn = threading.Lock()
+        self._warming: threading.Thread | None = None
+
+    @property
+    def vault(self) -> Vault:
+        """The vault, opened on first use (by a tool call or :meth:`warm_up`)."""
+        if self._vault is None:
+            with self._lock:
+                if self._vault is None and self._open is not None:
+                    self._vault = self._open()
+        assert self._vault is not None
+        return self._vault
+
+    def index_path(self) -> Path | None:
+        """The index file, once the vault is open (names a damaged index in an error)."""
+        return None if self._vault is None else self._vault.paths.index
+
+    def warm_up(self) -> None:
+        """Open the vault and load the model and the tools' modules, so that
+        the first call is as quick as the next (run once the tools are listed)."""
+        from memex.dedup import handoff, supersede  # noqa: F401 - loaded now, not on the first call
+        from memex.erase import steps  # noqa: F401
+
+        with self.turn:
+            self.vault.search("memex", limit=1)
+
+    def start_warm_up(self) -> None:
+        """:meth:`warm_up` on a thread, once; a failure is left for the first
+        call to meet and report."""
+        if self._warming is not None:
+            return
+
+        def run() -> None:
+            try:
+                self.warm_up()
+            except Exception:  # noqa: BLE001 - the call that needs it reports it
+                pass
+
+        # Not a daemon: a model half built when the interpreter tears down is
+        # not worth the risk; the server's exit waits for it instead.
+        self._warming = threading.Thread(target=run, name="memex-mcp-warm-up")
+        self._warming.start()
+
+    def close(self) -> None:
+        if self._warming is not None:
+            self._warming.join()
+        if self._vault is not None:
+            self._vault.close()
 
     def _session(self, session: str | None) -> str:
+        from memex.agents import hook_io
+
         chosen = session or os.environ.get("MEMEX_SESSION") or hook_io.last_session(self.vault)
         if not chosen:
             raise InvalidArgument(
@@ -192,6 +248,9 @@ class Tools:
         offset: Annotated[int, Field(ge=0, le=MAX_OFFSET, description=(
             "Skip this many of the best hits (the next page: the offset a truncated answer names)."))] = 0,
     ) -> dict[str, Any]:
+        from memex.context.inject import block_ids, render_memories_block, trim_block
+        from memex.health import unindexed_hint
+
         hits = self.vault.search(query, limit=limit + offset, scope=scope or None)[offset:]
         block = render_memories_block(hits, max_block_chars=MAX_ANSWER_CHARS)
 
@@ -221,7 +280,9 @@ class Tools:
         body_offset: Annotated[int, Field(ge=0, description=(
             "Where to start reading the body (characters), for a memory longer than one answer."))] = 0,
     ) -> dict[str, Any]:
-        data = self.vault.get(id).as_dict()
+        from memex.context.inject import HEADER
+
+        data = self.vault.get(resolve_id(self.vault, id)).as_dict()
         body = str(data.get("body", ""))
         page = BODY_PAGE_CHARS
         while True:
@@ -237,25 +298,31 @@ class Tools:
 
     def memory_supersede(
         self,
-        old_id: Annotated[str, Field(min_length=1, max_length=100, description="The id of the memory that changed.")],
+        old_id: Annotated[str, Field(min_length=1, max_length=100, description=(
+            "The id of the memory that changed (or a unique prefix of it)."))],
         text: Annotated[str, Field(min_length=1, description="The fact as it is now (same limits as memory_add).")],
         session: Session = None,
     ) -> dict[str, Any]:
-        result = supersede(self.vault, old_id, text, source="tool", session=session)
+        from memex.dedup.supersede import supersede
+
+        result = supersede(self.vault, resolve_id(self.vault, old_id, "old_id"), text, source="tool", session=session)
         return clip_strings(_escaped_facts(result.as_dict()))
 
     def memory_forget(
         self,
         id: Annotated[str | None, Field(default=None, min_length=1, max_length=100, description=(
-            "Erase exactly this memory (give id or query, not both)."))] = None,
+            "Erase exactly this memory: its id or a unique prefix of it (give id or query, not both)."))] = None,
         query: Annotated[str | None, Field(default=None, min_length=1, max_length=4000, description=(
             "Erase the one memory that clearly matches this; otherwise the candidates come back."))] = None,
         reason: Annotated[str, Field(min_length=1, max_length=500, description=(
             "Why, for the erasure log (the erased text is never logged)."))] = "asked to forget by the user",
     ) -> dict[str, Any]:
+        from memex.erase.steps import erase
+
         if bool(id) == bool(query):
             raise InvalidArgument("id/query", "give exactly one of id or query")
         if id:
+            id = resolve_id(self.vault, id)
             return clip_strings({"erased": [id], "result": erase(self.vault, id, reason).as_dict()})
         hits = self.vault.search(str(query), limit=5)
         strong = [h for h in hits if h.score >= FORGET_MIN_SCORE]
@@ -270,6 +337,8 @@ class Tools:
                              "candidates": candidates})
 
     def memory_handoff(self, session: Session = None) -> dict[str, Any]:
+        from memex.dedup.handoff import handoff
+
         note = handoff(self.vault, self._session(session)).as_dict()
         return cap_list(note, "items", lambda n: "the note lists the first captures; see them with memory_get")
 
@@ -279,6 +348,8 @@ class Tools:
         session: Session = None,
         limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description=f"How many hits at most (1-{MAX_LIMIT}).")] = 10,
     ) -> dict[str, Any]:
+        from memex import context
+
         chosen = self._session(session)
         answer = {"session": chosen, "hits": context.archive_search(self.vault, chosen, query, limit)}
         return cap_list(answer, "hits", lambda n: f"ask for limit={n} or use more precise words")
@@ -289,6 +360,8 @@ class Tools:
             "An archive_id from memory_archive_search (<session>#<n>)."))],
         start: Annotated[int, Field(ge=0, description="Skip this many messages of the turn (the next page).")] = 0,
     ) -> dict[str, Any]:
+        from memex import context
+
         messages = context.archive_expand(self.vault, archive_id)
         answer = {"archive_id": archive_id, "messages": messages[start:], "start": start, "total": len(messages)}
         return cap_list(answer, "messages", lambda n: f"call memory_archive_expand again with start={start + n}")
@@ -342,11 +415,24 @@ def tool_annotations(name: str) -> Any:
     )
 
 
-def _reported(method: Callable[..., dict[str, Any]], index: Path) -> Callable[..., dict[str, Any]]:
+def _one_at_a_time(method: Callable[..., dict[str, Any]], lock: threading.Lock) -> Callable[..., dict[str, Any]]:
+    """The SDK runs each synchronous tool call in a worker thread, so an agent's
+    parallel calls would share the session's one SQLite connection across
+    threads (apsw refuses: "Connection is busy in another thread", and the
+    write was lost). Calls on one session take turns instead; each is short,
+    and the add path already serialises commits across processes."""
+
+    @functools.wraps(method)
+    def tool(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        with lock:
+            return method(*args, **kwargs)
+
+    return tool
+
+
+def _reported(method: Callable[..., dict[str, Any]], index: Callable[[], Path | None]) -> Callable[..., dict[str, Any]]:
     """memex's own errors reach the agent as their one-line message (a ToolError)."""
     from mcp.server.mcpserver.exceptions import ToolError
-
-    from memex.store.schema import damaged
 
     @functools.wraps(method)
     def tool(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -355,7 +441,10 @@ def _reported(method: Callable[..., dict[str, Any]], index: Path) -> Callable[..
         except MemexError as exc:
             raise ToolError(str(exc)) from exc
         except Exception as exc:  # a damaged index: its one line, not "Error executing tool"
-            found = damaged(exc, index)
+            from memex.store.schema import damaged
+
+            where = index()
+            found = None if where is None else damaged(exc, where)
             if found is None:
                 raise
             raise ToolError(str(found)) from exc
@@ -390,26 +479,8 @@ def _strict_tool(fn: Callable[..., dict[str, Any]], name: str, description: str)
     return tool
 
 
-def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed("memex")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
-def build_server(vault: Vault) -> Any:
-    """An MCPServer exposing :class:`Tools` over ``vault``."""
-    from mcp.server.mcpserver import MCPServer
-
-    tools = Tools(vault)
-    strict = [_strict_tool(_reported(getattr(tools, name), tools.vault.paths.index), name, doc) for name, doc in TOOL_DOCS.items()]
-    return MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=version(), log_level="WARNING", tools=strict)
-
-
-def serve(vault: Vault) -> None:
-    """Run the stdio server until the client closes stdin."""
-    logging.getLogger("mcp").setLevel(logging.WARNING)
-    build_server(vault).run("stdio")
+def strict_tools(tools: Tools) -> list[Any]:
+    """The SDK's tools over ``tools``: arguments checked exactly, memex's errors
+    as one line, one call at a time (:func:`_one_at_a_time`)."""
+    return [_strict_tool(_reported(_one_at_a_time(getattr(tools, name), tools.turn), tools.index_path), name, doc)
+            for name, doc in TOOL_DOCS.items()]

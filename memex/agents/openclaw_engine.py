@@ -29,10 +29,13 @@ compaction (its ``sessionId`` rotates), so it is the memex session when given
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memex import context
-from memex.agents import hooks, openclaw
+from memex.agents import hooks, openclaw, openclaw_tools
 from memex.context import archive
 from memex.context.assemble import fit_summary
 from memex.context.budget import budget_plan
@@ -63,7 +66,34 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def _convert(msg: Any, index: int) -> dict[str, Any]:
+MEMEX_TOOL = "memex_"
+_OPENCLAW_TOOL_ID = "openclaw:memex:"
+
+
+def memex_answer(msg: dict[str, Any]) -> str | None:
+    """The name of memex's tool whose answer this ``toolResult`` is, else None.
+
+    Called directly its ``toolName`` says so; called through OpenClaw's Tool
+    Search (``tool_call``) the result names it: ``{"tool": {"id":
+    "openclaw:memex:memex_recall", ...}, "result": ...}``.
+    """
+    name = msg.get("toolName")
+    if isinstance(name, str) and name.startswith(MEMEX_TOOL):
+        return name
+    text = _text_of(msg.get("content")).lstrip()
+    if not text.startswith("{") or _OPENCLAW_TOOL_ID not in text[:500]:
+        return None
+    try:
+        tool = json.loads(text).get("tool") or {}
+    except (ValueError, AttributeError):
+        return None
+    tool_id = tool.get("id") if isinstance(tool, dict) else None
+    if isinstance(tool_id, str) and tool_id.startswith(_OPENCLAW_TOOL_ID):
+        return tool_id[len(_OPENCLAW_TOOL_ID):]
+    return None
+
+
+def _convert(msg: Any, index: int, archiving: bool = False) -> dict[str, Any]:
     if not isinstance(msg, dict):
         raise InvalidArgument(f"messages[{index}]", "must be an object with a role")
     role = msg.get("role")
@@ -80,7 +110,14 @@ def _convert(msg: Any, index: int) -> dict[str, Any]:
                                "input": block.get("arguments") or {}})
         return {"role": "assistant", "content": blocks, "_oc": index}
     if role == "toolResult":
-        result = {"type": "tool_result", "tool_use_id": str(msg.get("toolCallId", "")), "content": _text_of(content)}
+        text = _text_of(content)
+        tool = memex_answer(msg) if archiving else None
+        if tool:
+            # memex's own answer came from the vault: archiving it would copy
+            # memory text into the raw archive, where forgetting must then
+            # find it again (inside JSON inside JSON, escaped twice).
+            text = f"[{tool}: memex's answer, read from the vault; not archived]"
+        result = {"type": "tool_result", "tool_use_id": str(msg.get("toolCallId", "")), "content": text}
         return {"role": "user", "content": [result], "_oc": index}
     if role == "system":
         return {"role": "system", "content": _text_of(content), "_oc": index}
@@ -89,10 +126,10 @@ def _convert(msg: Any, index: int) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": _text_of(content)}], "_oc": index}
 
 
-def to_memex(messages: Any) -> list[dict[str, Any]]:
+def to_memex(messages: Any, archiving: bool = False) -> list[dict[str, Any]]:
     if not isinstance(messages, list):
         raise InvalidArgument("messages", f"must be a list of OpenClaw messages, got {type(messages).__name__}")
-    return [_convert(m, i) for i, m in enumerate(messages)]
+    return [_convert(m, i, archiving) for i, m in enumerate(messages)]
 
 
 def _budget(params: dict[str, Any]) -> int:
@@ -168,8 +205,8 @@ def assemble(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def to_memex_plain(messages: list[Any]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in m.items() if k != "_oc"} for m in to_memex(messages)]
+def to_memex_plain(messages: Any, archiving: bool = False) -> list[dict[str, Any]]:
+    return [{k: v for k, v in m.items() if k != "_oc"} for m in to_memex(messages, archiving)]
 
 
 def _trimmed(
@@ -217,33 +254,69 @@ def ingest(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
     return {"ingested": bool(captured and captured.get("status") != "skipped")}
 
 
+def _capture_requests(vault: Vault, messages: list[Any], session: str, scope: str) -> list[dict[str, Any]]:
+    """Store the user's explicit requests to remember among ``messages``."""
+    captured = []
+    for msg in messages:
+        if isinstance(msg, dict) and msg.get("role") == "user":
+            found = context.capture_keyword(vault, session, _text_of(msg.get("content")), source=SOURCE, scope=scope)
+            if found:
+                captured.append(found)
+    return captured
+
+
 def after_turn(vault: Vault, params: dict[str, Any], commit: str = "background") -> dict[str, Any]:
     """OpenClaw's ``afterTurn``: store the user's explicit requests to remember,
     archive the turn's new messages, commit past the threshold.
 
-    OpenClaw calls it instead of ``ingest`` (never both), during the tool
-    loop too, each time with the messages new since the last call.
+    OpenClaw calls it, instead of ``ingest``, on a turn it does not commit
+    durably (:func:`commit_turn`), during the tool loop too, each time with
+    the messages new since the last call.
     """
     if params.get("isHeartbeat"):
         return {"archived": 0, "reason": "heartbeat"}
     original = params.get("messages")
-    messages = to_memex_plain(original)  # type: ignore[arg-type]
+    messages = to_memex_plain(original, archiving=True)
     pre = params.get("prePromptMessageCount", 0)
     if not isinstance(pre, int) or isinstance(pre, bool):
         raise InvalidArgument("prePromptMessageCount", f"must be an integer, got {pre!r}")
     pre = min(max(pre, 0), len(messages))
     session = memex_session(params)
     scope = openclaw.capture_scope(vault, params.get("sessionKey"))
-    captured = []
-    for msg in original[pre:]:  # type: ignore[index]
-        if isinstance(msg, dict) and msg.get("role") == "user":
-            found = context.capture_keyword(vault, session, _text_of(msg.get("content")), source=SOURCE, scope=scope)
-            if found:
-                captured.append(found)
+    captured = _capture_requests(vault, original[pre:], session, scope)  # type: ignore[index]
     result: dict[str, Any] = context.after_turn(vault, session, messages, pre, source=SOURCE, scope=scope,
                                                 commit=commit)
     result["captured"] = captured
     return result
+
+
+def commit_turn(vault: Vault, params: dict[str, Any], commit: str = "background") -> dict[str, Any]:
+    """OpenClaw's ``commitTurn``: one accepted turn, from the user's message
+    to the last answer, stored at most once per ``advancementKey``.
+
+    OpenClaw hands a turn over once it is accepted and again after a crash
+    or a failed answer, with the same key (docs/openclaw.md, "Turns").
+    The archive line, which carries the key, is the commit point: a key
+    already archived answers ``duplicate`` and changes nothing. Explicit
+    requests to remember are stored before it, so a retry after a crash in
+    between finds them stored already (dedup answers ``duplicate``).
+    """
+    key = params.get("advancementKey")
+    if not isinstance(key, str) or not key.strip():
+        raise InvalidArgument("advancementKey", f"must be a non-empty string, got {key!r}")
+    original = params.get("messages")
+    messages = to_memex_plain(original, archiving=True)
+    assert isinstance(original, list)
+    session = memex_session(params)
+    if params.get("isHeartbeat"):  # a heartbeat's turn is not the user's: nothing to keep
+        return {"status": "committed", "archived": 0, "reason": "heartbeat"}
+    if archive.turn_with_key(vault, session, key) is not None:
+        return {"status": "duplicate"}
+    scope = openclaw.capture_scope(vault, params.get("sessionKey"))
+    captured = _capture_requests(vault, original, session, scope)
+    result = context.after_turn(vault, session, messages, 0, source=SOURCE, scope=scope, commit=commit, key=key)
+    status = "duplicate" if result.pop("duplicate", False) else "committed"
+    return {"status": status, **result, "captured": captured}
 
 
 def compact(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
@@ -263,20 +336,41 @@ def compact(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def session_end(vault: Vault, params: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Later:
+    """An answer sent at once, and work the process does right after it.
+
+    OpenClaw waits for ``session_end`` handlers 2 seconds at gateway
+    shutdown; a commit and a consolidation may take longer. The process
+    answers first, then does the work before it reads the next request
+    (so the conversation's next turn still comes after it), and before it
+    exits when the gateway closes its stdin.
+    """
+
+    answer: dict[str, Any]
+    work: Callable[[], object]
+
+
+def session_end(vault: Vault, params: dict[str, Any]) -> Later:
     """OpenClaw's ``session_end`` plugin hook (``/new``, ``/reset``, idle or daily
     expiry, deletion, gateway shutdown): commit the conversation's pending
     turns however few, then consolidate, as Claude Code's SessionEnd does.
 
-    afterTurn archived every turn already, so nothing is left to read; a
+    The turns are archived already (``commitTurn`` / ``afterTurn``); a
     short conversation's decisions would otherwise stay in the archive
     until 20,000 tokens are pending (docs/openclaw.md, "Session end").
+    Answered at once; the work follows (:class:`Later`).
     """
-    result = hooks.finish_session(vault, memex_session(params))
+    session = memex_session(params)
     reason = params.get("reason")
-    return {**result, "reason": reason if isinstance(reason, str) else None}
+    answer = {"session": session, "reason": reason if isinstance(reason, str) else None, "deferred": True}
+    return Later(answer, lambda: hooks.finish_session(vault, session))
 
 
-OPERATIONS = {
-    "assemble": assemble, "ingest": ingest, "afterTurn": after_turn, "compact": compact, "sessionEnd": session_end,
+OPERATIONS: dict[str, Callable[[Vault, dict[str, Any]], object]] = {
+    "assemble": assemble, "ingest": ingest, "afterTurn": after_turn, "commitTurn": commit_turn, "compact": compact,
+    "sessionEnd": session_end,
+    # The agent tools and OpenClaw's memory search (memex/agents/openclaw_tools.py).
+    "tool": openclaw_tools.call_tool, "memorySearch": openclaw_tools.memory_search,
+    "memoryRead": openclaw_tools.memory_read,
 }

@@ -7,12 +7,14 @@ one answer per line on stdout, in order::
     {"id": 1, "ok": true, "result": {"messages": [...], "estimatedTokens": 812}}
     {"id": 2, "ok": false, "error": "messages[3]: must be an object with a role"}
 
-Ops are ``ping``, ``ingest``, ``assemble``, ``afterTurn`` and ``compact``
-(:mod:`memex.agents.openclaw_engine`). The plugin spawns it once per gateway
+Ops are ``ping``, ``ingest``, ``assemble``, ``afterTurn``, ``commitTurn``,
+``compact`` and ``sessionEnd`` (:mod:`memex.agents.openclaw_engine`). The plugin spawns it once per gateway
 and keeps it: the vault, its index and the embedding model are loaded once,
 not per turn. Requests are answered one at a time, in the order they came,
-so the turns of a conversation are archived in order. It exits when stdin
-closes (the gateway went away).
+so the turns of a conversation are archived in order. Some answers come
+before their work (``sessionEnd``: :class:`~memex.agents.openclaw_engine.Later`);
+that work is done before the next request is read. It exits when stdin
+closes (the gateway went away), once that work is done.
 
 Nothing but answers may reach stdout, so anything else memex prints while
 answering goes to stderr (the plugin logs it). A failing request is an
@@ -22,9 +24,11 @@ answer with ``ok: false``; the process never exits on one.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import sys
 import traceback
+from collections.abc import Callable
 from typing import IO, Any
 
 from memex.agents import openclaw_engine
@@ -33,8 +37,36 @@ from memex.vault import Vault
 MAX_LINE = 64 * 1024 * 1024  # a request bigger than this is refused, not read into memory
 
 
-def answer(vault: Vault, request: Any) -> dict[str, Any]:
-    """The answer to one decoded request (never raises)."""
+class _Quiet(io.TextIOBase):
+    """stderr that swallows a closed pipe: deferred work may outlive the gateway."""
+
+    def __init__(self, target: IO[str]) -> None:
+        self._target = target
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        try:
+            self._target.write(text)
+            self._target.flush()
+        except (OSError, ValueError):
+            pass
+        return len(text)
+
+
+def run_later(work: Callable[[], object]) -> None:
+    """Deferred work: its failure goes to stderr (the plugin logs it), never ends the process."""
+    quiet = _Quiet(sys.stderr)
+    with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+        try:
+            work()
+        except Exception as exc:  # noqa: BLE001 - one failed job must not end the gateway's memex
+            print(f"memex openclaw-engine: deferred work failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def answer_first(vault: Vault, request: Any) -> tuple[dict[str, Any], Callable[[], object] | None]:
+    """The answer to one decoded request, and the work to do once it is sent (never raises)."""
     rid = request.get("id") if isinstance(request, dict) else None
     try:
         if not isinstance(request, dict):
@@ -42,7 +74,7 @@ def answer(vault: Vault, request: Any) -> dict[str, Any]:
         op = request.get("op")
         params = request.get("params") or {}
         if op == "ping":
-            return {"id": rid, "ok": True, "result": {"vault": str(vault.root)}}
+            return {"id": rid, "ok": True, "result": {"vault": str(vault.root)}}, None
         handler = openclaw_engine.OPERATIONS.get(op) if isinstance(op, str) else None
         if handler is None:
             raise ValueError(f"unknown op {op!r}; expected one of ping, {', '.join(openclaw_engine.OPERATIONS)}")
@@ -50,10 +82,12 @@ def answer(vault: Vault, request: Any) -> dict[str, Any]:
             raise ValueError("params must be a JSON object")
         with contextlib.redirect_stdout(sys.stderr):
             result = handler(vault, params)
-        return {"id": rid, "ok": True, "result": result}
+        if isinstance(result, openclaw_engine.Later):
+            return {"id": rid, "ok": True, "result": result.answer}, result.work
+        return {"id": rid, "ok": True, "result": result}, None
     except Exception as exc:  # noqa: BLE001 - one bad request must not end the gateway's memex
         print(f"memex openclaw-engine: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return {"id": rid, "ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        return {"id": rid, "ok": False, "error": f"{type(exc).__name__}: {exc}"}, None
 
 
 def serve(vault: Vault, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> None:
@@ -65,6 +99,7 @@ def serve(vault: Vault, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None
             return
         if not line.strip():
             continue
+        later: Callable[[], object] | None = None
         if len(line) > MAX_LINE and not line.endswith(b"\n"):
             # Skip the rest of the oversized line; answer without an id.
             while line and not line.endswith(b"\n"):
@@ -76,11 +111,18 @@ def serve(vault: Vault, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None
             except ValueError as exc:
                 out = {"id": None, "ok": False, "error": f"not a JSON line: {exc}"}
             else:
-                out = answer(vault, request)
+                out, later = answer_first(vault, request)
         try:
             sink.write(json.dumps(out, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
             sink.flush()
         except (BrokenPipeError, ValueError):
-            return
+            gone = True
         except TypeError:  # pragma: no cover - default=str makes every answer serializable
             traceback.print_exc(file=sys.stderr)
+            gone = False
+        else:
+            gone = False
+        if later is not None:  # even when the gateway is gone: the work was accepted
+            run_later(later)
+        if gone:
+            return

@@ -23,12 +23,14 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memex.config import string_list
 from memex.errors import InvalidArgument, MemexError
-from memex.layout import CONFIG_RELPATH
-from memex.vault import Vault
+from memex.layout import CONFIG_LOCAL_RELPATH
+
+if TYPE_CHECKING:  # the MCP server reads DEFAULT_SCOPE before it loads the vault
+    from memex.vault import Vault
 
 DEFAULT_SCOPE = "resources"
 SUFFIXES = (".md", ".markdown")
@@ -85,7 +87,7 @@ def allowed_roots(vault: Vault, cwd: str | os.PathLike[str] | None = None) -> li
     # taking it as one would allow every file the user can read.
     if project != Path(project.anchor) and project != Path.home().resolve():
         roots.append(project)
-    where = f"[resources] in {CONFIG_RELPATH}"
+    where = f"[resources] in {CONFIG_LOCAL_RELPATH}"
     for entry in string_list(vault.config.section("resources"), "roots", (), where):
         root = Path(entry).expanduser()
         roots.append(root if root.is_absolute() else vault.root / root)
@@ -101,7 +103,7 @@ def _refusal(given: Path, real: Path, roots: Sequence[Path]) -> str:
     listed = ", ".join(str(r) for r in roots)
     return (
         f"{given}{via} is outside the folders resources may be imported from ({listed}); "
-        f"add its folder to [resources] roots in {CONFIG_RELPATH} to allow it"
+        f"add its folder to [resources] roots in {CONFIG_LOCAL_RELPATH} (this machine's own settings) to allow it"
     )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,13 +153,41 @@ def read_new(vault: Vault, agent: str, session: str, transcript: str, fmt: str) 
     size = path.stat().st_size
     if offset > size:
         offset = 0  # the transcript was replaced (e.g. /clear): start over
+    start = _bounded_start(path, offset, size)
     with open(path, "rb") as fh:
-        fh.seek(offset)
-        data = fh.read()
+        fh.seek(start)
+        data = fh.read(size - start)
     # Only whole lines: a half-written last line is read next time.
     end = data.rfind(b"\n") + 1
     chunk = data[:end].decode("utf-8", errors="replace")
-    return NewMessages(parse_lines(chunk.splitlines(), fmt), offset + end, echoed)
+    return NewMessages(parse_lines(chunk.splitlines(), fmt), start + end, echoed)
+
+
+# New transcript read by one hook at most: a turn is some kilobytes to a few
+# MB; a transcript met for the first time in a long session (memex installed
+# mid-session), or a hostile one, can be tens of MB, and every byte read is
+# archived and mined by a commit (memex/context/bounds.py).
+MAX_NEW_BYTES = 8 << 20
+
+
+def _bounded_start(path: Path, offset: int, size: int) -> int:
+    """Where to start reading: ``offset``, or when more than
+    :data:`MAX_NEW_BYTES` are new, the first whole line of the last
+    MAX_NEW_BYTES (the latest turns); the older part is skipped with a note."""
+    if size - offset <= MAX_NEW_BYTES:
+        return offset
+    start = size - MAX_NEW_BYTES
+    with open(path, "rb") as fh:
+        fh.seek(start - 1)
+        while True:  # to the start of the next line (a line longer than the piece: skipped too)
+            block = fh.read(1 << 16)
+            cut = block.find(b"\n")
+            if cut >= 0 or not block:
+                start = fh.tell() - len(block) + cut + 1 if cut >= 0 else size
+                break
+    print(f"memex: {path}: {start - offset} bytes of older transcript not archived "
+          f"(one hook reads at most the last {MAX_NEW_BYTES >> 20} MiB)", file=sys.stderr)
+    return start
 
 
 def read_echoed(vault: Vault, agent: str, session: str) -> list[str]:

@@ -13,88 +13,63 @@ the server only ever makes hooks faster, never required.
 The socket lives in a per-user folder (mode 0700) under ``$XDG_RUNTIME_DIR``
 or the temp folder, named by a hash of the vault path (socket paths are
 limited to about 100 bytes). Requests and answers are one JSON line each:
-``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``.
+``{"texts": [...]}`` -> ``{"model_id", "dim", "setting", "vectors"}``, or
+``{"error": ...}``; how each request is bounded, checked and answered, so
+that no request ends the server: memex/agents/warm_requests.py. Every answer
+also says whose process it is and how long it has been idle (``pid``,
+``owner``, ``idle_for``, ``exits_after``), which ``memex status`` lists; a
+``{"status": true}`` request asks only that and, unlike any other, does not
+count as use, so looking at a server does not keep it alive.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from memex.agents import warm_requests
+from memex.agents.warm_client import (
+    DEFAULT_IDLE as DEFAULT_IDLE,
+    REPLY_TIMEOUT,
+    ask as _ask,
+    idle_seconds as idle_seconds,
+    socket_path as socket_path,
+    start as start,
+    turned_off,
+)
 from memex.embedding import embed
-from memex.config import setting as config_setting
 
 if TYPE_CHECKING:  # imported where used: the CLI's model preload reads socket_path early
+    from memex.embedding.embed import Embedder
     from memex.vault import Vault
 
-CONNECT_TIMEOUT = 0.05  # a missing or stuck server must cost the hook nothing noticeable
-REPLY_TIMEOUT = 5.0
-DEFAULT_IDLE = 1200
 STOP_POLL = 0.5  # seconds between looks at a stop event
 
 
-def idle_seconds(vault: Vault) -> int:
-    """``[agents] warm_seconds``; 0 when ``MEMEX_WARM=0`` (turned off for this process tree)."""
-    if os.environ.get("MEMEX_WARM") == "0":
-        return 0
-    value: int = config_setting(vault.config.section("agents"), "warm_seconds", DEFAULT_IDLE, "[agents]")
-    return value
-
-
-def socket_path(root: Path) -> Path | None:
-    if not hasattr(socket, "AF_UNIX"):
-        return None
-    base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    folder = base / f"memex-{uid}"
-    try:
-        info = folder.stat()
-    except FileNotFoundError:
-        pass
-    else:
-        # In a shared temp folder someone else could have made this folder
-        # first and serve poisoned vectors: use it only if it is ours alone.
-        if hasattr(os, "getuid") and (info.st_uid != uid or info.st_mode & 0o077):
-            return None
-    digest = hashlib.sha256(str(root.resolve()).encode("utf-8")).hexdigest()[:20]
-    return folder / f"{digest}.sock"
-
-
-def _ask(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(CONNECT_TIMEOUT)
-        sock.connect(str(path))
-        sock.settimeout(timeout)
-        sock.sendall(json.dumps(request).encode("utf-8") + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(1 << 16)
-            if not chunk:
-                break
-            data += chunk
-    answer: dict[str, Any] = json.loads(data)
-    return answer
-
-
 class WarmEmbedder:
-    """An :class:`memex.embedding.embed.Embedder` whose model runs in the warm server."""
+    """An :class:`memex.embedding.embed.Embedder` whose model runs in the warm server.
 
-    def __init__(self, path: Path, model_id: str, dim: int) -> None:
+    With ``setting`` (the vault's ``[embedding] model``), a server that
+    cannot answer (busy, timed out, gone, an error) is not the caller's
+    failure: the model is loaded here and embeds from then on, as if no
+    server had been found. Without it, the failure is raised.
+    """
+
+    def __init__(self, path: Path, model_id: str, dim: int, setting: str | None = None) -> None:
         self.path = path
         self.model_id = model_id
         self.dim = dim
+        self.setting = setting
+        self._local: Embedder | None = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._vectors(texts, query=False)
@@ -104,14 +79,39 @@ class WarmEmbedder:
         return self._vectors(texts, query=True)
 
     def _vectors(self, texts: Sequence[str], query: bool) -> np.ndarray:
-        answer = _ask(self.path, {"texts": list(texts), "query": query}, REPLY_TIMEOUT)
-        return np.asarray(answer["vectors"], dtype=np.float32).reshape(len(texts), self.dim)
+        if self._local is None:
+            try:
+                return self._remote(texts, query)
+            except (OSError, ValueError, KeyError):
+                if self.setting is None:
+                    raise
+                self._local = self._load_here()
+        return embed.embed_queries(self._local, texts) if query else self._local.embed(texts)
+
+    def _load_here(self) -> Embedder:
+        assert self.setting is not None
+        model = embed.load_embedder(self.setting)
+        if model is None or model.model_id != self.model_id or model.dim != self.dim:
+            raise OSError(f"warm model server did not answer, and {self.setting!r} does not load the same model here")
+        return model
+
+    def _remote(self, texts: Sequence[str], query: bool) -> np.ndarray:
+        parts = [np.zeros((0, self.dim), dtype=np.float32)]
+        step = warm_requests.MAX_TEXTS  # what the server takes in one request
+        for start in range(0, len(texts), step):
+            batch = list(texts[start:start + step])
+            answer = _ask(self.path, {"texts": batch, "query": query}, REPLY_TIMEOUT)
+            if "error" in answer:
+                raise OSError(f"warm model server: {answer['error']}")
+            parts.append(np.asarray(answer["vectors"], dtype=np.float32).reshape(len(batch), self.dim))
+        return np.concatenate(parts)
 
 
 def connect(vault: Vault) -> WarmEmbedder | None:
-    """The warm server's embedder for this vault's model, or None (no server, other model)."""
+    """The warm server's embedder for this vault's model, or None (no server,
+    another model, or ``MEMEX_WARM=0``: then nothing of it is used)."""
     path = socket_path(vault.root)
-    if path is None or not path.exists():
+    if path is None or turned_off() or not path.exists():
         return None
     try:
         info = _ask(path, {"texts": []}, REPLY_TIMEOUT)
@@ -119,26 +119,39 @@ def connect(vault: Vault) -> WarmEmbedder | None:
         return None
     if info.get("setting") != vault.config.embedding_model or not info.get("model_id"):
         return None
-    return WarmEmbedder(path, str(info["model_id"]), int(info["dim"]))
+    return WarmEmbedder(path, str(info["model_id"]), int(info["dim"]), vault.config.embedding_model)
 
 
-def start(vault: Vault) -> bool:
-    """Start the warm server for ``vault`` in the background unless it runs or is off."""
-    path = socket_path(vault.root)
-    if path is None or vault.config.embedding_model == "none" or idle_seconds(vault) <= 0:
-        return False
-    if connect(vault) is not None:
-        return False
-    subprocess.Popen(
-        [sys.executable, "-m", "memex.agents.warm", str(vault.root)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, close_fds=True,
-    )
-    return True
+def server_status(root: Path) -> dict[str, Any] | None:
+    """The vault's running model server (a warm one, or the one `memex watch`
+    holds): its pid, owner, model, seconds idle and idle limit; None if none."""
+    path = socket_path(root)
+    if path is None or not path.exists():
+        return None
+    try:
+        answer = _ask(path, {"status": True}, 1.0)
+    except (OSError, ValueError):
+        return None
+    if "pid" not in answer:
+        return None
+    return {k: answer.get(k) for k in ("pid", "owner", "setting", "model_id", "idle_for", "exits_after")}
 
 
-def serve(root: Path) -> None:
-    """Run the server until it has been idle for ``warm_seconds``."""
+class HookAnswerer(Protocol):
+    """What answers whole hook events in the server (memex/agents/hook_run.py:
+    this module cannot import it, as hook processes import this one)."""
+
+    def prepare(self, root: Path, model: embed.Embedder) -> None: ...
+
+    def answer(self, root: Path, model: embed.Embedder, setting: str, request: dict[str, Any],
+               quiet: bool) -> tuple[dict[str, Any], Callable[[], None] | None]: ...
+
+    def close(self, root: Path) -> None: ...
+
+
+def serve(root: Path, hooks: HookAnswerer | None = None) -> None:
+    """Run the server until it has been idle for ``warm_seconds``; with
+    ``hooks``, it answers hook events too (memex/agents/warm_server.py)."""
     from memex.vault import Vault
 
     with Vault(root) as vault:
@@ -154,16 +167,21 @@ def serve(root: Path) -> None:
         if save_graph is not None:
             with contextlib.suppress(Exception):  # an optimization only
                 save_graph()
-        serve_model(root, model, setting, idle=idle)
+        if hooks is not None:
+            with contextlib.suppress(Exception):  # hooks will be sent here: get ready for them
+                hooks.prepare(root, model)
+        serve_model(root, model, setting, idle=idle, hooks=hooks)
 
 
 def serve_model(
     root: Path, model: embed.Embedder, setting: str, idle: float | None = None,
-    stop: threading.Event | None = None,
+    stop: threading.Event | None = None, hooks: HookAnswerer | None = None,
 ) -> None:
     """Answer embedding requests for ``root`` with ``model``: until idle for
     ``idle`` seconds, or (``memex watch``, which holds the model anyway) until
-    ``stop`` is set. Returns at once when another server answers for the vault."""
+    ``stop`` is set. Returns at once when another server answers for the vault.
+    Hook events are answered with ``hooks``, else declined (the hook then
+    answers itself)."""
     path = socket_path(root)
     if path is None:
         return
@@ -179,22 +197,35 @@ def serve_model(
             server.bind(str(path))
         try:
             os.chmod(path, 0o600)
-            server.listen(8)
-            # With a stop event, wake up now and then to look at it.
-            server.settimeout(STOP_POLL if stop is not None else idle)
-            info = {"model_id": model.model_id, "dim": model.dim, "setting": setting}
+            server.listen(warm_requests.BACKLOG)
+            info: dict[str, Any] = {"model_id": model.model_id, "dim": model.dim, "setting": setting,
+                                    "pid": os.getpid(), "owner": "watch" if stop is not None else "warm",
+                                    "exits_after": None if stop is not None else idle}
+            answer_hook = None if hooks is None else (
+                lambda request: hooks.answer(root, model, setting, request, True))
+            requests = warm_requests.Dispatcher(model, info, answer_hook)
             while stop is None or not stop.is_set():
+                # With a stop event, wake up now and then to look at it; else
+                # at the end of the idle time left: the time since the last
+                # request that was a use (a status look is not one), and
+                # never while a request is being answered.
+                idle_for = time.monotonic() - requests.last_used
+                left = STOP_POLL if stop is not None else None if idle is None else idle - idle_for
+                if left is not None and left <= 0:
+                    if not requests.busy():
+                        return
+                    left = STOP_POLL
+                server.settimeout(left)
                 try:
                     conn, _ = server.accept()
                 except TimeoutError:
-                    if stop is None:
-                        return
                     continue
-                with conn:
-                    _answer(conn, model, info)
+                requests.handle(conn)
         finally:
             with contextlib.suppress(OSError):
                 path.unlink()
+            if hooks is not None:
+                hooks.close(root)
 
 
 def _alive(path: Path) -> bool:
@@ -203,24 +234,6 @@ def _alive(path: Path) -> bool:
         return True
     except (OSError, ValueError):
         return False
-
-
-def _answer(conn: socket.socket, model: embed.Embedder, info: dict[str, Any]) -> None:
-    conn.settimeout(REPLY_TIMEOUT)
-    data = b""
-    try:
-        while not data.endswith(b"\n"):
-            chunk = conn.recv(1 << 16)
-            if not chunk:
-                return
-            data += chunk
-        request = json.loads(data)
-        texts = [str(t) for t in request.get("texts") or []]
-        query = bool(request.get("query"))
-        vectors = (embed.embed_queries(model, texts) if query else model.embed(texts)).tolist() if texts else []
-        conn.sendall(json.dumps({**info, "vectors": vectors}).encode("utf-8") + b"\n")
-    except (OSError, ValueError):
-        return  # a client that went away or sent garbage gets nothing; the server goes on
 
 
 if __name__ == "__main__":

@@ -23,14 +23,16 @@ from typing import Any, NoReturn
 
 import click
 
-from memex.cli import _preload
+from memex.cli import _interrupt, _preload
+from memex.distribution import DISTRIBUTION
 from memex.errors import MemexError
 from memex.layout import INDEX_NAME, MEMEX_DIR
 
 
 # Command name -> the module of this package that registers it.
 COMMAND_MODULES = {
-    **dict.fromkeys(("init", "add", "search", "show", "list", "reindex", "stats", "doctor", "demo"), "core"),
+    **dict.fromkeys(("init", "add", "search", "show", "list", "reindex", "stats", "demo"), "core"),
+    "doctor": "doctor",
     **dict.fromkeys(("consolidate", "unsupersede", "fading"), "consolidate"),
     **dict.fromkeys(("supersede", "handoff", "dedup"), "dedup"),
     **dict.fromkeys(("entities", "graph"), "graph"),
@@ -40,6 +42,8 @@ COMMAND_MODULES = {
     "erase": "erase",
     "import": "importer",
     "sync": "sync",
+    "help": "help",
+    "plugins": "plugins",
 }
 _registered: set[str] = set()
 
@@ -120,7 +124,7 @@ class MemexGroup(click.Group):
         except click.ClickException as exc:
             _fail(exc.format_message(), exc.exit_code, as_json)
         except click.Abort:
-            _fail("aborted", 130, as_json)
+            _fail(_interrupt.message(), _interrupt.INTERRUPTED, as_json)
         except BrokenPipeError:  # e.g. `memex list | head`: the reader has gone
             sys.stderr.close()
             sys.exit(0)
@@ -137,7 +141,7 @@ class MemexGroup(click.Group):
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{exc.strerror or exc}") from exc
         except Exception as exc:
-            damaged = _damaged_index(ctx, exc)
+            damaged = _damaged_index(ctx, exc) or _server_failed(exc)
             if damaged is None:
                 raise
             raise click.ClickException(damaged) from exc
@@ -156,12 +160,23 @@ def _damaged_index(ctx: click.Context, exc: Exception) -> str | None:
     return None if found is None else str(found)
 
 
+def _server_failed(exc: Exception) -> str | None:
+    """The one-line error when the PostgreSQL index failed in the middle of a
+    command (the server stopped, the network went): the driver's own exception."""
+    if "psycopg" not in sys.modules:
+        return None
+    from memex.store.postgres.connection import server_error
+
+    found = server_error(exc)
+    return None if found is None else str(found)
+
+
 VAULT_HELP = f"Vault folder (default: $MEMEX_VAULT, else the nearest folder up with {MEMEX_DIR}/)."
 
 
 @click.group(cls=MemexGroup)
 @click.option("--vault", "vault_path", type=click.Path(file_okay=False), help=VAULT_HELP)
-@click.version_option(package_name="memex")
+@click.version_option(package_name=DISTRIBUTION, prog_name="memex")
 @click.pass_context
 def main(ctx: click.Context, vault_path: str | None) -> None:
     """memex: local-first memory for AI coding agents, kept as Markdown files."""

@@ -29,6 +29,36 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
+class PluginChoice(click.Choice[str]):
+    """A name in a plug-in group (memex/plugins.py), or one of ``extra``.
+
+    memex's own names are accepted without reading any package's metadata;
+    other packages' entries are read only for a name memex does not know,
+    or when the choices are shown (``--help``, an error)."""
+
+    def __init__(self, group: str, extra: Sequence[str] = ()) -> None:
+        self.group = group
+        self.extra = tuple(extra)
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        from memex import plugins
+
+        return (*self.extra, *plugins.names(self.group))
+
+    @choices.setter
+    def choices(self, value: Sequence[str]) -> None:
+        """click.Choice sets its choices when built; these are read when asked for."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from memex import plugins
+
+        if value in self.extra or plugins.builtin(self.group, str(value)) is not None:
+            return value
+        return super().convert(value, param, ctx)
+
+
 class TextCommand(click.Command):
     """A command whose argument is free text: text that begins with ``-``
     (``"-v is verbose"``, ``---``) reads as an unknown option to click, so the
@@ -65,6 +95,18 @@ class TextCommand(click.Command):
             raise click.UsageError(f"{exc.format_message().rstrip('.')}. {hint}.", ctx) from exc
 
 
+def one_scope_option(help: str, why: str) -> Callable[[F], F]:
+    """``--scope`` where one scope is meant: given twice it is a usage error
+    saying ``why``, not click's silent "the last one wins"."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> str | None:
+        if len(value) > 1:
+            raise click.BadParameter(f"given {len(value)} times ({', '.join(map(repr, value))}); {why}", ctx, param)
+        return value[0] if value else None
+
+    return click.option("--scope", multiple=True, callback=check, help=help)
+
+
 def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
 
@@ -88,8 +130,24 @@ def get_vault(ctx: click.Context, warm: bool = False) -> Vault:
             obj["warm_connected"] = embedder is not None
         obj["vault"] = opened
         ctx.find_root().call_on_close(opened.close)
+        if ctx.info_name not in _SHOW_CONFIG_THEMSELVES:
+            _announce_config(opened)
     vault: Vault = obj["vault"]
     return vault
+
+
+# Commands whose own output lists the settings notices (doctor, sync's report).
+_SHOW_CONFIG_THEMSELVES = frozenset({"doctor", "sync"})
+
+
+def _announce_config(vault: Vault) -> None:
+    """Settings memex ignores (a teammate's command or server in the shared
+    file, a typo) on stderr: once at a terminal, at every run otherwise
+    (nobody may have read a script's stderr; memex/config_trust.py)."""
+    from memex.config_trust import announce
+
+    announce(vault.config.notices, vault.paths.config_notices, lambda line: click.echo(line, err=True),
+             remember=sys.stderr.isatty())
 
 
 def keep_model_warm(ctx: click.Context) -> None:
@@ -106,9 +164,13 @@ def keep_model_warm(ctx: click.Context) -> None:
     from memex.agents import warm as warm_server
 
     try:
-        warm_server.start(obj["vault"])
+        started = warm_server.start(obj["vault"])
     except OSError:
-        pass  # a convenience: never a reason for the command to fail
+        return  # a convenience: never a reason for the command to fail
+    if started:  # a background process: say so once, when it starts
+        minutes = warm_server.idle_seconds(obj["vault"]) / 60
+        click.echo(f"note: the embedding model stays loaded in the background for your next commands; it exits "
+                   f"after {minutes:g} min idle (`memex status` shows it; MEMEX_WARM=0 turns this off)", err=True)
 
 
 def print_json(data: Any) -> None:
@@ -124,15 +186,21 @@ def is_tty() -> bool:
 WRAPPING = frozenset({"body", "value", "reason", "path", "scope", "source"})
 
 
-def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> None:
-    """A readable table (rich) for people."""
+def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None,
+          labelled: bool = False) -> None:
+    """A readable table (rich) for people at a terminal; for a pipe, one
+    tab-separated line per row, no header or title (docs/cli.md, "Output"):
+    ``memex list | cut -f1`` gives ids, ``wc -l`` counts. ``labelled``: one
+    of several tables a command prints; piped, each row starts with the title."""
+    if not is_tty():
+        for row in rows:
+            click.echo("\t".join(_cell(v) for v in ([title, *row] if labelled else row)))
+        return
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    # Piped output has no terminal width; rich would assume 80 columns and
-    # fold every body into a word per line. Give pipes and logs room.
-    console = Console(soft_wrap=False, width=None if is_tty() else 120)
+    console = Console(soft_wrap=False)
     cells = [["" if v is None else str(v) for v in row] for row in rows]
     least = [_narrowest(col, [row[i] for row in cells]) for i, col in enumerate(columns)]
     out = Table(title=title, show_lines=False)
@@ -152,6 +220,11 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | No
     console.print(out)
 
 
+def _cell(value: Any) -> str:
+    """One field of a tab-separated line: tabs and line breaks become spaces."""
+    return " ".join(_flat(value).replace("\t", " ").splitlines())
+
+
 def _narrowest(column: str, values: list[str]) -> int:
     """About the narrowest rich makes a column: its longest word, at most 12
     (a longer one folds) unless it is a column that never wraps."""
@@ -161,6 +234,12 @@ def _narrowest(column: str, values: list[str]) -> int:
 
 
 def key_values(data: dict[str, Any], title: str | None = None) -> None:
+    """One record: a two-column table at a terminal, ``key: value`` lines
+    for a pipe (grep- and awk-able; the title is left out)."""
+    if not is_tty():
+        for key, value in data.items():
+            click.echo(f"{key}: {_cell(value)}")
+        return
     table(("field", "value"), ((k, _flat(v)) for k, v in data.items()), title)
 
 

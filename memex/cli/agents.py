@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from memex.cli._common import json_option, key_values, print_json
+from memex.cli._common import PluginChoice, json_option, key_values, print_json
+from memex.plugins import AGENTS
 from memex.vault import ENV_VAR
 
-AGENTS = ("claude-code", "codex", "openclaw")
+if TYPE_CHECKING:
+    from memex.agents.integrations import Setup
 
 
 def _vault_path(ctx: click.Context) -> str | None:
@@ -22,7 +25,7 @@ def _vault_path(ctx: click.Context) -> str | None:
 
 
 @click.command("hook")
-@click.argument("agent", type=click.Choice(AGENTS))
+@click.argument("agent", type=PluginChoice(AGENTS))
 @click.argument("payload", required=False)
 @click.pass_context
 def hook_cmd(ctx: click.Context, agent: str, payload: str | None) -> None:
@@ -31,31 +34,18 @@ def hook_cmd(ctx: click.Context, agent: str, payload: str | None) -> None:
     Fails open: any error is one line on stderr and the exit status is 0.
     Vault: --vault / $MEMEX_VAULT (must exist), else ~/.memex-vault (created).
     """
-    from memex.agents import claude_code, codex, hook_io, openclaw
+    from memex.agents import hook_client  # what the `memex` program runs directly (memex/console.py)
 
-    def handler() -> hook_io.HookResult:
-        event = hook_io.parse_payload(payload if payload is not None else sys.stdin.read(),
-                                      "PAYLOAD" if payload is not None else "stdin")
-        vault = hook_io.hook_vault(_vault_path(ctx), warm=True)
-        ctx.call_on_close(vault.close)
-        if agent == "claude-code":
-            return claude_code.handle(vault, event)
-        if agent == "codex":
-            return codex.handle(vault, event)
-        return openclaw.handle(vault, event)
-
-    ctx.exit(hook_io.run_hook(agent, handler, vault_path=_vault_path(ctx)))
+    ctx.exit(hook_client.answer(agent, _vault_path(ctx), payload))
 
 
 @click.command("mcp")
 @click.pass_context
 def mcp_cmd(ctx: click.Context) -> None:
     """Run the memex MCP server on stdio (for Claude Code, Codex, ...)."""
-    from memex.agents import hook_io, mcp_server
+    from memex.agents import mcp_front  # what the `memex` program runs directly (memex/console.py)
 
-    vault = hook_io.hook_vault(_vault_path(ctx))
-    ctx.call_on_close(vault.close)
-    mcp_server.serve(vault)
+    mcp_front.main(_vault_path(ctx))
 
 
 @click.command("openclaw-engine")
@@ -79,6 +69,19 @@ def _scope_options(func: Any) -> Any:
                         help="The project's settings (git root of the current folder).")(func)
 
 
+def _wired_vault(ctx: click.Context) -> str:
+    """The vault the installed hooks or server will use, said out loud: with
+    no --vault and no $MEMEX_VAULT that is the default one, which a person
+    who keeps their vault elsewhere needs to hear."""
+    from memex.agents.hook_io import default_vault_path
+
+    given = _vault_path(ctx)
+    if given:
+        return str(Path(given).expanduser().resolve())
+    return (f"{default_vault_path()} (the default: no --vault or ${ENV_VAR} was given; "
+            "created on first use; to use another, install again with --vault PATH)")
+
+
 def _report(data: dict[str, Any], as_json: bool, title: str) -> None:
     """What an install or uninstall did, starting with a one-word status:
     a repeat says "unchanged", not "replaced 5" (docs/agents.md)."""
@@ -97,96 +100,44 @@ def _report(data: dict[str, Any], as_json: bool, title: str) -> None:
     key_values(data, title=title)
 
 
-def _portable(agent: str, where: str) -> bool:
-    """Claude Code project files are committed: no machine's paths in them."""
-    return agent == "claude-code" and where == "project"
+def _setup(ctx: click.Context, where: str = "user") -> Setup:
+    from memex.agents.integrations import Setup
+
+    return Setup(_vault_path(ctx), user=where == "user", wired_vault=_wired_vault(ctx))
 
 
-def _personal(ctx: click.Context, data: dict[str, Any], install: bool) -> dict[str, Any]:
-    """The vault, a personal setting, in .claude/settings.local.json (never committed)."""
-    from memex.agents import install as inst
+def _agent_command(name: str, install: bool) -> click.Command:
+    """``memex install NAME`` / ``memex uninstall NAME`` for one agent integration
+    (memex/agents/integrations.py: memex's own and plug-ins' alike)."""
+    from memex.agents import integrations
+    from memex.errors import MemexError
 
-    path = inst.local_settings()
-    vault = _vault_path(ctx)
-    if install:
-        if vault:
-            local = inst.install_local_vault(path, vault)
-            data = {**data, **local, "changed": data.get("changed") or local["changed"]}
-        note = inst.portable_note()
-        if note:
-            data["note"] = note
-    elif inst.uninstall_local_vault(path):
-        data = {**data, "local_file": str(path), "changed": True}
-    return data
-
-
-def _hooks(agent: str, where: str, ctx: click.Context, install: bool, as_json: bool) -> None:
-    from memex.agents import install as inst
-
-    path = inst.target(agent, "hooks", user=where == "user")
-    events = inst.CLAUDE_EVENTS if agent == "claude-code" else inst.CODEX_EVENTS
-    portable = _portable(agent, where)
-    if install:
-        if portable:
-            cmd = [inst.PORTABLE_PROGRAM, "hook", agent]
-        else:
-            cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "hook", agent)
-        data = inst.install_hooks(path, agent, events, cmd)
-        if agent == "codex":
-            data["next"] = inst.CODEX_TRUST_NOTE
-    else:
-        data = inst.uninstall_hooks(path, agent)
-    if portable:
-        data = _personal(ctx, data, install)
-    _report(data, as_json, f"memex hooks for {agent}" + ("" if install else " removed"))
-
-
-def _mcp(agent: str, where: str, ctx: click.Context, install: bool, as_json: bool) -> None:
-    from memex.agents import install as inst
-
-    path = inst.target(agent, "mcp", user=where == "user")
-    portable = _portable(agent, where)
-    if install:
-        if portable:
-            cmd = [inst.PORTABLE_PROGRAM, "mcp"]
-        else:
-            cmd = inst.command(inst.memex_executable(), _vault_path(ctx), "mcp")
-        fn = inst.install_mcp_json if agent == "claude-code" else inst.install_codex_mcp
-        data = fn(path, cmd)
-    else:
-        undo = inst.uninstall_mcp_json if agent == "claude-code" else inst.uninstall_codex_mcp
-        data = undo(path)
-    if portable:
-        data = _personal(ctx, data, install)
-    _report(data, as_json, f"memex MCP server for {agent}" + ("" if install else " removed"))
-
-
-@click.group("install")
-def install_group() -> None:
-    """Register memex with an agent (hooks or MCP server); safe to repeat."""
-
-
-@click.group("uninstall")
-def uninstall_group() -> None:
-    """Remove exactly what `memex install` added."""
-
-
-def _agent_commands(install: bool) -> list[click.Command]:
+    entry, agent = integrations.load(name)
     verb = "Install" if install else "Uninstall"
+    title = str(getattr(agent, "title", f"memex for {name}")) + ("" if install else " removed")
 
-    @click.command("claude-code", help=f"{verb} memex's Claude Code hooks (settings.json).")
-    @_scope_options
     @json_option
     @click.pass_context
-    def claude(ctx: click.Context, where: str, as_json: bool) -> None:
-        _hooks("claude-code", where, ctx, install, as_json)
+    def run(ctx: click.Context, as_json: bool, where: str = "user") -> None:
+        setup = _setup(ctx, where)
+        try:
+            data = agent.install(setup) if install else agent.uninstall(setup)
+        except MemexError:
+            raise
+        except Exception as exc:
+            if entry.builtin:
+                raise
+            raise entry.fail(f"failed to {verb.lower()} ({type(exc).__name__}: {exc})") from exc
+        if not isinstance(data, dict):
+            raise entry.fail(f"{verb.lower()} returned {type(data).__name__}, not a dict (memex help plugins)")
+        _report(data, as_json, title)
 
-    @click.command("codex", help=f"{verb} memex's Codex hooks (.codex/hooks.json).")
-    @_scope_options
-    @json_option
-    @click.pass_context
-    def codex(ctx: click.Context, where: str, as_json: bool) -> None:
-        _hooks("codex", where, ctx, install, as_json)
+    command = click.command(name, help=f"{verb} {getattr(agent, 'description', '')}".strip())(run)
+    return _scope_options(command) if getattr(agent, "scopes", False) else command
+
+
+def _mcp_command(install: bool) -> click.Command:
+    verb = "Install" if install else "Uninstall"
 
     @click.command("mcp", help=f"{verb} the memex MCP server in an agent's MCP configuration.")
     @click.option("--agent", type=click.Choice(("claude-code", "codex")), default="claude-code",
@@ -195,42 +146,66 @@ def _agent_commands(install: bool) -> list[click.Command]:
     @json_option
     @click.pass_context
     def mcp(ctx: click.Context, agent: str, where: str, as_json: bool) -> None:
-        _mcp(agent, where, ctx, install, as_json)
+        from memex.agents import integrations
 
-    @click.command("openclaw", help=f"{verb} memex as OpenClaw's context engine (plugin in openclaw.json) "
-                                    "and its gateway message hook (~/.openclaw/hooks/memex/).")
-    @json_option
-    @click.pass_context
-    def openclaw(ctx: click.Context, as_json: bool) -> None:
-        from memex.agents import install as inst
-        from memex.agents import install_openclaw as oc
+        data = integrations.mcp(agent, _setup(ctx, where), install)
+        _report(data, as_json, f"memex MCP server for {agent}" + ("" if install else " removed"))
 
-        folder = inst.openclaw_dir()
-        config = oc.config_path()
-        if install:
-            program, vault = inst.memex_executable(), _vault_path(ctx)
-            engine = oc.install_plugin(config, inst.command(program, vault, "openclaw-engine"))
-            hook = inst.install_openclaw(folder, inst.command(program, vault, "hook", "openclaw"))
-            data = {**engine, "hook_folder": hook["folder"], "events": hook["events"],
-                    "changed": engine["changed"] or hook["changed"],
-                    "next": "restart the gateway (memex is its context engine); enable the message hook "
-                            f"(openclaw hooks enable {inst.OPENCLAW_HOOK}) only if you switch back to the legacy "
-                            "engine, or each turn is archived twice"}
-            _report(data, as_json, "memex for OpenClaw")
-        else:
-            engine = oc.uninstall_plugin(config)
-            hook = inst.uninstall_openclaw(folder)
-            _report({**engine, "hook_folder": hook["folder"], "removed": engine["removed"] + hook["removed"],
-                     "changed": engine["changed"] or hook["changed"]}, as_json, "memex for OpenClaw removed")
+    return mcp
 
-    return [claude, codex, mcp, openclaw]
+
+class AgentGroup(click.Group):
+    """``memex install`` / ``memex uninstall``: a subcommand per agent integration.
+    memex's own are built when the group is; another package's (docs/plugins.md)
+    when its name is asked for, or when ``--help`` lists them."""
+
+    def __init__(self, install: bool, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.install = install
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = super().get_command(ctx, cmd_name)
+        if found is not None:
+            return found
+        from memex import plugins
+        from memex.errors import PluginError
+
+        if plugins.find(plugins.AGENTS, cmd_name) is None:
+            return None
+        try:
+            command = _agent_command(cmd_name, self.install)
+        except PluginError as exc:
+            plugins.warn(f"{exc}; memex carries on without it")
+            return None
+        from memex.cli import _add_vault_option
+
+        _add_vault_option(command)  # as every command has (memex/cli/__init__.py)
+        self.add_command(command)
+        return command
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from memex import plugins
+
+        return sorted(set(self.commands) | set(plugins.names(plugins.AGENTS)))
+
+
+@click.group("install", cls=AgentGroup, install=True)
+def install_group() -> None:
+    """Register memex with an agent (hooks or MCP server); safe to repeat."""
+
+
+@click.group("uninstall", cls=AgentGroup, install=False)
+def uninstall_group() -> None:
+    """Remove exactly what `memex install` added."""
 
 
 def register(main: click.Group) -> None:
-    for command in _agent_commands(True):
-        install_group.add_command(command)
-    for command in _agent_commands(False):
-        uninstall_group.add_command(command)
+    from memex import plugins
+
+    for group in (install_group, uninstall_group):
+        assert isinstance(group, AgentGroup)
+        group.add_command(_mcp_command(group.install))
+        for name in plugins.BUILTIN[plugins.AGENTS]:  # memex's own: no package metadata read
+            group.add_command(_agent_command(name, group.install))
     for command in (hook_cmd, mcp_cmd, openclaw_engine_cmd, install_group, uninstall_group):
         main.add_command(command)
-

@@ -7,7 +7,9 @@ from typing import Any
 import click
 
 from memex import decay
-from memex.cli._common import FiniteFloatRange, get_vault, json_option, key_values, print_json, short, table
+from memex.cli._common import (
+    FiniteFloatRange, get_vault, json_option, key_values, one_scope_option, print_json, short, table,
+)
 from memex.errors import InvalidArgument
 
 # The summary fields both reports carry (only one session's report has an
@@ -42,7 +44,7 @@ def _explain_table(pairs: list[dict[str, Any]], threshold: float) -> None:
 @click.command("consolidate")
 @click.option("--session", help="The session to consolidate.")
 @click.option("--all", "all_sessions", is_flag=True, help="Every session with active memories (backfill).")
-@click.option("--scope", help="Only this scope.")
+@one_scope_option("Only this scope.", "consolidation works one scope at a time (without --scope: every scope)")
 @click.option("--dry-run", is_flag=True, help="Report what would be merged; change nothing.")
 @click.option("--explain", is_flag=True,
               help="Show every candidate pair: its score, and merged or what kept it apart.")
@@ -101,10 +103,15 @@ def consolidate_cmd(
 @json_option
 @click.pass_context
 def unsupersede_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
-    """Make a superseded memory active again (removes its superseded_by)."""
-    from memex.consolidation.consolidate import unsupersede  # numpy: only when run
+    """Make a superseded memory active again (removes its superseded_by).
 
-    memory = unsupersede(get_vault(ctx), memory_id)
+    ID may be any unique prefix of the id, in any case.
+    """
+    from memex.consolidation.consolidate import unsupersede  # numpy: only when run
+    from memex.ids import resolve
+
+    vault = get_vault(ctx)
+    memory = unsupersede(vault, resolve(vault, memory_id))
     if as_json:
         print_json(memory.as_dict())
     else:
@@ -112,21 +119,22 @@ def unsupersede_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
 
 
 @click.command("fading")
-@click.option("--scope", help="Only this scope.")
+@click.option("--scope", multiple=True, help="Only this scope (repeatable).")
 @click.option("--within", "within_days", type=FiniteFloatRange(0), default=30.0, show_default=True,
               help="Show memories that fade from recall within this many days (faded ones too).")
 @json_option
 @click.pass_context
-def fading_cmd(ctx: click.Context, scope: str | None, within_days: float, as_json: bool) -> None:
+def fading_cmd(ctx: click.Context, scope: tuple[str, ...], within_days: float, as_json: bool) -> None:
     """The decay schedule: memories that have faded from recall, or soon will.
 
     A recall resets a memory's clock; raise its confidence or change
     [decay] rates in .memex/config.toml to keep it longer.
     """
     vault = get_vault(ctx)
-    scope = vault.scope_filter(scope)
+    wanted = {vault.scope_filter(s) for s in scope}
     policy = decay.load_policy(vault.config)
-    rows = [f for f in decay.schedule(vault.store, policy, scope) if f.days_left is not None and f.days_left <= within_days]
+    rows = [f for f in decay.schedule(vault.store, policy, next(iter(wanted)) if len(wanted) == 1 else None)
+            if f.days_left is not None and f.days_left <= within_days and (not wanted or f.scope in wanted)]
     if as_json:
         print_json({"policy": policy.describe(), "memories": [
             {**{k: getattr(f, k) for k in f.__dataclass_fields__}, "faded": f.faded} for f in rows

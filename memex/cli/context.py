@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from memex import context as engine
-from memex.cli._common import get_vault, json_option, key_values, print_json, short, table
+from memex.cli._common import get_vault, json_option, key_values, one_scope_option, print_json, short, table
 from memex.errors import InvalidArgument
 
 
@@ -114,7 +114,7 @@ def compact_cmd(ctx: click.Context, as_json: bool) -> None:
 @context_group.command("commit")
 @click.option("--session", required=True, help="Session whose pending turns to commit.")
 @click.option("--source", help="Source of extracted memories (default: the archived turn's source).")
-@click.option("--scope", help="Scope of extracted memories (default from config).")
+@one_scope_option("Scope of extracted memories (default from config).", "extracted memories go to one scope")
 @json_option
 @click.pass_context
 def commit_cmd(ctx: click.Context, session: str, source: str | None, scope: str | None, as_json: bool) -> None:

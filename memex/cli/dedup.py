@@ -24,10 +24,17 @@ from memex.dedup.supersede import supersede
 @json_option
 @click.pass_context
 def supersede_cmd(ctx: click.Context, /, old_id: str, text: str, as_json: bool, **opts: Any) -> None:
-    """Replace memory OLD_ID with TEXT (or - for standard input); the old one is kept, hidden."""
+    """Replace memory OLD_ID with TEXT (or - for standard input); the old one is kept, hidden.
+
+    OLD_ID may be any unique prefix of the id, in any case.
+    """
+    from memex.ids import resolve
+
+    vault = get_vault(ctx)
+    old_id = resolve(vault, old_id, "OLD_ID")
     if text == "-":
         text = sys.stdin.read()
-    outcome = supersede(get_vault(ctx), old_id, text, **opts)
+    outcome = supersede(vault, old_id, text, **opts)
     if as_json:
         print_json(outcome.as_dict())
         return

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from memex.cli._common import get_vault, json_option, key_values, print_json, table
+from memex.errors import MemoryNotFound
 from memex.layout import ERASURE_LOG_NAME, MEMEX_DIR
 
 
@@ -26,13 +27,24 @@ def erase_cmd(
 ) -> None:
     """Erase memory ID, or a subject (--source-ref / --session), with everything derived from it.
 
+    ID may be any unique prefix of the id, in any case.
+
     The files go first, then every row the index derived from them; the
     index files are scrubbed so the text cannot be read back from disk.
     """
     from memex.erase.steps import erase  # not on search's start-up path
+    from memex.ids import resolve
 
+    vault = get_vault(ctx)
+    if memory_id is not None:
+        try:
+            memory_id = resolve(vault, memory_id)
+        except MemoryNotFound:
+            # A file the index does not hold (restored after its erasure, written by hand since):
+            # erase looks for it among the files itself, and says so if it finds none.
+            memory_id = memory_id.strip()
     result = erase(
-        get_vault(ctx), memory_id, reason, source=source, source_ref=source_ref, session=session,
+        vault, memory_id, reason, source=source, source_ref=source_ref, session=session,
         purge_history=purge_history,
     )
     data = result.as_dict()
@@ -44,7 +56,8 @@ def erase_cmd(
     derived = data.pop("derived")
     archives = data.pop("archives")
     shared = data.pop("postgres", None)
-    key_values({k: v for k, v in data.items()}, title=f"erased {len(erased)} memories")
+    count = f"{len(erased)} {'memory' if len(erased) == 1 else 'memories'}"
+    key_values({"erased": count, **data}, title=f"erased {count}")
     if erased:
         table(("id", "why"), ((i, "derived" if i in derived else "chosen") for i in erased))
     for path in archives:

@@ -44,12 +44,12 @@ def graph_cmd(ctx: click.Context, name: str, as_json: bool) -> None:
     if data["relations"]:
         table(("subject", "predicate", "object", "memory"),
               ((r["subject"], r["predicate"], r["object"], r["memory"]) for r in data["relations"]),
-              title="relations")
+              title="relations", labelled=True)
     table(("id", "scope", "status", "body"),
-          ((m["id"], m["scope"], m["status"], short(m["body"])) for m in data["memories"]), title="memories")
+          ((m["id"], m["scope"], m["status"], short(m["body"])) for m in data["memories"]), title="memories", labelled=True)
     if data["neighbours"]:
         table(("entity", "shared memories"),
-              ((n["name"], n["shared_memories"]) for n in data["neighbours"]), title="named with")
+              ((n["name"], n["shared_memories"]) for n in data["neighbours"]), title="named with", labelled=True)
 
 
 def register(main: click.Group) -> None:

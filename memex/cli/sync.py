@@ -25,7 +25,8 @@ def _print(data: dict[str, Any]) -> None:
         shown.update({"local changes to commit": data["local_changes"], "commits to pull": data["incoming"],
                       "commits to push": data["outgoing"]})
         shown.pop("history")
-    key_values(shown, title="dry run: nothing changed" if data["dry_run"] else "synced")
+    verdict = "dry run: nothing changed" if data["dry_run"] else "synced"
+    key_values({"status": verdict, **shown}, title=verdict)
     if data["set_up"]:
         click.echo(("would set up: " if data["dry_run"] else "set up: ") + "; ".join(data["set_up"]))
     for path in data["repaired"]:
@@ -39,6 +40,8 @@ def _print(data: dict[str, Any]) -> None:
         click.echo(f"history: {data['history']['next_step']}")
     for note in data["notes"]:
         click.echo(f"note: {note}")
+    for finding in data["config"]:
+        click.echo(f"config: {finding}")
 
 
 @click.command("sync")

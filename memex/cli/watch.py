@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 import threading
 from typing import Any
@@ -15,6 +16,7 @@ from memex.vault import Vault
 from memex.watch.watcher import Watcher, settings_for
 
 _SHOWN_PATHS = 10
+INTERRUPTED = 130  # docs/cli.md, exit statuses
 
 
 @click.command("watch")
@@ -28,7 +30,8 @@ def watch_cmd(ctx: click.Context, debounce_ms: int | None, reconcile_seconds: fl
     """Keep the index in step with the vault until Ctrl-C (or SIGTERM).
 
     Reconciles at start-up and every reconcile_seconds; a second watcher on
-    the same vault exits with an error.
+    the same vault exits with an error. Exit status after Ctrl-C: 130 (as
+    every command); after SIGTERM, a supervisor's stop: 0.
     """
     level = logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO
     handler = logging.StreamHandler(sys.stderr)
@@ -45,6 +48,8 @@ def watch_cmd(ctx: click.Context, debounce_ms: int | None, reconcile_seconds: fl
         stop.set()
         if server is not None:
             server.join(5)  # it removes its socket on the way out
+    if watcher.stopped_by == signal.SIGINT:
+        ctx.exit(INTERRUPTED)
 
 
 def _serve_model(vault: Vault) -> tuple[threading.Event, threading.Thread | None]:
@@ -78,12 +83,26 @@ def _watcher_line(info: dict[str, Any]) -> str:
     return "not running"
 
 
+def _server_line(info: dict[str, Any] | None) -> str:
+    """The background process that keeps the embedding model loaded, if any."""
+    if info is None:
+        return "none running (commands load the model themselves)"
+    if info.get("owner") == "watch":
+        return f"served by the watcher (pid {info.get('pid')})"
+    idle, limit = info.get("idle_for") or 0, info.get("exits_after") or 0
+    return (f"pid {info.get('pid')}, model {info.get('setting')}, idle {idle / 60:.0f} min; exits by itself "
+            f"after {limit / 60:.0f} min idle ([agents] warm_seconds; kill {info.get('pid')} stops it now)")
+
+
 @click.command("status")
 @json_option
 @click.pass_context
 def status_cmd(ctx: click.Context, as_json: bool) -> None:
-    """Is a watcher running, and how many files differ from the index right now?"""
-    data = watch_state.status(get_vault(ctx))
+    """Is a watcher running, is a model server running, and how many files differ from the index now?"""
+    from memex.agents.warm import server_status
+
+    vault = get_vault(ctx)
+    data = {**watch_state.status(vault), "model_server": server_status(vault.root)}
     if as_json:
         print_json(data)
         return
@@ -99,6 +118,7 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
         summary["not indexed"] = f"{len(data['errors'])} file(s) with errors (see `memex doctor`)"
     if data["unembedded"]:
         summary["unembedded"] = f"{len(data['unembedded'])} without vectors"
+    summary["model server"] = _server_line(data["model_server"])
     key_values(summary, title="memex status")
     shown = [(k, p) for k in ("missing", "stale", "orphaned") for p in data[k]]
     for kind, path in shown[:_SHOWN_PATHS]:

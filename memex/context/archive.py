@@ -2,8 +2,9 @@
 
 - ``turns.jsonl`` — one line per archived turn (append-only, fsynced; a torn
   last line from a crash is skipped when read): id, sequence number, time,
-  source and scope (for the memories a commit extracts), token count and the
-  turn's messages with injected blocks removed.
+  source and scope (for the memories a commit extracts), token count, the
+  turn's messages with injected blocks removed, and the runtime's key for
+  the turn when it gave one (``key``: a retried turn is archived once).
 - ``state.json`` — counters (written atomically): turns archived, messages
   seen, the last committed turn, tokens pending a commit, and how many
   leading messages of the conversation the summary stands for.
@@ -90,11 +91,18 @@ def save_state(vault: Vault, state: State) -> None:
 
 def append_turn(
     vault: Vault, state: State, messages: list[dict[str, Any]], tokens: int, source: str,
-    scope: str | None = None,
+    scope: str | None = None, key: str | None = None,
 ) -> dict[str, Any]:
-    """Append one turn (caller holds the session lock and saves ``state``)."""
+    """Append one turn (caller holds the session lock and saves ``state``).
+
+    The line is the commit point: a turn with ``key`` is archived exactly
+    when its line is in the file (:func:`turn_with_key`).
+    """
     folder = session_dir(vault, state.session)
     permissions.private_dir(folder)
+    # A crash between a line's append and the state's save leaves the
+    # counter behind the file: never hand out a sequence number twice.
+    state.turns = max(state.turns, _last_seq(folder / TURNS))
     state.turns += 1
     record = {
         "id": f"{folder.name}#{state.turns}",
@@ -105,6 +113,8 @@ def append_turn(
         "tokens": tokens,
         "messages": messages,
     }
+    if key is not None:
+        record["key"] = key
     line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
     with permissions.open_append(folder / TURNS) as handle:
         handle.write(line)
@@ -128,6 +138,49 @@ def read_turns(vault: Vault, session: str, after_seq: int = 0) -> list[dict[str,
             if isinstance(record, dict) and int(record.get("seq", 0)) > after_seq:
                 out.append(record)
     return out
+
+
+def _last_seq(path: Path) -> int:
+    """The sequence number of the file's last whole line (read from the end)."""
+    if not path.exists():
+        return 0
+    with open(path, "rb") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        tail, pos = b"", end
+        while pos > 0:
+            step = min(64 * 1024, pos)
+            pos -= step
+            handle.seek(pos)
+            tail = handle.read(step) + tail
+            lines = tail.split(b"\n")
+            # lines[0] may be cut by the chunk boundary: parse it only at the start of the file.
+            for raw in reversed(lines if pos == 0 else lines[1:]):
+                try:
+                    record = json.loads(raw)
+                except ValueError:  # empty, or torn by a crash
+                    continue
+                if isinstance(record, dict):
+                    return int(record.get("seq", 0))
+    return 0
+
+
+def turn_with_key(vault: Vault, session: str, key: str) -> dict[str, Any] | None:
+    """The archived turn a runtime gave ``key`` (its id for one turn), if any."""
+    path = session_dir(vault, session) / TURNS
+    if not path.exists():
+        return None
+    needle = json.dumps(key, ensure_ascii=False)
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if needle not in line:  # most lines: no JSON parse
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("key") == key:
+                return record
+    return None
 
 
 def read_summary(vault: Vault, session: str) -> str:

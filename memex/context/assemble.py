@@ -17,7 +17,7 @@ Two paths, and both may run for one call:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memex.context import archive, gate
@@ -30,6 +30,7 @@ from memex.context.tokens import content_text, count_messages, count_text, messa
 from memex.errors import InvalidArgument
 
 if TYPE_CHECKING:
+    from memex.search.hybrid import Hit
     from memex.vault import Vault
 
 QUERY_CHARS = 4000
@@ -48,11 +49,15 @@ def assemble(
     *,
     scopes: Sequence[str] | None = None,
     max_block_chars: int | None = None,
+    exclude: Collection[str] = (),
 ) -> dict[str, Any]:
     """The new message list plus what was done: injected ids, tokens, mode, reason.
 
     ``max_block_chars`` bounds the injected block further (an agent's own
-    limit on injected context, see memex/agents/hook_io.py).
+    limit on injected context, see memex/agents/hook_io.py). ``exclude``:
+    ids of memories the agent's context holds already (shown earlier in the
+    session, docs/agents.md "Shown once"): never injected again, and the
+    places they would have taken go to the next memories past the gate.
     """
     check_messages(messages)
     if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
@@ -62,7 +67,7 @@ def assemble(
     if pattern is not None:
         return _result(messages, [], "skipped", f"session matches bypass pattern {pattern!r}")
     working = list(messages)
-    injected, recall_note = _recall(vault, working, settings, scopes, max_block_chars)
+    injected, recall_note, _ = _recall(vault, working, settings, scopes, max_block_chars, exclude)
     # Each message is counted once per call: counting dominates a long conversation.
     costs = message_costs(working)
     full_reason = _needs_full(vault, session, working, costs, token_budget)
@@ -71,6 +76,31 @@ def assemble(
         return _result(working, injected, mode, recall_note, sum(costs))
     trimmed, note = _full_context(vault, session, working, costs, token_budget)
     return _result(trimmed, injected, "full", f"{full_reason}; {note}; {recall_note}")
+
+
+def recall_block(
+    vault: Vault,
+    session: str,
+    prompt: str,
+    *,
+    scopes: Sequence[str] | None = None,
+    max_block_chars: int | None = None,
+    exclude: Collection[str] = (),
+) -> tuple[str, list[str]]:
+    """The ``<relevant-memories>`` block auto-recall would put before ``prompt``
+    in :func:`assemble`, and the ids shown in it (``""``, ``[]``: none).
+
+    For an agent's prompt hook, which adds context to a conversation the
+    agent keeps itself: nothing is counted or trimmed (counting the message
+    loaded a tokenizer, the largest part of a prompt hook's work that found
+    no warm server).
+    """
+    settings = load_settings(vault)
+    if bypassed(session, settings.bypass_session_patterns) is not None:
+        return "", []
+    working: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    injected, _, block = _recall(vault, working, settings, scopes, max_block_chars, exclude)
+    return (block, injected) if injected else ("", [])
 
 
 def _result(
@@ -84,33 +114,43 @@ def _result(
 
 def _recall(
     vault: Vault, working: list[dict[str, Any]], settings: ContextSettings, scopes: Sequence[str] | None,
-    max_block_chars: int | None = None,
-) -> tuple[list[str], str]:
-    """Inject memories into the latest user message of ``working`` (in place)."""
+    max_block_chars: int | None = None, exclude: Collection[str] = (),
+) -> tuple[list[str], str, str]:
+    """Inject memories into the latest user message of ``working`` (in place):
+    the ids injected, why (or why not), and the block."""
     if not settings.auto_recall:
-        return [], "auto_recall is off"
+        return [], "auto_recall is off", ""
     if not working or working[-1].get("role") != "user" or is_tool_result_only(working[-1]):
-        return [], "latest message is not the user's"
+        return [], "latest message is not the user's", ""
     latest = working[-1]
     text = content_text(latest.get("content"))
     if has_block(text):
-        return [], "a relevant-memories block is already there"
+        return [], "a relevant-memories block is already there", ""
     query = strip_blocks(text)[-QUERY_CHARS:].strip()
     if not query:
-        return [], "latest user message has no text"
-    hits = vault.recall(
-        query, limit=settings.recall_limit, scope=list(scopes) if scopes else None,
-        gate=gate.for_vault(vault, query, settings),
-    )
+        return [], "latest user message has no text", ""
+    passes = gate.for_vault(vault, query, settings)
+    earlier = frozenset(exclude)
+    held_back: list[str] = []
+
+    def keep(found: Sequence[Hit]) -> list[Hit]:
+        # The gate judges the whole list first: it may be relative to the best hit.
+        kept = passes(found)
+        held_back.extend(h.id for h in kept if h.id in earlier)
+        return [h for h in kept if h.id not in earlier]
+
+    hits = vault.recall(query, limit=settings.recall_limit, scope=list(scopes) if scopes else None, gate=keep)
     ceiling = settings.recall_max_injected_chars + BLOCK_ALLOWANCE_CHARS
     if max_block_chars is not None:
         ceiling = min(ceiling, max_block_chars)
     block = render_memories_block(hits, settings.recall_max_injected_chars, ceiling)
     if not block:
-        return [], f"no memory scored {settings.recall_score_threshold} or had a clear cosine"
+        if held_back and not hits:
+            return [], f"the {len(held_back)} memories past the gate were shown earlier in the session", ""
+        return [], f"no memory scored {settings.recall_score_threshold} or had a clear cosine", ""
     shown = [h.id for h in hits if f'id="{h.id}"' in block]
     working[-1] = prepend_block(latest, block)
-    return shown, f"injected {len(shown)} memories"
+    return shown, f"injected {len(shown)} memories", block
 
 
 def _summary_in_use(vault: Vault, session: str, messages: list[dict[str, Any]]) -> int:

@@ -17,7 +17,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from memex.files import permissions
-from memex.context import archive, extract
+from memex.context import archive, bounds, extract
 from memex.context.budget import budget_plan
 from memex.context.inject import strip_blocks, strip_message
 from memex.context.messages import check_messages
@@ -40,12 +40,19 @@ def after_turn(
     source: str = "agent",
     scope: str | None = None,
     commit: str = "background",
+    key: str | None = None,
 ) -> dict[str, Any]:
     """Archive the new messages (index >= ``pre_prompt_count``) of a finished turn.
 
     ``commit`` says what happens when pending tokens pass
     ``commit_token_threshold``: "background" (a detached process), "sync"
     (now, memories returned), or "none" (leave it pending).
+
+    ``key`` is the runtime's id for this turn, for a runtime that may hand
+    the same turn over again (OpenClaw retries ``commitTurn``): a turn whose
+    key is archived already is not archived again, and the answer says
+    ``duplicate``. Such a runtime passes the turn alone, not the whole
+    conversation: the conversation grew by its length.
     """
     check_messages(messages)
     if not isinstance(pre_prompt_count, int) or not 0 <= pre_prompt_count <= len(messages):
@@ -54,6 +61,8 @@ def after_turn(
         raise InvalidArgument("commit", f"must be one of {COMMIT_MODES}, got {commit!r}")
     if scope is not None and not isinstance(scope, str):
         raise InvalidArgument("scope", f"must be a string, got {scope!r}")
+    if key is not None and (not isinstance(key, str) or not key.strip()):
+        raise InvalidArgument("key", f"must be a non-empty string, got {key!r}")
     if scope:  # now, not in the detached commit that would store the turn's memories
         scope = vault.check_scope(scope)
     settings = load_settings(vault)
@@ -65,11 +74,15 @@ def after_turn(
         return result
     fresh = [m for m in (strip_message(m) for m in messages[pre_prompt_count:]) if m is not None]
     with archive.session_lock(vault, session):
+        done = archive.turn_with_key(vault, session, key) if key is not None else None
+        if done is not None:
+            result.update(duplicate=True, archive_id=done["id"])
+            return result
         state = archive.load_state(vault, session)
-        state.messages_seen = len(messages)
+        state.messages_seen = len(messages) if key is None else state.messages_seen + len(messages)
         if fresh:
             tokens = count_messages(fresh)
-            record = archive.append_turn(vault, state, fresh, tokens, source, scope)
+            record = archive.append_turn(vault, state, fresh, tokens, source, scope, key)
             state.pending_tokens += tokens
             result["archived"] = len(fresh)
             result["archive_id"] = record["id"]
@@ -107,8 +120,14 @@ def commit_session(
         turns = archive.read_turns(vault, session, after_seq=state.committed_seq)
         previous = archive.read_summary(vault, session)
         found, summary, extractor = _extract(settings.extract_command, session, turns, previous)
-        for item in found:
-            turn = _origin(turns, item.text)
+        kept, left_out = bounds.most_recent(found)
+        deadline = bounds.Deadline()
+        said = _said(turns) if kept else []
+        for n, item in enumerate(kept):
+            if deadline.passed():
+                left_out += len(kept) - n
+                break
+            turn = _origin(turns, item.text, said)
             try:
                 added = vault.add(
                     item.text, scope=scope or (turn or {}).get("scope"),
@@ -129,10 +148,14 @@ def commit_session(
         if keep_recent is not None:
             state.compacted_upto = max(state.compacted_upto, state.messages_seen - keep_recent)
         archive.save_state(vault, state)
-    return {
+    answer = {
         "session": session, "turns": len(turns), "memories": memories, "summary": summary if turns else previous,
         "extractor": extractor,
     }
+    if left_out:
+        answer["not_stored"] = left_out
+        answer["note"] = bounds.note_left(session, left_out, len(found))
+    return answer
 
 
 def _extract(
@@ -150,15 +173,21 @@ def _extract(
     return extract.extract_rules(messages), extract.summarize_rules(previous, turns), "rules"
 
 
-def _origin(turns: list[dict[str, Any]], text: str) -> dict[str, Any] | None:
+def _origin(turns: list[dict[str, Any]], text: str, said: list[tuple[dict[str, Any], str]]) -> dict[str, Any] | None:
     """The archived turn a memory came from: it gives the memory's source_ref
-    (for subject erasure), source and scope."""
+    (for subject erasure), source and scope. ``said``: :func:`_said` of ``turns``."""
     needle = " ".join(text.split()).casefold()
-    for turn in turns:
-        for msg in turn.get("messages", []):
-            if needle in " ".join(str(msg.get("content", "")).split()).casefold():
-                return turn
+    for turn, content in said:
+        if needle in content:
+            return turn
     return turns[-1] if turns else None
+
+
+def _said(turns: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+    """Each archived message's text as :func:`_origin` compares it, made once
+    per commit (per memory, it was most of a large commit's time)."""
+    return [(turn, " ".join(str(msg.get("content", "")).split()).casefold())
+            for turn in turns for msg in turn.get("messages", [])]
 
 
 def spawn_commit(vault: Vault, session: str, *, source: str | None = None, scope: str | None = None) -> int:
@@ -181,6 +210,7 @@ def spawn_commit(vault: Vault, session: str, *, source: str | None = None, scope
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, **kwargs
         )
+    bounds.lower_priority(proc.pid)
     # Reap the child when it ends, so a long-lived caller (the MCP server)
     # collects no zombies; a daemon thread never delays the caller's exit.
     threading.Thread(target=proc.wait, name="memex-commit-reaper", daemon=True).start()
@@ -227,22 +257,31 @@ def _recent_tokens(vault: Vault, session: str, keep: int) -> int:
 def capture_keyword(
     vault: Vault, session: str, prompt: str, *, source: str = "keyword", scope: str | None = None
 ) -> dict[str, Any] | None:
-    """Store an explicit request to remember, verbatim; None when there is none.
+    """Store what an explicit request to remember asks for; None when there is none.
 
-    A long prompt (pasted logs, code) is not a memory: beyond
-    ``extract.KEYWORD_MAX_CHARS`` only the text from the sentence that asks
-    to remember onwards is kept, still word for word.
+    The memory is the request's fact, word for word, not the whole prompt:
+    "We decided to use pnpm. Also, remember that integration tests need
+    docker." stores "integration tests need docker"
+    (:func:`memex.context.extract.remember_facts`); the rest of the prompt
+    reaches the long-term memories through the session's extraction, as
+    every turn does. Each request of the prompt is stored; the answer is the
+    first one's, with the others under ``"more"``.
     """
     if not isinstance(prompt, str):
         raise InvalidArgument("prompt", "must be a string")
     text = strip_blocks(prompt)
     if not text or not extract.is_remember_request(text) or not load_settings(vault).auto_capture:
         return None
-    text = extract.remember_excerpt(text)
-    category = next((c for s in extract.sentences(text) if (c := extract.classify(s))), None)
+    results = [_store_fact(vault, session, fact, source, scope) for fact in extract.remember_facts(text)]
+    if not results:
+        return None
+    return {**results[0], "more": results[1:]} if len(results) > 1 else results[0]
+
+
+def _store_fact(vault: Vault, session: str, fact: str, source: str, scope: str | None) -> dict[str, Any]:
     try:
         added = vault.add(
-            text, scope=scope, source=source, session=session, category=category or "observation",
+            fact, scope=scope, source=source, session=session, category=extract.classify(fact) or "observation",
             confidence=0.9,
         )
     except (InvalidArgument, LockTimeout) as exc:

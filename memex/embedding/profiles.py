@@ -1,7 +1,7 @@
 """Every per-model number, one profile per embedding model: the one table.
 
 A :class:`ModelProfile` holds what memex measured for one model: the dedup
-cosine thresholds (below), the search calibration and fusion rule
+cosine thresholds (below), the search calibration and ranking rule
 (:class:`memex.embedding.tuning.Calibration`, :class:`~memex.embedding.tuning.Fusion`;
 docs/search.md) and consolidation's pair score
 (:class:`~memex.embedding.tuning.ScoreProfile`; docs/consolidation.md).
@@ -105,8 +105,8 @@ class ModelProfile:
 
 
 # Measured with scripts/eval_search.py --floor (docs/search.md, "No matches").
-# The MiniLM *_cjk values only serve the "calibrated" normalization: with
-# trust_cjk False its cosine never clears the floor for a CJK query.
+# MiniLM's *_cjk values mean nothing: with trust_cjk False its cosine never
+# clears the floor nor the recall gate for a CJK query.
 _MINILM_CALIBRATION = Calibration(
     unrelated=0.15, strong=0.65, floor=0.3, unrelated_cjk=0.35, strong_cjk=0.85, floor_cjk=0.3,
     trust_cjk=False,
@@ -121,39 +121,26 @@ _MULTILINGUAL_CALIBRATION = Calibration(
     unrelated=0.80, strong=0.90, floor=0.35, unrelated_cjk=0.82, strong_cjk=0.92, floor_cjk=0.4,
     trust_cjk=True, floor_shared_word=0.05,
 )
-# For a model nobody has measured: the MiniLM scale for the "calibrated"
-# normalization, and no cosine floor.
+# For a model nobody has measured: the MiniLM scale, and no cosine floor.
 FALLBACK_CALIBRATION = Calibration(
     unrelated=0.15, strong=0.65, floor=0.0, unrelated_cjk=0.35, strong_cjk=0.85, floor_cjk=0.0,
     trust_cjk=True, measured=False,
 )
 
-# MiniLM's rule: chosen on the dev splits of both labelled sets, then the
-# proper-name bonus on top (+0.015 on the dev objective, convo dev
-# recall@5 +0.045 [+0.009, +0.091]; docs/search.md).
-_MINILM_FUSION = Fusion(
-    "blend", 0.7, "sat", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4,
-    collapse_duplicates=True, time_boost=0.3, name_boost=0.15, name_mode="mention",
-    # Hubs lose (memex/store/density.py): chosen on dev of both sets, checked on
-    # a set with other seed and other small talk (docs/search.md, "Crowded neighbourhoods").
-    # Not for mostly-Chinese memories: this English model maps most of their
-    # characters to [UNK], so their densities are all high and mean nothing
-    # (docs/search.md, "Conversation context, feedback, a learned combination").
-    density_penalty=0.5, density_floor=0.5, density_cjk=False,
-    # A memory without a rare word the query lacks loses (memex/search/rarity.py):
-    # chosen on dev of both sets, checked on test and the guard set (docs/search.md, "Rare words").
-    rare_penalty=0.9, rare_floor=0.8,
-)
-# multilingual-e5: its cosines are compressed (0.72..0.96 for everything), so
-# a raw-cosine blend sees almost no contrast; min-max over the query's
-# candidates restores it. Chosen on dev of both sets with
-# `scripts/eval_search.py --model multilingual --choose` (docs/search.md).
-_MULTILINGUAL_FUSION = Fusion(
-    "blend", 0.5, "sat", "minmax", cjk_semantic_weight=0.3, short_penalty=0.6, question_penalty=0.4,
-    collapse_duplicates=True, time_boost=0.3, name_boost=0.2, name_mode="mention",
-    # Hubs lose above a density of 0.9 (this model's cosines are compressed: docs/search.md).
-    density_penalty=0.5, density_floor=0.9,
-)
+# Each model's ranking rule (memex/search/fusion.py), chosen on LoCoMo's
+# choosing half with scripts/eval_public.py (docs/search.md, which has the
+# ablation of every element): the plain blend, the question prior and
+# conversation context, each kept because it gained recall@5 on that half
+# with a 95% interval above zero and lost nothing beyond noise elsewhere.
+_MINILM_FUSION = Fusion(semantic_weight=0.5, question_penalty=0.3, context_weight=0.3)
+# multilingual-e5 packs every cosine into about 0.72..0.96, so a raw cosine
+# barely moves the blend: it is min-max scaled over the query's candidates;
+# hubs lose above a density of 0.9 (its densities run 0.85-0.99; with MiniLM
+# the same prior gains nothing beyond noise); questions keep 80%. No
+# conversation context: with this model it gains on LoCoMo but loses beyond
+# noise on memex's generated conversation sets (docs/search.md).
+_MULTILINGUAL_FUSION = Fusion(semantic_weight=0.5, semantic_norm="minmax", question_penalty=0.2,
+                              density_penalty=0.5, density_floor=0.9)
 
 # Fitted by scripts/eval_consolidate.py on the same-topic dev pairs the
 # guards let through (its "fitted_profile"); docs/consolidation.md has the

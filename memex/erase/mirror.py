@@ -114,7 +114,7 @@ class Mirror:
 
     def _locked(self) -> AbstractContextManager[IO[bytes]]:
         if not self.journal.exists():
-            _ignore(self.journal)
+            ignore_in_git(self.journal)
         return file_lock(self.journal)
 
     def _read(self, path: Path) -> list[str]:
@@ -173,7 +173,7 @@ def _beyond(source: list[str], target: list[str]) -> list[str]:
     return extra
 
 
-def _ignore(journal: Path) -> None:
+def ignore_in_git(journal: Path) -> None:
     """A vault made before this journal existed learns to keep it out of git."""
     memex_dir = journal.parent
     ignore = memex_dir.parent / GIT_IGNORE_NAME

@@ -74,9 +74,21 @@ def _unescape(match: re.Match[str]) -> str:
     return " " if code in "nrtbf" else code
 
 
+# A tool's JSON output stored as a string inside an archive's JSON line is
+# escaped twice (a newline is ``\\n`` on disk), a tool result quoting another
+# tool's, three times: undo escapes until nothing changes, a few levels deep.
+_ESCAPE_LEVELS = 4
+
+
 def token_line(text: str) -> str:
-    """A text as space-separated search tokens, JSON escapes undone, padded."""
-    return " " + " ".join(tokens(_JSON_ESCAPE.sub(_unescape, text))) + " "
+    """A text as space-separated search tokens, JSON escapes undone (nested
+    ones too), padded."""
+    for _ in range(_ESCAPE_LEVELS):
+        undone = _JSON_ESCAPE.sub(_unescape, text)
+        if undone == text:
+            break
+        text = undone
+    return " " + " ".join(tokens(text)) + " "
 
 
 def quotes(haystack_line: str, body: str) -> bool:

@@ -39,15 +39,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memex.erase import git_history
-from memex.erase import erased_list, mirror
+from memex.erase import erased_list, mirror, pending
 from memex.files import orphans
 from memex.index import purge
 from memex.store import purge as store_purge
 from memex.store.purge import PurgeCounts
 from memex.store import IndexStore
-from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
+from memex.errors import IndexStoreError, InvalidArgument, MemexError, MemoryFileError, MemoryNotFound
 from memex.faults import point
-from memex.layout import INDEX_NAME, MEMORIES_DIR, VaultPaths
+from memex.layout import ERASURES_PENDING_NAME, INDEX_NAME, MEMEX_DIR, MEMORIES_DIR, VaultPaths
 from memex.erase.select import Selection, by_id, by_subject, claiming_files, expand, files_to_read, same_text
 from memex.index import scan
 from memex.files.memory_file import fsync_dir, read
@@ -342,6 +342,9 @@ def erase(
             git_history.check_clean(vault.root, paths)  # before anything is deleted
         ids = sorted({*sel.memories, *([memory_id] if memory_id else [])})
         erased_list.remember(vault.memex_dir, bodies, ids)
+        # Before any file goes: what the shared store must purge, whether or not it answers now.
+        shared = pending.target(vault.config)
+        key = None if shared is None else pending.begin(vault.memex_dir, shared, ids)
         point("erase.listed")
         result = EraseResult(erased=ids, derived=list(sel.derived), archives=list(sel.archives))
         result.files_deleted = _delete_files(vault.root, paths)
@@ -356,13 +359,40 @@ def erase(
             "files_deleted": result.files_deleted, "temp_files_removed": len(temps),
         })
         point("erase.deleted")
-        _finish(vault, result, sel, reason, paths + temps, bodies, ids, purge_history)
+        _finish(vault, result, sel, reason, paths + temps, bodies, ids, purge_history, key)
     return result
+
+
+def _purge_shared(vault: Vault, ids: list[str], key: str) -> dict[str, Any]:
+    """The shared store's purge (its rows, then VACUUM), journaled by ``key``: if the
+    store cannot be reached or fails half way, the entry stays open, and the next
+    process that reaches it finishes it (memex/erase/pending.py)."""
+    name = pending.target(vault.config) or ""
+    try:
+        point("erase.shared")
+        shared = vault.shared_index
+        assert shared is not None  # a target exists only for a shared index
+        report = shared.purge(ids).as_dict()
+        point("erase.shared_done")
+    except Exception as exc:
+        pending.release(key)
+        from memex.store.postgres.connection import server_error  # only when the store failed
+
+        cause = exc if isinstance(exc, MemexError) else server_error(exc)
+        if cause is None:
+            raise
+        raise IndexStoreError(
+            f"erased here (the files and this clone's index), but {pending.describe(name)} "
+            f"did not take the purge ({cause}); it is journaled in {MEMEX_DIR}/{ERASURES_PENDING_NAME} and runs "
+            "at the next command that reaches the server (`memex doctor` names what is left; reads hide it meanwhile)"
+        ) from exc
+    pending.finish(vault.memex_dir, [key])
+    return report
 
 
 def _finish(
     vault: Vault, result: EraseResult, sel: Selection, reason: str, paths: list[str],
-    bodies: list[str], ids: list[str], purge_history: bool,
+    bodies: list[str], ids: list[str], purge_history: bool, key: str | None,
 ) -> None:
     """The steps after the files are gone; the audit log ends ``complete`` or ``partial``."""
     done: list[str] = []
@@ -375,9 +405,8 @@ def _finish(
         if result.wal_truncated:
             purge.scrub_done(vault.conn)
         done.append("wal")
-        shared = vault.shared_index  # [index] backend = "postgres" (docs/postgres.md)
-        if shared is not None:
-            result.shared_index = shared.purge(ids).as_dict()
+        if key is not None:  # [index] backend = "postgres" (docs/postgres.md)
+            result.shared_index = _purge_shared(vault, ids, key)
         done.append("postgres")
         if purge_history:
             try:
@@ -412,7 +441,10 @@ def _remains(done: list[str], purge_history: bool) -> list[str]:
     if "wal" not in done:
         out.append(f"{INDEX_NAME}-wal page images (truncated at the next scrub: reindex or doctor --fix)")
     if "postgres" not in done:
-        out.append("rows in the PostgreSQL index, if one is configured (the next `memex reindex` purges them)")
+        out.append(
+            "rows in the PostgreSQL index, if one is configured (journaled: the next command that reaches the "
+            f"server purges them; {ERASURES_PENDING_NAME})"
+        )
     if "git" not in done:
         out.append(
             "git history: the rewrite did not finish; run the erase again with --purge-history"

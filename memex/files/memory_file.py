@@ -26,6 +26,7 @@ from memex.files import permissions
 from memex.files import writers
 from memex.errors import InvalidArgument, MemoryFileError
 from memex.faults import point
+from memex.layout import MEMEX_DIR
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.DOTALL | re.MULTILINE)
 _EMPTY_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n---[ \t]*(?:\r?\n|\Z)")
@@ -54,12 +55,6 @@ class MemoryFile:
     meta: dict[str, Any] = field(default_factory=dict)
     body: str = ""
     has_frontmatter: bool = True
-
-    def get_str(self, key: str) -> str | None:
-        value = self.meta.get(key)
-        if value is None:
-            return None
-        return str(value)
 
 
 # PyYAML composes nested nodes recursively, so a few thousand "[" in a small
@@ -138,6 +133,8 @@ def read(
             real = os.path.join(_real_dir(os.path.dirname(path), cache), os.path.basename(path))
         if os.path.commonpath([root_real, real]) != root_real:
             raise MemoryFileError(path, "symbolic link points outside the vault; not followed")
+        if hidden_target(root_real, real):
+            raise MemoryFileError(path, HIDDEN_LINK)
     try:
         size = path.stat().st_size
         if size > max_bytes:
@@ -148,6 +145,19 @@ def read(
     if len(data) > max_bytes:
         raise MemoryFileError(path, f"file is over the {max_bytes}-byte cap")
     return parse(decode(data, path), path), data
+
+
+# Found by the team fault suite: a teammate pushed `memories/user/x.md -> ../../.memex/erase.key`;
+# each clone indexed its own erasure key as a memory (search showed it to agents), and a
+# frontmatter rewrite (dedup of two such links) would have written it into a file sync pushes.
+HIDDEN_LINK = f"symbolic link into a hidden folder of the vault ({MEMEX_DIR}/, .git/); not followed"
+
+
+def hidden_target(root_real: str, real: str) -> bool:
+    """Whether ``real`` (resolved, inside the vault ``root_real``) lies in one of its hidden
+    folders: memex's own files (the erasure key, the index, settings) and git's."""
+    rel = os.path.relpath(real, root_real)
+    return any(part.startswith(".") for part in rel.split(os.sep))
 
 
 def _real_dir(folder: str, cache: dict[str, str]) -> str:

@@ -13,45 +13,30 @@ erased as a subject later:
   --source-ref <path>`` therefore erases a whole import, and ``--source-ref
   '<folder>#notes/deploys.md'`` one file of it.
 
-Formats (``--format``, else detected from the path): see :data:`FORMATS` and
-docs/import.md. The parsing lives in memex/importers/markdown.py and
-memex/importers/chats.py; this module finds the files and adds.
+Formats (``--format``, else detected from the path) are entries of the
+``memex.importers`` group (memex/plugins.py): memex's own in
+memex/importers/formats.py (docs/import.md), other packages' found through
+their entry points (docs/plugins.md); each reads through
+:class:`~memex.importers.source.Source`. This module asks the format for
+its memories and adds them.
 """
 
 from __future__ import annotations
 
 import os
 import time
-import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memex import plugins
 from memex.errors import InvalidArgument, MemexError
-from memex.importers import chats, markdown
-from memex.importers.markdown import Block
+from memex.importers.markdown import Block as Block
+from memex.importers.source import Importer, Source as Source
 
 if TYPE_CHECKING:
     from memex.vault import Vault
-
-FORMATS = {
-    "claude-md": "CLAUDE.md / AGENTS.md files and Claude Code's memory files (rules, auto memory)",
-    "chatgpt": "a ChatGPT data export (conversations.json, or the export's .zip)",
-    "claude-ai": "a Claude.ai data export (conversations.json, or the export's .zip)",
-    "obsidian": "an Obsidian vault or any folder of Markdown notes",
-    "basic-memory": "a basic-memory project folder (observations become memories)",
-    "mem0": "a mem0-style JSON list of {\"memory\": ...} objects (or {\"results\": [...]})",
-}
-INSTRUCTION_NAMES = frozenset({"CLAUDE.md", "CLAUDE.local.md", "AGENTS.md"})
-# Other agents' rule files, the same shape (a list of rules for an agent):
-# Cursor's and Windsurf's rules files and Gemini CLI's context file. Cursor's
-# newer rules are .cursor/rules/*.mdc (Markdown with frontmatter).
-OTHER_RULE_NAMES = frozenset({".cursorrules", ".windsurfrules", "GEMINI.md"})
-RULE_FOLDERS = {".cursor": ".mdc"}
-# Folders never walked: version control, dependencies, caches, editors' state.
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".obsidian", ".trash"})
-MAX_NOTE_BYTES = 4 * 1024 * 1024  # a Markdown "note" larger than this is not a note
 
 
 @dataclass
@@ -82,163 +67,101 @@ class ImportReport:
     skipped_files: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        printable: dict[str, Any] = _printable(asdict(self))
+        return printable
+
+
+def _printable(value: Any) -> Any:
+    """``value`` with every string valid UTF-8: a lone surrogate (a JSON
+    export's ``\\udce9``, a file name's undecodable byte) becomes its escape,
+    so the report prints as valid JSON whatever it read."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
 
 
 Progress = Callable[[int, int, "ImportReport"], None]
 
 
-def detect_format(path: Path) -> str:
-    """The format of ``path``, or an error that names the choices."""
-    if path.is_dir():
-        if (path / ".obsidian").is_dir():
-            return "obsidian"
-        if path.name in (".claude", *RULE_FOLDERS) or (path / ".claude").is_dir() or any(
-            (path / name).is_file() for name in INSTRUCTION_NAMES | OTHER_RULE_NAMES
-        ) or (path / "MEMORY.md").is_file() or (path / ".cursor" / "rules").is_dir():
-            return "claude-md"
-        for note in _markdown_files(path, limit=50):
-            if markdown.is_basic_memory_note(_read_text(note)):
-                return "basic-memory"
-        return "obsidian"
-    suffix = path.suffix.lower()
-    if suffix in (".md", ".markdown", ".mdc") or path.name in OTHER_RULE_NAMES:
-        return "claude-md"
-    if suffix in (".json", ".zip"):
-        found = chats.detect(_load_json(path))
-        if found:
-            return found
-        raise InvalidArgument(
-            str(path), "is JSON but not an export memex knows; pass --format (chatgpt, claude-ai, mem0)"
-        )
-    raise InvalidArgument(str(path), f"cannot tell its format; pass --format ({', '.join(FORMATS)})")
+def known_formats() -> dict[str, str]:
+    """Every format ``--format`` takes, with its description: memex's own, then
+    plug-ins' (docs/plugins.md). A plug-in that cannot be loaded is said once
+    on stderr and left out."""
+    return {entry.name: str(getattr(fmt, "description", "")) for entry, fmt in _loaded_formats()}
 
 
-def candidates(path: Path, fmt: str) -> tuple[list[Candidate], list[dict[str, str]]]:
-    """What ``path`` holds as memories, and the files that could not be read."""
-    if fmt not in FORMATS:
-        raise InvalidArgument("--format", f"{fmt!r} is not one of {', '.join(FORMATS)}")
-    ref_root = str(path.resolve())
-    skipped: list[dict[str, str]] = []
-    found: list[Candidate] = []
-    if fmt in ("chatgpt", "claude-ai", "mem0"):
-        if path.is_dir():
-            raise InvalidArgument(str(path), f"is a folder; {fmt} imports read one JSON file (or the export's .zip)")
-        data = _load_json(path)
-        reader = {"chatgpt": chats.chatgpt_blocks, "claude-ai": chats.claude_ai_blocks, "mem0": chats.mem0_blocks}[fmt]
-        found = [_candidate(block, ref_root, None) for block in reader(data, str(path))]
-        return found, skipped
-    files = [path] if path.is_file() else list(_files_for(path, fmt))
-    for file in files:
-        rel = None if file == path else file.relative_to(path).as_posix()
-        try:
-            text = _read_text(file)
-        except InvalidArgument as exc:
-            skipped.append({"path": str(file), "reason": exc.reason})
+def _loaded_formats() -> list[tuple[plugins.Entry, Importer]]:
+    return plugins.load_all(plugins.IMPORTERS)
+
+
+def _format(name: str) -> tuple[plugins.Entry, Importer]:
+    entry = plugins.find(plugins.IMPORTERS, name)
+    if entry is None:
+        raise InvalidArgument("--format", f"{name!r} is not one of {', '.join(plugins.names(plugins.IMPORTERS))}")
+    fmt: Importer = entry.load()
+    return entry, fmt
+
+
+def detect_format(path: Path, vault: Vault | None = None) -> str:
+    """The format of ``path``, or an error that names the choices: each format's
+    ``detect`` is asked in turn, memex's own first; a folder none claims is
+    read as Markdown notes (obsidian)."""
+    source = Source(path, vault.root if vault is not None else None)
+    for entry, fmt in _loaded_formats():
+        detect = getattr(fmt, "detect", None)
+        if detect is None:
             continue
-        found.extend(_candidate(block, ref_root, rel) for block in _blocks(text, file, fmt))
-    return found, skipped
+        try:
+            if detect(source):
+                return entry.name
+        except MemexError:
+            raise  # the path's own problem (an export too large, say): the same for every format
+        except Exception as exc:  # noqa: BLE001 - another package's bug must not stop memex's formats
+            if entry.builtin:
+                raise
+            plugins.warn(f"{entry.label} failed to look at {path} ({type(exc).__name__}: {exc}); not asked again")
+    if source.is_dir:
+        return "obsidian"
+    choices = ", ".join(plugins.names(plugins.IMPORTERS))
+    if path.suffix.lower() in (".json", ".zip"):
+        raise InvalidArgument(str(path), f"is JSON but not an export memex knows; pass --format ({choices})")
+    raise InvalidArgument(str(path), f"cannot tell its format; pass --format ({choices})")
 
 
-def _blocks(text: str, file: Path, fmt: str) -> Iterator[Block]:
-    if fmt == "claude-md":
-        for block in markdown.instruction_blocks(text):
-            if block.category is None:
-                block.category = _rule_category(block.text)
-            yield block
-    elif fmt == "basic-memory" and markdown.is_basic_memory_note(text):
-        yield from markdown.basic_memory_blocks(text, file.stem)
-    else:
-        yield from markdown.note_blocks(text, file.stem)
+def candidates(
+    path: Path, fmt: str, vault: Vault | None = None
+) -> tuple[list[Candidate], list[dict[str, str]]]:
+    """What ``path`` holds as memories, and the files that could not be read
+    (``vault``: the vault imported into, whose folder is never read)."""
+    entry, reader = _format(fmt)
+    source = Source(path, vault.root if vault is not None else None)
+    ref_root = str(path.resolve())
+    try:
+        found = [_candidate(entry, block, ref_root) for block in reader.read(source)]
+    except MemexError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a plug-in's bug is one line naming it
+        if entry.builtin:
+            raise
+        raise entry.fail(f"failed reading {path} ({type(exc).__name__}: {exc}); nothing was imported") from exc
+    return found, source.skipped
 
 
-def _rule_category(text: str) -> str:
-    """A rule's category by the context engine's rules (preference, decision,
-    constraint), else ``instruction``: it was written for an agent to follow."""
-    from memex.context.extract import classify
-
-    return classify(" ".join(text.split())) or "instruction"
-
-
-def _candidate(block: Block, ref_root: str, rel: str | None) -> Candidate:
-    anchor = f"{rel}#{block.anchor}" if rel else block.anchor
+def _candidate(entry: plugins.Entry, block: Block, ref_root: str) -> Candidate:
+    if not isinstance(block, Block) or not isinstance(block.text, str) or not isinstance(block.anchor, str):
+        raise entry.fail(f"gave {type(block).__name__} {block!r:.80}, not a Block with text and anchor")
     return Candidate(
-        block.text.strip(), f"{ref_root}#{anchor}", block.category, list(dict.fromkeys(block.entities)),
+        block.text.strip(), f"{ref_root}#{block.anchor}", block.category, list(dict.fromkeys(block.entities)),
         block.confidence, block.section,
     )
-
-
-def _files_for(root: Path, fmt: str) -> Iterator[Path]:
-    if fmt != "claude-md":
-        yield from _markdown_files(root)
-        return
-    found = _markdown_files(
-        root, hidden_ok=(".claude", *RULE_FOLDERS), names=tuple(OTHER_RULE_NAMES),
-        suffixes=tuple(RULE_FOLDERS.values()),
-    )
-    for file in found:
-        parts = file.relative_to(root).parts
-        if "plugins" in parts[:-1]:
-            continue  # ~/.claude/plugins holds other people's repositories, not your rules
-        if file.name in INSTRUCTION_NAMES or file.name in OTHER_RULE_NAMES or file.name == "MEMORY.md":
-            yield file
-        elif len(parts) >= 2 and parts[-2] == "rules" and file.suffix in RULE_FOLDERS.values():
-            owner = (root.name, *parts)[-3]  # the folder holding rules/ (root itself for .cursor)
-            if RULE_FOLDERS.get(owner) == file.suffix:
-                yield file  # .cursor/rules/*.mdc
-        elif len(parts) >= 2 and parts[-2] in ("rules", "memory"):
-            yield file  # .claude/rules/*.md; Claude Code's auto memory projects/<p>/memory/*.md
-        elif root.name == "memory" and len(parts) == 1:
-            yield file
-
-
-def _markdown_files(
-    root: Path, limit: int | None = None, hidden_ok: tuple[str, ...] = (),
-    names: tuple[str, ...] = (), suffixes: tuple[str, ...] = (),
-) -> Iterator[Path]:
-    """Markdown files under ``root`` (hidden files and folders skipped, but
-    ``hidden_ok`` folders), and files with one of ``names`` or ``suffixes``."""
-    count = 0
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(
-            d for d in dirs if d not in SKIP_DIRS and (not d.startswith(".") or d in hidden_ok)
-        )
-        for name in sorted(files):
-            markdown_file = name.lower().endswith((".md", ".markdown")) and not name.startswith(".")
-            if markdown_file or name in names or (suffixes and name.lower().endswith(suffixes)):
-                yield Path(folder) / name
-                count += 1
-                if limit is not None and count >= limit:
-                    return
-
-
-def _read_text(path: Path) -> str:
-    try:
-        if path.stat().st_size > MAX_NOTE_BYTES:
-            raise InvalidArgument(str(path), f"is larger than {MAX_NOTE_BYTES // (1024 * 1024)} MiB; not imported")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InvalidArgument(str(path), exc.strerror or str(exc)) from exc
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InvalidArgument(str(path), f"is not UTF-8 text (byte {exc.start})") from exc
-
-
-def _load_json(path: Path) -> Any:
-    if path.suffix.lower() != ".zip":
-        try:
-            return chats.load_json(path.read_bytes(), str(path))
-        except OSError as exc:
-            raise InvalidArgument(str(path), exc.strerror or str(exc)) from exc
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = [n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "conversations.json"]
-            if not names:
-                raise InvalidArgument(str(path), "holds no conversations.json (is it a ChatGPT or Claude.ai export?)")
-            return chats.load_json(archive.read(min(names, key=len)), f"{path}:{min(names, key=len)}")
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise InvalidArgument(str(path), f"cannot be read as a .zip ({exc})") from exc
 
 
 def import_path(
@@ -248,19 +171,19 @@ def import_path(
     scope: str | None = None,
     dry_run: bool = False,
     progress: Progress | None = None,
+    allow_erased: bool = False,
 ) -> ImportReport:
-    """Import the memories ``path`` holds into ``vault`` (nothing is written with ``dry_run``)."""
-    from memex.files.names import check_scope
-
+    """Import the memories ``path`` holds into ``vault`` (nothing is written with ``dry_run``);
+    ``allow_erased`` stores texts that were erased before too (as ``memex add --allow-erased``)."""
     where = Path(path).expanduser()
     if not where.exists():
         raise InvalidArgument("PATH", f"{where} does not exist")
     inside = where.resolve()
     if inside == vault.root.resolve() or vault.root.resolve() in inside.parents:
         raise InvalidArgument("PATH", f"{where} is inside the vault: its Markdown files are memories already")
-    chosen = detect_format(where) if fmt == "auto" else fmt
-    found, skipped = candidates(where, chosen)
-    scope = check_scope(scope or vault.config.default_scope)
+    chosen = detect_format(where, vault) if fmt == "auto" else fmt
+    found, skipped = candidates(where, chosen, vault)
+    scope = vault.check_scope(scope)  # the vault's rules: kinds, look-alike and hidden characters
     report = ImportReport(
         str(where.resolve()), chosen, f"import:{chosen}", scope, dry_run, len(found), skipped_files=skipped
     )
@@ -285,7 +208,7 @@ def import_path(
                 "section": cand.section, "entities": cand.entities,
             }
             if not dry_run:
-                item.update(_add(adder, cand, report))
+                item.update(_add(adder, cand, report, allow_erased))
             report.items.append(item)
             if progress is not None:
                 progress(n, len(found), report)
@@ -331,6 +254,8 @@ class Prefetched:
         texts: list[str] = []
         for cand in cands:
             body = strip_injected(cand.text).strip()
+            if not _unicode(body):
+                continue  # refused by the add (one failed item), never hashed nor embedded
             if self.stored is not None and self.stored(body):
                 continue
             indexed = normalize(body)  # the text the index embeds, and chunks if it is long
@@ -348,12 +273,22 @@ class Prefetched:
         return np.stack([self._ready[t] if t in self._ready else fresh[t] for t in texts]).astype(np.float32)
 
 
-def _add(vault: Vault, cand: Candidate, report: ImportReport) -> dict[str, Any]:
+def _unicode(text: str) -> bool:
+    """Whether ``text`` is text UTF-8 can hold (a JSON export's lone surrogate escape is not)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _add(vault: Vault, cand: Candidate, report: ImportReport, allow_erased: bool = False) -> dict[str, Any]:
     extra = {"section": cand.section} if cand.section else None
     try:
         result = vault.add(
             cand.text, scope=report.scope, source=report.source, source_ref=cand.source_ref,
             category=cand.category, confidence=cand.confidence, entities=cand.entities or None, extra=extra,
+            allow_erased=allow_erased,
         )
     except MemexError as exc:
         report.failed += 1

@@ -15,7 +15,6 @@ category).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,15 +25,6 @@ from memex.context.extract import (
 )
 from memex.errors import InvalidArgument
 from memex.importers.markdown import Block
-
-def load_json(data: bytes, origin: str) -> Any:
-    try:
-        return json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise InvalidArgument(origin, f"is not UTF-8 text (byte {exc.start})") from exc
-    except json.JSONDecodeError as exc:
-        raise InvalidArgument(origin, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
-
 
 def detect(data: Any) -> str | None:
     """Which JSON export this is: chatgpt, claude-ai, mem0 or None."""
@@ -162,4 +152,11 @@ def _title(blocks: Iterator[Block], title: Any) -> Iterator[Block]:
 
 
 def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) else 0.0
+    """A timestamp to order messages by; one no float can hold (an integer
+    of 400 digits) orders as the latest, instead of ending the import."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return 0.0
+    try:
+        return float(value)
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")

@@ -107,6 +107,9 @@ def _visit(full: str, rel: str, root_real: str, base_real: str, out: Walk) -> No
         if os.path.commonpath([root_real, target]) != root_real:
             out.errors.append({"path": rel, "reason": "symbolic link points outside the vault; not followed"})
             return
+        if memory_file.hidden_target(root_real, target):
+            out.errors.append({"path": rel, "reason": memory_file.HIDDEN_LINK})
+            return
         if os.path.commonpath([base_real, target]) == base_real:
             # Its target is walked too; indexing both would make one memory two.
             where = os.path.relpath(target, root_real).replace(os.sep, "/")

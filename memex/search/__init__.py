@@ -1,3 +1,3 @@
-"""Search: candidates from full text and vectors (``hybrid``), the fused
-score and relevance floor (``fusion``), relative dates in a query
-(``when``). See docs/search.md."""
+"""Search: candidates from full text and vectors (``hybrid``), the ranking
+rule and relevance floor (``fusion``), the same on PostgreSQL
+(``postgres``). See docs/search.md."""

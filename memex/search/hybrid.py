@@ -6,16 +6,16 @@ copy (:mod:`memex.index.vecmatrix`), which is exact and much faster.
 Candidates come from both sides (and from chunk vectors of long bodies,
 which speak for their memory); every candidate then gets both signals
 (:func:`candidates`). :mod:`memex.search.fusion` turns them into one score
-(:data:`memex.search.fusion.DEFAULT_FUSION`) and holds the relevance floor that
-lets an unrelated query find nothing; :mod:`memex.search.when` reads "last week"
-in a query. A superseded memory (shown only when asked) never outranks its
-replacement. How the rule was chosen, on two labelled sets with a dev/test
-split, and every figure: docs/search.md (``scripts/eval_search.py``).
+(:data:`memex.search.fusion.DEFAULT_FUSION`), with what the index holds about
+each candidate (:class:`memex.store.facts.Facts`), and holds the relevance
+floor that lets an unrelated query find nothing. A superseded memory (shown
+only when asked) never outranks its replacement. How the rule was chosen,
+on LoCoMo (public conversations, one half to choose, the other to report),
+and every figure: docs/search.md (``scripts/eval_public.py``).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -24,8 +24,6 @@ import numpy as np
 
 from memex.embedding import embed
 from memex.index import vecmatrix
-from memex.search import when
-from memex.search.rarity import rarity_for
 from memex.store import IndexStore
 from memex.store.memories import Filters as Filters  # re-exported: search and list narrow alike
 from memex.store.memories import MemoryRow
@@ -34,15 +32,13 @@ from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in
     DEFAULT_FUSION,
     Calibration,
     Fusion,
-    add_name_bonus,
-    apply_priors,
     calibration_for,
     fusion_for,
     fuse,
     has_cjk,
+    rank,
     relevant,
 )
-from memex.text import normalize
 
 CANDIDATES = 100
 
@@ -188,18 +184,6 @@ def _below_replacements(store: IndexStore, rows: dict[int, MemoryRow], scores: d
             scores[rowid] = scores[other] - 1e-6
 
 
-def unique_bodies(ranked: list[int], bodies: dict[int, str]) -> list[int]:
-    """``ranked`` without memories whose text repeats a better-ranked one's."""
-    seen: set[str] = set()
-    out = []
-    for r in ranked:
-        key = normalize(bodies.get(r, ""))
-        if key not in seen:
-            seen.add(key)
-            out.append(r)
-    return out
-
-
 def search(
     conn: apsw.Connection | IndexStore,
     embedder: embed.Embedder | None,
@@ -209,45 +193,29 @@ def search(
     qvec: np.ndarray | None = None,
     fusion: Fusion | None = None,
     floor: bool = True,
-    now: dt.datetime | None = None,
 ) -> list[Hit]:
     """Best ``limit`` memories for ``query`` (hybrid when a model is loaded).
 
     ``floor``: leave out hits below the relevance floor
     (:func:`memex.search.fusion.relevant`), so an unrelated query finds nothing.
-    ``now``: what "last week" in the query is relative to (default: the clock).
     ``fusion``: the ranking rule (default: the one measured for the model,
     :func:`memex.search.fusion.fusion_for`).
     """
     store = as_store(conn)
     found = candidates(conn, embedder, query, max(CANDIDATES, limit * 4), filters, qvec)
-    lexical, semantic = found.lexical, found.semantic
     calibration = calibration_for(found.model_id)
     if fusion is None:
         fusion = fusion_for(found.model_id)
-    pool = list(set(lexical) | set(semantic))
-    span = when.window(query, now or dt.datetime.now(dt.timezone.utc)) if fusion.time_boost else None
-    created = store.text_column("created", pool) if fusion.recency or span else None
-    scores = fuse(lexical, semantic, fusion, found.use_vectors, query, calibration, created, None, span)
-    if not scores:
+    blend = fuse(found.lexical, found.semantic, fusion, found.use_vectors)
+    if not blend:
         return []
-    # The floor and the duplicate collapse may drop some: keep a margin.
-    want = limit * 3 if floor or fusion.collapse_duplicates else limit
-    read: dict[int, str] = {}  # bodies read once, for the name bonus and the priors
-
-    def bodies_of(rowids: list[int]) -> dict[int, str]:
-        read.update(store.text_column("body", [r for r in rowids if r not in read]))
-        return {r: read[r] for r in rowids if r in read}
-
-    scores = add_name_bonus(scores, query, fusion, bodies_of)
-    rarity = rarity_for(query, fusion, store.term_counts)
-    scores = apply_priors(scores, fusion, bodies_of, want, densities_of=store.densities, rarity=rarity)
-    # Ties break on the memory id, so a rebuilt index (new rowids) ranks alike.
-    # Only the best few need their ids and rows; cut on score first.
-    rows = store.rows_by_rowids(shortlist(scores, want))
+    scores = rank(blend, store.facts(list(blend)), fusion)
+    # The floor may drop some: keep a margin. Ties break on the memory id, so a
+    # rebuilt index (new rowids) ranks alike; only the best few need their rows.
+    rows = store.rows_by_rowids(shortlist(scores, limit * 3 if floor else limit))
     if filters.include_superseded:
         _below_replacements(store, rows, scores)
-    return ranked_hits(query, scores, rows, lexical, semantic, limit, floor, fusion, calibration)
+    return ranked_hits(query, scores, rows, found.lexical, found.semantic, limit, floor, calibration)
 
 
 def shortlist(scores: dict[int, float], want: int) -> list[int]:
@@ -266,17 +234,14 @@ def ranked_hits(
     semantic: dict[int, float],
     limit: int,
     floor: bool,
-    fusion: Fusion,
     calibration: Calibration,
 ) -> list[Hit]:
     """The last steps of a search on any backend: order (ties on the id, so a
-    rebuilt index ranks alike), the relevance floor, duplicate collapse, and
-    the hits with both signals."""
+    rebuilt index ranks alike), the relevance floor, and the hits with both
+    signals."""
     ranked = sorted((r for r in rows if r in scores), key=lambda r: (-round(scores[r], 9), rows[r].id))
     if floor:
         ranked = [r for r in ranked if relevant(query, rows[r].body, semantic.get(r), calibration)]
-    if fusion.collapse_duplicates:
-        ranked = unique_bodies(ranked, {r: rows[r].body for r in ranked})
     best_lex = max(lexical.values(), default=0.0)
     hits = []
     for rowid in ranked[:limit]:

@@ -1,24 +1,20 @@
-"""Hybrid search on the PostgreSQL index (``memex/store/postgres/``): the same fusion and floor.
+"""Hybrid search on the PostgreSQL index (``memex/store/postgres/``): the same rule and floor.
 
 This is :func:`memex.search.hybrid.search` with the candidates read from
 PostgreSQL (:mod:`.query`): BM25 by FTS5's formula and cosine from pgvector,
-then the same :mod:`memex.search.fusion` rule, name bonus, priors, relevance floor,
-supersede cap and duplicate collapse, so both backends answer alike.
+then the same :mod:`memex.search.fusion` rule (with the same facts about each
+candidate), relevance floor and supersede cap, so both backends answer alike.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-
 import numpy as np
 
 from memex.embedding import embed
-from memex.search import when
-from memex.search.fusion import add_name_bonus, apply_priors, calibration_for, fuse, fusion_for
+from memex.search.fusion import calibration_for, fuse, fusion_for, rank
 from memex.search.hybrid import CANDIDATES, Filters, Hit, ranked_hits, shortlist
-from memex.search.rarity import rarity_for
 from memex.store.memories import MemoryRow
-from memex.store.postgres import density, query
+from memex.store.postgres import query
 from memex.store.postgres.connection import PgConnection
 from memex.store.postgres.schema import get_meta
 
@@ -31,7 +27,6 @@ def search(
     filters: Filters = Filters(),
     qvec: np.ndarray | None = None,
     floor: bool = True,
-    now: dt.datetime | None = None,
 ) -> list[Hit]:
     """Best ``limit`` memories for ``text`` (hybrid when a model is given)."""
     k = max(CANDIDATES, limit * 4)
@@ -46,29 +41,14 @@ def search(
         semantic.update(query.cosines(conn, qvec, [r for r in lexical if r not in semantic]))
     calibration = calibration_for(model_id)
     fusion = fusion_for(model_id)
-    pool = list(set(lexical) | set(semantic))
-    span = when.window(text, now or dt.datetime.now(dt.timezone.utc)) if fusion.time_boost else None
-    created = query.column(conn, "created", pool) if fusion.recency or span else None
-    scores = fuse(lexical, semantic, fusion, use_vectors, text, calibration, created, None, span)
-    if not scores:
+    blend = fuse(lexical, semantic, fusion, use_vectors)
+    if not blend:
         return []
-    want = limit * 3 if floor or fusion.collapse_duplicates else limit
-    read: dict[int, str] = {}
-
-    def bodies_of(rowids: list[int]) -> dict[int, str]:
-        read.update(query.column(conn, "body", [r for r in rowids if r not in read]))
-        return {r: read[r] for r in rowids if r in read}
-
-    scores = add_name_bonus(scores, text, fusion, bodies_of)
-    # The hub prior reads the densities kept as SQLite keeps them (memex/store/postgres/density.py).
-    # The rare-word prior reads FTS5's document counts as fts_terms keeps them (memex/store/postgres/query.py).
-    rarity = rarity_for(text, fusion, lambda words: query.term_counts(conn, words))
-    scores = apply_priors(scores, fusion, bodies_of, want,
-                          densities_of=lambda rowids: density.densities(conn, rowids), rarity=rarity)
-    rows = query.hit_rows(conn, shortlist(scores, want))
+    scores = rank(blend, query.facts(conn, list(blend)), fusion)
+    rows = query.hit_rows(conn, shortlist(scores, limit * 3 if floor else limit))
     if filters.include_superseded:
         _below_replacements(conn, rows, scores)
-    return ranked_hits(text, scores, rows, lexical, semantic, limit, floor, fusion, calibration)
+    return ranked_hits(text, scores, rows, lexical, semantic, limit, floor, calibration)
 
 
 def _below_replacements(conn: PgConnection, rows: dict[int, MemoryRow], scores: dict[int, float]) -> None:

@@ -61,14 +61,6 @@ def drop_unused(conn: apsw.Connection, keys: Iterable[str]) -> int:
     return dropped
 
 
-def drop_keys(conn: apsw.Connection, keys: Iterable[str]) -> int:
-    """Delete the cached vectors of these text hashes, used or not; returns how many."""
-    return sum(
-        len(conn.execute("DELETE FROM embedding_cache WHERE text_hash = ? RETURNING text_hash", (key,)).fetchall())
-        for key in keys
-    )
-
-
 def count(conn: apsw.Connection) -> int:
     row = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()
     return int(row[0]) if row else 0

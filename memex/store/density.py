@@ -8,8 +8,8 @@ memory and the density is the mean cosine to the K nearest other memories.
 Past that R is a uniform sample, the same whichever order or process wrote
 the files. Small talk and boilerplate ("ok, sounds good") sit near many
 memories and so near every query: they are the hubs of the vector space,
-and search lowers them (:func:`memex.search.fusion.answer_prior`; why, the
-definition and the figures: docs/search.md, "Crowded neighbourhoods").
+and a rule with a hub prior lowers them (:func:`memex.search.fusion.rank`, the
+multilingual model's rule; why and the figures: docs/search.md).
 A bulk write (:data:`DEFERRED`) empties the tables; the next settle after it
 (or after its crash) finds them empty and computes every list once.
 
@@ -49,7 +49,7 @@ from memex.store.nearest import DEPTH, K  # noqa: F401  (read here by tests and 
 if TYPE_CHECKING:
     import numpy as np
 
-S = 2048  # reference set size - 1 (docs/search.md, "Crowded neighbourhoods")
+S = 2048  # reference set size - 1 (docs/store.md, docs/postgres.md "Densities")
 _BATCH = 500
 
 

@@ -161,6 +161,18 @@ def row_by_id(conn: apsw.Connection, memory_id: str) -> MemoryRow | None:
     return None if r is None else MemoryRow._make(r)
 
 
+def ids_with_prefix(conn: apsw.Connection, prefix: str, limit: int) -> list[str]:
+    """Ids that begin with ``prefix``, ignoring ASCII case (SQLite's LIKE), in order.
+    One pass over the id index; only asked after an exact id found nothing."""
+    sql = "SELECT id FROM memories WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT ?"
+    return [str(r[0]) for r in conn.execute(sql, (like_prefix(prefix), limit))]
+
+
+def like_prefix(prefix: str) -> str:
+    """A LIKE pattern matching text that begins with ``prefix`` taken literally."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 def list_rows(conn: apsw.Connection, filters: Filters, limit: int | None = None) -> list[MemoryRow]:
     """Rows passing the filters, newest first (ties by id)."""
     where, params = filters.sql()

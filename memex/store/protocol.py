@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Protocol
 from memex.store.cache import CacheRow
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
+from memex.store.facts import Facts
 from memex.store.memories import (
     BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
 )
 from memex.store.purge import PurgeCounts
 from memex.store.queries import DuplicateRow, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
-from memex.store.terms import TermCounts
 from memex.store.usage import DecayRow, Usage
 from memex.store.vectors import OwnedVector, RowVector
 
@@ -99,6 +99,10 @@ class IndexStore(Protocol):
 
     def row_by_id(self, memory_id: str) -> MemoryRow | None: ...
 
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` ids beginning with ``prefix`` in any ASCII case, in order."""
+        ...
+
     def rows_by_rowids(self, rowids: Sequence[int]) -> dict[int, MemoryRow]: ...
 
     def list_rows(self, filters: Filters, limit: int | None = None) -> list[MemoryRow]: ...
@@ -159,15 +163,13 @@ class IndexStore(Protocol):
 
     def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]: ...
 
-    def densities(self, rowids: Sequence[int]) -> dict[int, float]:
-        """Mean cosine of each memory's body vector to its nearest other
-        memories' (memex/store/density.py); memories without a vector are
-        left out. Kept exact by every vector write and purge."""
+    def facts(self, rowids: Sequence[int]) -> dict[int, Facts]:
+        """What ranking needs about each memory: does it ask a question, which
+        memories are beside it in its session, its density (memex/store/facts.py)."""
         ...
 
-    def term_counts(self, words: Sequence[str]) -> TermCounts:
-        """How many memories hold each word (as full text stems it), and how
-        many memories there are (memex/store/terms.py)."""
+    def memory_count(self) -> int:
+        """How many memories the index holds (any status)."""
         ...
 
     def all_memory_vectors(self) -> list[OwnedVector]: ...

@@ -306,6 +306,10 @@ def _count(conn: apsw.Connection, sql: str) -> int:
     return int(row[0] or 0) if row else 0
 
 
+def memory_count(conn: apsw.Connection) -> int:
+    return _count(conn, "SELECT count(*) FROM memories")
+
+
 def stats(conn: apsw.Connection) -> Stats:
     return Stats(
         {str(s): int(n) for s, n in conn.execute("SELECT status, count(*) FROM memories GROUP BY status")},

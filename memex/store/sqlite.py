@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from memex.store import cache, density, entities, memories, meta, purge, queries, schema, terms, usage, vectors
+from memex.store import cache, density, entities, facts, memories, meta, purge, queries, schema, usage, vectors
 from memex.store.cache import CacheRow
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
+from memex.store.facts import Facts
 from memex.store.memories import (
     BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
 )
 from memex.store.purge import PurgeCounts
-from memex.store.terms import TermCounts
 from memex.store.queries import DuplicateRow, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
 from memex.store.usage import DecayRow, Usage
 from memex.store.vectors import OwnedVector, RowVector
@@ -93,6 +93,9 @@ class SqliteStore:
 
     def row_by_id(self, memory_id: str) -> MemoryRow | None:
         return memories.row_by_id(self.conn, memory_id)
+
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        return memories.ids_with_prefix(self.conn, prefix, limit)
 
     def rows_by_rowids(self, rowids: Sequence[int]) -> dict[int, MemoryRow]:
         return memories.rows_by_rowids(self.conn, rowids)
@@ -170,11 +173,11 @@ class SqliteStore:
     def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]:
         return vectors.body_vectors(self.conn, rowids)
 
-    def densities(self, rowids: Sequence[int]) -> dict[int, float]:
-        return density.densities(self.conn, rowids)
+    def facts(self, rowids: Sequence[int]) -> dict[int, Facts]:
+        return facts.facts(self.conn, rowids)
 
-    def term_counts(self, words: Sequence[str]) -> TermCounts:
-        return terms.term_counts(self.conn, words)
+    def memory_count(self) -> int:
+        return queries.memory_count(self.conn)
 
     def all_memory_vectors(self) -> list[OwnedVector]:
         return vectors.all_memory_vectors(self.conn)

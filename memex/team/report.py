@@ -29,6 +29,10 @@ class SyncReport:
     history: dict[str, Any] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # What the vault's settings files say that memex does not use, as the merged
+    # tree has them: a teammate's command or server in the shared file, ignored
+    # (memex/config_trust.py), a key memex does not know.
+    config: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -37,9 +37,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memex import layout
-from memex.config import setting
+from memex.config import load_config, setting
+from memex.config_trust import machine_settings_in
 from memex.erase import erased_list
-from memex.errors import SyncError
+from memex.errors import ConfigError, MemexError, SyncError
 from memex.files import permissions
 from memex.files.locking import file_lock
 from memex.team import tombstones, wiring
@@ -90,7 +91,7 @@ def _settle_key(vault: Vault, repo: Repo, ref: str | None, report: SyncReport) -
         )
     key = key or tombstones.create_key(vault.memex_dir)
     layout.VaultPaths(vault.root).erase_key_id.write_text(tombstones.fingerprint(key) + "\n", encoding="utf-8")
-    report.key = f"created: share {tombstones.KEY_FILE} with each teammate over a private channel (docs/team.md)"
+    report.key = f"created: share {tombstones.KEY_FILE} with each teammate over a private channel (memex help team)"
 
 
 def _tracked(repo: Repo, path: str) -> bool:
@@ -112,7 +113,7 @@ def _commit(vault: Vault, repo: Repo, message: str) -> int:
     # Lines git cut from the erased list (a restore of an older copy) go to the team too.
     erased_list.mirror(vault.memex_dir).restore()
     paths = [p for p in SHARED if (vault.root / p).exists() or _tracked(repo, p)]
-    paths += [p for p in FIRST_TIME if (vault.root / p).exists() and not _tracked(repo, p)]
+    paths += [p for p in FIRST_TIME if (vault.root / p).exists() and not _tracked(repo, p) and not _private(vault, p)]
     if _is_template_readme(vault.root) and not _tracked(repo, layout.README_NAME):
         paths.append(layout.README_NAME)
     if paths:
@@ -124,6 +125,58 @@ def _commit(vault: Vault, repo: Repo, message: str) -> int:
         return 0
     repo.run("commit", "-q", "--no-verify", "-m", message, env=repo.identity_env())
     return len(staged)
+
+
+def _private(vault: Vault, path: str) -> bool:
+    """A settings file holding what only this machine may set (a server URL may hold a
+    password, a command names this machine's files): the team never gets it from memex."""
+    return path == layout.CONFIG_RELPATH.as_posix() and bool(machine_settings_in(vault.root / path))
+
+
+def _config_notes(vault: Vault, repo: Repo, report: SyncReport) -> None:
+    """What the settings files, as this sync left them, say memex does not use."""
+    try:
+        report.config = list(load_config(vault.root).notices)
+    except ConfigError as exc:  # a teammate's broken file: the next command says so too
+        report.config = [str(exc)]
+    config = layout.CONFIG_RELPATH.as_posix()
+    if (vault.root / config).exists() and _private(vault, config) and not _tracked(repo, config):
+        report.notes.append(
+            f"{config} is not committed: it holds {', '.join(machine_settings_in(vault.root / config))}, which only "
+            f"this machine may use; move them to {layout.CONFIG_LOCAL_RELPATH.as_posix()} and the next sync shares the rest"
+        )
+
+
+# Files each clone keeps for itself (git-ignored): one in the branch was committed with
+# `git add -f`; a pull would write it over this clone's own, or make it tracked (docs/team.md).
+CLONE_OWN = (layout.CONFIG_LOCAL_NAME, layout.ERASE_KEY_NAME, layout.ERASURES_PENDING_NAME,
+             layout.ERASED_JOURNAL_NAME, layout.ERASURE_JOURNAL_NAME, layout.INDEX_NAME)
+
+
+def _refuse_clone_own(repo: Repo, ref: str | None, remote: str, branch: str) -> None:
+    """Stop before git changes anything when the remote branch holds a file each clone keeps for itself."""
+    if ref is None:
+        return
+    listed = repo.out("ls-tree", "-r", "-z", "--name-only", ref, "--", f"{repo.prefix}{layout.MEMEX_DIR}/")
+    found = [p for p in listed.split("\0") if p and p.rsplit("/", 1)[-1].split("-")[0] in CLONE_OWN]
+    if found:
+        shown = ", ".join(p.removeprefix(repo.prefix) for p in found)
+        raise SyncError(
+            f"{remote}/{branch} holds {shown}, which each clone keeps for itself (someone committed it with "
+            "`git add -f`); memex does not pull it over this clone's own: remove it from the branch "
+            f"(`git rm --cached {shown}`, commit, push) and sync again; nothing was changed here"
+        )
+
+
+def _reach_shared_index(vault: Vault, dry_run: bool) -> None:
+    """A sync settles the pulled tree into the index, the shared one too: without it, rows of
+    files a teammate deleted (or erased) would stay there. So it stops before git changes anything."""
+    if dry_run or vault.config.index_backend != "postgres":
+        return
+    try:
+        vault.shared_index  # also finishes the erasures journaled for it (memex/erase/pending.py)
+    except MemexError as exc:
+        raise SyncError(f"{exc}; nothing was synced: run `memex sync` again when the server can be reached") from exc
 
 
 def _message(what: str) -> str:
@@ -253,16 +306,20 @@ def sync(vault: Vault, remote: str | None = None, dry_run: bool = False, key_fil
     if attempts < 1:
         raise SyncError(f"{where}: push_attempts must be at least 1")
     report = SyncReport(remote=remote_name, branch=remote_branch, dry_run=dry_run)
+    _reach_shared_index(vault, dry_run)
     if key_file is not None:
         report.key = tombstones.install_key(vault.memex_dir, key_file)
     with file_lock(layout.VaultPaths(vault.root).sync_lock, timeout=600):
         tracked, after = _fetch(repo, remote_name, remote_branch)
+        _refuse_clone_own(repo, after, remote_name, remote_branch)
         # Where the remote was at this clone's last sync (a plain `git fetch`, or a dry run,
         # moves the tracking ref since): a rewrite is seen against that.
         last = load_state(repo).get("remote_tip")
         before = (repo.rev(last) if isinstance(last, str) else None) or tracked
         if dry_run:
-            return _dry_run(vault, repo, remote_name, remote_branch, before, after, report)
+            _dry_run(vault, repo, remote_name, remote_branch, before, after, report)
+            _config_notes(vault, repo, report)
+            return report
         if after is not None and not repo.rev("HEAD"):
             raise SyncError(
                 f"{repo.top} has no commits yet, but {remote_name}/{remote_branch} already holds the team vault: "
@@ -284,6 +341,7 @@ def sync(vault: Vault, remote: str | None = None, dry_run: bool = False, key_fil
         with timed(report, "history"):
             report_history(vault, repo, report, rewritten)
         report.seconds["git_and_rules"] = time.perf_counter() - git_started - report.seconds.get("index", 0.0)
+        _config_notes(vault, repo, report)
     report.seconds["total"] = time.perf_counter() - started
     return report
 
@@ -326,6 +384,7 @@ def _sync_loop(vault: Vault, repo: Repo, remote: str, branch: str, before: str |
         if _push(repo, remote, branch, after is not None):
             return rewritten
         before, after = _fetch(repo, remote, branch)
+        _refuse_clone_own(repo, after, remote, branch)
         report.notes.append(f"push rejected (a teammate pushed meanwhile); pulled again (attempt {attempt})")
     raise SyncError(
         f"the push to {remote}/{branch} was rejected {attempts} times (teammates kept pushing); "

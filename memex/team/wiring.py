@@ -25,7 +25,7 @@ ATTRIBUTES = (
     f"{MEMORIES_DIR}/**/*.md merge=memex",
     f"{MEMEX_DIR}/{ERASED_LIST_NAME} merge=memex-erased",
 )
-_HEADER = "# memex sync: memory files and the erased list merge by memex's rules (docs/team.md)"
+_HEADER = "# memex sync: memory files and the erased list merge by memex's rules (memex help team)"
 
 
 def drivers() -> dict[str, str]:

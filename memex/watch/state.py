@@ -23,7 +23,7 @@ from memex.files import permissions
 from memex.config import setting
 from memex.errors import ConfigError
 from memex.files.locking import try_file_lock
-from memex.layout import WATCH_LOCK_NAME, WATCH_STATE_NAME
+from memex.layout import VaultPaths
 from memex.files.writers import pid_alive as pid_alive  # re-exported: status and the watcher use it
 
 if TYPE_CHECKING:
@@ -65,11 +65,11 @@ def settings_for(vault: Vault, **overrides: Any) -> WatchSettings:
 
 
 def state_path(memex_dir: Path) -> Path:
-    return memex_dir / WATCH_STATE_NAME
+    return VaultPaths(memex_dir.parent).watch_state
 
 
 def lock_path(memex_dir: Path) -> Path:
-    return memex_dir / WATCH_LOCK_NAME
+    return VaultPaths(memex_dir.parent).watch_lock
 
 
 def iso(ts: float) -> str:
@@ -84,9 +84,10 @@ def write_state(memex_dir: Path, data: dict[str, Any]) -> None:
     fsync: the heartbeat is rewritten every few seconds, and a lost one after
     a power cut only makes the watcher look stopped, which it then is.
     """
-    tmp = memex_dir / (WATCH_STATE_NAME + ".tmp")
+    final = state_path(memex_dir)
+    tmp = final.with_name(final.name + ".tmp")
     permissions.write_private(tmp, json.dumps(data, indent=2, sort_keys=True))
-    os.replace(tmp, state_path(memex_dir))
+    os.replace(tmp, final)
 
 
 def read_state(memex_dir: Path) -> dict[str, Any] | None:
@@ -135,6 +136,29 @@ def watcher_info(memex_dir: Path, now: float | None = None) -> dict[str, Any]:
         info["last_heartbeat"] = state.get("heartbeat")
         info["last_state"] = "crashed" if state.get("state") == "running" else state.get("state")
     return info
+
+
+def changed_since_index(vault: Vault, on_disk: dict[str, os.stat_result] | None = None) -> list[str]:
+    """Memory files added, edited or deleted since the index last saw them,
+    judged from sizes and mtimes alone (one stat per file; nothing is read,
+    hashed or embedded): cheap enough to ask after every `memex search`.
+    ``on_disk``: the walk (:func:`memex.index.scan.walk`), if the caller ran
+    it already (the CLI runs it beside the search). A file whose bytes are
+    back to what was indexed counts as changed if its mtime moved; the next
+    reindex finds it unchanged."""
+    from memex.index import scan
+
+    store = vault.local_store
+    rows, errors = store.sync_rows(), store.index_errors()
+    if on_disk is None:
+        on_disk = scan.walk(vault.root).found
+    changed = []
+    for rel, st in on_disk.items():
+        seen = rows.get(rel) or errors.get(rel)
+        if seen is None or (seen.size is not None and (seen.size, seen.mtime_ns) != (st.st_size, st.st_mtime_ns)):
+            changed.append(rel)
+    changed += [rel for rel in rows if rel not in on_disk]
+    return sorted(changed)
 
 
 def status(vault: Vault) -> dict[str, Any]:

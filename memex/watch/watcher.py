@@ -109,6 +109,7 @@ class Watcher:
         self.indexing = BatchIndexer(vault, self.settings, self.pending, lambda: self._write_state("running"))
         self.reconciles = 0
         self._stop = threading.Event()
+        self.stopped_by: int | None = None  # the signal that stopped run(), if one did
         self._lock: IO[bytes] | None = None
         self._observer: Any = None
         self._spy = _OverflowSpy(self)
@@ -234,6 +235,7 @@ class Watcher:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         log.info("%s received; finishing pending work and stopping", signal.Signals(signum).name)
+        self.stopped_by = signum  # `memex watch` exits 130 after Ctrl-C, as every command does
         self._stop.set()
 
     def close(self) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from memex.distribution import install_hint
 from memex.errors import IndexStoreError
 
 # pg_advisory_xact_lock takes a bigint key; this one is "memex" in ASCII,
@@ -95,6 +96,16 @@ class PgConnection:
         self.raw.close()
 
 
+def server_error(exc: BaseException) -> IndexStoreError | None:
+    """The one-line error for what the PostgreSQL driver raised (the server went
+    away in the middle of a command, a statement failed), else None: no user
+    should see the driver's traceback."""
+    if type(exc).__module__.split(".")[0] != "psycopg":
+        return None
+    detail = " / ".join(line.strip() for line in str(exc).strip().splitlines()[:2]) or type(exc).__name__
+    return IndexStoreError(f"[index] url: PostgreSQL failed: {detail}")
+
+
 def _register_vector(raw: Any) -> None:
     from psycopg.adapt import Dumper, Loader
     from psycopg.pq import Format
@@ -134,7 +145,7 @@ def open_connection(url: str, *, create_extension: bool = True) -> PgConnection:
         import psycopg
     except ImportError as exc:
         raise IndexStoreError(
-            "[index] backend = \"postgres\" needs the postgres extra: pip install 'memex[postgres]'"
+            f"[index] backend = \"postgres\" needs the postgres extra: {install_hint('postgres')}"
         ) from exc
     try:
         raw = psycopg.connect(url, autocommit=False)

@@ -35,7 +35,7 @@ RETAINED = (
     "the index is on PostgreSQL: the rows were deleted and VACUUMed, but PostgreSQL still holds the "
     "text in its write-ahead log (pg_wal) until those segments are recycled after later checkpoints, "
     "and in any base backup, WAL archive or replica of the server; ask its administrator to rotate "
-    "them (docs/postgres.md)"
+    "them (memex help postgres)"
 )
 RETAINED_PLAIN = (
     "plain VACUUM frees the rows' space but does not overwrite it: the text and vector stay in the "

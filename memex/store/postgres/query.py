@@ -1,4 +1,4 @@
-"""Reading the PostgreSQL index: BM25 top-k, vector KNN, rows, usage.
+"""Reading the PostgreSQL index: BM25 top-k, vector KNN, rows, usage, ranking's facts.
 
 **BM25.** PostgreSQL ranks text with ``ts_rank``, which is not BM25, and
 memex's fusion and relevance floor were measured on FTS5's BM25
@@ -22,13 +22,13 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from memex.store.facts import Facts
 from memex.store.memories import Filters
 from memex.store.memories import MemoryRow
-from memex.store.postgres import bm25
+from memex.store.postgres import bm25, density
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.filters import PgFilters as PgFilters
-from memex.store.terms import TermCounts, fts_terms
-from memex.text import fts_query
+from memex.text import asks_question, fts_query
 
 
 def query_terms(query: str) -> list[str]:
@@ -136,16 +136,25 @@ def last_accesses(conn: PgConnection, ids: Iterable[str]) -> dict[str, str | Non
     }
 
 
-def term_counts(conn: PgConnection, words: Sequence[str]) -> TermCounts:
-    """How many memories hold each of ``words``, and the number of memories
-    (:func:`memex.store.terms.term_counts`; ``fts_terms`` holds the same
-    per-lexeme counts as FTS5, stemmed alike)."""
-    terms = {w: fts_terms(w) for w in dict.fromkeys(words)}
-    wanted = sorted({t for ts in terms.values() for t in ts})
-    docs: dict[str, int] = {}
-    if wanted:
-        rows = conn.execute("SELECT lexeme, docs FROM fts_terms WHERE lexeme = ANY(%s)", (wanted,))
-        docs = {str(t): int(n) for t, n in rows}
-    total = conn.execute("SELECT docs FROM fts_totals").fetchone()
-    return TermCounts({w: min((docs.get(t, 0) for t in ts), default=0) for w, ts in terms.items()},
-                      int(total[0]) if total else 0)
+# As memex.store.facts reads SQLite; "C" ordering is SQLite's (bytes), whatever the database's collation.
+_FACTS = (
+    'SELECT m.rowid, m.body, '
+    '(SELECT p.rowid FROM memories p WHERE p.session = m.session '
+    'AND (p.created COLLATE "C", p.id COLLATE "C") < (m.created COLLATE "C", m.id COLLATE "C") '
+    'ORDER BY p.created COLLATE "C" DESC, p.id COLLATE "C" DESC LIMIT 1), '
+    '(SELECT n.rowid FROM memories n WHERE n.session = m.session '
+    'AND (n.created COLLATE "C", n.id COLLATE "C") > (m.created COLLATE "C", m.id COLLATE "C") '
+    'ORDER BY n.created COLLATE "C", n.id COLLATE "C" LIMIT 1) '
+    'FROM memories m WHERE m.rowid = ANY(%s)'
+)
+
+
+def facts(conn: PgConnection, rowids: Sequence[int]) -> dict[int, Facts]:
+    """What ranking needs about each memory, as :func:`memex.store.facts.facts` reads it from SQLite."""
+    wanted = list(dict.fromkeys(int(r) for r in rowids))
+    if not wanted:
+        return {}
+    dense = density.densities(conn, wanted)
+    return {int(r): Facts(asks_question(str(body)), None if before is None else int(before),
+                          None if after is None else int(after), dense.get(int(r)))
+            for r, body, before, after in conn.execute(_FACTS, (wanted,))}

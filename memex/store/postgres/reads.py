@@ -22,7 +22,7 @@ import numpy as np
 from memex.fields import HIT_FIELDS
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
-from memex.store.memories import BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, ScopeRow, SyncRow
+from memex.store.memories import BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, ScopeRow, SyncRow, like_prefix
 from memex.store.postgres import density
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.query import PgFilters
@@ -59,6 +59,12 @@ def rows_by_rowids(conn: PgConnection, rowids: Sequence[int]) -> dict[int, Memor
 def row_by_id(conn: PgConnection, memory_id: str) -> MemoryRow | None:
     r = conn.execute(f"SELECT {_SHOWN} FROM memories m WHERE m.id = %s", (memory_id,)).fetchone()
     return None if r is None else _shown(r)
+
+
+def ids_with_prefix(conn: PgConnection, prefix: str, limit: int) -> list[str]:
+    """Ids that begin with ``prefix``, ignoring case, in order (SQLite's answer)."""
+    sql = "SELECT id FROM memories WHERE id ILIKE %s ESCAPE '\\' ORDER BY id COLLATE \"C\" LIMIT %s"
+    return [str(r[0]) for r in conn.execute(sql, (like_prefix(prefix), limit))]
 
 
 def list_rows(conn: PgConnection, filters: Filters, limit: int | None = None) -> list[MemoryRow]:

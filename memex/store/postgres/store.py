@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from memex.store.cache import CacheRow
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
+from memex.store.facts import Facts
 from memex.store.memories import (
     BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
 )
@@ -38,7 +39,6 @@ from memex.store.postgres import query as pgquery
 from memex.store.postgres import rows as pgrows
 from memex.store.postgres.connection import PgConnection
 from memex.store.purge import PurgeCounts
-from memex.store.terms import TermCounts
 from memex.store.queries import DuplicateRow, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
 from memex.store.usage import DecayRow, Usage
 from memex.store.vectors import OwnedVector, RowVector
@@ -131,6 +131,9 @@ class PgStore:
     def row_by_id(self, memory_id: str) -> MemoryRow | None:
         return reads.row_by_id(self.conn, memory_id)
 
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        return reads.ids_with_prefix(self.conn, prefix, limit)
+
     def rows_by_rowids(self, rowids: Sequence[int]) -> dict[int, MemoryRow]:
         return reads.rows_by_rowids(self.conn, rowids)
 
@@ -214,11 +217,11 @@ class PgStore:
     def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]:
         return reads.body_vectors(self.conn, rowids)
 
-    def densities(self, rowids: Sequence[int]) -> dict[int, float]:
-        return pgdensity.densities(self.conn, rowids)
+    def facts(self, rowids: Sequence[int]) -> dict[int, Facts]:
+        return pgquery.facts(self.conn, rowids)
 
-    def term_counts(self, words: Sequence[str]) -> TermCounts:
-        return pgquery.term_counts(self.conn, words)
+    def memory_count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM memories").fetchone()[0])
 
     def all_memory_vectors(self) -> list[OwnedVector]:
         return reads.all_memory_vectors(self.conn)

@@ -25,6 +25,7 @@ from memex.erase import erased_list
 from memex.files import memory_file
 from memex.index import chunking
 from memex.errors import ConfigError, MemoryFileError
+from memex.faults import point
 from memex.index.scan import RACY_NS, is_memory_name
 from memex.index.sync_run import SyncReport
 from memex.layout import MEMEX_DIR, MEMORIES_DIR
@@ -327,6 +328,8 @@ class PgVaultIndex:
                                 [(i,) for i in erased_list.explicit_ids(ids)])
             for (rowid,) in self.conn.execute("SELECT rowid FROM memories WHERE id = ANY(%s)", (ids,)).fetchall():
                 counts.add(rows.purge_memory(self.conn, int(rowid)))
+            point("erase.shared_txn")
+        point("erase.shared_purged")
         report = forensic.vacuum_purged(self.conn, full) if vacuum else None
         return PgErasure(counts.as_dict(), report.as_dict() if report else {})
 
