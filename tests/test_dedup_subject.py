@@ -87,6 +87,24 @@ def test_the_same_speaker_repeating_thanks_is_still_a_duplicate(model_vault: Vau
                            session="chat-3").existing_id == bye.id
 
 
+@pytest.mark.model
+@pytest.mark.parametrize(("session", "status"), [("chat", "duplicate"), ("chat-2", "created")])
+def test_a_restatement_in_the_same_session_is_a_duplicate_below_the_cross_session_bar(
+    model_vault: Vault, session: str, status: str
+) -> None:
+    # Cosine 0.82, Jaccard 0.50: the same speaker taking leave twice in one
+    # session says nothing new (the session bar is 0.70); in another session
+    # the pair stays below the 0.85 bar and both are stored.
+    first = model_vault.add("Ravi: Thanks, Lou! It was great catching up, talk soon!", scope="user", source="import",
+                            session="chat")
+    again = model_vault.add("Ravi: Thanks, Lou! Talk to you later.", scope="user", source="import", session=session)
+    assert again.status == status
+    if status == "duplicate":
+        assert (again.method, again.existing_id) == ("session_cosine", first.id)
+    else:
+        assert first.id in {f.id for f in again.similar_facts}
+
+
 # --- consolidation, real model -----------------------------------------------
 
 

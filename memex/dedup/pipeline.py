@@ -123,7 +123,7 @@ class Thresholds:
     jaccard_similar: float = 0.40
     cosine_duplicate: float = 0.85
     cosine_similar: float = 0.40
-    session_cosine_duplicate: float = 0.85
+    session_cosine_duplicate: float = 0.70
     echo_window_seconds: int = 600
     echo_jaccard: float = 0.28
     echo_agent_sources: tuple[str, ...] = ("tool", "agent")
