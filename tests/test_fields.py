@@ -54,8 +54,9 @@ def test_a_shown_row_is_the_rowid_and_the_shown_columns_in_order() -> None:
 def test_the_index_table_has_every_row_column(vault: Vault) -> None:
     columns = {str(r[1]) for r in vault.conn.execute("PRAGMA table_info(memories)")}
     assert set(fields.ROW_COLUMNS) <= columns
-    # What the table has beyond them is the store's own bookkeeping.
-    assert columns - set(fields.ROW_COLUMNS) == {"rowid", "embedded"}
+    # What the table has beyond them is the store's own bookkeeping and the
+    # ranking facts kept at write time (memex.store.facts).
+    assert columns - set(fields.ROW_COLUMNS) == {"rowid", "embedded", "asks", "before_rowid", "after_rowid"}
 
 
 def test_an_added_memory_s_row_and_file_carry_the_fields_the_table_names(vault: Vault) -> None:
