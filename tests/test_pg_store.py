@@ -51,9 +51,10 @@ def _pg(vault: Vault, url: str):  # type: ignore[no-untyped-def]
 
 
 def _pg_search(pg, text: str, limit: int = 10, filters: Filters = Filters()):  # type: ignore[no-untyped-def]
-    from memex.search.postgres import search
+    from memex.search.hybrid import search
+    from memex.store.postgres.store import PgStore
 
-    return search(pg.conn, pg.embedder, text, limit, filters)
+    return search(PgStore(pg.conn), pg.embedder, text, limit, filters)
 
 
 def test_bm25_equals_fts5(filled: Vault, pg_url: str) -> None:
@@ -65,7 +66,7 @@ def test_bm25_equals_fts5(filled: Vault, pg_url: str) -> None:
         by_id = {str(i): int(r) for r, i in pg.conn.execute("SELECT rowid, id FROM memories")}
         compared = 0
         for q in QUERIES:
-            lite = sqlite_search._lexical(filled.store, q, Filters(), 100)
+            lite = sqlite_search.candidates(filled.store, None, q, 100).lexical
             lite_ids = {str(filled.conn.execute("SELECT id FROM memories WHERE rowid = ?", (r,)).fetchone()[0]): s
                         for r, s in lite.items()}
             pg_scores = query.bm25_top(pg.conn, q, Filters(), 100)

@@ -1,11 +1,10 @@
-"""Hybrid search: candidates from BM25 (FTS5) and cosine (embeddings), one ranking.
+"""Hybrid search: candidates from BM25 and cosine (embeddings), one ranking, on any backend.
 
-The vectors live in sqlite-vec tables; search reads them from an in-process
-copy (:mod:`memex.index.vecmatrix`), which is exact and much faster.
-
-Candidates come from both sides (and from chunk vectors of long bodies,
-which speak for their memory); every candidate then gets both signals
-(:func:`candidates`). :mod:`memex.search.fusion` turns them into one score
+The index's store finds the candidates (``IndexStore.candidates``: SQLite
+from FTS5 and an in-process copy of its vectors, PostgreSQL on its server):
+from both sides (and from chunk vectors of long bodies, which speak for
+their memory), every candidate with both signals (:func:`candidates`).
+Everything after that is here, once for every backend: :mod:`memex.search.fusion` turns them into one score
 (:data:`memex.search.fusion.DEFAULT_FUSION`), with what the index holds about
 each candidate (:class:`memex.store.facts.Facts`), and holds the relevance
 floor that lets an unrelated query find nothing. A superseded memory (shown
@@ -17,17 +16,17 @@ and every figure: docs/search.md (``scripts/eval_public.py``).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from itertools import islice
 from typing import Any
 
 import apsw
 import numpy as np
 
 from memex.embedding import embed
-from memex.index import vecmatrix
-from memex.store import IndexStore
+from memex.store import SqliteStore
 from memex.store.memories import Filters as Filters  # re-exported: search and list narrow alike
 from memex.store.memories import MemoryRow
-from memex.store.sqlite import as_store
+from memex.store.protocol import CandidateStore
 from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in memex.search.fusion)
     DEFAULT_FUSION,
     Calibration,
@@ -35,7 +34,6 @@ from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in
     calibration_for,
     fusion_for,
     fuse,
-    has_cjk,
     rank,
     relevant,
 )
@@ -76,62 +74,6 @@ def hit_from_row(row: MemoryRow, score: float = 0.0) -> Hit:
     )
 
 
-def _lexical(store: IndexStore, query: str, filters: Filters, k: int) -> dict[int, float]:
-    """Top ``k`` memories by BM25 that pass the filters.
-
-    Joining the FTS table to ``memories`` before the LIMIT makes SQLite look
-    up every match (about 1,300 of 10k synthetic memories for a typical
-    query: 3-10 ms); BM25 alone takes about 1 ms. So without narrowing
-    filters, take the best ``2k`` matches first and filter those; only when
-    that leaves fewer than ``k`` is every match filtered.
-    """
-    if not filters.narrowing:
-        top = store.fts_top(query, 2 * k)
-        keep = store.passing([r for r, _ in top], filters)
-        found = [(r, score) for r, score in top if r in keep][:k]
-        if len(found) >= k or len(top) < 2 * k:
-            return dict(found)
-    return store.fts_top_passing(query, filters, k)
-
-
-def _semantic(
-    store: IndexStore,
-    matrix: vecmatrix.VectorMatrix | None,
-    qvec: np.ndarray,
-    filters: Filters,
-    k: int,
-) -> dict[int, float]:
-    """Cosine of the nearest memories that pass the filters (body or best chunk)."""
-    if filters.narrowing:
-        # Exact over what passes the filters: the k nearest of all memories,
-        # filtered afterwards, could leave a narrow scope with nothing.
-        if matrix is None:
-            return store.scan(embed.to_blob(qvec), filters, k)
-        allowed = np.fromiter(store.all_passing(filters), dtype=np.int64)
-        return matrix.nearest(qvec, k, allowed)
-    sims = matrix.nearest(qvec, k) if matrix is not None else store.knn(embed.to_blob(qvec), k)
-    if not sims:
-        return sims
-    keep = store.passing(list(sims), filters)
-    return {r: s for r, s in sims.items() if r in keep}
-
-
-def _fill_semantic(
-    store: IndexStore, matrix: vecmatrix.VectorMatrix | None, qvec: np.ndarray, rowids: list[int]
-) -> dict[int, float]:
-    """Cosine for candidates that only the lexical side found."""
-    if not rowids:
-        return {}
-    if matrix is not None:
-        return matrix.cosines(qvec, rowids)
-    out: dict[int, float] = {}
-    for rowid, blob in store.vectors_of(rowids):
-        sim = float(np.dot(embed.from_blob(blob), qvec))
-        if sim > out.get(rowid, -2.0):
-            out[rowid] = sim
-    return out
-
-
 @dataclass
 class Candidates:
     """Both signals for one query: BM25 and cosine per candidate rowid."""
@@ -143,7 +85,7 @@ class Candidates:
 
 
 def candidates(
-    conn: apsw.Connection | IndexStore,
+    conn: apsw.Connection | CandidateStore,
     embedder: embed.Embedder | None,
     query: str,
     k: int = CANDIDATES,
@@ -154,25 +96,23 @@ def candidates(
 
     ``conn``: the SQLite index's connection, or any backend's store.
     """
-    store = as_store(conn)
-    lexical = _lexical(store, query, filters, k)
-    semantic: dict[int, float] = {}
+    store = _store(conn)
     use_vectors = embedder is not None and store.has_vectors()
-    if not use_vectors:
-        return Candidates(lexical, semantic, False)
-    assert embedder is not None
-    if qvec is None:
+    if use_vectors and qvec is None:
+        assert embedder is not None
         # The model's query side (e5: "query: "), as Vault.search embeds a question.
         qvec = embed.embed_queries(embedder, [query])[0]
-    # One look at the in-process copy per search (None: ask the store).
-    matrix = vecmatrix.for_connection(conn) if isinstance(conn, apsw.Connection) else None
-    semantic = _semantic(store, matrix, qvec, filters, k)
-    missing = [r for r in lexical if r not in semantic]
-    semantic.update(_fill_semantic(store, matrix, qvec, missing))
-    return Candidates(lexical, semantic, True, embedder.model_id)
+    found = store.candidates(query, qvec if use_vectors else None, filters, k)
+    if not use_vectors or embedder is None:
+        return Candidates(found.lexical, {}, False)
+    return Candidates(found.lexical, found.semantic, True, embedder.model_id)
 
 
-def _below_replacements(store: IndexStore, rows: dict[int, MemoryRow], scores: dict[int, float]) -> None:
+def _store(conn: apsw.Connection | CandidateStore) -> CandidateStore:
+    return SqliteStore(conn) if isinstance(conn, apsw.Connection) else conn
+
+
+def _below_replacements(store: CandidateStore, rows: dict[int, MemoryRow], scores: dict[int, float]) -> None:
     """A superseded memory never outranks its replacement: cap its score just below it."""
     replaced = {r: row.superseded_by for r, row in rows.items() if row.superseded_by}
     if not replaced:
@@ -185,7 +125,7 @@ def _below_replacements(store: IndexStore, rows: dict[int, MemoryRow], scores: d
 
 
 def search(
-    conn: apsw.Connection | IndexStore,
+    conn: apsw.Connection | CandidateStore,
     embedder: embed.Embedder | None,
     query: str,
     limit: int = 10,
@@ -201,15 +141,15 @@ def search(
     ``fusion``: the ranking rule (default: the one measured for the model,
     :func:`memex.search.fusion.fusion_for`).
     """
-    store = as_store(conn)
-    found = candidates(conn, embedder, query, max(CANDIDATES, limit * 4), filters, qvec)
+    store = _store(conn)
+    found = candidates(store, embedder, query, max(CANDIDATES, limit * 4), filters, qvec)
     calibration = calibration_for(found.model_id)
     if fusion is None:
         fusion = fusion_for(found.model_id)
     blend = fuse(found.lexical, found.semantic, fusion, found.use_vectors)
     if not blend:
         return []
-    scores = rank(blend, store.facts(list(blend)), fusion)
+    scores = rank(blend, store.facts(list(blend), density=bool(fusion.density_penalty)), fusion)
     # The floor may drop some: keep a margin. Ties break on the memory id, so a
     # rebuilt index (new rowids) ranks alike; only the best few need their rows.
     rows = store.rows_by_rowids(shortlist(scores, limit * 3 if floor else limit))
@@ -240,8 +180,9 @@ def ranked_hits(
     rebuilt index ranks alike), the relevance floor, and the hits with both
     signals."""
     ranked = sorted((r for r in rows if r in scores), key=lambda r: (-round(scores[r], 9), rows[r].id))
-    if floor:
-        ranked = [r for r in ranked if relevant(query, rows[r].body, semantic.get(r), calibration)]
+    if floor:  # best first, until ``limit`` pass: the floor reads the words of no more hits than it must
+        ranked = list(islice((r for r in ranked if relevant(query, rows[r].body, semantic.get(r), calibration)),
+                             limit))
     best_lex = max(lexical.values(), default=0.0)
     hits = []
     for rowid in ranked[:limit]:

@@ -15,8 +15,12 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 import apsw
+import numpy as np
 
-from memex.store import cache, density, entities, facts, memories, meta, purge, queries, schema, usage, vectors
+from memex.store import (
+    cache, candidates, density, entities, facts, memories, meta, purge, queries, schema, usage, vectors,
+)
+from memex.store.candidates import Found
 from memex.store.cache import CacheRow
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
@@ -149,6 +153,11 @@ class SqliteStore:
 
     # -- search
 
+    def candidates(self, query: str, qvec: np.ndarray | None, filters: Filters, k: int) -> Found:
+        return candidates.find(self.conn, query, qvec, filters, k)
+
+    # What the candidates are found with (kept for the stores' parity tests).
+
     def fts_top(self, query: str, k: int) -> list[Scored]:
         return memories.fts_top(self.conn, query, k)
 
@@ -173,8 +182,8 @@ class SqliteStore:
     def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]:
         return vectors.body_vectors(self.conn, rowids)
 
-    def facts(self, rowids: Sequence[int]) -> dict[int, Facts]:
-        return facts.facts(self.conn, rowids)
+    def facts(self, rowids: Sequence[int], density: bool = True) -> dict[int, Facts]:
+        return facts.facts(self.conn, rowids, density)
 
     def memory_count(self) -> int:
         return queries.memory_count(self.conn)

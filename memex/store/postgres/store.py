@@ -26,9 +26,13 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from memex.store.cache import CacheRow
+from memex.store.candidates import Found
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
+from memex.store import facts
 from memex.store.facts import Facts
 from memex.store.memories import (
     BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
@@ -115,6 +119,7 @@ class PgStore:
             "UPDATE memories SET size = %s, mtime_ns = %s, created = %s, racy = %s WHERE rowid = %s",
             (rec.size, rec.mtime_ns, rec.created, int(rec.racy), rowid),
         )
+        facts.place(self.conn.execute, facts.POSTGRES, rowid)  # a stat-derived created may move it
 
     def purge_memory(self, rowid: int) -> PurgeCounts:
         return pgrows.purge_memory(self.conn, rowid)
@@ -193,6 +198,17 @@ class PgStore:
 
     # -- search
 
+    def candidates(self, query: str, qvec: np.ndarray | None, filters: Filters, k: int) -> Found:
+        # BM25 top-k that stops early, and pgvector's filtered (iterative) HNSW scan, on the server.
+        lexical = pgquery.bm25_top(self.conn, query, filters, k)
+        if qvec is None:
+            return Found(lexical, {})
+        semantic = pgquery.knn(self.conn, qvec, filters, k)
+        semantic.update(pgquery.cosines(self.conn, qvec, [r for r in lexical if r not in semantic]))
+        return Found(lexical, semantic)
+
+    # What the candidates are found with (kept for the stores' parity tests).
+
     def fts_top(self, query: str, k: int) -> list[Scored]:
         return [Scored(r, s) for r, s in pgquery.bm25_top(self.conn, query, _ALL, k).items()]
 
@@ -217,8 +233,8 @@ class PgStore:
     def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]:
         return reads.body_vectors(self.conn, rowids)
 
-    def facts(self, rowids: Sequence[int]) -> dict[int, Facts]:
-        return pgquery.facts(self.conn, rowids)
+    def facts(self, rowids: Sequence[int], density: bool = True) -> dict[int, Facts]:
+        return pgquery.facts(self.conn, rowids, density)
 
     def memory_count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM memories").fetchone()[0])
