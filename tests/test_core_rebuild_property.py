@@ -18,6 +18,7 @@ from memex.errors import MemoryFileError
 from memex.vault import Vault
 from memex.meta_edit import update_meta
 from tests.fakes import HashEmbedder
+from tests.hypokit import examples
 
 WORDS = ["heron", "otter", "maple", "copper", "violet", "granite", "falcon", "willow", "ember", "quartz"]
 FOLDERS = ["memories/user", "memories/project/alpha", "memories/agent/bot", "memories"]
@@ -119,7 +120,7 @@ def snapshot(vault: Vault) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.lists(op, min_size=1, max_size=14))
 def test_any_history_matches_a_rebuild(steps: list[tuple[Any, ...]]) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="memex-prop-"))
