@@ -30,7 +30,7 @@ from memex import fields
 from memex.dedup import pipeline
 from memex.embedding import embed
 from memex.files import memory_file
-from memex.erase.erased_list import Guard, allow
+from memex.erased.erased_list import Guard, allow
 from memex.config import Config
 from memex.errors import InvalidArgument, MemoryFileError
 from memex.index.indexer import Indexer

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memex.dedup.cjk import cosine_trusted
-from memex.erase import erased_list, mirror, pending
+from memex.erased import erased_list, mirror, pending
 from memex.distribution import install_hint
 from memex.errors import MemexError, MemoryFileError
 from memex.files import orphans
@@ -43,7 +43,7 @@ class Drift:
     # "PATH: N line(s)" this clone wrote that they lack; --fix appends them again.
     behind: list[str] = field(default_factory=list)
     # Erasures a store (the shared PostgreSQL index) has not taken yet, and what
-    # it still holds of them (memex/erase/pending.py); --fix finishes them when it
+    # it still holds of them (memex/erased/pending.py); --fix finishes them when it
     # reaches the store, as any command that reaches it does.
     unfinished_erasures: list[str] = field(default_factory=list)
 
@@ -138,7 +138,7 @@ def drift(vault: Vault) -> Drift:
 
 
 def _unfinished(vault: Vault, report: Drift, why: str) -> bool:
-    """Name each erasure the shared index has not taken yet (memex/erase/pending.py); True if any."""
+    """Name each erasure the shared index has not taken yet (memex/erased/pending.py); True if any."""
     name = pending.target(vault.config)
     waiting = [] if name is None else pending.outstanding(vault.memex_dir, name)
     for entry in waiting:
@@ -151,7 +151,7 @@ def _unfinished(vault: Vault, report: Drift, why: str) -> bool:
 
 def _shared_or_unfinished(vault: Vault, report: Drift) -> PgVaultIndex | None:
     """The shared index (reaching it finished the erasures journaled for it:
-    memex/erase/pending.py), and what it still holds that was erased."""
+    memex/erased/pending.py), and what it still holds that was erased."""
     shared, name = vault.shared_index, pending.target(vault.config)
     if shared is None or name is None:
         return shared

@@ -45,7 +45,7 @@ WRITE_FOLDERS = (MEMORIES_DIR, SESSIONS_DIR)
 # Files and folders under .memex/
 CONFIG_NAME = "config.toml"
 CONFIG_LOCAL_NAME = "config.local.toml"
-# Erasures whose purge a store (the PostgreSQL index) has not taken yet (memex/erase/pending.py).
+# Erasures whose purge a store (the PostgreSQL index) has not taken yet (memex/erased/pending.py).
 ERASURES_PENDING_NAME = "erasures.pending"
 INDEX_NAME = "index.db"
 WRITE_LOCK_NAME = "write.lock"
@@ -56,7 +56,7 @@ ERASURE_LOG_NAME = "erasure.log"
 ERASURE_JOURNAL_NAME = "erasure.log.local"
 ERASE_KEY_ID_NAME = "erase-key.id"
 SYNC_LOCK_NAME = "sync.lock"
-# In the repository's git folder: spare copies of the erasure key and journals (memex/erase/spare.py).
+# In the repository's git folder: spare copies of the erasure key and journals (memex/erased/spare.py).
 GIT_SPARE_DIR = "memex"
 # Beside memories/: which merge driver git uses for which files (docs/team.md).
 GIT_ATTRIBUTES_NAME = ".gitattributes"

@@ -17,11 +17,11 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from memex import fields
-from memex.index import graph
 from memex.errors import InvalidArgument, MemoryFileError
 from memex.files.memory_file import MemoryFile
 from memex.files.names import check_scope, scope_from_dir_parts
-from memex.text import body_hash, normalize, strip_injected
+from memex.fields import Relation
+from memex.text import body_hash, entity_key, normalize, strip_injected
 
 DEFAULT_CONFIDENCE = 0.8
 # The one shape of a memory wherever memex prints one: `show`, `list` and
@@ -56,7 +56,7 @@ class Record:
     mtime_ns: int
     entities: list[str] = field(default_factory=list)
     racy: bool = False  # read so soon after its mtime that a same-tick rewrite could hide (see indexer)
-    relations: list[graph.Relation] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -192,6 +192,39 @@ def build_record(
         file_hash=hashlib.sha256(raw).hexdigest(),
         size=stat.st_size,
         mtime_ns=stat.st_mtime_ns,
-        entities=graph.extract_entities(meta, mf.body),
-        relations=graph.extract_relations(meta),
+        entities=extract_entities(meta, mf.body),
+        relations=extract_relations(meta),
     )
+
+
+# Entities and relations a memory names: frontmatter ``entities`` and
+# ``[[wikilinks]]`` in the body; ``relations: [[subject, predicate, object]]``.
+_WIKILINK = re.compile(r"\[\[([^\[\]|#\n]{1,200})(?:[#|][^\[\]\n]*)?\]\]")
+
+
+def extract_entities(meta: dict[str, Any], body: str) -> list[str]:
+    """Entity names from frontmatter and wikilinks, first spelling wins."""
+    names: dict[str, str] = {}
+    raw = meta.get("entities") or []
+    if isinstance(raw, str):
+        raw = [raw]
+    if isinstance(raw, list):
+        for item in raw:
+            if isinstance(item, (str, int, float)) and normalize(str(item)):
+                names.setdefault(entity_key(str(item)), normalize(str(item)))
+    for match in _WIKILINK.finditer(body):
+        name = normalize(match.group(1))
+        if name:
+            names.setdefault(entity_key(name), name)
+    return list(names.values())
+
+
+def extract_relations(meta: dict[str, Any]) -> list[Relation]:
+    out: list[Relation] = []
+    raw = meta.get("relations") or []
+    if not isinstance(raw, list):
+        return out
+    for item in raw:
+        if isinstance(item, list) and len(item) == 3 and all(isinstance(x, str) and x.strip() for x in item):
+            out.append(Relation(normalize(item[0]), normalize(item[1]), normalize(item[2])))
+    return out

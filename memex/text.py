@@ -7,6 +7,9 @@
 - :func:`content_tokens` drops stopwords (English, Chinese, and memex's own
   category words) for similarity measures.
 - :func:`chunks` cuts long bodies into overlapping pieces for chunk vectors.
+- :func:`has_cjk` / :func:`has_han` are the one rule for "is this Chinese,
+  Japanese or Korean", in its two senses (below), and :func:`stem` the one
+  English stemmer that search and dedup share.
 """
 
 from __future__ import annotations
@@ -25,19 +28,79 @@ _INJECTED_BLOCK = re.compile(
     r"<relevant-memories\b[^>]*>.*?</relevant-memories\s*>", re.IGNORECASE | re.DOTALL
 )
 
-# Runs of CJK ideographs, kana and hangul are split into bigrams.
-_CJK = (
-    r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-    r"\U00020000-\U0002ebef"
-)
-_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:[.'][^\W_{_CJK}]+)*", re.UNICODE)
-_CJK_RUN = re.compile(rf"^[{_CJK}]+$")
+# Two senses of "CJK", one spelling each. Han: the Chinese characters
+# (ideographs: the unified block, extension A, the compatibility block and
+# extensions B-F), where one character is about one word, so a character
+# counts as a word (dedup's word-by-word comparisons, the minimum length of an
+# extracted sentence). CJK: Han plus kana and hangul syllables, the scripts an
+# English model and a sub-word tokenizer take character by character and that
+# search cuts into bigrams (tokens, token estimates, cosine trust).
+HAN_RANGES = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
+HANGUL_RANGE = r"\uac00-\ud7af"  # the syllable blocks
+CJK_RANGES = r"\u3040-\u30ff" + HAN_RANGES + HANGUL_RANGE
+_CJK_CHAR = re.compile(rf"[{CJK_RANGES}]")
+_HANGUL_CHAR = re.compile(rf"[{HANGUL_RANGE}]")
+_HAN_CHAR = re.compile(rf"[{HAN_RANGES}]")
+_TOKEN = re.compile(rf"[{CJK_RANGES}]+|[^\W_{CJK_RANGES}]+(?:[.'][^\W_{CJK_RANGES}]+)*", re.UNICODE)
+_CJK_RUN = re.compile(rf"^[{CJK_RANGES}]+$")
 
 # "Tomás: ..." / "孙浩：...": a speaker prefix, one word of letters before a colon
 # (a conversation turn). "ATL-2211: fix ..." is not one.
 SPEAKER_PREFIX = re.compile(r"^[^\W\d_]{1,24}[:：]\s*")
 # A body that ends in a question mark asks; it does not answer (search's question prior).
 _ASKS = re.compile(r"[?？]\s*$")
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a Chinese, Japanese or Korean character (Han, kana, hangul)."""
+    return _CJK_CHAR.search(text) is not None
+
+
+def cjk_count(text: str) -> int:
+    """How many Han, kana and hangul characters ``text`` holds."""
+    return len(_CJK_CHAR.findall(text))
+
+
+def cjk_share(text: str) -> float:
+    """The share of ``text``'s visible characters that are CJK (0.0 for blank text)."""
+    visible = sum(1 for c in text if not c.isspace())
+    return cjk_count(text) / visible if visible else 0.0
+
+
+def has_han(text: str) -> bool:
+    """Whether ``text`` holds a Chinese character (an ideograph; kana and hangul are not)."""
+    return _HAN_CHAR.search(text) is not None
+
+
+def han_count(text: str) -> int:
+    """How many Chinese characters (ideographs) ``text`` holds."""
+    return len(_HAN_CHAR.findall(text))
+
+
+def has_hangul(text: str) -> bool:
+    """Whether ``text`` holds a hangul syllable (Korean)."""
+    return _HANGUL_CHAR.search(text) is not None
+
+
+def is_han(char: str) -> bool:
+    """Whether ``char`` is one Chinese character."""
+    return _HAN_CHAR.fullmatch(char) is not None
+
+
+def possessive(word: str) -> str:
+    """``word`` without an English possessive ``'s``."""
+    return word[:-2] if word.endswith(("'s", "\u2019s")) else word
+
+
+def stem(word: str) -> str:
+    """A crude English stem, enough to match "owns"/"owned", "uploads"/"upload",
+    "GitHub's"/"GitHub" (search's word coverage and dedup's word guards)."""
+    word = possessive(word.lower())
+    for suffix in ("ing", "ers", "er", "ed", "es", "s", "ly"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
 def asks_question(body: str) -> bool:

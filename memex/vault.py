@@ -38,7 +38,7 @@ from memex.store import IndexStore, SqliteStore, usage
 from memex.store.memories import MemoryRow
 from memex.store.schema import connect, locked_txn, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
-from memex.erase import erased_list, pending
+from memex.erased import erased_list, pending
 from memex.index.guard import hide_erased
 from memex.index.indexer import Indexer
 from memex.index.sync_run import Progress, SyncReport
@@ -402,7 +402,7 @@ class Vault:
 
             qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
             found = shared_search(self.shared_index.conn, self.embedder, query, limit, filters, qvec, floor)
-            hits = pending.hide(self._erased, found)  # what this clone knows was erased (erase/pending.py)
+            hits = pending.hide(self._erased, found)  # what this clone knows was erased (erased/pending.py)
             decay.annotate_from(self.shared_index.last_accesses, hits, decay.load_policy(self.config))
             return hits
         # Query vectors come from an in-process LRU, not the index's cache:
@@ -456,7 +456,7 @@ class Vault:
         from memex.index.purge import scrub_if_pending
 
         scrub_if_pending(self.conn)
-        if (shared := self.shared_index) is not None:  # what the list holds and it still has (erase/pending.py)
+        if (shared := self.shared_index) is not None:  # what the list holds and it still has (erased/pending.py)
             report.removed += len(pending.sweep(self.local_store, self._shared_store(), self._erased,
                                                 pending.target(self.config) or "", shared.purge))
         return report
@@ -487,7 +487,7 @@ class Vault:
         """Store a memory unless the dedup pipeline finds it is already known.
 
         A body that was erased before is refused (method "erased") unless
-        ``allow_erased`` (docs/forgetting.md, memex/erase/erased_list.py). A body the index
+        ``allow_erased`` (docs/forgetting.md, memex/erased/erased_list.py). A body the index
         would never hold (over ``[index] max_file_bytes``, a NUL byte) raises
         InvalidArgument and nothing is written. See memex/adding.py.
         """

@@ -204,6 +204,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for name, checkout in (("this", ROOT), ("other", args.other)):
             root = Path(tmp) / name
             write_files(root, memories)
+            for made in (root / ".memex").glob("index.db*"):
+                made.unlink()  # each checkout makes its own index (their schemas differ)
             workers[name] = Worker(checkout, root)
         try:
             for label, qs in sets.items():

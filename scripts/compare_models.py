@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Compare embedding models on the labelled search sets, per language, with paired CIs.
 
-    # per-query metrics of one model under MiniLM's rule, written to a file
+    # per-query metrics of one model under MiniLM's rule (or its own: --rule own), written to a file
     .venv/bin/python scripts/compare_models.py run auto /tmp/minilm.json
-    .venv/bin/python scripts/compare_models.py run /path/to/onnx-folder /tmp/new.json --calibration minilm
+    .venv/bin/python scripts/compare_models.py run multilingual /tmp/e5.json --rule own
     .venv/bin/python scripts/compare_models.py run auto /tmp/minilm-sem.json --rule semantic   # cosine alone
     # NEW - BASE per set, split and language: recall@5 and MRR, paired bootstrap 95% intervals
     .venv/bin/python scripts/compare_models.py diff /tmp/minilm.json /tmp/new.json
@@ -18,9 +18,9 @@ an ONNX Universal Sentence Encoder that takes raw strings (it needs
 Sets: the two of ``scripts/eval_search.py`` (hand-written and conversation)
 and its guard set ``tests/data/convo_eval_fresh.jsonl``, each indexed into a
 throwaway vault with the real model. Every model is ranked by the same rule,
-MiniLM's (``profiles.MINILM.fusion``), so what differs is the model;
-``--calibration`` picks the relevance floor: the model's own (``own``; a
-model memex has not measured has none), MiniLM's (``minilm``) or none.
+MiniLM's (``profiles.MINILM.fusion``), so what differs is the model; or by
+its own (``--rule own``: the rule memex uses with it). The relevance floor
+is not applied (a ranking is compared, as scripts/eval_search.py does).
 Results of the candidates measured and why: docs/models.md, "Looking for a
 stronger model".
 """
@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import eval_search as es  # noqa: E402
 from memex.embedding import embed, profiles  # noqa: E402
-from memex.search.fusion import Fusion  # noqa: E402
+from memex.search.fusion import Fusion, fusion_for  # noqa: E402
 
 SETS = {"handwritten": es.DEFAULT_DATA, "convo": es.CONVO_DATA, "fresh": es.FRESH_DATA}
 
@@ -104,19 +104,19 @@ class Timed:
         return embed.embed_queries(self.inner, texts)
 
 
-def run(setting: str, out: Path, calibration: str, rule_name: str) -> None:
+RULES = {"minilm": lambda model_id: profiles.MINILM.fusion, "own": lambda model_id: fusion_for(model_id),
+         "semantic": lambda model_id: Fusion(1.0), "lexical": lambda model_id: Fusion(0.0)}
+
+
+def run(setting: str, out: Path, rule_name: str) -> None:
     model = Timed(load(setting))
-    rule = Fusion(rule_name) if rule_name != "minilm" else profiles.MINILM.fusion
-    result: dict[str, Any] = {"model": model.model_id, "rule": rule.name, "calibration": calibration, "sets": {}}
+    rule = RULES[rule_name](model.model_id)
+    result: dict[str, Any] = {"model": model.model_id, "rule": rule.name, "sets": {}}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         for label, path in SETS.items():
             memories, queries = es.load_set(path)
             vault = stack.enter_context(es.build_vault(Path(tmp) / label, memories, model))
             prep = es.Prepared(vault, queries)
-            if calibration == "minilm":
-                prep.calibration = profiles.MINILM.calibration
-            elif calibration == "none":
-                prep.calibration = profiles.FALLBACK_CALIBRATION
             result["sets"][label] = {
                 q["id"]: {"split": q["split"], "lang": q.get("lang", "en"),
                           **es.score_ranking(prep.ranking(q, rule), q["relevant"])}
@@ -137,8 +137,7 @@ def interval(diffs: list[float], n: int = 2000, seed: int = 11) -> tuple[float, 
 
 def diff(base_path: Path, new_path: Path) -> None:
     base, new = (json.loads(p.read_text(encoding="utf-8")) for p in (base_path, new_path))
-    print(f"base {base['model']} (floor: {base['calibration']}) vs new {new['model']} "
-          f"(floor: {new['calibration']}); rule {new['rule']}")
+    print(f"base {base['model']} (rule {base['rule']}) vs new {new['model']} (rule {new['rule']})")
     print(f"{'set':12} {'split':5} {'lang':4} {'n':>4} | recall@5 base  new  diff [95% CI]      "
           f"| MRR base  new  diff [95% CI]")
     for label, rows in base["sets"].items():
@@ -192,8 +191,8 @@ def main() -> None:
     p_run = sub.add_parser("run", help="per-query metrics of one model, written to OUT")
     p_run.add_argument("model")
     p_run.add_argument("out", type=Path)
-    p_run.add_argument("--calibration", choices=("own", "minilm", "none"), default="own")
-    p_run.add_argument("--rule", default="minilm", help="minilm (MiniLM's rule), semantic or lexical")
+    p_run.add_argument("--rule", choices=tuple(RULES), default="minilm",
+                       help="minilm (MiniLM's rule), own (the model's), semantic or lexical (a signal alone)")
     p_diff = sub.add_parser("diff", help="NEW - BASE per set, split and language")
     p_diff.add_argument("base", type=Path)
     p_diff.add_argument("new", type=Path)
@@ -203,7 +202,7 @@ def main() -> None:
     p_speed.add_argument("--direct", action="store_true", help="a model folder on onnxruntime directly, not fastembed")
     args = parser.parse_args()
     if args.command == "run":
-        run(args.model, args.out, args.calibration, args.rule)
+        run(args.model, args.out, args.rule)
     elif args.command == "diff":
         diff(args.base, args.new)
     else:

@@ -64,7 +64,7 @@ from memex.context import gate  # noqa: E402
 from memex.context.settings import ContextSettings  # noqa: E402
 from memex.dedup.cjk import cosine_trusted  # noqa: E402
 from memex.embedding import embed, profiles  # noqa: E402
-from memex.embedding.tuning import has_cjk  # noqa: E402
+from memex.text import has_cjk  # noqa: E402
 from memex.search.hybrid import Hit  # noqa: E402
 from memex.vault import Vault  # noqa: E402
 

@@ -9,7 +9,7 @@ import pytest
 
 from memex.errors import InvalidArgument
 from memex.vault import Vault
-from memex.dedup.handoff import handoff
+from memex.consolidation.handoff import handoff
 from memex.meta_edit import update_meta
 from tests.test_dedup import memory_files, set_dedup_config
 

@@ -102,7 +102,7 @@ def test_erased_list_survives_index_deletion_and_holds_no_text(vault_root: Path,
 
 
 def test_keyed_hash_differs_between_vaults(tmp_path: Path) -> None:
-    from memex.erase import erased_list
+    from memex.erased import erased_list
 
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()

@@ -28,7 +28,7 @@ from memex.files import orphans
 from memex.vault import Vault, init_vault
 from memex.erase.steps import erase
 from memex.consolidation.consolidate import consolidate
-from memex.dedup.supersede import supersede
+from memex.consolidation.supersede import supersede
 from tests.fakes import HashEmbedder
 from tests.faultkit import leaked_bytes, report
 from tests.test_meta_batch import write_session
@@ -44,7 +44,7 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 from memex.vault import Vault
 from memex.consolidation.consolidate import consolidate
-from memex.dedup.supersede import supersede
+from memex.consolidation.supersede import supersede
 from memex.erase.steps import erase
 from tests.fakes import HashEmbedder
 root, op, arg = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])

@@ -50,7 +50,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from memex import health
 from memex.context import after_turn, commit_session
-from memex.erase import pending
+from memex.erased import pending
 from memex.erase.steps import erase
 from memex.errors import MemexError
 from memex.files.memory_file import parse

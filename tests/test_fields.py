@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memex import fields
-from memex.dedup.supersede import supersede
+from memex.consolidation.supersede import supersede
 from memex.erase.steps import erase
 from memex.files import memory_file
 from memex.records import RECORD_FIELDS, Record

@@ -196,7 +196,7 @@ def test_a_linked_worktree_of_an_older_commit_keeps_the_erasure(repo: Path, tmp_
 def test_a_wrong_key_moved_away_does_not_come_back_from_its_spare(tmp_path: Path, git_env: None) -> None:
     """The spare copy of the key must not stop `memex sync --key-file`: a clone
     that made its own key, then learns the team's, moves its own away."""
-    from memex.erase import erased_list
+    from memex.erased import erased_list
     from memex.team import tombstones
 
     root = init_vault(tmp_path / "clone", git=True)

@@ -106,7 +106,7 @@ def test_the_erased_list_is_private(tmp_path: Path) -> None:
     import os
     import stat
 
-    from memex.erase.erased_list import remember
+    from memex.erased.erased_list import remember
 
     old = os.umask(0o022)
     try:

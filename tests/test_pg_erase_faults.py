@@ -4,7 +4,7 @@ Found from outside: an erase while the server was down deleted the file, and
 the audit log said the next reindex would purge the row; after the server was
 back `doctor` said clean, `reindex`, `reindex --full` and `doctor --fix` left
 the row, and `memex search` returned the erased body on both clones. Now the
-purge is journaled before any file goes (memex/erase/pending.py), the next
+purge is journaled before any file goes (memex/erased/pending.py), the next
 command that reaches the server finishes it, `doctor` names it meanwhile, and
 every clone's reads hide what its erased list holds.
 
@@ -27,7 +27,7 @@ from click.testing import CliRunner
 
 from memex.cli import app
 from memex.embedding import embed
-from memex.erase import pending
+from memex.erased import pending
 from memex.erase import steps
 from memex.errors import IndexStoreError
 from memex.store.postgres import vault_index

@@ -65,7 +65,7 @@ def test_bm25_equals_fts5(filled: Vault, pg_url: str) -> None:
         by_id = {str(i): int(r) for r, i in pg.conn.execute("SELECT rowid, id FROM memories")}
         compared = 0
         for q in QUERIES:
-            lite = sqlite_search._lexical(filled.store, q, Filters(), 100)
+            lite = sqlite_search.candidates(filled.store, None, q, 100).lexical
             lite_ids = {str(filled.conn.execute("SELECT id FROM memories WHERE rowid = ?", (r,)).fetchone()[0]): s
                         for r, s in lite.items()}
             pg_scores = query.bm25_top(pg.conn, q, Filters(), 100)

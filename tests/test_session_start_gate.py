@@ -16,7 +16,7 @@ import pytest
 from memex.agents import claude_code
 from memex.agents.hooks import AgentSettings, start_memories
 from memex.context import gate, load_settings
-from memex.embedding.tuning import has_cjk
+from memex.text import has_cjk
 from memex.search.fusion import calibration_for
 from memex.vault import Vault
 from tests.hook_helpers import fixture

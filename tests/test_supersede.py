@@ -11,13 +11,13 @@ import pytest
 from click.testing import CliRunner
 
 from memex.cli import app
-from memex.dedup import cleanup
-from memex.dedup.cleanup import MAX_CHANGES
+from memex.consolidation import cleanup
+from memex.consolidation.cleanup import MAX_CHANGES
 from memex.errors import InvalidArgument, MemoryNotFound
 from memex.vault import Vault
 from memex.erase.steps import erase
-from memex.dedup.supersede import supersede
-from memex.dedup.cleanup import dedup_existing
+from memex.consolidation.supersede import supersede
+from memex.consolidation.cleanup import dedup_existing
 
 pytestmark = pytest.mark.both_backends
 

@@ -218,7 +218,7 @@ def last_session(vault: Vault) -> str | None:
 
 
 # Ids the hand-off note named to the agent per session: at most the note's own
-# length (memex/dedup/handoff.py MAX_ITEMS) is ever worth remembering.
+# length (memex/consolidation/handoff.py MAX_ITEMS) is ever worth remembering.
 MAX_NOTED = 50
 
 

@@ -105,7 +105,7 @@ def handoff_note(vault: Vault, agent: str, session: str, whole: bool = False) ->
     compact: earlier notes may be gone from the agent's context) names every
     capture still in the window. docs/agents.md, "Hand-off note".
     """
-    from memex.dedup.handoff import handoff, render  # numpy: not on every hook's start-up path
+    from memex.consolidation.handoff import handoff, render  # numpy: not on every hook's start-up path
 
     items = handoff(vault, session).items
     if not whole:

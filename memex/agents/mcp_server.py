@@ -176,7 +176,7 @@ class Tools:
     def warm_up(self) -> None:
         """Open the vault and load the model and the tools' modules, so that
         the first call is as quick as the next (run once the tools are listed)."""
-        from memex.dedup import handoff, supersede  # noqa: F401 - loaded now, not on the first call
+        from memex.consolidation import handoff, supersede  # noqa: F401 - loaded now, not on the first call
         from memex.erase import steps  # noqa: F401
 
         with self.turn:
@@ -303,7 +303,7 @@ class Tools:
         text: Annotated[str, Field(min_length=1, description="The fact as it is now (same limits as memory_add).")],
         session: Session = None,
     ) -> dict[str, Any]:
-        from memex.dedup.supersede import supersede
+        from memex.consolidation.supersede import supersede
 
         result = supersede(self.vault, resolve_id(self.vault, old_id, "old_id"), text, source="tool", session=session)
         return clip_strings(_escaped_facts(result.as_dict()))
@@ -337,7 +337,7 @@ class Tools:
                              "candidates": candidates})
 
     def memory_handoff(self, session: Session = None) -> dict[str, Any]:
-        from memex.dedup.handoff import handoff
+        from memex.consolidation.handoff import handoff
 
         note = handoff(self.vault, self._session(session)).as_dict()
         return cap_list(note, "items", lambda n: "the note lists the first captures; see them with memory_get")

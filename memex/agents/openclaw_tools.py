@@ -48,7 +48,7 @@ from memex.context import gate
 from memex.context.assemble import BLOCK_ALLOWANCE_CHARS
 from memex.context.inject import escape
 from memex.context.settings import load_settings
-from memex.dedup.supersede import supersede
+from memex.consolidation.supersede import supersede
 from memex.erase.steps import erase
 from memex.errors import InvalidArgument, MemoryNotFound
 from memex.files import memory_file

@@ -8,9 +8,9 @@ from typing import Any
 import click
 
 from memex.cli._common import FiniteFloatRange, TextCommand, get_vault, json_option, key_values, print_json, short, table
-from memex.dedup.cleanup import CleanupReport, dedup_existing
-from memex.dedup.handoff import handoff
-from memex.dedup.supersede import supersede
+from memex.consolidation.cleanup import CleanupReport, dedup_existing
+from memex.consolidation.handoff import handoff
+from memex.consolidation.supersede import supersede
 
 
 @click.command("supersede", cls=TextCommand)

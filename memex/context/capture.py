@@ -193,7 +193,7 @@ def _said(turns: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
 def spawn_commit(vault: Vault, session: str, *, source: str | None = None, scope: str | None = None) -> int:
     """Run ``memex context commit`` detached, so the caller can answer at once."""
     argv = [
-        sys.executable, "-m", "memex.context", "--vault", str(vault.root), "context", "commit",
+        sys.executable, "-m", "memex.cli", "--vault", str(vault.root), "context", "commit",
         "--session", session,
     ]
     if source:

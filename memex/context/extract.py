@@ -23,7 +23,7 @@ from typing import Any
 
 from memex.context.tokens import content_text, newest_lines
 from memex.errors import InvalidArgument
-from memex.text import normalize
+from memex.text import han_count, has_han, normalize
 
 COMMAND_TIMEOUT = 120.0
 _CODE = re.compile(r"```.*?```", re.DOTALL)
@@ -46,7 +46,6 @@ RULES: list[tuple[str, re.Pattern[str]]] = [
     ("preference", re.compile(r"我喜欢|我更喜欢|我偏好|我倾向|我讨厌|我不喜欢|我习惯")),
 ]
 _QUESTION = re.compile(r"[?？]\s*$|^(do|does|did|can|could|would|should|is|are|what|why|how|when|where|which)\b", _EN)
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 MIN_CHARS, MIN_CJK_CHARS, MAX_CHARS = 12, 4, 400
 
 # "remember that ...", "don't forget ...", "记住 ..." as a request, not a question.
@@ -125,8 +124,9 @@ def classify(sentence: str) -> str | None:
 
 
 def _long_enough(sentence: str) -> bool:
-    if _CJK.search(sentence):
-        return len(_CJK.findall(sentence)) >= MIN_CJK_CHARS
+    # A Chinese character is about a word; kana and hangul are syllables.
+    if has_han(sentence):
+        return han_count(sentence) >= MIN_CJK_CHARS
     return len(sentence) >= MIN_CHARS
 
 

@@ -48,9 +48,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from memex.context.settings import ContextSettings
-from memex.embedding.tuning import Calibration, has_cjk
+from memex.embedding.tuning import Calibration
 from memex.search.fusion import calibration_for
 from memex.search.hybrid import Hit
+from memex.text import has_cjk
 
 if TYPE_CHECKING:
     from memex.vault import Vault

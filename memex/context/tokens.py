@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import OrderedDict
 from typing import Any
 
 from memex.index.chunking import load_tokenizer
+from memex.text import cjk_count
 
 # Role, separators and framing a chat API adds around each message.
 MESSAGE_OVERHEAD = 4
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 
 
 def _tokenizer() -> Any:
@@ -30,7 +29,7 @@ def _tokenizer() -> Any:
 
 
 def heuristic_count(text: str) -> int:
-    cjk = len(_CJK.findall(text))
+    cjk = cjk_count(text)
     return cjk + (len(text) - cjk + 3) // 4
 
 

@@ -1,3 +1,4 @@
 """Judging writes: the save-side dedup pipeline (``pipeline``), the value and
-polarity guards (``values``), cleanup of duplicates already stored,
-supersede, and the hand-off note. See docs/design.md."""
+polarity guards (``values``, ``wording``, ``numerals``, ``cjk``). What
+acts on memories already stored (supersede, cleanup, the hand-off note)
+is :mod:`memex.consolidation`, above the vault. See docs/design.md."""

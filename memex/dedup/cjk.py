@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_CJK_CHAR = re.compile(f"[{_CJK}]")
+from memex.text import CJK_RANGES, cjk_share, has_cjk
+
 # The bundled all-MiniLM-L6-v2 is an English model: most Chinese characters
 # become [UNK], so two unrelated Chinese sentences can score a cosine of
 # 1.0. Unless the model's profile trusts it with CJK (multilingual-e5),
@@ -24,20 +24,19 @@ MAX_CJK_SHARE = 0.2
 
 def cosine_trusted(text: str) -> bool:
     """Whether ``text`` is mostly not CJK (an English model's cosine means something)."""
-    visible = [c for c in text if not c.isspace()]
-    return not visible or len(_CJK_CHAR.findall(text)) / len(visible) < MAX_CJK_SHARE
+    return cjk_share(text) < MAX_CJK_SHARE
 
 
 # One CJK character, or one run of other letters and digits (a Latin word:
 # "slack", "utc", "redis7"); a Latin run never swallows the CJK after it.
-_SWAP_UNIT = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
+_SWAP_UNIT = re.compile(rf"[{CJK_RANGES}]|[^\W_{CJK_RANGES}]+")
 MAX_SWAPPED_CJK = 4  # characters: a name, a place, a product ("法兰克福", "飞书", "北京时间")
 MIN_KEPT_CJK = 4  # units the two sentences share around the swap
 
 
 def _a_name(units: list[str]) -> bool:
     """At most MAX_SWAPPED_CJK CJK characters, or a single Latin word."""
-    cjk = sum(1 for u in units if _CJK_CHAR.fullmatch(u))
+    cjk = sum(1 for u in units if has_cjk(u))
     if cjk:
         return cjk == len(units) <= MAX_SWAPPED_CJK
     return len(units) == 1
@@ -62,7 +61,7 @@ def swaps_cjk_span(a: str, b: str) -> bool:
     swapped = ua[i1:i2] + ub[j1:j2]
     return (
         _a_name(ua[i1:i2]) and _a_name(ub[j1:j2]) and kept >= MIN_KEPT_CJK
-        and any(_CJK_CHAR.fullmatch(u) for u in swapped)
+        and any(has_cjk(u) for u in swapped)
     )
 
 

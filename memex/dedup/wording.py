@@ -19,6 +19,9 @@ import re
 import unicodedata
 
 from memex.dedup.numerals import bounds, strip_bounds
+from memex.text import HAN_RANGES, is_han
+from memex.text import possessive as possessive  # dedup's guards take these from here
+from memex.text import stem as stem
 
 
 _ASCII_WORD = re.compile(r"[a-z0-9](?:[a-z0-9_+#-]|\.(?=[a-z0-9]))*")
@@ -47,22 +50,6 @@ def _zh_plain(text: str) -> str:
 
 # Number words as the digits they stand for, so "retried twice" and "2
 # times", "two cores" and "2 cores" carry the same value. "one" is left out:
-
-
-def possessive(word: str) -> str:
-    return word[:-2] if word.endswith(("'s", "’s")) else word
-
-
-
-def stem(word: str) -> str:
-    """A crude English stem, enough to match "owns"/"owned", "uploads"/"upload",
-    "GitHub's"/"GitHub"."""
-    word = possessive(word.lower())
-    for suffix in ("ing", "ers", "er", "ed", "es", "s", "ly"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
-    return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
 _CONTRAST_NOT = re.compile(r",\s*(?:and\s+|but\s+)?not\b", re.IGNORECASE)
@@ -233,8 +220,8 @@ def _rejected(words: list[str]) -> set[str]:
     return _neighbours_of_relations(words).get("over", set())
 
 
-_CJK_UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+(?:[.'][^\W_\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)*")
+# Chinese as single characters (one is about a word), other scripts by words.
+_UNIT = re.compile(rf"[{HAN_RANGES}]|[^\W_{HAN_RANGES}]+(?:[.'][^\W_{HAN_RANGES}]+)*")
 
 
 def substitution_units(text: str, function_words: bool = False) -> list[str]:
@@ -356,6 +343,6 @@ def changes_statement(a: str, b: str) -> bool:
     if not rest_a or not rest_b:
         return False
     shared = rest_a & rest_b
-    if any(not _CJK_UNIT.fullmatch(u) for u in shared):
+    if any(not is_han(u) for u in shared):
         return False
     return len(shared) / len(rest_a | rest_b) < MAX_REST_OVERLAP

@@ -15,17 +15,10 @@ them without importing the layers that use them.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
-# Ideographs, kana and hangul: the scripts memex tokenizes as bigrams.
-_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
-
-
-def has_cjk(text: str) -> bool:
-    return _CJK_CHAR.search(text) is not None
 
 
 @dataclass(frozen=True)

@@ -1,3 +1,4 @@
 """Erasure: what an erasure reaches (``select``), its steps and audit log
-(``steps``), the keyed list of erased bodies (``erased_list``), and git
-history (``git_history``). See docs/forgetting.md."""
+(``steps``) and git history (``git_history``). The keyed list of erased
+bodies it writes, with its journals, lives below in :mod:`memex.erased`
+(the indexer reads it). See docs/forgetting.md."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memex.erase.erased_list import canonical
+from memex.erased.erased_list import canonical
 from memex.errors import GitHistoryError, InvalidArgument
 from memex.layout import ERASE_KEY_ID_NAME, ERASED_LIST_NAME, ERASURE_LOG_NAME, MEMEX_DIR, WRITERS_DIR
 
@@ -220,7 +220,7 @@ def _remotes(top: Path) -> list[str]:
 
 # memex's own append-only files, vault-relative: the erase has just written
 # them, and their journals put back what the rewrite's reset of the work tree
-# takes (memex/erase/mirror.py; the caller restores them after the rewrite).
+# takes (memex/erased/mirror.py; the caller restores them after the rewrite).
 JOURNALED = (f"{MEMEX_DIR}/{ERASED_LIST_NAME}", f"{MEMEX_DIR}/{ERASURE_LOG_NAME}")
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memex.files import memory_file
-from memex.erase.erased_list import canonical
+from memex.erased.erased_list import canonical
 from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.files.names import safe_name
 from memex.layout import SESSIONS_DIR

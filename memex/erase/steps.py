@@ -5,7 +5,7 @@ The order matters for crash safety (docs/forgetting.md, "Order and crash safety"
 1. choose what to erase (:mod:`memex.erase.select`: the memory or subject,
    what derives from it, the session archives that quote it, every copy:
    files claiming an erased id, memories with the same text);
-2. remember the erased bodies as keyed hashes (:mod:`memex.erase.erased_list`), so
+2. remember the erased bodies as keyed hashes (:mod:`memex.erased.erased_list`), so
    that even if we crash below, nothing re-adds them;
 3. delete the files (and temp files killed writes left behind, which may
    hold the text), and write an audit line;
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memex.erase import git_history
-from memex.erase import erased_list, mirror, pending
+from memex.erased import erased_list, mirror, pending
 from memex.files import orphans
 from memex.index import purge
 from memex.store import purge as store_purge
@@ -93,7 +93,7 @@ def _now() -> str:
 
 
 def audit(memex_dir: Path, entry: dict[str, Any]) -> None:
-    """Append one JSON line to the erasure log and its git-ignored journal (memex/erase/mirror.py)."""
+    """Append one JSON line to the erasure log and its git-ignored journal (memex/erased/mirror.py)."""
     mirror.audit_log(memex_dir).append([json.dumps({"time": _now(), **entry}, ensure_ascii=False, sort_keys=True)])
 
 
@@ -366,7 +366,7 @@ def erase(
 def _purge_shared(vault: Vault, ids: list[str], key: str) -> dict[str, Any]:
     """The shared store's purge (its rows, then VACUUM), journaled by ``key``: if the
     store cannot be reached or fails half way, the entry stays open, and the next
-    process that reaches it finishes it (memex/erase/pending.py)."""
+    process that reaches it finishes it (memex/erased/pending.py)."""
     name = pending.target(vault.config) or ""
     try:
         point("erase.shared")

@@ -19,7 +19,7 @@ import numpy as np
 
 from memex.config import Config
 from memex.embedding import embed
-from memex.erase import erased_list
+from memex.erased import erased_list
 from memex.errors import MemoryFileError
 from memex.index import chunking, guard, scan
 from memex.index.sync_run import Batch, Refused, Run

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from memex import text
 from memex.embedding import embed
-from memex.erase import erased_list
+from memex.erased import erased_list
 from memex.faults import point
 from memex.index import guard, scan
 from memex.index.batch_read import Vectors

@@ -25,7 +25,6 @@ into pieces of that size overlapping by ``chunk_overlap`` characters.
 from __future__ import annotations
 
 import functools
-import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -36,9 +35,6 @@ from memex.embedding.embed import MAX_TOKENS
 
 WINDOW = MAX_TOKENS - 2  # the model adds [CLS] and [SEP]
 OVERLAP_TOKENS = 32  # a sentence's worth, so no phrase is only ever seen cut in two
-# Hangul syllables: the uncased WordPiece normalizer decomposes each into two
-# or three jamo pieces, the one common case of more pieces than characters.
-_HANGUL = re.compile("[\uac00-\ud7a3]")
 
 
 @functools.lru_cache(maxsize=4)
@@ -123,7 +119,9 @@ class TokenChunker:
         # A word piece covers at least one character (Hangul aside): a body
         # no longer than the window fits it, and most memories never reach
         # the tokenizer.
-        if len(body) <= self.window and not _HANGUL.search(body):
+        # Hangul syllables: the uncased WordPiece normalizer decomposes each into
+        # two or three jamo pieces, the one common case of more pieces than characters.
+        if len(body) <= self.window and not text.has_hangul(body):
             return []
         tok = load_tokenizer(self.source)
         if tok is None:  # a broken install: cut by characters rather than not at all

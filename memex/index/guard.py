@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from memex.embedding import embed
-from memex.erase.erased_list import Guard
+from memex.erased.erased_list import Guard
 from memex.records import Record
 from memex.store.protocol import IndexStore
 

@@ -16,7 +16,7 @@ not read again until their size or mtime changes.
 
 Two kinds of file are never indexed (docs/forgetting.md, docs/reliability.md):
 
-* a file whose body is on the erased list (:class:`memex.erase.erased_list.Guard`):
+* a file whose body is on the erased list (:class:`memex.erased.erased_list.Guard`):
   restored from git or a backup, or a sync tool's copy. It is recorded as an
   error naming the way out, and the list is asked again inside the write
   transaction, so an erasure that lands while a reindex embeds is honoured;
@@ -47,7 +47,7 @@ import apsw
 
 from memex.config import Config
 from memex.embedding import embed, profiles
-from memex.erase import erased_list
+from memex.erased import erased_list
 from memex.files import orphans
 from memex.index import chunking, guard, scan
 from memex.index.batch_read import BatchReader

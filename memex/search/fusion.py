@@ -28,16 +28,15 @@ unrelated text, or it holds enough of the query's content words.
 
 from __future__ import annotations
 
+import functools
 import re
 
-from memex.dedup.wording import stem
 from memex.embedding import profiles
 from memex.embedding.profiles import FALLBACK_CALIBRATION as FALLBACK_CALIBRATION
 from memex.embedding.tuning import Calibration as Calibration
 from memex.embedding.tuning import Fusion as Fusion
-from memex.embedding.tuning import has_cjk as has_cjk
 from memex.store.facts import Facts
-from memex.text import content_tokens
+from memex.text import content_tokens, has_cjk, stem
 
 # Views of the profiles' table, by model id (what search and the eval scripts look up).
 CALIBRATIONS: dict[str, Calibration] = {m: p.calibration for m, p in profiles.PROFILES.items()}
@@ -113,24 +112,38 @@ def rank(blend: dict[int, float], facts: dict[int, Facts], fusion: Fusion) -> di
 _CJK_FUNCTION = frozenset("的了是吗呢吧啊么什怎哪谁和与或也都就还很把被给从向这那个们")
 
 
+# A word's stem, kept: the floor stems the words of up to 30 hits per search,
+# and most of them recur.
+_stem = functools.lru_cache(maxsize=65536)(stem)
+
+
 def _words(text: str) -> set[str]:
     # Stemmed as full text stems them, roughly: found from outside, `memex search
     # prefer` answered "no matches" while BM25 had found "The user prefers …".
-    return {t if has_cjk(t) else stem(t) for t in content_tokens(text)
+    if text.isascii():  # no CJK bigram to look at: most memories, checked once
+        return {_stem(t) for t in content_tokens(text)}
+    return {t if has_cjk(t) else _stem(t) for t in content_tokens(text)
             if not (has_cjk(t) and _CJK_FUNCTION & set(t))}
 
 
 def _all_words(text: str) -> set[str]:
-    return {stem(w) for w in re.findall(r"[^\W_]+", text.lower()) if not has_cjk(w)}
+    return {_stem(w) for w in re.findall(r"[^\W_]+", text.lower()) if not has_cjk(w)}
+
+
+@functools.lru_cache(maxsize=64)
+def _wanted(query: str) -> tuple[frozenset[str], bool]:
+    """The query's words, and whether they are all its words (a query of common words only)."""
+    content = _words(query)
+    return (frozenset(content), False) if content else (frozenset(_all_words(query)), True)
 
 
 def coverage(query: str, body: str) -> tuple[int, int]:
     """(how many of the query's content words (stemmed) or CJK bigrams ``body`` holds, how many there are).
 
     A query of common words only ("prefer", "how to") is matched on all its words."""
-    words = _words if _words(query) else _all_words
-    wanted = words(query)
-    return len(wanted & words(body)), len(wanted)
+    wanted, every_word = _wanted(query)
+    held = _all_words(body) if every_word else _words(body)
+    return len(wanted & held), len(wanted)
 
 
 def relevant(query: str, body: str, cosine: float | None, calibration: Calibration) -> bool:

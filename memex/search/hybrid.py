@@ -17,6 +17,7 @@ and every figure: docs/search.md (``scripts/eval_public.py``).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from itertools import islice
 from typing import Any
 
 import apsw
@@ -35,7 +36,6 @@ from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in
     calibration_for,
     fusion_for,
     fuse,
-    has_cjk,
     rank,
     relevant,
 )
@@ -76,44 +76,17 @@ def hit_from_row(row: MemoryRow, score: float = 0.0) -> Hit:
     )
 
 
-def _lexical(store: IndexStore, query: str, filters: Filters, k: int) -> dict[int, float]:
-    """Top ``k`` memories by BM25 that pass the filters.
-
-    Joining the FTS table to ``memories`` before the LIMIT makes SQLite look
-    up every match (about 1,300 of 10k synthetic memories for a typical
-    query: 3-10 ms); BM25 alone takes about 1 ms. So without narrowing
-    filters, take the best ``2k`` matches first and filter those; only when
-    that leaves fewer than ``k`` is every match filtered.
-    """
-    if not filters.narrowing:
-        top = store.fts_top(query, 2 * k)
-        keep = store.passing([r for r, _ in top], filters)
-        found = [(r, score) for r, score in top if r in keep][:k]
-        if len(found) >= k or len(top) < 2 * k:
-            return dict(found)
-    return store.fts_top_passing(query, filters, k)
-
-
-def _semantic(
-    store: IndexStore,
-    matrix: vecmatrix.VectorMatrix | None,
-    qvec: np.ndarray,
-    filters: Filters,
-    k: int,
+def _narrowed_semantic(
+    store: IndexStore, matrix: vecmatrix.VectorMatrix | None, qvec: np.ndarray, filters: Filters, k: int
 ) -> dict[int, float]:
-    """Cosine of the nearest memories that pass the filters (body or best chunk)."""
-    if filters.narrowing:
-        # Exact over what passes the filters: the k nearest of all memories,
-        # filtered afterwards, could leave a narrow scope with nothing.
-        if matrix is None:
-            return store.scan(embed.to_blob(qvec), filters, k)
-        allowed = np.fromiter(store.all_passing(filters), dtype=np.int64)
-        return matrix.nearest(qvec, k, allowed)
-    sims = matrix.nearest(qvec, k) if matrix is not None else store.knn(embed.to_blob(qvec), k)
-    if not sims:
-        return sims
-    keep = store.passing(list(sims), filters)
-    return {r: s for r, s in sims.items() if r in keep}
+    """Cosine of the nearest memories that pass narrowing filters (body or best chunk).
+
+    Exact over what passes the filters: the k nearest of all memories,
+    filtered afterwards, could leave a narrow scope with nothing."""
+    if matrix is None:
+        return store.scan(embed.to_blob(qvec), filters, k)
+    allowed = np.fromiter(store.all_passing(filters), dtype=np.int64)
+    return matrix.nearest(qvec, k, allowed)
 
 
 def _fill_semantic(
@@ -155,18 +128,34 @@ def candidates(
     ``conn``: the SQLite index's connection, or any backend's store.
     """
     store = as_store(conn)
-    lexical = _lexical(store, query, filters, k)
-    semantic: dict[int, float] = {}
     use_vectors = embedder is not None and store.has_vectors()
-    if not use_vectors:
-        return Candidates(lexical, semantic, False)
-    assert embedder is not None
-    if qvec is None:
-        # The model's query side (e5: "query: "), as Vault.search embeds a question.
-        qvec = embed.embed_queries(embedder, [query])[0]
-    # One look at the in-process copy per search (None: ask the store).
-    matrix = vecmatrix.for_connection(conn) if isinstance(conn, apsw.Connection) else None
-    semantic = _semantic(store, matrix, qvec, filters, k)
+    matrix: vecmatrix.VectorMatrix | None = None
+    if use_vectors:
+        assert embedder is not None
+        if qvec is None:
+            # The model's query side (e5: "query: "), as Vault.search embeds a question.
+            qvec = embed.embed_queries(embedder, [query])[0]
+        # One look at the in-process copy per search (None: ask the store).
+        matrix = vecmatrix.for_connection(conn) if isinstance(conn, apsw.Connection) else None
+    if filters.narrowing:
+        lexical = store.fts_top_passing(query, filters, k)
+        semantic = _narrowed_semantic(store, matrix, qvec, filters, k) if qvec is not None and use_vectors else {}
+    else:
+        # Joining the FTS table to ``memories`` before the LIMIT makes SQLite
+        # look up every match (about 1,300 of 10k memories for a typical query:
+        # 3-10 ms); BM25 alone takes about 1 ms. So take the best ``2k`` matches
+        # and the ``k`` nearest vectors first, and filter both in one read; only
+        # when that leaves fewer than ``k`` matches is every match filtered.
+        top = store.fts_top(query, 2 * k)
+        sims: dict[int, float] = {}
+        if use_vectors and qvec is not None:
+            sims = matrix.nearest(qvec, k) if matrix is not None else store.knn(embed.to_blob(qvec), k)
+        keep = store.passing(list(dict.fromkeys([r for r, _ in top] + list(sims))), filters)
+        found = [(r, score) for r, score in top if r in keep][:k]
+        lexical = dict(found) if len(found) >= k or len(top) < 2 * k else store.fts_top_passing(query, filters, k)
+        semantic = {r: s for r, s in sims.items() if r in keep}
+    if not use_vectors or qvec is None or embedder is None:
+        return Candidates(lexical, {}, False)
     missing = [r for r in lexical if r not in semantic]
     semantic.update(_fill_semantic(store, matrix, qvec, missing))
     return Candidates(lexical, semantic, True, embedder.model_id)
@@ -209,7 +198,7 @@ def search(
     blend = fuse(found.lexical, found.semantic, fusion, found.use_vectors)
     if not blend:
         return []
-    scores = rank(blend, store.facts(list(blend)), fusion)
+    scores = rank(blend, store.facts(list(blend), density=bool(fusion.density_penalty)), fusion)
     # The floor may drop some: keep a margin. Ties break on the memory id, so a
     # rebuilt index (new rowids) ranks alike; only the best few need their rows.
     rows = store.rows_by_rowids(shortlist(scores, limit * 3 if floor else limit))
@@ -240,8 +229,9 @@ def ranked_hits(
     rebuilt index ranks alike), the relevance floor, and the hits with both
     signals."""
     ranked = sorted((r for r in rows if r in scores), key=lambda r: (-round(scores[r], 9), rows[r].id))
-    if floor:
-        ranked = [r for r in ranked if relevant(query, rows[r].body, semantic.get(r), calibration)]
+    if floor:  # best first, until ``limit`` pass: the floor reads the words of no more hits than it must
+        ranked = list(islice((r for r in ranked if relevant(query, rows[r].body, semantic.get(r), calibration)),
+                             limit))
     best_lex = max(lexical.values(), default=0.0)
     hits = []
     for rowid in ranked[:limit]:

@@ -44,7 +44,7 @@ def search(
     blend = fuse(lexical, semantic, fusion, use_vectors)
     if not blend:
         return []
-    scores = rank(blend, query.facts(conn, list(blend)), fusion)
+    scores = rank(blend, query.facts(conn, list(blend), bool(fusion.density_penalty)), fusion)
     rows = query.hit_rows(conn, shortlist(scores, limit * 3 if floor else limit))
     if filters.include_superseded:
         _below_replacements(conn, rows, scores)

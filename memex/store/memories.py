@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import apsw
 
 from memex.fields import HIT_FIELDS, ROW_COLUMNS
-from memex.store import cache, entities, vectors
+from memex.store import cache, entities, facts, vectors
 from memex.text import fts_query, text_key
 
 if TYPE_CHECKING:  # records imports the scope rules, which read the store
@@ -336,6 +336,7 @@ def touch_row(conn: apsw.Connection, rowid: int, rec: Record) -> None:
         "UPDATE memories SET size = ?, mtime_ns = ?, created = ?, racy = ? WHERE rowid = ?",
         (rec.size, rec.mtime_ns, rec.created, int(rec.racy), rowid),
     )
+    facts.place(conn.execute, facts.SQLITE, rowid)  # a stat-derived created may move it in its session
 
 
 # The two columns a record does not hold as such come last (memex/fields.py):
@@ -383,6 +384,7 @@ def write_memory(
         conn.execute(_INSERT, (*values, 1 if vecs is not None else 0))
         rowid = int(conn.last_insert_rowid())
     conn.execute("INSERT INTO memory_fts(rowid, text) VALUES (?, ?)", (rowid, fts_text))
+    facts.written(conn.execute, facts.SQLITE, rowid, rec.body)
     if vecs is not None:
         body_blob, chunk_pairs = vecs
         if not fresh:

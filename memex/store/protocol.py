@@ -76,10 +76,14 @@ class IndexStore(Protocol):
         and entity links; ``rowid`` is the row it replaces (None: new). Returns its rowid."""
         ...
 
-    def move_row(self, rowid: int, old_id: str, new_id: str, new_path: str) -> None: ...
+    def move_row(self, rowid: int, old_id: str, new_id: str, new_path: str) -> None:
+        """The same bytes under a new path (and maybe id); the caller writes the
+        row after it (``write_memory``), which puts it in its place in its session."""
+        ...
 
     def touch_row(self, rowid: int, rec: Record) -> None:
-        """The file's bytes did not change: only its stat (and a stat-derived ``created``)."""
+        """The file's bytes did not change: only its stat (and a stat-derived
+        ``created``, which may move it in its session: its facts follow)."""
         ...
 
     def purge_memory(self, rowid: int) -> PurgeCounts:
@@ -163,9 +167,10 @@ class IndexStore(Protocol):
 
     def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]: ...
 
-    def facts(self, rowids: Sequence[int]) -> dict[int, Facts]:
-        """What ranking needs about each memory: does it ask a question, which
-        memories are beside it in its session, its density (memex/store/facts.py)."""
+    def facts(self, rowids: Sequence[int], density: bool = True) -> dict[int, Facts]:
+        """What ranking needs about each memory, as the index keeps it: does it
+        ask a question, which memories are beside it in its session, and (with
+        ``density``) its density (memex/store/facts.py)."""
         ...
 
     def memory_count(self) -> int:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 
 import apsw
 
-from memex.store import cache, entities, vectors
+from memex.store import cache, entities, facts, vectors
 from memex.store.memories import vector_cache_keys
 from memex.store.meta import SCRUB_PENDING, delete_meta, set_meta
 
@@ -60,6 +60,7 @@ def purge_memory(conn: apsw.Connection, memory_rowid: int) -> PurgeCounts:
     counts.usage = len(conn.execute(
         "DELETE FROM usage WHERE memory_id = ? RETURNING memory_id", (memory_id,)
     ).fetchall())
+    facts.unlink(conn.execute, facts.SQLITE, memory_rowid)  # its neighbours now face each other
     conn.execute("DELETE FROM memories WHERE rowid = ?", (memory_rowid,))
     counts.memories = 1
     set_meta(conn, SCRUB_PENDING, "1")

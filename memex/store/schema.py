@@ -25,7 +25,7 @@ import apsw
 from memex.files import permissions
 from memex.files.locking import file_lock
 from memex.errors import IndexStoreError, LockTimeout, SchemaTooNew
-from memex.store import density, nearest
+from memex.store import density, facts, nearest
 from memex.store.meta import get_meta, scalar, set_meta
 
 BUSY_TIMEOUT_MS = 30_000
@@ -191,9 +191,25 @@ def _step8(conn: apsw.Connection) -> None:
         conn.execute("ALTER TABLE memory_density ADD COLUMN digest INTEGER")
 
 
+def _step9(conn: apsw.Connection) -> None:
+    # What search's rule needs about a memory, kept at write time instead of
+    # computed per candidate per search (memex/store/facts.py): whether it asks
+    # a question, and its neighbours in its session. The session's order is an
+    # index, which also serves every lookup by session alone.
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(memories)")}
+    for column, kind in (("asks", "INTEGER NOT NULL DEFAULT 0"), ("before_rowid", "INTEGER"),
+                         ("after_rowid", "INTEGER")):
+        if column not in columns:
+            conn.execute(f"ALTER TABLE memories ADD COLUMN {column} {kind}")
+    conn.execute("CREATE INDEX IF NOT EXISTS memories_session_order ON memories(session, created, id);"
+                 "DROP INDEX IF EXISTS memories_session")
+    conn.executemany(facts.SQLITE.set_asks, facts.asking(conn.execute("SELECT rowid, body FROM memories")))
+    facts.relink_all(conn.execute, facts.SQLITE)
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
 MIGRATIONS: list[Callable[[apsw.Connection], None]] = [
-    _step1, _step2, _step3, _step4, _step5, _step6, _step7, _step8,
+    _step1, _step2, _step3, _step4, _step5, _step6, _step7, _step8, _step9,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

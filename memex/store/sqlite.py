@@ -173,8 +173,8 @@ class SqliteStore:
     def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]:
         return vectors.body_vectors(self.conn, rowids)
 
-    def facts(self, rowids: Sequence[int]) -> dict[int, Facts]:
-        return facts.facts(self.conn, rowids)
+    def facts(self, rowids: Sequence[int], density: bool = True) -> dict[int, Facts]:
+        return facts.facts(self.conn, rowids, density)
 
     def memory_count(self) -> int:
         return queries.memory_count(self.conn)

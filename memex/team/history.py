@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memex.erase import erased_list, mirror
+from memex.erased import erased_list, mirror
 from memex.errors import IndexStoreError
 from memex.team import tombstones
 from memex.team.gitrepo import Repo

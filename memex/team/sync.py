@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from memex import layout
 from memex.config import load_config, setting
 from memex.config_trust import machine_settings_in
-from memex.erase import erased_list
+from memex.erased import erased_list
 from memex.errors import ConfigError, MemexError, SyncError
 from memex.files import permissions
 from memex.files.locking import file_lock
@@ -174,7 +174,7 @@ def _reach_shared_index(vault: Vault, dry_run: bool) -> None:
     if dry_run or vault.config.index_backend != "postgres":
         return
     try:
-        vault.shared_index  # also finishes the erasures journaled for it (memex/erase/pending.py)
+        vault.shared_index  # also finishes the erasures journaled for it (memex/erased/pending.py)
     except MemexError as exc:
         raise SyncError(f"{exc}; nothing was synced: run `memex sync` again when the server can be reached") from exc
 
@@ -185,7 +185,7 @@ def _message(what: str) -> str:
 
 def _settle_tree(vault: Vault, report: SyncReport, state: dict[str, Any]) -> bool:
     """Reindex, apply teammates' erasures, retire exact duplicates; True when something was erased."""
-    from memex.dedup.cleanup import dedup_existing
+    from memex.consolidation.cleanup import dedup_existing
 
     # git writes what it pulls with the umask's modes (0644 files, 0755
     # folders); a vault is private to its user (docs/write-path.md).

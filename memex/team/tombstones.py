@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memex import layout
-from memex.erase import erased_list
+from memex.erased import erased_list
 from memex.errors import MemoryFileError, MemoryNotFound, SyncError
 from memex.files.memory_file import decode, parse, read
 from memex.records import path_id
@@ -72,7 +72,7 @@ def install_key(memex_dir: Path, key_file: Path) -> str:
     key = _read_key(key_file)
     if key is None:
         raise SyncError(f"--key-file: {key_file} does not exist")
-    # Not local_key: a key the user moved away must not come back from its spare (memex/erase/spare.py) here.
+    # Not local_key: a key the user moved away must not come back from its spare (memex/erased/spare.py) here.
     have = _read_key(memex_dir / KEY_NAME)
     if have == key:
         return "already installed"

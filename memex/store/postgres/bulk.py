@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from memex import text
-from memex.embedding import embed
 from memex.records import Record
+from memex.store import facts
 from memex.store.postgres import density, lexemes, postings, schema
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.rows import _COLUMNS, _values
@@ -42,16 +42,16 @@ def load(
         conn.execute("DROP TABLE IF EXISTS bulk_rows")
         conn.execute(
             f"CREATE TEMP TABLE bulk_rows ON COMMIT DROP AS "
-            f"SELECT {cols}, embedded, fts, fts_len FROM memories WITH NO DATA"
+            f"SELECT {cols}, embedded, fts, fts_len, asks FROM memories WITH NO DATA"
         )
         with raw.cursor() as cur:
-            with cur.copy(f"COPY bulk_rows ({cols}, embedded, fts, fts_len) FROM STDIN") as copy:
+            with cur.copy(f"COPY bulk_rows ({cols}, embedded, fts, fts_len, asks) FROM STDIN") as copy:
                 for rec, _ in rows:
                     fts, length = lexemes.tsvector(text.fts_document(rec.embed_text))
-                    copy.write_row((*_values(rec), 1, fts, length))
+                    copy.write_row((*_values(rec), 1, fts, length, int(text.asks_question(rec.body))))
         ids = conn.execute(
-            f"INSERT INTO memories ({cols}, embedded, fts, fts_len) "
-            f"SELECT {cols}, embedded, fts, fts_len FROM bulk_rows "
+            f"INSERT INTO memories ({cols}, embedded, fts, fts_len, asks) "
+            f"SELECT {cols}, embedded, fts, fts_len, asks FROM bulk_rows "
             "RETURNING id, rowid"
         ).fetchall()
         rowid_of = {str(i): int(r) for i, r in ids}
@@ -63,7 +63,7 @@ def load(
             with cur.copy("COPY embedding_cache (model, text_hash, vector) FROM STDIN (FORMAT BINARY)") as copy:
                 copy.set_types(["text", "text", "bytea"])
                 for rec, blob in rows:
-                    copy.write_row((model, embed.text_key(rec.embed_text), blob))
+                    copy.write_row((model, text.text_key(rec.embed_text), blob))
         density.stale(conn)  # vectors written without notes: finish computes every list
         n = len(rows)
     return n
@@ -85,6 +85,7 @@ def finish(conn: PgConnection, workers: int = 1) -> None:
         conn.execute(f"SET LOCAL maintenance_work_mem = '{BUILD_MEMORY}'")
         conn.execute(f"SET LOCAL max_parallel_maintenance_workers = {int(workers)}")
         postings.rebuild(conn)
+        facts.relink_all(conn.execute, facts.POSTGRES)  # every session's order, once
         conn.execute("CREATE INDEX IF NOT EXISTS memories_fts ON memories USING gin(fts) WITH (fastupdate = off)")
         schema.create_vector_indexes(conn)
         density.recompute_all(conn)  # every memory's density, at this commit (cost: docs/postgres.md)

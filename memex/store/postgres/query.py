@@ -28,7 +28,7 @@ from memex.store.memories import MemoryRow
 from memex.store.postgres import bm25, density
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.filters import PgFilters as PgFilters
-from memex.text import asks_question, fts_query
+from memex.text import fts_query
 
 
 def query_terms(query: str) -> list[str]:
@@ -136,25 +136,13 @@ def last_accesses(conn: PgConnection, ids: Iterable[str]) -> dict[str, str | Non
     }
 
 
-# As memex.store.facts reads SQLite; "C" ordering is SQLite's (bytes), whatever the database's collation.
-_FACTS = (
-    'SELECT m.rowid, m.body, '
-    '(SELECT p.rowid FROM memories p WHERE p.session = m.session '
-    'AND (p.created COLLATE "C", p.id COLLATE "C") < (m.created COLLATE "C", m.id COLLATE "C") '
-    'ORDER BY p.created COLLATE "C" DESC, p.id COLLATE "C" DESC LIMIT 1), '
-    '(SELECT n.rowid FROM memories n WHERE n.session = m.session '
-    'AND (n.created COLLATE "C", n.id COLLATE "C") > (m.created COLLATE "C", m.id COLLATE "C") '
-    'ORDER BY n.created COLLATE "C", n.id COLLATE "C" LIMIT 1) '
-    'FROM memories m WHERE m.rowid = ANY(%s)'
-)
-
-
-def facts(conn: PgConnection, rowids: Sequence[int]) -> dict[int, Facts]:
+def facts(conn: PgConnection, rowids: Sequence[int], with_density: bool = True) -> dict[int, Facts]:
     """What ranking needs about each memory, as :func:`memex.store.facts.facts` reads it from SQLite."""
     wanted = list(dict.fromkeys(int(r) for r in rowids))
     if not wanted:
         return {}
-    dense = density.densities(conn, wanted)
-    return {int(r): Facts(asks_question(str(body)), None if before is None else int(before),
-                          None if after is None else int(after), dense.get(int(r)))
-            for r, body, before, after in conn.execute(_FACTS, (wanted,))}
+    dense = density.densities(conn, wanted) if with_density else {}
+    rows = conn.execute("SELECT rowid, asks, before_rowid, after_rowid FROM memories WHERE rowid = ANY(%s)", (wanted,))
+    return {int(r): Facts(bool(asks), None if before is None else int(before), None if after is None else int(after),
+                          dense.get(int(r)))
+            for r, asks, before, after in rows}

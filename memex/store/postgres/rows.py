@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memex import text
-from memex.embedding import embed
-from memex.index import graph
-from memex.store.cache import body_cache_keys
+from memex.fields import Relation
+from memex.store import facts
+from memex.store.cache import CacheRow, body_cache_keys
 from memex.store.purge import PurgeCounts
 from memex.records import Record
 from memex.store.postgres import density, lexemes, postings
@@ -34,7 +34,7 @@ def _values(rec: Record) -> tuple[object, ...]:
     return (
         rec.id, rec.path, rec.scope, rec.source, rec.session, rec.source_ref, rec.category,
         rec.confidence, rec.created, rec.supersedes, rec.superseded_by, rec.status, rec.body,
-        rec.body_hash, rec.file_hash, rec.size, rec.mtime_ns, embed.text_key(rec.embed_text), int(rec.racy),
+        rec.body_hash, rec.file_hash, rec.size, rec.mtime_ns, text.text_key(rec.embed_text), int(rec.racy),
     )
 
 
@@ -75,6 +75,7 @@ def upsert(
         ).fetchone()
         outcome = "updated"
     postings.retune(conn, int(totals[0]), int(totals[1]), float(totals[2]))
+    facts.written(conn.execute, facts.POSTGRES, rowid, rec.body)
     if vectors is not None:
         old_keys = vector_cache_keys(conn, rowid) if old is not None else set()
         body_blob, chunk_pairs = vectors
@@ -89,7 +90,7 @@ def upsert(
             ).fetchone()[0]
             conn.execute("INSERT INTO chunk_vec(rowid, embedding) VALUES (%s, %s)", (chunk, Vec(blob)))
         conn.execute("UPDATE memories SET embedded = 1 WHERE rowid = %s", (rowid,))
-        new_keys = {embed.text_key(rec.embed_text), *(k for k, _ in chunk_pairs)}
+        new_keys = {text.text_key(rec.embed_text), *(k for k, _ in chunk_pairs)}
         drop_unused_cache(conn, old_keys - new_keys)
     write_links(conn, rowid, rec.entities, rec.relations, fresh=old is None)
     return rowid, outcome
@@ -144,6 +145,7 @@ def purge_memory(conn: PgConnection, memory_rowid: int) -> PurgeCounts:
     counts.vectors, counts.chunks, counts.chunk_vectors = delete_vectors(conn, memory_rowid)
     counts.relations, counts.entities = unlink_memory(conn, memory_rowid)
     counts.usage = int(conn.execute("DELETE FROM usage WHERE memory_id = %s", (memory_id,)).rowcount)
+    facts.unlink(conn.execute, facts.POSTGRES, memory_rowid)  # its neighbours now face each other
     conn.execute("DELETE FROM memories WHERE rowid = %s", (memory_rowid,))
     conn.execute("UPDATE fts_totals SET docs = docs - 1, tokens = tokens - %s", (length,))
     counts.memories = counts.fts_rows = 1
@@ -151,7 +153,7 @@ def purge_memory(conn: PgConnection, memory_rowid: int) -> PurgeCounts:
     return counts
 
 
-def store_cache(conn: PgConnection, rows: Sequence[embed.CacheRow]) -> None:
+def store_cache(conn: PgConnection, rows: Sequence[CacheRow]) -> None:
     if rows:
         with conn.raw.cursor() as cur:
             cur.executemany(
@@ -174,7 +176,7 @@ def cached(conn: PgConnection, model: str, keys: Sequence[str]) -> dict[str, byt
 
 
 def _entity_rowid(conn: PgConnection, name: str) -> int:
-    key = graph.entity_key(name)
+    key = text.entity_key(name)
     row = conn.execute(
         "INSERT INTO entities(key, name) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET key = excluded.key "
         "RETURNING rowid",
@@ -184,7 +186,7 @@ def _entity_rowid(conn: PgConnection, name: str) -> int:
 
 
 def write_links(
-    conn: PgConnection, memory_rowid: int, entities: list[str], relations: list[graph.Relation], fresh: bool
+    conn: PgConnection, memory_rowid: int, entities: list[str], relations: list[Relation], fresh: bool
 ) -> None:
     """Replace a memory's entity links and relations."""
     if not fresh:

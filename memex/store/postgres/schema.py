@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memex.errors import IndexStoreError, SchemaTooNew
-from memex.store import nearest
+from memex.store import facts, nearest
 from memex.store.postgres import density, lexemes
 from memex.store.postgres.connection import PgConnection, open_connection
 
@@ -194,10 +194,26 @@ def _step_shorter_lists(conn: PgConnection) -> None:
                  "WHERE length(neighbours) > %s", (4 * nearest.DEPTH, 4 * nearest.DEPTH))
 
 
+def _step_facts(conn: PgConnection) -> None:
+    """As SQLite's step 9: what search's rule needs about a memory, kept at
+    write time (memex/store/facts.py): whether it asks, its neighbours in its
+    session (ordered as SQLite orders them: bytes, ``COLLATE "C"``)."""
+    conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS asks INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS before_rowid BIGINT")
+    conn.execute("ALTER TABLE memories ADD COLUMN IF NOT EXISTS after_rowid BIGINT")
+    conn.execute('CREATE INDEX IF NOT EXISTS memories_session_order '
+                 'ON memories(session, created COLLATE "C", id COLLATE "C")')
+    conn.execute("DROP INDEX IF EXISTS memories_session")
+    asking = facts.asking(conn.execute("SELECT rowid, body FROM memories WHERE body ~ '[?？]\\s*$'").fetchall())
+    with conn.raw.cursor() as cur:
+        cur.executemany(facts.POSTGRES.set_asks, asking)
+    facts.relink_all(conn.execute, facts.POSTGRES)
+
+
 # Each step moves the schema from version N-1 to N. Append, never edit.
 MIGRATIONS: list[Callable[[PgConnection], None]] = [
     _step1, _step_erased_ids, _step_postings, _step_density, _step_words, _step_no_reference_copy,
-    _step_shorter_lists,
+    _step_shorter_lists, _step_facts,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

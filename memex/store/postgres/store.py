@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from memex.store.cache import CacheRow
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
+from memex.store import facts
 from memex.store.facts import Facts
 from memex.store.memories import (
     BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
@@ -115,6 +116,7 @@ class PgStore:
             "UPDATE memories SET size = %s, mtime_ns = %s, created = %s, racy = %s WHERE rowid = %s",
             (rec.size, rec.mtime_ns, rec.created, int(rec.racy), rowid),
         )
+        facts.place(self.conn.execute, facts.POSTGRES, rowid)  # a stat-derived created may move it
 
     def purge_memory(self, rowid: int) -> PurgeCounts:
         return pgrows.purge_memory(self.conn, rowid)
@@ -217,8 +219,8 @@ class PgStore:
     def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]:
         return reads.body_vectors(self.conn, rowids)
 
-    def facts(self, rowids: Sequence[int]) -> dict[int, Facts]:
-        return pgquery.facts(self.conn, rowids)
+    def facts(self, rowids: Sequence[int], density: bool = True) -> dict[int, Facts]:
+        return pgquery.facts(self.conn, rowids, density)
 
     def memory_count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM memories").fetchone()[0])

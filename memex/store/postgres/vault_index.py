@@ -21,7 +21,7 @@ from typing import Any
 
 from memex.config import CONFIG_RELPATH, Config, setting
 from memex.embedding import embed
-from memex.erase import erased_list
+from memex.erased import erased_list
 from memex.files import memory_file
 from memex.index import chunking
 from memex.errors import ConfigError, MemoryFileError

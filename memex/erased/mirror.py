@@ -37,7 +37,7 @@ from typing import IO
 
 from memex.errors import IndexStoreError
 from memex.files import permissions
-from memex.erase import spare
+from memex.erased import spare
 from memex.files.locking import file_lock
 from memex.layout import ERASURE_JOURNAL_NAME, ERASURE_LOG_NAME, GIT_IGNORE_NAME
 
@@ -47,7 +47,7 @@ class Mirror:
     tracked: Path
     journal: Path
     keep: Callable[[str], bool]
-    # A third copy in git's own folder, which `git clean -fdx` spares (memex/erase/spare.py).
+    # A third copy in git's own folder, which `git clean -fdx` spares (memex/erased/spare.py).
     spare: Path | None = None
 
     @property

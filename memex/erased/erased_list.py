@@ -20,7 +20,7 @@ Both live in files under ``.memex/`` so that they survive deleting
 - ``erased.local``: the same lines again, git-ignored, so that git
   restoring an older ``erased.txt`` (``git checkout -- .``, ``git reset
   --hard``, a stash) cannot bring an erased file back *and* drop it from the
-  list in one step. The two are read as one (:mod:`memex.erase.mirror`);
+  list in one step. The two are read as one (:mod:`memex.erased.mirror`);
   reads never write ``erased.txt``, so memex leaves git no local change to
   refuse over.
 
@@ -51,8 +51,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from memex.errors import IndexStoreError
-from memex.erase import spare
-from memex.erase.mirror import Mirror, journaled
+from memex.erased import spare
+from memex.erased.mirror import Mirror, journaled
 from memex.layout import ERASE_KEY_NAME, ERASED_JOURNAL_NAME, ERASED_LIST_NAME
 from memex.text import body_hash, normalize, strip_injected
 

@@ -21,7 +21,7 @@ text or file names. Lines are JSON::
     {"op": "done", "key": K}
 
 It is git-ignored (it is this clone's unfinished work) and, like the erased
-list's journal, has a spare copy in git's own folder (memex/erase/spare.py),
+list's journal, has a spare copy in git's own folder (memex/erased/spare.py),
 which ``git clean -fdx`` spares. When every entry is done, both are emptied.
 """
 
@@ -40,9 +40,9 @@ from typing import Protocol, TypeVar
 
 from memex.config import Config
 from memex.config_trust import tracked_by_git
-from memex.erase import spare
-from memex.erase.erased_list import Guard
-from memex.erase.mirror import ignore_in_git
+from memex.erased import spare
+from memex.erased.erased_list import Guard
+from memex.erased.mirror import ignore_in_git
 from memex.errors import MemexError
 from memex.files import permissions
 from memex.files.locking import file_lock

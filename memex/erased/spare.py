@@ -1,7 +1,7 @@
 """A spare copy of what forgetting needs, kept in git's own folder (docs/forgetting.md).
 
 The erasure key and the journals of the erased list and the audit log are
-git-ignored files under ``.memex/`` (memex/erase/mirror.py): git's restores
+git-ignored files under ``.memex/`` (memex/erased/mirror.py): git's restores
 never touch them, but ``git clean -fdx`` deletes them, and a ``git worktree
 add`` of an older commit has none of them. Without the key the erased list
 cannot be checked at all (every command stops); without the journal an erased
