@@ -37,6 +37,7 @@ from memex.index.indexer import Indexer
 from memex.files.memory_file import MemoryFile
 from memex.layout import CONFIG_RELPATH
 from memex.store import IndexStore
+from memex.store.backend import Backend
 from memex.store.memories import MemoryRow
 from memex.records import DEFAULT_CONFIDENCE, build_record, check_unicode, now_iso
 from memex.text import body_hash, normalize, strip_injected
@@ -61,7 +62,7 @@ class VaultLike(Protocol):
     @property
     def local_store(self) -> IndexStore: ...
     @property
-    def index(self) -> apsw.Connection | IndexStore: ...
+    def backend(self) -> Backend: ...
     @property
     def embedder(self) -> embed.Embedder | None: ...
     @property
@@ -165,7 +166,7 @@ def add(
 
     qvec, cache_rows = _vectors(vault, body, content)
     cand = pipeline.Candidate(body=body, scope=scope, source=source, session=session, supersedes=supersedes, qvec=qvec)
-    decision = pipeline.check(vault.index, vault.config, vault.embedder, cand, cache=vault.local_store)
+    decision = pipeline.check(vault.backend.lookup, vault.config, vault.embedder, cand, cache=vault.local_store)
     if decision.status != "created":
         return _known(vault, decision)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,11 +21,10 @@ from memex.index import scan
 from memex.index.scan import is_memory_name
 from memex.layout import CONFIG_RELPATH, MEMORIES_DIR
 from memex.scopes import normalize as normal_scope
-from memex.store.schema import SCHEMA_VERSION
+from memex.store import SyncRow
 from memex.index.guard import ERASED_REASON, erased_reason, erased_rows
 
 if TYPE_CHECKING:
-    from memex.store.postgres.vault_index import PgVaultIndex
     from memex.vault import Vault
 
 
@@ -42,7 +41,7 @@ class Drift:
     # Committed files that git restored older copies of (erased list, audit log):
     # "PATH: N line(s)" this clone wrote that they lack; --fix appends them again.
     behind: list[str] = field(default_factory=list)
-    # Erasures a store (the shared PostgreSQL index) has not taken yet, and what
+    # Erasures a store (an index other clones share) has not taken yet, and what
     # it still holds of them (memex/erased/pending.py); --fix finishes them when it
     # reaches the store, as any command that reaches it does.
     unfinished_erasures: list[str] = field(default_factory=list)
@@ -85,7 +84,7 @@ def drift(vault: Vault) -> Drift:
     report = Drift()
     try:
         vault.indexer  # vector tables must match this model before rows are compared
-    except MemexError as exc:  # the shared index cannot be reached (its follower is made here)
+    except MemexError as exc:  # a shared index cannot be reached (the indexer reaches it)
         if not _unfinished(vault, report, str(exc)):
             raise
         return report  # nothing else can be compared; what waits for the server is what to say
@@ -122,24 +121,33 @@ def drift(vault: Vault) -> Drift:
         if rel in report.missing or rel in report.stale or any(e["path"] == rel for e in report.errors):
             continue
         report.errors.append({"path": rel, "reason": erased_reason(rel, memory_id)})
-    shared = _shared_or_unfinished(vault, report)
-    if shared is not None:  # erased on another clone; git has not brought the erasure yet
+    if _shared_unfinished(vault, report):  # erased on another clone; git has not brought the erasure yet
         local = {row.id: rel for rel, row in rows.items() if rel in on_disk}
-        for memory_id in sorted(shared.erased_ids(list(local))):
+        for memory_id in sorted(vault.backend.erased_elsewhere(list(local))):
             report.errors.append({"path": local[memory_id], "reason": erased_reason(local[memory_id], memory_id)})
     report.temp_files = orphans.find_orphans(vault.root)
     for copy in _journaled(vault):
         lost = len(copy.lacking())
         if lost:
             report.behind.append(f"{copy.tracked.relative_to(vault.root).as_posix()}: {lost} line(s)")
-    if store.has_vectors():
-        report.orphan_vectors = store.orphan_vectors()
+    report.unembedded += _unembedded_elsewhere(vault, rows, on_disk, report.unembedded)
+    report.orphan_vectors = sum(s.orphan_vectors() for s in vault.backend.stores if s.has_vectors())
     return report
+
+
+def _unembedded_elsewhere(vault: Vault, rows: dict[str, SyncRow], on_disk: Collection[str],
+                          known: list[str]) -> list[str]:
+    """This clone's files whose rows in a shared index lack their vectors (a sync embeds them)."""
+    if vault.embedder is None or len(vault.backend.stores) == 1:
+        return []
+    ids = {row.id: rel for rel, row in rows.items() if rel in on_disk and rel not in known}
+    held = vault.store.embed_state(list(ids))
+    return sorted(ids[i] for i, state in held.items() if not state.embedded)
 
 
 def _unfinished(vault: Vault, report: Drift, why: str) -> bool:
     """Name each erasure the shared index has not taken yet (memex/erased/pending.py); True if any."""
-    name = pending.target(vault.config)
+    name = vault.backend.target
     waiting = [] if name is None else pending.outstanding(vault.memex_dir, name)
     for entry in waiting:
         report.unfinished_erasures.append(
@@ -149,21 +157,23 @@ def _unfinished(vault: Vault, report: Drift, why: str) -> bool:
     return bool(waiting)
 
 
-def _shared_or_unfinished(vault: Vault, report: Drift) -> PgVaultIndex | None:
-    """The shared index (reaching it finished the erasures journaled for it:
-    memex/erased/pending.py), and what it still holds that was erased."""
-    shared, name = vault.shared_index, pending.target(vault.config)
-    if shared is None or name is None:
-        return shared
+def _shared_unfinished(vault: Vault, report: Drift) -> bool:
+    """What a shared index (reaching it finished the erasures journaled for it:
+    memex/erased/pending.py) still holds that was erased; False when there is none."""
+    backend = vault.backend
+    name = backend.target
+    if name is None:
+        return False
+    backend.connect()
     _unfinished(vault, report, "the purge there failed again")
-    if vault.local_store.get_meta(pending.swept_key(name)) != str(_erased_size(vault)):
-        listed = pending.listed_rows(vault.store, erased_list.Guard(vault.memex_dir))
+    if backend.local.get_meta(pending.swept_key(name)) != str(_erased_size(vault)):
+        listed = pending.listed_rows(backend.store, erased_list.Guard(vault.memex_dir))
         if listed:
             report.unfinished_erasures.append(
                 f"{pending.describe(name)} holds {len(listed)} erased memory row(s) ({', '.join(listed)}); "
                 "`memex doctor --fix` or `memex reindex` purges them"
             )
-    return shared
+    return True
 
 
 def _erased_size(vault: Vault) -> int:
@@ -204,10 +214,10 @@ def repair(vault: Vault) -> dict[str, Any]:
     restored = sum(copy.restore() for copy in _journaled(vault))
     sync = vault.reindex()
     removed_vectors = 0
-    store = vault.local_store
-    if store.has_vectors():
-        with store.write_txn():
-            removed_vectors = store.remove_orphan_vectors()
+    for store in vault.backend.stores:
+        if store.has_vectors():
+            with store.write_txn():
+                removed_vectors += store.remove_orphan_vectors()
     return {
         "sync": sync.as_dict(), "orphan_vectors_removed": removed_vectors,
         "temp_files_removed": list(vault.indexer.orphans_removed), "lines_restored": restored,
@@ -215,7 +225,7 @@ def repair(vault: Vault) -> dict[str, Any]:
 
 
 def stats(vault: Vault) -> dict[str, Any]:
-    """What the index the vault answers from holds (the shared one on PostgreSQL);
+    """What the index the vault answers from holds (a shared one when configured);
     ``index_bytes`` is this clone's own SQLite file either way."""
     store = vault.store
     held = store.stats()
@@ -234,8 +244,8 @@ def stats(vault: Vault) -> dict[str, Any]:
         "errors": held.errors,
         "model": vault.embedder_status(),
         "lexical_only": vault.embedder is None,
-        "backend": vault.config.index_backend,
-        "schema_version": SCHEMA_VERSION if vault.config.index_backend == "sqlite" else store.schema_version(),
+        "backend": vault.backend.name,
+        "schema_version": vault.backend.schema_version(),
         "index_bytes": index_bytes,
     }
 

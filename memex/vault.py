@@ -19,8 +19,8 @@ import builtins
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -34,9 +34,11 @@ from memex.files import permissions
 from memex.files import writers
 from memex.config import Config, load_config, with_embedding_model
 from memex.config_trust import machine_only
-from memex.store import IndexStore, SqliteStore, usage
+from memex.store import IndexStore, usage
+from memex.store.backend import Backend
+from memex.store.backends import open_backend
 from memex.store.memories import MemoryRow
-from memex.store.schema import connect, locked_txn, write_txn
+from memex.store.schema import locked_txn, write_txn
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.erased import erased_list, pending
 from memex.index.guard import hide_erased
@@ -52,7 +54,6 @@ from memex.search.hybrid import Filters, Hit, hit_from_row, search
 
 if TYPE_CHECKING:
     from memex.dedup.pipeline import AddResult  # the write path's; a search need not import it
-    from memex.store.postgres.vault_index import PgVaultIndex
 
 ENV_VAR = "MEMEX_VAULT"
 
@@ -154,12 +155,12 @@ class Vault:
         self.paths = VaultPaths(self.root)
         self._erased = erased_list.Guard(self.paths.memex_dir)  # reads hide what a restored old index.db still holds
         self.config: Config = load_config(self.root)
-        self._conn: apsw.Connection | None = None
         self._embedder_choice = embedder
         self._embedder_loaded = False
         self._embedder: embed.Embedder | None = None
         self._indexer: Indexer | None = None
-        self._shared: PgVaultIndex | None = None
+        # The one index object, whichever database holds it (memex/store/backend.py); nothing connects yet.
+        self.backend: Backend = open_backend(self.root, self.config, lambda: self.embedder, self._finish_erasures)
         self._scope_rules: scopes.ScopeRules | None = None
         # Temp files (whole memory texts) a killed write left behind go now,
         # not at the next reindex: one listing of a small folder (memex/files/writers.py).
@@ -173,40 +174,24 @@ class Vault:
 
     @property
     def conn(self) -> apsw.Connection:
-        if self._conn is None:
-            self._conn = connect(self.paths.index)
-        return self._conn
+        """This clone's SQLite index (its own bookkeeping on a shared backend)."""
+        return self.backend.conn
 
     @property
     def store(self) -> IndexStore:
-        """The index the vault answers from (docs/store.md): the PostgreSQL
-        index every clone shares when ``[index] backend = "postgres"``, else
-        this vault's SQLite index (:attr:`local_store`)."""
-        if self.config.index_backend == "postgres":
-            return self._shared_store()
-        return SqliteStore(self.conn)
+        """The index the vault answers from (docs/store.md)."""
+        return self.backend.store
 
     @property
     def local_store(self) -> IndexStore:
-        """This clone's own SQLite index, whatever the backend: what the write
-        path, the sync bookkeeping, erasure's purge and scrub, and ``doctor``'s
-        drift work on (docs/postgres.md, "What is shared and what stays local")."""
-        return SqliteStore(self.conn)
+        """This clone's own index: what its files were when it last read them
+        (docs/postgres.md, "What is shared and what stays local")."""
+        return self.backend.local
 
-    @property
-    def index(self) -> apsw.Connection | IndexStore:
-        """What search and dedup read: the apsw connection on SQLite (so the
-        in-process vector copy serves them), the shared store on PostgreSQL."""
-        if self.config.index_backend == "postgres":
-            return self._shared_store()
-        return self.conn
-
-    def _shared_store(self) -> IndexStore:
-        from memex.store.postgres.store import PgStore
-
-        shared = self.shared_index
-        assert shared is not None  # index_backend is "postgres"
-        return PgStore(shared.conn)
+    def _finish_erasures(self, backend: Backend) -> None:
+        """On first reaching a shared index: the erasures journaled for it (memex/erased/pending.py)."""
+        if backend.target is not None:
+            pending.finish_on_connect(self.memex_dir, backend.target, backend.purge)
 
     @property
     def embedder(self) -> embed.Embedder | None:
@@ -227,41 +212,14 @@ class Vault:
     @property
     def indexer(self) -> Indexer:
         if self._indexer is None:
+            self.backend.connect()  # an index that cannot be reached is an error here, before any write
             self._indexer = Indexer(self.root, self.conn, self.config, self.embedder)
-            if self.shared_index is not None:
-                self._indexer.followers.append(self.shared_index.follow)
+            self._indexer.followers.append(self.backend.follow)
         return self._indexer
 
-    @property
-    def shared_index(self) -> PgVaultIndex | None:
-        """The PostgreSQL index when ``[index] backend = "postgres"``, else None.
-
-        It follows every write the local index sees, and search and recall
-        read it (docs/postgres.md says what else does and does not yet)."""
-        if self.config.index_backend != "postgres":
-            return None
-        if self._shared is None:
-            from memex.store.postgres.vault_index import PgVaultIndex
-
-            assert self.config.index_url is not None  # load_config requires it for postgres
-            self._shared = PgVaultIndex(
-                self.root, self.config, self.embedder, self.config.index_url, local_cache=self._cached_locally
-            )
-            pending.finish_on_connect(self.memex_dir, pending.target(self.config), self._shared.purge)
-        return self._shared
-
-    def _cached_locally(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:
-        """Vectors the local index's cache holds (what add just embedded): the shared index need not embed them again."""
-        return self.local_store.cache_get(model, keys)
-
     def close(self) -> None:
-        if self._shared is not None:
-            self._shared.close()
-            self._shared = None
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-            self._indexer = None
+        self.backend.close()
+        self._indexer = None
 
     def __enter__(self) -> Vault:
         return self
@@ -275,25 +233,11 @@ class Vault:
     def commit(self, timeout: float | None = None) -> AbstractContextManager[None]:
         """``write.lock`` plus a write transaction, for a short commit; never
         holds the lock while SQLite is busy (memex.store.schema.locked_txn).
-        ``timeout`` None means :attr:`lock_wait`.
-
-        On PostgreSQL the commit also holds the shared index's write lock
-        (taken second, as every other writer takes them: no two orders), so
-        what ``add`` checks under it (the exact layer) and what it then
-        writes, followed into the shared index, are one step for every clone
-        (docs/postgres.md)."""
-        local = locked_txn(self.conn, self.paths.write_lock, timeout if timeout is not None else self.lock_wait)
-        if self.config.index_backend != "postgres":
-            return local
-        return self._shared_commit(local)
-
-    @contextmanager
-    def _shared_commit(self, local: AbstractContextManager[None]) -> Iterator[None]:
-        with local:
-            shared = self.shared_index
-            assert shared is not None  # index_backend is "postgres"
-            with shared.conn.write_txn():
-                yield
+        ``timeout`` None means :attr:`lock_wait`. A shared index's write lock
+        is held too (memex/store/backend.py, ``commit``)."""
+        return self.backend.commit(
+            locked_txn(self.conn, self.paths.write_lock, timeout if timeout is not None else self.lock_wait)
+        )
 
     @property
     def scope_rules(self) -> scopes.ScopeRules:
@@ -350,15 +294,13 @@ class Vault:
         store = self.store
         row = self.row_by_id(memory_id)
         hit = hit_from_row(row)
-        if self.config.index_backend == "sqlite" and not hide_erased(store, self._erased, [hit]):
-            raise MemoryNotFound(memory_id)  # erased: a restored old index.db's row
-        if self.config.index_backend == "postgres" and not pending.hide(self._erased, [hit]):
-            raise MemoryNotFound(memory_id)  # erased here or by a teammate; the shared row is not purged yet
+        if not self._hide_erased([hit]):
+            raise MemoryNotFound(memory_id)  # erased: a restored old index.db's row, or a teammate's erasure
         count, last = store.usage_of(memory_id)
         decay.annotate(store, [hit], decay.load_policy(self.config))
         record = {k: v for k, v in record_view(hit).items() if k != "body"}
         full = self.root / row.path
-        if self.config.index_backend == "postgres" and not os.path.lexists(full):
+        if self.backend.shared and not os.path.lexists(full):
             meta = {k: v for k, v in record.items() if v is not None and k not in ("path", "status", "effective_confidence")}
             return Memory(memory_id, row.path, meta, row.body, row.status, count, last, record)
         mf, _ = memory_file.read(full, self.config.max_file_bytes, self.root)
@@ -375,9 +317,17 @@ class Vault:
         filters = Filters(self.check_scope_filter(scope), source, session, include_superseded)
         store = self.store
         hits = [hit_from_row(r) for r in store.list_rows(filters, limit)]
-        hits = pending.hide(self._erased, hits) if self.shared_index is not None else hide_erased(store, self._erased, hits)
+        hits = self._hide_erased(hits)
         decay.annotate(store, hits, decay.load_policy(self.config))
         return hits
+
+    def _hide_erased(self, hits: builtins.list[Hit]) -> builtins.list[Hit]:
+        """``hits`` without what was erased: on an index other clones write, row by row (their
+        erasures may not be purged there yet: memex/erased/pending.py); on this clone's own, only
+        while a restored old index.db may hold erased rows (memex/index/guard.py)."""
+        if self.backend.shared:
+            return pending.hide(self._erased, hits)
+        return hide_erased(self.store, self._erased, hits)
 
     def search(
         self,
@@ -397,20 +347,12 @@ class Vault:
             raise InvalidArgument("limit", "must be at least 1")
         filters = Filters(self.check_scope_filter(scope), source, session, include_superseded)
         self.indexer  # make sure vector tables match the loaded model
-        if self.shared_index is not None:  # [index] backend = "postgres" (docs/postgres.md)
-            from memex.search.postgres import search as shared_search
-
-            qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
-            found = shared_search(self.shared_index.conn, self.embedder, query, limit, filters, qvec, floor)
-            hits = pending.hide(self._erased, found)  # what this clone knows was erased (erased/pending.py)
-            decay.annotate_from(self.shared_index.last_accesses, hits, decay.load_policy(self.config))
-            return hits
         # Query vectors come from an in-process LRU, not the index's cache:
         # a search takes no write lock and does not grow the index.
         qvec = embed.query_vector(self.embedder, query) if self.embedder is not None else None
-        hits = hide_erased(self.store, self._erased,
-                           search(self.conn, self.embedder, query, limit, filters, qvec, floor=floor))
-        decay.annotate(self.conn, hits, decay.load_policy(self.config))
+        found = search(self.backend.lookup, self.embedder, query, limit, filters, qvec, floor=floor)
+        hits = self._hide_erased(found)
+        decay.annotate_from(self.backend.last_accesses, hits, decay.load_policy(self.config))
         return hits
 
     def recall(
@@ -443,8 +385,7 @@ class Vault:
         stamp = now_iso()
         with write_txn(self.conn):
             usage.record_use(self.conn, ids, stamp)
-        if self.shared_index is not None:
-            self.shared_index.record_access(list(ids), stamp)
+        self.backend.record_use(ids, stamp)
 
     # -- writing -------------------------------------------------------------
 
@@ -456,9 +397,10 @@ class Vault:
         from memex.index.purge import scrub_if_pending
 
         scrub_if_pending(self.conn)
-        if (shared := self.shared_index) is not None:  # what the list holds and it still has (erased/pending.py)
-            report.removed += len(pending.sweep(self.local_store, self._shared_store(), self._erased,
-                                                pending.target(self.config) or "", shared.purge))
+        backend = self.backend
+        if backend.target is not None:  # what the erased list holds and the shared index still has (erased/pending.py)
+            report.removed += len(pending.sweep(backend.local, backend.store, self._erased, backend.target,
+                                                backend.purge))
         return report
 
     def new_path(self, scope: str, body: str, memory_id: str) -> Path:
@@ -497,3 +439,4 @@ class Vault:
             self, text, scope=scope, source=source, session=session, source_ref=source_ref, category=category,
             confidence=confidence, entities=entities, extra=extra, supersedes=supersedes, allow_erased=allow_erased,
         )
+

@@ -242,7 +242,8 @@ def bench_postgres(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
     from memex.store.postgres import bulk, forensic, rows, schema
     from memex.store.postgres.schema import connect
-    from memex.search.postgres import search
+    from memex.search.hybrid import search
+    from memex.store.postgres.store import PgStore
 
     embedder = RandomEmbedder()
     conn = connect(url)
@@ -261,7 +262,7 @@ def _bench_postgres(args: argparse.Namespace, url: str) -> dict[str, Any]:
     elif not args.size * 0.99 <= loaded <= args.size:  # a kept database (--pg-dir, --pg-url) loses a few rows per run
         raise SystemExit(f"the database holds {loaded} bench memories, not about --size {args.size}")
     run = int(time.time())  # a kept database: this run's adds get ids of their own
-    times, hits = time_searches(search, conn, embedder, args)
+    times, hits = time_searches(search, PgStore(conn), embedder, args)
     pieces: dict[str, Any] = {}
     if args.pieces:  # the two halves of a search, timed apart; BM25 also by full scoring
         from memex.store.postgres import bm25 as pg_bm25

@@ -7,19 +7,32 @@ import pytest
 
 from memex import health
 from memex.embedding import embed
-from memex.store.schema import write_txn
+from memex.store import IndexStore, SqliteStore
 from memex.vault import Vault
 from memex.meta_edit import update_meta
 
 pytestmark = pytest.mark.both_backends
 
 
+def _stray_vectors(store: IndexStore, blob: bytes) -> None:
+    """Vector rows of no memory or chunk, in the index reads answer from: a
+    fault no operation of the store makes, so it is written in its own SQL."""
+    with store.write_txn():
+        if isinstance(store, SqliteStore):
+            store.conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (9999, ?)", (blob,))
+            store.conn.execute("INSERT INTO chunk_vec(rowid, embedding) VALUES (8888, ?)", (blob,))
+        else:
+            from memex.store.postgres.connection import Vec
+            from memex.store.postgres.store import PgStore
+
+            assert isinstance(store, PgStore)
+            store.conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (9999, %s)", (Vec(blob),))
+            store.conn.execute("INSERT INTO chunk_vec(rowid, embedding) VALUES (8888, %s)", (Vec(blob),))
+
+
 def test_stray_vectors_are_found_and_removed(vault: Vault) -> None:
     vault.add("A memory with one vector")
-    stray = embed.to_blob(np.ones(vault.embedder.dim, dtype=np.float32) / 8)  # type: ignore[union-attr]
-    with write_txn(vault.conn):
-        vault.conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (9999, ?)", (stray,))
-        vault.conn.execute("INSERT INTO chunk_vec(rowid, embedding) VALUES (8888, ?)", (stray,))
+    _stray_vectors(vault.store, embed.to_blob(np.ones(vault.embedder.dim, dtype=np.float32) / 8))  # type: ignore[union-attr]
     drift = health.drift(vault)
     assert drift.orphan_vectors == 2 and not drift.clean and drift.differing == 0
     result = health.repair(vault)
@@ -28,11 +41,10 @@ def test_stray_vectors_are_found_and_removed(vault: Vault) -> None:
 
 
 def test_a_row_without_its_vector_is_unembedded_until_reindex(vault: Vault) -> None:
-    added = vault.add("A memory whose vector goes missing")
-    with write_txn(vault.conn):
-        rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (added.id,)).fetchone()[0]
-        vault.conn.execute("DELETE FROM memory_vec WHERE rowid = ?", (rowid,))
-        vault.conn.execute("UPDATE memories SET embedded = 0 WHERE rowid = ?", (rowid,))
+    # Added while no model was loaded (lexical only): its row, in every index, has no vector.
+    with Vault(vault.root, embedder=None) as lexical:
+        added = lexical.add("A memory whose vector goes missing")
+    assert vault.store.embed_state([added.id])[added.id].embedded == 0
     assert health.drift(vault).unembedded == [added.path]
     report = health.repair(vault)["sync"]
     assert report["updated"] + report["unchanged"] == 1

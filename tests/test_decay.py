@@ -41,8 +41,7 @@ def _set_last_access(vault: Vault, memory_id: str, days_ago: float) -> None:
         "ON CONFLICT(memory_id) DO UPDATE SET last_access = excluded.last_access",
         (memory_id, _iso(days_ago)),
     )
-    if vault.shared_index is not None:  # search reads usage from the PostgreSQL index
-        vault.shared_index.record_access([memory_id], _iso(days_ago))
+    vault.backend.record_use([memory_id], _iso(days_ago))  # search reads usage from a shared index
 
 
 def test_100_days_is_recalled_and_115_is_not(model_vault: Vault) -> None:

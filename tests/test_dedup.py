@@ -244,10 +244,10 @@ def test_the_in_process_vector_copy_gives_the_same_decisions_as_sqlite_vec(
     import json
 
     from memex.dedup import pipeline
-    from memex.index import vecmatrix
+    from memex.store import vecmatrix
 
     vault = model_vault
-    if vault.shared_index is not None:
+    if vault.backend.shared:
         pytest.skip("the in-process copy is of the SQLite index, which search on PostgreSQL does not load")
     lines = (Path(__file__).parent / "data" / "dedup_pairs.jsonl").read_text(encoding="utf-8").splitlines()
     pairs = [json.loads(line) for line in lines]

@@ -163,10 +163,9 @@ def test_an_index_from_before_the_facts_gets_them(vault: Vault, vault_backend: s
         assert sum(f[0] for f in want.values()) == 3 and want[next(i for i, f in want.items() if f[2])][2]
 
 
-def test_search_reads_no_body_to_rank(vault: Vault, vault_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The facts come from the index; the only bodies a search reads are its shortlist's rows."""
-    if vault_backend != "sqlite":
-        pytest.skip("PostgreSQL reads its shortlist's rows in memex/search/postgres.py, alike")
+def test_search_reads_no_body_to_rank(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The facts come from the index; the only bodies a search reads are its shortlist's rows
+    (on either backend: one search reads both)."""
     for n in range(40):
         vault.add(f"otter fact number {n}" + ("?" if n % 3 == 0 else "."), scope="user", session=f"s{n % 4}")
     read: list[int] = []

@@ -198,7 +198,7 @@ def test_an_older_index_loses_the_reference_copy_and_the_density_column_and_stay
 def test_search_reads_the_same_facts_and_answers_alike(model_vault: Vault, pg_url: str) -> None:
     """Ranking's facts (densities among them, which the multilingual model's
     hub prior reads) are the same on both backends, and search answers alike."""
-    from memex.search.postgres import search
+    from memex.search.hybrid import search
 
     crowd = [f"deploy window sounds good to me {w}" for w in ("ok", "sure", "yes", "fine", "great", "agreed",
                                                             "right", "cool", "yep", "noted", "thanks", "nice")]
@@ -228,7 +228,7 @@ def test_search_reads_the_same_facts_and_answers_alike(model_vault: Vault, pg_ur
     for query in ("is the deploy window good for everyone", "when is the deploy window", "ledger backups",
                   "redis ttl", "sounds good"):
         lite = model_vault.search(query, limit=5)
-        post = search(pg, model_vault.embedder, query, limit=5)
+        post = search(store, model_vault.embedder, query, limit=5)
         assert [h.id for h in post] == [h.id for h in lite], query
         for a, b in zip(lite, post):
             assert b.score == pytest.approx(a.score, abs=1e-5), (query, a.id)

@@ -51,9 +51,10 @@ def _pg(vault: Vault, url: str):  # type: ignore[no-untyped-def]
 
 
 def _pg_search(pg, text: str, limit: int = 10, filters: Filters = Filters()):  # type: ignore[no-untyped-def]
-    from memex.search.postgres import search
+    from memex.search.hybrid import search
+    from memex.store.postgres.store import PgStore
 
-    return search(pg.conn, pg.embedder, text, limit, filters)
+    return search(PgStore(pg.conn), pg.embedder, text, limit, filters)
 
 
 def test_bm25_equals_fts5(filled: Vault, pg_url: str) -> None:

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from memex.cli import main
 from memex.erase.steps import erase
+from memex.store.postgres.store import PgStore
 from memex.vault import Vault
 from tests.conftest import use_postgres
 from tests.fakes import HashEmbedder
@@ -31,9 +32,7 @@ def test_add_search_erase_through_the_vault(vault: Vault, vault_backend: str) ->
     result = erase(vault, gone.id, reason="test").as_dict()
     assert gone.id not in [h.id for h in vault.search("launch password hunter2")]
     if vault_backend == "postgres":
-        shared = vault.shared_index
-        assert shared is not None
-        assert shared.count() == 1 and shared.usage(kept.id)[0] == 1
+        assert vault.store.memory_count() == 1 and vault.store.usage_of(kept.id).access_count == 1
         assert result["postgres"]["purged"]["memories"] == 1 and result["postgres"]["full"] is False
         notes = result["postgres"]["retained"]
         assert any("pg_wal" in note for note in notes) and any("VACUUM FULL" in note for note in notes)
@@ -50,7 +49,7 @@ def test_reindex_fills_the_shared_index(vault: Vault, vault_backend: str) -> Non
         f"Fact number {i}: the build uses cache volume {i}" for i in (0, 1, 2, 4)
     }
     if vault_backend == "postgres":
-        assert vault.shared_index is not None and vault.shared_index.count() == 4
+        assert vault.store.memory_count() == 4
 
 
 def test_a_second_clone_sees_the_first_clones_memories(vault: Vault, vault_backend: str, tmp_path: Path) -> None:
@@ -117,8 +116,8 @@ def test_clones_adding_at_once_share_one_index(vault: Vault, vault_backend: str,
     with multiprocessing.get_context("spawn").Pool(3) as pool:
         added = [i for ids in pool.starmap(_add_from_clone, clones) for i in ids]
     assert len(set(added)) == 15
-    shared = vault.shared_index
-    assert shared is not None and shared.count() == 16
+    shared = vault.store
+    assert isinstance(shared, PgStore) and shared.memory_count() == 16
     docs, tokens = shared.conn.execute("SELECT docs, tokens FROM fts_totals").fetchone()
     assert (docs, tokens) == shared.conn.execute("SELECT count(*), sum(fts_len) FROM memories").fetchone()
     found = {h.id for h in vault.search("clone learned fact service port", limit=20)}

@@ -63,7 +63,7 @@ def test_touched_file_is_read_once_and_not_re_embedded(
     before = fake_embedder.texts_embedded
     report = vault.reindex()
     # size+mtime differ, so it is read (once by each index); the hash says unchanged
-    once = [path] * (1 if vault.shared_index is None else 2)
+    once = [path] * (2 if vault.backend.shared else 1)
     assert reads == once
     assert report.unchanged == 1 and report.updated == 0 and report.embedded == 0
     assert fake_embedder.texts_embedded == before

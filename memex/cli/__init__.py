@@ -161,13 +161,11 @@ def _damaged_index(ctx: click.Context, exc: Exception) -> str | None:
 
 
 def _server_failed(exc: Exception) -> str | None:
-    """The one-line error when the PostgreSQL index failed in the middle of a
+    """The one-line error when a database server failed in the middle of a
     command (the server stopped, the network went): the driver's own exception."""
-    if "psycopg" not in sys.modules:
-        return None
-    from memex.store.postgres.connection import server_error
+    from memex.store.backend import store_error
 
-    found = server_error(exc)
+    found = store_error(exc)
     return None if found is None else str(found)
 
 

@@ -55,7 +55,7 @@ def erase_cmd(
     erased = data.pop("erased")
     derived = data.pop("derived")
     archives = data.pop("archives")
-    shared = data.pop("postgres", None)
+    shared = data.pop(result.shared_name, None) if result.shared_index is not None else None
     count = f"{len(erased)} {'memory' if len(erased) == 1 else 'memories'}"
     key_values({"erased": count, **data}, title=f"erased {count}")
     if erased:
@@ -66,10 +66,10 @@ def erase_cmd(
         click.echo(f"git history: {git['status']} in {len(git['commits'])} commit(s): {' '.join(c[:10] for c in git['commits'][:10])}")
         click.echo(f"next step: {git['next_step']}")
         click.echo(f"out of reach: {git['unreachable']}" + (f" (remotes: {', '.join(git['remotes'])})" if git["remotes"] else ""))
-    if shared is not None:
-        click.echo(f"postgres index: {shared['summary']}")
+    if shared is not None:  # a shared index, named by its database
+        click.echo(f"{result.shared_name} index: {shared['summary']}")
         for note in shared["retained"]:
-            click.echo(f"postgres still holds: {note}")
+            click.echo(f"{result.shared_name} still holds: {note}")
 
 
 def register(main: click.Group) -> None:

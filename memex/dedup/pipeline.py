@@ -9,7 +9,7 @@ two processes adding the same body still produce one file:
    one indexed lookup over the whole scope's active memories;
 2. token Jaccard against the best FTS5 candidates of the scope;
 3. embedding cosine against the nearest vectors (one KNN: the in-process
-   copy of :mod:`memex.index.vecmatrix` once loaded, else sqlite-vec's), with
+   copy of :mod:`memex.store.vecmatrix` once loaded, else sqlite-vec's), with
    the same-session threshold for neighbours written in the same session,
    and the session's own memories checked directly; for an e5-style model
    the close ones are judged on the query side of both texts
@@ -37,7 +37,7 @@ import numpy as np
 
 from memex.embedding import embed
 from memex.embedding import profiles
-from memex.index import vecmatrix
+from memex.store import vecmatrix
 from memex.config import Config, fraction, setting, string_list
 from memex.errors import ConfigError
 from memex.embedding.profiles import ModelProfile

@@ -45,6 +45,7 @@ from memex.index import purge
 from memex.store import purge as store_purge
 from memex.store.purge import PurgeCounts
 from memex.store import IndexStore
+from memex.store.backend import store_error
 from memex.errors import IndexStoreError, InvalidArgument, MemexError, MemoryFileError, MemoryNotFound
 from memex.faults import point
 from memex.layout import ERASURES_PENDING_NAME, INDEX_NAME, MEMEX_DIR, MEMORIES_DIR, VaultPaths
@@ -67,13 +68,14 @@ class EraseResult:
     counts: PurgeCounts = field(default_factory=PurgeCounts)
     wal_truncated: bool = False
     git: git_history.GitReport = field(default_factory=git_history.GitReport)
-    # The PostgreSQL index's purge and VACUUM, and what PostgreSQL still holds
-    # ([index] backend = "postgres"; docs/postgres.md).
+    # A shared index's purge and VACUUM, and what it still holds (docs/postgres.md),
+    # reported under the name of its database (``shared_name``).
     shared_index: dict[str, Any] | None = None
+    shared_name: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         counts = self.counts.as_dict()
-        shared = {} if self.shared_index is None else {"postgres": self.shared_index}
+        shared = {} if self.shared_index is None else {self.shared_name: self.shared_index}
         return {
             "erased": self.erased,
             "files_deleted": self.files_deleted,
@@ -171,12 +173,12 @@ def _import_refs(source_ref: str) -> list[str]:
 
 
 def _only_shared(vault: Vault, sel: Selection, memory_id: str) -> None:
-    """A memory only the shared PostgreSQL index holds (another clone added
-    it; git has not brought its file here): erased by id there, its body
-    remembered here. Its rowid is the shared index's, which names nothing
-    in this clone's index: 0, which SQLite never assigns, so the local
-    purge finds nothing by it (docs/postgres.md)."""
-    if vault.shared_index is None:
+    """A memory only a shared index holds (another clone added it; git has
+    not brought its file here): erased by id there, its body remembered
+    here. Its rowid is the shared index's, which names nothing in this
+    clone's index: 0, which SQLite never assigns, so the local purge finds
+    nothing by it (docs/postgres.md)."""
+    if not vault.backend.shared:
         return
     for t in vault.store.targets_by_id(memory_id):
         sel.memories[t.id] = t._replace(rowid=0)
@@ -343,7 +345,7 @@ def erase(
         ids = sorted({*sel.memories, *([memory_id] if memory_id else [])})
         erased_list.remember(vault.memex_dir, bodies, ids)
         # Before any file goes: what the shared store must purge, whether or not it answers now.
-        shared = pending.target(vault.config)
+        shared = vault.backend.target
         key = None if shared is None else pending.begin(vault.memex_dir, shared, ids)
         point("erase.listed")
         result = EraseResult(erased=ids, derived=list(sel.derived), archives=list(sel.archives))
@@ -367,18 +369,14 @@ def _purge_shared(vault: Vault, ids: list[str], key: str) -> dict[str, Any]:
     """The shared store's purge (its rows, then VACUUM), journaled by ``key``: if the
     store cannot be reached or fails half way, the entry stays open, and the next
     process that reaches it finishes it (memex/erased/pending.py)."""
-    name = pending.target(vault.config) or ""
+    name = vault.backend.target or ""
     try:
         point("erase.shared")
-        shared = vault.shared_index
-        assert shared is not None  # a target exists only for a shared index
-        report = shared.purge(ids).as_dict()
+        report: dict[str, Any] = vault.backend.purge(ids).as_dict()
         point("erase.shared_done")
     except Exception as exc:
         pending.release(key)
-        from memex.store.postgres.connection import server_error  # only when the store failed
-
-        cause = exc if isinstance(exc, MemexError) else server_error(exc)
+        cause = exc if isinstance(exc, MemexError) else store_error(exc)
         if cause is None:
             raise
         raise IndexStoreError(
@@ -405,9 +403,10 @@ def _finish(
         if result.wal_truncated:
             purge.scrub_done(vault.conn)
         done.append("wal")
-        if key is not None:  # [index] backend = "postgres" (docs/postgres.md)
+        if key is not None:  # a shared index (docs/postgres.md)
             result.shared_index = _purge_shared(vault, ids, key)
-        done.append("postgres")
+            result.shared_name = vault.backend.name
+        done.append("shared")
         if purge_history:
             try:
                 result.git = git_history.purge(vault.root, paths, bodies, ids)
@@ -440,9 +439,9 @@ def _remains(done: list[str], purge_history: bool) -> list[str]:
         out.append("index rows (the next reindex, doctor --fix or watcher start purges them)")
     if "wal" not in done:
         out.append(f"{INDEX_NAME}-wal page images (truncated at the next scrub: reindex or doctor --fix)")
-    if "postgres" not in done:
+    if "shared" not in done:
         out.append(
-            "rows in the PostgreSQL index, if one is configured (journaled: the next command that reaches the "
+            "rows in the shared index, if one is configured (journaled: the next command that reaches the "
             f"server purges them; {ERASURES_PENDING_NAME})"
         )
     if "git" not in done:
@@ -483,8 +482,7 @@ def allow_files(vault: Vault, paths: list[str]) -> list[str]:
     allowed = [r for r in rels if guard.holds(ids[r], bodies[r])]
     with vault.write_lock():
         erased_list.allow(vault.memex_dir, [bodies[r] for r in allowed], [ids[r] for r in allowed])
-        if vault.shared_index is not None:  # the ids every clone refuses (docs/postgres.md)
-            vault.shared_index.allow_ids([ids[r] for r in rels])
+        vault.backend.allow_ids([ids[r] for r in rels])  # the ids every clone refuses (docs/postgres.md)
         audit(vault.memex_dir, {"phase": "allowed_back", "reason": "reindex --allow-erased", "files": len(allowed)})
         vault.indexer.index_paths(rels, verify=True)
     return allowed

@@ -1,8 +1,8 @@
 """Erasures a store has not taken yet: journaled, and finished by the next process that reaches it.
 
 An erasure deletes the files, purges this clone's index, then purges every
-other store the vault keeps rows in: today the PostgreSQL index the clones
-share (docs/postgres.md). That store may be out of reach when the erasure
+other store the vault keeps rows in (a shared index: ``Backend.target``,
+memex/store/backend.py). That store may be out of reach when the erasure
 runs (the server is down, the network is gone, the process is killed half
 way). So before any file is deleted, the erasure writes what each such
 store must purge, by memory id, to ``.memex/erasures.pending``; when that
@@ -12,7 +12,7 @@ process that opens the store (a search, an add, ``reindex``, ``doctor
 (:func:`replay`), ``doctor`` names what is left (:func:`outstanding`), and
 reads hide the ids meanwhile (:func:`open_ids`).
 
-The journal is keyed by store (:func:`target`), not by backend: a store is
+The journal is keyed by store (``Backend.target``), not by backend: a store is
 anything that can purge a list of ids, so whichever store a vault uses
 replays the same journal. It holds ids only, as the audit log does, never
 text or file names. Lines are JSON::
@@ -28,7 +28,6 @@ which ``git clean -fdx`` spares. When every entry is done, both are emptied.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import secrets
@@ -38,7 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from memex.config import Config
 from memex.config_trust import tracked_by_git
 from memex.erased import spare
 from memex.erased.erased_list import Guard
@@ -47,6 +45,8 @@ from memex.errors import MemexError
 from memex.files import permissions
 from memex.files.locking import file_lock
 from memex.layout import ERASURES_PENDING_NAME
+from memex.store.backend import store_error
+from memex.store.backends import describe_target
 from memex.store.protocol import IndexStore
 
 # Keys this process is purging right now (an erasure between its journal line and
@@ -62,17 +62,9 @@ class Entry:
     time: str
 
 
-def target(config: Config) -> str | None:
-    """The store besides this clone's own index that an erasure must purge, by
-    identity ("postgres:" and a digest of its URL); None when there is none."""
-    if config.index_backend != "postgres" or not config.index_url:
-        return None
-    return "postgres:" + hashlib.sha256(config.index_url.encode("utf-8")).hexdigest()[:16]
-
-
 def describe(name: str) -> str:
     """How a message names a target."""
-    return "the PostgreSQL index ([index] url)" if name.startswith("postgres:") else name
+    return describe_target(name)
 
 
 def _files(memex_dir: Path) -> tuple[Path, ...]:
@@ -251,16 +243,14 @@ def listed_rows(shared: IndexStore, guard: Guard) -> list[str]:
 
 def finish_on_connect(memex_dir: Path, name: str | None, purge: Callable[[list[str]], object]) -> None:
     """What a process that just connected to store ``name`` runs before anything
-    reads it (``Vault.shared_index``): the erasures still open for it. If the store fails again they stay
+    reads it (``Backend.connect``): the erasures still open for it. If the store fails again they stay
     journaled for the next process (reads hide their ids meanwhile, :func:`hide`)."""
     if name is None or not outstanding(memex_dir, name):
         return
     try:
         replay(memex_dir, name, purge)
     except Exception as exc:
-        from memex.store.postgres.connection import server_error  # only when a store failed
-
-        if server_error(exc) is None and not isinstance(exc, MemexError):
+        if store_error(exc) is None and not isinstance(exc, MemexError):
             raise
 
 

@@ -1,11 +1,10 @@
-"""Hybrid search: candidates from BM25 (FTS5) and cosine (embeddings), one ranking.
+"""Hybrid search: candidates from BM25 and cosine (embeddings), one ranking, on any backend.
 
-The vectors live in sqlite-vec tables; search reads them from an in-process
-copy (:mod:`memex.index.vecmatrix`), which is exact and much faster.
-
-Candidates come from both sides (and from chunk vectors of long bodies,
-which speak for their memory); every candidate then gets both signals
-(:func:`candidates`). :mod:`memex.search.fusion` turns them into one score
+The index's store finds the candidates (``IndexStore.candidates``: SQLite
+from FTS5 and an in-process copy of its vectors, PostgreSQL on its server):
+from both sides (and from chunk vectors of long bodies, which speak for
+their memory), every candidate with both signals (:func:`candidates`).
+Everything after that is here, once for every backend: :mod:`memex.search.fusion` turns them into one score
 (:data:`memex.search.fusion.DEFAULT_FUSION`), with what the index holds about
 each candidate (:class:`memex.store.facts.Facts`), and holds the relevance
 floor that lets an unrelated query find nothing. A superseded memory (shown
@@ -24,11 +23,10 @@ import apsw
 import numpy as np
 
 from memex.embedding import embed
-from memex.index import vecmatrix
-from memex.store import IndexStore
+from memex.store import SqliteStore
 from memex.store.memories import Filters as Filters  # re-exported: search and list narrow alike
 from memex.store.memories import MemoryRow
-from memex.store.sqlite import as_store
+from memex.store.protocol import CandidateStore
 from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in memex.search.fusion)
     DEFAULT_FUSION,
     Calibration,
@@ -76,35 +74,6 @@ def hit_from_row(row: MemoryRow, score: float = 0.0) -> Hit:
     )
 
 
-def _narrowed_semantic(
-    store: IndexStore, matrix: vecmatrix.VectorMatrix | None, qvec: np.ndarray, filters: Filters, k: int
-) -> dict[int, float]:
-    """Cosine of the nearest memories that pass narrowing filters (body or best chunk).
-
-    Exact over what passes the filters: the k nearest of all memories,
-    filtered afterwards, could leave a narrow scope with nothing."""
-    if matrix is None:
-        return store.scan(embed.to_blob(qvec), filters, k)
-    allowed = np.fromiter(store.all_passing(filters), dtype=np.int64)
-    return matrix.nearest(qvec, k, allowed)
-
-
-def _fill_semantic(
-    store: IndexStore, matrix: vecmatrix.VectorMatrix | None, qvec: np.ndarray, rowids: list[int]
-) -> dict[int, float]:
-    """Cosine for candidates that only the lexical side found."""
-    if not rowids:
-        return {}
-    if matrix is not None:
-        return matrix.cosines(qvec, rowids)
-    out: dict[int, float] = {}
-    for rowid, blob in store.vectors_of(rowids):
-        sim = float(np.dot(embed.from_blob(blob), qvec))
-        if sim > out.get(rowid, -2.0):
-            out[rowid] = sim
-    return out
-
-
 @dataclass
 class Candidates:
     """Both signals for one query: BM25 and cosine per candidate rowid."""
@@ -116,7 +85,7 @@ class Candidates:
 
 
 def candidates(
-    conn: apsw.Connection | IndexStore,
+    conn: apsw.Connection | CandidateStore,
     embedder: embed.Embedder | None,
     query: str,
     k: int = CANDIDATES,
@@ -127,41 +96,23 @@ def candidates(
 
     ``conn``: the SQLite index's connection, or any backend's store.
     """
-    store = as_store(conn)
+    store = _store(conn)
     use_vectors = embedder is not None and store.has_vectors()
-    matrix: vecmatrix.VectorMatrix | None = None
-    if use_vectors:
+    if use_vectors and qvec is None:
         assert embedder is not None
-        if qvec is None:
-            # The model's query side (e5: "query: "), as Vault.search embeds a question.
-            qvec = embed.embed_queries(embedder, [query])[0]
-        # One look at the in-process copy per search (None: ask the store).
-        matrix = vecmatrix.for_connection(conn) if isinstance(conn, apsw.Connection) else None
-    if filters.narrowing:
-        lexical = store.fts_top_passing(query, filters, k)
-        semantic = _narrowed_semantic(store, matrix, qvec, filters, k) if qvec is not None and use_vectors else {}
-    else:
-        # Joining the FTS table to ``memories`` before the LIMIT makes SQLite
-        # look up every match (about 1,300 of 10k memories for a typical query:
-        # 3-10 ms); BM25 alone takes about 1 ms. So take the best ``2k`` matches
-        # and the ``k`` nearest vectors first, and filter both in one read; only
-        # when that leaves fewer than ``k`` matches is every match filtered.
-        top = store.fts_top(query, 2 * k)
-        sims: dict[int, float] = {}
-        if use_vectors and qvec is not None:
-            sims = matrix.nearest(qvec, k) if matrix is not None else store.knn(embed.to_blob(qvec), k)
-        keep = store.passing(list(dict.fromkeys([r for r, _ in top] + list(sims))), filters)
-        found = [(r, score) for r, score in top if r in keep][:k]
-        lexical = dict(found) if len(found) >= k or len(top) < 2 * k else store.fts_top_passing(query, filters, k)
-        semantic = {r: s for r, s in sims.items() if r in keep}
-    if not use_vectors or qvec is None or embedder is None:
-        return Candidates(lexical, {}, False)
-    missing = [r for r in lexical if r not in semantic]
-    semantic.update(_fill_semantic(store, matrix, qvec, missing))
-    return Candidates(lexical, semantic, True, embedder.model_id)
+        # The model's query side (e5: "query: "), as Vault.search embeds a question.
+        qvec = embed.embed_queries(embedder, [query])[0]
+    found = store.candidates(query, qvec if use_vectors else None, filters, k)
+    if not use_vectors or embedder is None:
+        return Candidates(found.lexical, {}, False)
+    return Candidates(found.lexical, found.semantic, True, embedder.model_id)
 
 
-def _below_replacements(store: IndexStore, rows: dict[int, MemoryRow], scores: dict[int, float]) -> None:
+def _store(conn: apsw.Connection | CandidateStore) -> CandidateStore:
+    return SqliteStore(conn) if isinstance(conn, apsw.Connection) else conn
+
+
+def _below_replacements(store: CandidateStore, rows: dict[int, MemoryRow], scores: dict[int, float]) -> None:
     """A superseded memory never outranks its replacement: cap its score just below it."""
     replaced = {r: row.superseded_by for r, row in rows.items() if row.superseded_by}
     if not replaced:
@@ -174,7 +125,7 @@ def _below_replacements(store: IndexStore, rows: dict[int, MemoryRow], scores: d
 
 
 def search(
-    conn: apsw.Connection | IndexStore,
+    conn: apsw.Connection | CandidateStore,
     embedder: embed.Embedder | None,
     query: str,
     limit: int = 10,
@@ -190,8 +141,8 @@ def search(
     ``fusion``: the ranking rule (default: the one measured for the model,
     :func:`memex.search.fusion.fusion_for`).
     """
-    store = as_store(conn)
-    found = candidates(conn, embedder, query, max(CANDIDATES, limit * 4), filters, qvec)
+    store = _store(conn)
+    found = candidates(store, embedder, query, max(CANDIDATES, limit * 4), filters, qvec)
     calibration = calibration_for(found.model_id)
     if fusion is None:
         fusion = fusion_for(found.model_id)

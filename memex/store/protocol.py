@@ -1,13 +1,23 @@
-"""The index backend interface: every operation memex asks of its index.
+"""The index backend interface, by role: every operation memex asks of its index.
 
-:class:`IndexStore` names them at the level memex thinks in (write a
-memory with its text entry, vectors and links; the best full-text matches;
-the nearest vectors; rows by ids; purge one memory's every trace; recall
-counts; entities; the embedding cache; the schema version), never SQL.
-Rows cross it as the named tuples and dataclasses of :mod:`memex.store`.
-:class:`memex.store.sqlite.SqliteStore` is the SQLite implementation; a
-second backend (PostgreSQL + pgvector) implements the same Protocol.
-How a backend plugs in: docs/store.md.
+Three roles, each a Protocol, and :class:`IndexStore` all three:
+
+- :class:`RecordStore`, writing and purging records: what the indexer and
+  erasure's purge ask (write a memory with its text entry, vectors and
+  links; move it; purge its every trace; the bookkeeping a sync compares
+  files with; the embedding cache; the schema and its settings);
+- :class:`CandidateStore`, what search asks: a query's candidates with
+  their lexical and semantic scores (:class:`memex.store.candidates.Found`),
+  what ranking knows about them, and rows by id. How a store finds the
+  candidates is its own: SQLite reads an in-process copy of its vectors
+  (:mod:`memex.store.vecmatrix`), PostgreSQL asks its server;
+- :class:`FeatureQueries`, what the features select, one query each.
+
+All speak at the level memex thinks in, never SQL; rows cross them as the
+named tuples and dataclasses of :mod:`memex.store`.
+:class:`memex.store.sqlite.SqliteStore` and
+:class:`memex.store.postgres.store.PgStore` implement them. How a backend
+plugs in: docs/store.md.
 
 Memories are addressed by ``rowid``, an integer the backend assigns when a
 memory is first written and keeps while its id stays (a move keeps it);
@@ -21,23 +31,29 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
+
 from memex.store.cache import CacheRow
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
 from memex.store.facts import Facts
+from memex.store.candidates import Found
 from memex.store.memories import (
-    BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
+    BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, ScopeRow, SyncRow, Vectors,
 )
 from memex.store.purge import PurgeCounts
 from memex.store.queries import DuplicateRow, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
 from memex.store.usage import DecayRow, Usage
-from memex.store.vectors import OwnedVector, RowVector
+from memex.store.vectors import OwnedVector
 
 if TYPE_CHECKING:
     from memex.records import Record
 
 
-class IndexStore(Protocol):
+class RecordStore(Protocol):
+    """Writing and purging records: what the indexer and erasure's purge ask,
+    and the bookkeeping a sync compares files with."""
+
     # -- schema, settings, transactions ----------------------------------------
 
     def schema_version(self) -> int:
@@ -66,8 +82,6 @@ class IndexStore(Protocol):
     def ensure_chunk_rule(self, rule: str, shortest: int) -> bool:
         """Record the chunk rule; True when memories were marked to be embedded again."""
         ...
-
-    def has_vectors(self) -> bool: ...
 
     # -- writing one memory ------------------------------------------------------
 
@@ -99,32 +113,6 @@ class IndexStore(Protocol):
         """Flush the write-ahead log so purged rows leave it; False if it stayed in use."""
         ...
 
-    # -- reading rows --------------------------------------------------------------
-
-    def row_by_id(self, memory_id: str) -> MemoryRow | None: ...
-
-    def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
-        """Up to ``limit`` ids beginning with ``prefix`` in any ASCII case, in order."""
-        ...
-
-    def rows_by_rowids(self, rowids: Sequence[int]) -> dict[int, MemoryRow]: ...
-
-    def list_rows(self, filters: Filters, limit: int | None = None) -> list[MemoryRow]: ...
-
-    def text_column(self, column: str, rowids: Sequence[int]) -> dict[int, str]: ...
-
-    def rowids_by_ids(self, ids: Sequence[str]) -> dict[str, int]: ...
-
-    def passing(self, rowids: Sequence[int], filters: Filters) -> set[int]: ...
-
-    def all_passing(self, filters: Filters) -> list[int]: ...
-
-    def scope_in_use(self, scope: str) -> bool: ...
-
-    def path_scopes(self) -> list[ScopeRow]: ...
-
-    def bodies(self) -> list[BodyRow]: ...
-
     # -- what a sync compares --------------------------------------------------------
 
     def sync_rows(self) -> dict[str, SyncRow]: ...
@@ -141,37 +129,73 @@ class IndexStore(Protocol):
 
     def drop_index_error(self, path: str) -> list[str]: ...
 
-    # -- search ------------------------------------------------------------------------
+    # -- the embedding cache ---------------------------------------------------------
 
-    def fts_top(self, query: str, k: int) -> list[Scored]:
-        """The best ``k`` full-text matches by BM25 (higher is better)."""
+    def cache_get(self, model: str, keys: Sequence[str]) -> dict[str, bytes]: ...
+
+    def cache_put(self, rows: Sequence[CacheRow]) -> None: ...
+
+    def cache_drop_unused(self, keys: Iterable[str]) -> int: ...
+
+    # -- recall counts ------------------------------------------------------------------
+
+    def record_use(self, ids: Sequence[str], stamp: str) -> None: ...
+
+
+class CandidateStore(Protocol):
+    """What search asks: a query's candidates with both signals, what ranking
+    knows about them, and the rows of the few it shows."""
+
+    def has_vectors(self) -> bool: ...
+
+    def candidates(self, query: str, qvec: np.ndarray | None, filters: Filters, k: int) -> Found:
+        """The best ``k`` memories by BM25 (higher is better) and the ``k``
+        nearest by cosine (body or best chunk) that pass the filters, each
+        lexical candidate's cosine filled in (``qvec`` None: lexical only)."""
         ...
-
-    def fts_top_passing(self, query: str, filters: Filters, k: int) -> dict[int, float]: ...
-
-    def knn(self, blob: bytes, k: int) -> dict[int, float]:
-        """The ``k`` nearest memories (body or chunk) by cosine."""
-        ...
-
-    def scan(self, blob: bytes, filters: Filters, k: int) -> dict[int, float]:
-        """The exact ``k`` nearest among the memories passing the filters."""
-        ...
-
-    def knn_bodies(self, blob: bytes, k: int) -> dict[int, float]:
-        """The ``k`` nearest memories by body vector alone."""
-        ...
-
-    def vectors_of(self, rowids: Sequence[int]) -> list[RowVector]: ...
-
-    def memory_vectors_of(self, rowids: Sequence[int]) -> list[OwnedVector]: ...
-
-    def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]: ...
 
     def facts(self, rowids: Sequence[int], density: bool = True) -> dict[int, Facts]:
         """What ranking needs about each memory, as the index keeps it: does it
         ask a question, which memories are beside it in its session, and (with
         ``density``) its density (memex/store/facts.py)."""
         ...
+
+    def rows_by_rowids(self, rowids: Sequence[int]) -> dict[int, MemoryRow]: ...
+
+    def rowids_by_ids(self, ids: Sequence[str]) -> dict[str, int]: ...
+
+
+class FeatureQueries(Protocol):
+    """What the features select (dedup, consolidation, erasure's selection,
+    decay, the graph, stats): one query each, named for what it answers."""
+
+    # -- reading rows --------------------------------------------------------------
+
+    def row_by_id(self, memory_id: str) -> MemoryRow | None: ...
+
+    def ids_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` ids beginning with ``prefix`` in any ASCII case, in order."""
+        ...
+
+    def list_rows(self, filters: Filters, limit: int | None = None) -> list[MemoryRow]: ...
+
+    def text_column(self, column: str, rowids: Sequence[int]) -> dict[int, str]: ...
+
+    def scope_in_use(self, scope: str) -> bool: ...
+
+    def path_scopes(self) -> list[ScopeRow]: ...
+
+    def bodies(self) -> list[BodyRow]: ...
+
+    # -- vectors -------------------------------------------------------------------------
+
+    def knn_bodies(self, blob: bytes, k: int) -> dict[int, float]:
+        """The ``k`` nearest memories by body vector alone."""
+        ...
+
+    def memory_vectors_of(self, rowids: Sequence[int]) -> list[OwnedVector]: ...
+
+    def body_vectors(self, rowids: Sequence[int]) -> dict[int, bytes]: ...
 
     def memory_count(self) -> int:
         """How many memories the index holds (any status)."""
@@ -181,17 +205,7 @@ class IndexStore(Protocol):
 
     def all_chunk_vectors(self) -> list[OwnedVector]: ...
 
-    # -- the embedding cache ---------------------------------------------------------
-
-    def cache_get(self, model: str, keys: Sequence[str]) -> dict[str, bytes]: ...
-
-    def cache_put(self, rows: Sequence[CacheRow]) -> None: ...
-
-    def cache_drop_unused(self, keys: Iterable[str]) -> int: ...
-
     # -- recall counts -----------------------------------------------------------------
-
-    def record_use(self, ids: Sequence[str], stamp: str) -> None: ...
 
     def usage_of(self, memory_id: str) -> Usage: ...
 
@@ -264,3 +278,7 @@ class IndexStore(Protocol):
     def entity_relations(self, entity_rowid: int) -> list[EntityRelation]: ...
 
     def neighbours(self, entity_rowid: int) -> list[EntityNeighbour]: ...
+
+
+class IndexStore(RecordStore, CandidateStore, FeatureQueries, Protocol):
+    """Every operation memex asks of its index: the three roles together."""

@@ -15,8 +15,12 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 import apsw
+import numpy as np
 
-from memex.store import cache, density, entities, facts, memories, meta, purge, queries, schema, usage, vectors
+from memex.store import (
+    cache, candidates, density, entities, facts, memories, meta, purge, queries, schema, usage, vectors,
+)
+from memex.store.candidates import Found
 from memex.store.cache import CacheRow
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
@@ -148,6 +152,11 @@ class SqliteStore:
         return memories.drop_index_error(self.conn, path)
 
     # -- search
+
+    def candidates(self, query: str, qvec: np.ndarray | None, filters: Filters, k: int) -> Found:
+        return candidates.find(self.conn, query, qvec, filters, k)
+
+    # What the candidates are found with (kept for the stores' parity tests).
 
     def fts_top(self, query: str, k: int) -> list[Scored]:
         return memories.fts_top(self.conn, query, k)

@@ -4,7 +4,7 @@ and ``chunk_vec`` (one per chunk of a long body, speaking for its memory).
 The vec0 tables exist once the model, and so the dimension, is known
 (:func:`memex.store.schema.ensure_vector_tables`). Nearest-neighbour search
 here is sqlite-vec's; a long-lived process reads the same vectors into an
-in-process copy instead (:mod:`memex.index.vecmatrix`, via :func:`all_memory_vectors`
+in-process copy instead (:mod:`memex.store.vecmatrix`, via :func:`all_memory_vectors`
 and friends).
 """
 

@@ -171,10 +171,10 @@ def _refuse_clone_own(repo: Repo, ref: str | None, remote: str, branch: str) -> 
 def _reach_shared_index(vault: Vault, dry_run: bool) -> None:
     """A sync settles the pulled tree into the index, the shared one too: without it, rows of
     files a teammate deleted (or erased) would stay there. So it stops before git changes anything."""
-    if dry_run or vault.config.index_backend != "postgres":
+    if dry_run or not vault.backend.shared:
         return
     try:
-        vault.shared_index  # also finishes the erasures journaled for it (memex/erased/pending.py)
+        vault.backend.connect()  # also finishes the erasures journaled for it (memex/erased/pending.py)
     except MemexError as exc:
         raise SyncError(f"{exc}; nothing was synced: run `memex sync` again when the server can be reached") from exc
 

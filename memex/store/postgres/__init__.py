@@ -16,7 +16,8 @@ that several memex processes on several machines share:
 * :mod:`.vault_index`: a vault's files synced into it (the follower of
   each clone's writes).
 
-Hybrid search over it is :mod:`memex.search.postgres` (the search layer).
+Search over it is the one hybrid search (:mod:`memex.search.hybrid`), which
+asks :meth:`PgStore.candidates` for a query's candidates.
 
 Setup, what is the same and what differs: docs/postgres.md.
 """

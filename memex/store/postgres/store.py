@@ -26,7 +26,10 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from memex.store.cache import CacheRow
+from memex.store.candidates import Found
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
 from memex.store import facts
@@ -194,6 +197,17 @@ class PgStore:
         ).fetchall()]
 
     # -- search
+
+    def candidates(self, query: str, qvec: np.ndarray | None, filters: Filters, k: int) -> Found:
+        # BM25 top-k that stops early, and pgvector's filtered (iterative) HNSW scan, on the server.
+        lexical = pgquery.bm25_top(self.conn, query, filters, k)
+        if qvec is None:
+            return Found(lexical, {})
+        semantic = pgquery.knn(self.conn, qvec, filters, k)
+        semantic.update(pgquery.cosines(self.conn, qvec, [r for r in lexical if r not in semantic]))
+        return Found(lexical, semantic)
+
+    # What the candidates are found with (kept for the stores' parity tests).
 
     def fts_top(self, query: str, k: int) -> list[Scored]:
         return [Scored(r, s) for r, s in pgquery.bm25_top(self.conn, query, _ALL, k).items()]
