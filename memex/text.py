@@ -159,6 +159,10 @@ def _cjk_bigrams(run: str) -> list[str]:
 
 def tokens(text: str) -> list[str]:
     """Search tokens: lower-case words, CJK runs as character bigrams."""
+    if text.isascii():
+        # Most text, and the floor tokenizes hits on every search: ASCII is
+        # its own NFKC form, casefolds as it lowers and holds no CJK run.
+        return _TOKEN.findall(text.lower())
     out: list[str] = []
     for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text).casefold()):
         piece = match.group(0)

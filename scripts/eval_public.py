@@ -5,6 +5,9 @@
     .venv/bin/python scripts/eval_public.py --locomo DIR --ablation      # every element on and off
     .venv/bin/python scripts/eval_public.py --locomo DIR --floor         # what the relevance floor empties
     .venv/bin/python scripts/eval_public.py --locomo DIR --model multilingual --json
+    # two runs compared question by question (e.g. two models, each with its rule in force)
+    .venv/bin/python scripts/eval_public.py --locomo DIR --save /tmp/minilm.json
+    .venv/bin/python scripts/eval_public.py --locomo DIR --model multilingual --against /tmp/minilm.json
 
 DIR is LoCoMo as published (a folder, the zip or ``locomo10.json``; how to
 bring it: scripts/locomo.py). Each conversation becomes a vault of its own
@@ -25,7 +28,9 @@ the fixed split (scripts/locomo.py): ``choose`` (rules are chosen there),
 ``report`` (reported, never chosen on) and ``all`` ten. Differences between
 rules carry a paired bootstrap 95% interval (2,000 resamples of the
 questions, fixed seed). ``--work DIR`` keeps the vaults, so a second run
-embeds nothing.
+embeds nothing. ``--save FILE`` writes the rule in force's metrics per
+question; ``--against FILE`` reports this run's rule in force minus a saved
+one on the questions both asked, with the same intervals.
 """
 
 from __future__ import annotations
@@ -210,6 +215,29 @@ def print_report(summary: dict[str, Any], references: list[str]) -> None:
             print(f"   {half:7s} {cat:12s} n={m['questions']:4d}" + "".join(f"{k} {m[k]:.3f}  " for k in KEYS))
 
 
+def against(saved: dict[str, Any], rows: dict[str, dict[str, float]],
+            queries: list[dict[str, Any]]) -> dict[str, Any]:
+    """This run's rule in force minus a saved run's, per half, on the questions both asked."""
+    theirs: dict[str, dict[str, float]] = saved["questions"]
+    out: dict[str, Any] = {"saved_model": saved["model"], "saved_rule": saved["rule"]}
+    for half in HALVES:
+        qids = [q["id"] for q in queries if (half == "all" or q["split"] == half) and q["id"] in theirs]
+        out[half] = {"questions": len(qids), "this": eval_search.mean(rows, qids),
+                     "saved": eval_search.mean(theirs, qids),
+                     **{k: eval_search.bootstrap(rows, theirs, qids, k) for k in KEYS}}
+    return out
+
+
+def _saved(path: Path) -> dict[str, Any]:
+    try:
+        saved: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"--against {path}: not a file --save wrote ({exc})") from None
+    if not isinstance(saved, dict) or not isinstance(saved.get("questions"), dict):
+        raise SystemExit(f"--against {path}: not a file --save wrote (no per-question metrics)")
+    return saved
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--locomo", type=Path, required=True, help="LoCoMo: a folder, the zip or locomo10.json")
@@ -219,7 +247,10 @@ def main() -> None:
     parser.add_argument("--floor", action="store_true", help="also count what the relevance floor empties")
     parser.add_argument("--half", choices=HALVES, default="all", help="conversations to run (default: all ten)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument("--save", type=Path, help="write the rule in force's metrics per question here")
+    parser.add_argument("--against", type=Path, help="compare with a run --save wrote, question by question")
     args = parser.parse_args()
+    saved = _saved(args.against) if args.against else None
     convs = locomo.split(locomo.load(args.locomo), args.half)
     embedder = embed.load_embedder(args.model)
     if embedder is None:
@@ -232,15 +263,27 @@ def main() -> None:
         measured = measure(convs, embedder, rules, work, args.floor,
                            progress=lambda line: print(line, file=sys.stderr, flush=True))
     summary = summarize(measured, references)
-    head = {"model": embedder.model_id, "rule_in_force": fusion_for(embedder.model_id).name,
+    in_force = fusion_for(embedder.model_id).name
+    head = {"model": embedder.model_id, "rule_in_force": in_force,
             "search_rankings_differing_from_evaluation": measured.search_mismatches}
+    mine = measured.rows[eval_rules.IN_FORCE]
+    if args.save:
+        args.save.write_text(json.dumps({"model": embedder.model_id, "rule": in_force, "questions": mine}),
+                             encoding="utf-8")
+    compared = against(saved, mine, measured.queries) if saved is not None else None
     if args.json:
-        print(json.dumps({**head, "floor": measured.floor, "rules": summary}, indent=1))
+        print(json.dumps({**head, "floor": measured.floor, "rules": summary, "against": compared}, indent=1))
         return
     print(json.dumps(head))
     print_report(summary, references)
     if measured.floor:
         print("\nfloor:", json.dumps(measured.floor))
+    if compared is not None:
+        print(f"\n== {embedder.model_id} ({in_force}) minus {compared['saved_model']} ({compared['saved_rule']}) ==")
+        for half in HALVES:
+            c = compared[half]
+            print(f"   {half:7s} n={c['questions']:4d}  R@5 {c['this']['recall@5']:.3f} vs {c['saved']['recall@5']:.3f} "
+                  f"{_ci(c['recall@5'])}  R@10 {_ci(c['recall@10'])}  MRR {_ci(c['mrr'])}")
 
 
 if __name__ == "__main__":

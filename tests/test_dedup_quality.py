@@ -14,10 +14,12 @@ pytestmark = pytest.mark.model
 
 DATA = Path(__file__).resolve().parent / "data"
 # Measured with `scripts/eval_dedup.py` (docs/write-path.md, "Dedup"): precision 1.0 on
-# both sets; recall 0.872 on the 430 tuning pairs and 0.879 on the 165
-# held-out pairs written after the rules were fixed. The floors leave room
-# for model noise only.
-RECALL_FLOOR = {"dedup_pairs.jsonl": 0.85, "dedup_pairs_holdout.jsonl": 0.84}
+# both sets; recall 0.802 on the 430 tuning pairs and 0.818 on the 165
+# held-out pairs. (0.868 / 0.889 before a paraphrase that brings words the
+# stored memory lacks was kept rather than dropped: on real conversations
+# such words are as often new information; docs/write-path.md, "Real
+# conversations".) The floors leave room for model noise only.
+RECALL_FLOOR = {"dedup_pairs.jsonl": 0.78, "dedup_pairs_holdout.jsonl": 0.80}
 
 
 def _eval_module() -> ModuleType:

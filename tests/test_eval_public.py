@@ -101,3 +101,19 @@ def test_a_second_run_reuses_the_vaults(locomo_dir: Path, tmp_path: Path) -> Non
 def test_a_wrong_folder_is_one_line_naming_it(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="no LoCoMo conversations under"):
         LOCOMO.load(tmp_path)
+
+
+def test_two_runs_compare_question_by_question(locomo_dir: Path, tmp_path: Path) -> None:
+    """--save / --against: the rule in force of one run minus a saved run's, on the questions both asked."""
+    embedder = HashEmbedder()
+    convs = LOCOMO.load(locomo_dir)
+    measured = EVAL.measure(convs, embedder, RULES.standard(embedder.model_id), tmp_path / "work")
+    bm25 = measured.rows[RULES.BM25]
+    worse = {q: {k: 0.0 for k in row} for q, row in bm25.items()}
+    worse.pop(next(iter(worse)))  # a question the saved run did not ask is left out
+    out = EVAL.against({"model": "m", "rule": "r", "questions": worse}, bm25, measured.queries)
+    assert out["all"]["questions"] == 2 and out["all"]["saved"]["recall@5"] == 0.0
+    assert out["all"]["recall@5"][0] == 1.0 == out["all"]["this"]["recall@5"]
+    (tmp_path / "bad.json").write_text("[]", encoding="utf-8")
+    with pytest.raises(SystemExit, match="bad.json: not a file --save wrote"):
+        EVAL._saved(tmp_path / "bad.json")

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memex.cli import app
 from memex.context import assemble
@@ -182,3 +184,19 @@ def test_no_matches_names_the_nearest_memory_below_the_floor(model_vault: Vault,
     # A query that clears the floor gets its hits and no note.
     found = runner.invoke(app(), [*where, "search", "how long do we keep invoices"])
     assert "Invoices are kept" in found.stdout and "note:" not in found.stderr
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
+def test_ascii_text_tokenizes_as_the_general_path_does(body: str) -> None:
+    """The floor tokenizes hits on every search; ASCII text skips NFKC and the CJK
+    checks, and must give the very tokens the general path gives."""
+    import unicodedata
+
+    from memex import text
+
+    general = []
+    for match in text._TOKEN.finditer(unicodedata.normalize("NFKC", body).casefold()):
+        general.append(match.group(0))
+    assert text.tokens(body) == general
+    assert text.tokens(body + " 汉字") == general + ["汉字"]  # the general path, for comparison

@@ -19,7 +19,12 @@ Rules (docs/consolidation.md):
   swapped word, swapped roles; the guards dedup uses too) keeps them apart;
 - clusters are complete-link: a memory joins a cluster only if it is similar
   to every member, so A~B and B~C never drag in an unrelated C;
-- representative: highest confidence, then most recalled, then newest;
+- two memories are linked only when one says everything the other does,
+  about the same subject (:mod:`memex.dedup.subject`: another speaker, a
+  question against an answer, or a word the other lacks keeps them apart);
+- representative: a member that says everything each member it hides says
+  (else the one that carries the most, and the rest stay visible); among
+  those, highest confidence, then most recalled, then newest;
 - ``explain=True`` records every candidate pair (score, merged or the reason
   it was not: below the threshold, the guard that refused, complete link).
 
@@ -42,6 +47,7 @@ from memex.meta_edit import update_meta, update_meta_many
 from memex.consolidation.pairscore import ScoreProfile, pair_matrices, profile_for
 from memex.store.queries import SessionItem
 from memex.text import preview
+from memex.dedup.subject import covers, keeps_apart
 from memex.dedup.values import conflict_reason
 
 if TYPE_CHECKING:
@@ -163,12 +169,22 @@ def similarity_scores(
     link = np.full((n, n), -np.inf)
     refused: dict[tuple[int, int], str] = {}
     for i, j in zip(*np.nonzero(np.triu(prob >= threshold, 1))):
-        reason = conflict_reason(bodies[i], bodies[j])
+        reason = conflict_reason(bodies[i], bodies[j]) or _neither_covers(bodies[i], bodies[j])
         if reason is None:
             link[i, j] = link[j, i] = prob[i, j]
         else:
             refused[(int(i), int(j))] = reason
     return prob, link, refused
+
+
+def _neither_covers(a: str, b: str) -> str | None:
+    """Why neither text may stand for the other (memex.dedup.subject), or
+    None when one says everything the other does. A group's representative
+    must carry what each member says, so such a pair is never merged."""
+    ab, ba = keeps_apart(a, b), keeps_apart(b, a)
+    if ab is None or ba is None:
+        return None
+    return ab if ab != "adds" else ba
 
 
 def complete_link(score: np.ndarray) -> list[list[int]]:
@@ -206,6 +222,20 @@ def representative(items: list[Item]) -> Item:
     return max(items, key=lambda it: (it.confidence, it.access_count, *_newest_key(it)))
 
 
+def carrier(items: list[Item]) -> tuple[Item, list[Item]]:
+    """The member that stands for the group, and the members it carries.
+
+    The representative must say everything each member it hides says
+    (:func:`memex.dedup.subject.covers`): among the members that carry all
+    the others, :func:`representative` chooses; when none does, the one
+    that carries the most, and the members it does not carry stay visible.
+    """
+    carried = {it.id: [o for o in items if o.id != it.id and covers(it.body, o.body)] for it in items}
+    most = max(len(v) for v in carried.values())
+    rep = representative([it for it in items if len(carried[it.id]) == most])
+    return rep, carried[rep.id]
+
+
 def _candidates(vault: Vault, session: str, scope: str | None) -> list[Item]:
     return [
         r._replace(body=r.body.strip())
@@ -237,25 +267,34 @@ def _cluster_group(
     items: list[Item], vectors: np.ndarray | None, profile: ScoreProfile, threshold: float,
     explain: list[PairExplanation] | None = None,
 ) -> list[tuple[list[Item], float, float]]:
-    """Clusters of two or more, each with its min and mean pair score; with
-    ``explain`` a list, every candidate pair's decision is appended to it."""
+    """Groups of two or more, the representative first (:func:`carrier`),
+    each with its min and mean pair score; with ``explain`` a list, every
+    candidate pair's decision is appended to it."""
     bodies = [it.body for it in items]
     jac, cos = pair_matrices(bodies, vectors)
     prob, link, refused = similarity_scores(bodies, jac, cos, profile, threshold)
+    at = {it.id: k for k, it in enumerate(items)}
+    groups: list[list[int]] = []
     clusters = complete_link(link)
-    out = []
     for cluster in clusters:
         if len(cluster) < 2:
             continue
-        pairs = [link[a, b] for k, a in enumerate(cluster) for b in cluster[k + 1 :]]
-        out.append(([items[c] for c in cluster], float(min(pairs)), float(np.mean(pairs))))
+        rep, carried = carrier([items[c] for c in cluster])
+        if carried:
+            groups.append([at[rep.id], *(at[it.id] for it in carried)])
+    out = []
+    for group in groups:
+        pairs = [link[a, b] for k, a in enumerate(group) for b in group[k + 1 :]]
+        out.append(([items[c] for c in group], float(min(pairs)), float(np.mean(pairs))))
     if explain is not None:
-        home = {m: k for k, cluster in enumerate(clusters) for m in cluster}
+        home = {m: k for k, group in enumerate(groups) for m in group}
+        linked = {m: k for k, cluster in enumerate(clusters) for m in cluster}
         for i, j in zip(*np.nonzero(np.triu(prob >= EXPLAIN_FLOOR, 1))):
             i, j = int(i), int(j)
-            merged = home[i] == home[j]
+            merged = i in home and home.get(i) == home.get(j)
             reason = None if merged else refused.get((i, j)) or (
-                "below threshold" if prob[i, j] < threshold else "complete link"
+                "below threshold" if prob[i, j] < threshold
+                else "not carried" if linked[i] == linked[j] else "complete link"
             )
             explain.append(PairExplanation(
                 items[i].id, items[j].id, round(float(prob[i, j]), 4), round(float(cos[i, j]), 4),
@@ -303,8 +342,7 @@ def plan(
             sub = None if vectors is None else vectors[[index[it.rowid] for it in members]]
             explained = report.pairs if explain else None
             for cluster, low, mean in _cluster_group(members, sub, profile, threshold, explained):
-                rep = representative(cluster)
-                others = [it for it in cluster if it.id != rep.id]
+                rep, others = cluster[0], cluster[1:]
                 report.groups.append(Group(
                     scope_name, category, rep.id, [it.id for it in others], round(low, 4),
                     round(mean, 4), {it.id: preview(it.body, 120) for it in cluster},

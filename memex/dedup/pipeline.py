@@ -16,10 +16,14 @@ two processes adding the same body still produce one file:
    (:mod:`memex.dedup.symmetric`);
 4. value changes (a number, date, version, name, or a negation differs) are
    never duplicates: they are reported as similar with a ``supersede``
-   suggestion, because silently dropping them would lose the update;
+   suggestion, because silently dropping them would lose the update; nor
+   is another subject's statement, an answer against its question, or a
+   text that says something the stored one does not
+   (:mod:`memex.dedup.subject`; one that adds is reported with ``supersede``);
 5. turn-echo guard: an agent (``tool``/``agent``) restating what a hook
    (``keyword``/``user``) captured verbatim in the same session a moment
-   ago is refused with the stored id.
+   ago is refused with the stored id (not another subject's statement, a
+   question, or a text that says more: :func:`memex.dedup.subject.restates`).
 
 Without a model (no ``qvec``) layers 1, 2, 4 and 5 still run.
 """
@@ -47,6 +51,7 @@ from memex.store.sqlite import as_store
 from memex.text import body_hash, content_tokens, jaccard
 from memex.dedup import symmetric
 from memex.dedup.cjk import changes_cjk_value, cosine_trusted
+from memex.dedup.subject import keeps_apart, restates
 from memex.dedup.values import conflicts, differs_in_number
 from memex.dedup.wording import changes_statement
 
@@ -118,7 +123,7 @@ class Thresholds:
     jaccard_similar: float = 0.40
     cosine_duplicate: float = 0.85
     cosine_similar: float = 0.40
-    session_cosine_duplicate: float = 0.85
+    session_cosine_duplicate: float = 0.70
     echo_window_seconds: int = 600
     echo_jaccard: float = 0.28
     echo_agent_sources: tuple[str, ...] = ("tool", "agent")
@@ -248,8 +253,15 @@ def _judge(
         if not near:
             continue
         sim = max(jac, cos if cos is not None else 0.0)
-        if conflicts(n.body, cand.body):
-            # A changed value or a negation: keep both, suggest supersede.
+        apart = keeps_apart(n.body, cand.body)
+        if apart not in (None, "adds"):
+            # Another subject, or a question against a statement: never
+            # dropped, and no newer value of the stored memory either.
+            similar[n.id] = SimilarFact(n.id, round(sim, 4), n.body.strip())
+            continue
+        if apart == "adds" or conflicts(n.body, cand.body):
+            # A changed value or a negation, or something the stored memory
+            # does not say: keep both, suggest supersede.
             similar[n.id] = SimilarFact(n.id, round(sim, 4), n.body.strip(), "supersede")
             continue
         similar[n.id] = SimilarFact(n.id, round(sim, 4), n.body.strip())
@@ -362,8 +374,10 @@ def _turn_echo(store: IndexStore, cand: Candidate, tokens: frozenset[str], limit
     best: tuple[float, str] | None = None
     rows = store.session_rows(cand.session, sources, echo_cutoff(limits), ECHO_CANDIDATES, newest_first=True)
     for mid, _, _, _, body in rows:
-        # A different number is a new value, not an echo: let it through.
-        if differs_in_number(body, cand.body):
+        # A different number is a new value, not an echo: let it through;
+        # so is another subject, a question, or a text that says more
+        # (memex.dedup.subject).
+        if differs_in_number(body, cand.body) or not restates(body, cand.body):
             continue
         jac = jaccard(tokens, _content_tokens(body))
         if jac >= limits.echo_jaccard and (best is None or jac > best[0]):

@@ -187,6 +187,12 @@ def _names(text: str) -> set[str]:
     return inside | opening
 
 
+def names(text: str) -> set[str]:
+    """Capitalized words that are probably proper names, lower case (a
+    sentence's first word only when it is not a common opener)."""
+    return _names(unicodedata.normalize("NFKC", text))
+
+
 def value_tokens(text: str) -> set[str]:
     """The numbers, dates, versions, quantities and names a text mentions
     (numbers in the canonical form they are compared in: v2.1 -> 2.1)."""
@@ -282,8 +288,13 @@ GUARD_MEANING = {
     "relation": "the sides of a comparison differ",
     "swapped_word": "the same sentence with one word swapped",
     "swapped_roles": "the same words with two roles exchanged",
+    "speaker": "two speakers' statements",
+    "person": "about different people",
+    "question": "one asks what the other does not ask, or answers it",
+    "adds": "each says something the other does not",
     "below threshold": "the score is under merge_threshold",
     "complete link": "similar, but not to every member of the other's cluster",
+    "not carried": "its group's representative does not say everything it says",
 }
 
 

@@ -161,7 +161,12 @@ MINILM = ModelProfile(
     model_id=DEFAULT_MODEL_ID,
     cosine_duplicate=0.85,
     cosine_similar=0.40,
-    session_cosine_duplicate=0.85,
+    # Within one session a speaker's restatement scores lower than a copy
+    # (0.70-0.85), and the subject checks (memex/dedup/subject.py) decide
+    # what a text adds: on the conversations the bar was chosen on
+    # (docs/write-path.md, "Real conversations") 0.70 drops no turn that
+    # says something new; 0.65 catches no more.
+    session_cosine_duplicate=0.70,
     cjk_cosine=False,
     cjk_cosine_duplicate=1.0,
     dedup_query_side=False,

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import apsw
 
@@ -34,9 +34,6 @@ from memex.errors import IndexStoreError
 from memex.store.protocol import IndexStore
 from memex.store.schema import SCHEMA_VERSION, connect
 from memex.store.sqlite import SqliteStore
-
-if TYPE_CHECKING:
-    from memex.config import Config
 
 # What a vault hands its backend: the embedding model (an ``Embedder`` or None:
 # typed loosely, as the store sits below memex.embedding), asked for only when
