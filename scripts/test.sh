@@ -6,13 +6,15 @@
 # names every skipped test and why (-rs).
 #   MEMEX_TEST_NO_NODE=1   skip the Node/openclaw set-up (those tests then skip, saying why)
 #   MEMEX_TEST_NO_CLIENTS=1  skip installing the real Claude Code and Codex (their end-to-end tests then skip)
+#   MEMEX_HYPOTHESIS_PROFILE=deep  the property tests' deeper random run instead of the
+#                                  derandomized default "ci" (docs/testing.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 START=$SECONDS
 say() { printf '[test.sh %4ds] %s\n' "$((SECONDS - START))" "$*" >&2; }
 
-say "the whole run takes 10-40 minutes on a 2-core machine (about 10 idle, 37 at load 7-10);" \
+say "the whole run takes about 12 minutes of CPU: about 12 minutes on an idle 2-core machine, 42 at load 15;" \
     "the first run also downloads about 240 MB of Python wheels, a 61 MB Node wheel and 225 MB of npm packages (about 525 MB in all)"
 if [ ! -x .venv/bin/python ]; then
   say "creating .venv with $("$PY" --version)"
@@ -50,5 +52,7 @@ fi
 # It runs first so that pytest's summary is the last line a reader (or CI) sees.
 say "mypy --strict over memex/ (about a minute)"
 .venv/bin/python -m mypy memex
-say "pytest: the whole suite (a dot per test; skipped tests and why at the end)"
+# The same Hypothesis examples on every run unless asked otherwise (tests/hypokit.py).
+export MEMEX_HYPOTHESIS_PROFILE=${MEMEX_HYPOTHESIS_PROFILE:-ci}
+say "pytest: the whole suite, Hypothesis profile $MEMEX_HYPOTHESIS_PROFILE (a dot per test; skipped tests and why at the end)"
 .venv/bin/python -m pytest -q -rs -p no:cacheprovider "$@"

@@ -9,7 +9,18 @@ import pytest
 
 from memex.embedding.embed import load_embedder
 from memex.vault import Vault, init_vault
+from tests import hypokit
 from tests.fakes import HashEmbedder
+
+# Hypothesis draws the same examples on every run unless MEMEX_HYPOTHESIS_PROFILE=deep
+# (tests/hypokit.py): loaded here, before any test module builds its settings.
+hypokit.load()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    from hypothesis import settings
+
+    return f"hypothesis profile: {settings.get_current_profile_name()} ({hypokit.PROFILE_ENV}=deep for the deep run)"
 
 
 @pytest.fixture(autouse=True)

@@ -1,11 +1,62 @@
-"""Helpers for the erasure tests: raw byte scans of every file under a vault."""
+"""Helpers for the erasure tests: raw byte scans of every file under a vault,
+a secret to erase, git vaults and the command line."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
-from memex.vault import Vault
+import pytest
+from click.testing import CliRunner
+
+from memex.cli import app
+from memex.vault import Vault, init_vault
+from tests.fakes import HashEmbedder
+from tests.hook_helpers import lexical_only
+
+WORDS = ["Zqorblax", "Xjuimbrelk"]
+SECRET = "Zqorblax keeps the Xjuimbrelk storage unit key under the mat"
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def git_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@example.org"),
+                       ("GIT_COMMITTER_NAME", "t"), ("GIT_COMMITTER_EMAIL", "t@example.org"),
+                       ("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))):
+        monkeypatch.setenv(var, value)
+
+
+@pytest.fixture
+def git_vault(tmp_path: Path, git_env: None) -> Iterator[Vault]:
+    root = init_vault(tmp_path / "gvault", git=True)
+    with Vault(root, embedder=HashEmbedder()) as v:
+        yield v
+
+
+def commit_all(root: Path, message: str) -> None:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
+def ids_found(vault: Vault, query: str) -> list[str]:
+    return [h.id for h in vault.search(query, limit=50)]
+
+
+def cli(root: Path, *args: str) -> tuple[int, str]:
+    """The command line, lexical only: the test's vaults use the fake embedder."""
+    if 'model = "none"' not in (root / ".memex" / "config.toml").read_text():
+        lexical_only(root)
+    main = app()  # the memex group with every command, as users run it
+    out = CliRunner().invoke(main, ["--vault", str(root), *args])
+    assert out.exception is None or isinstance(out.exception, SystemExit), out.output
+    return out.exit_code, out.output
+
 
 
 def vault_bytes(root: Path, skip_git: bool = True) -> dict[str, bytes]:

@@ -74,3 +74,11 @@ def isolated_home(vault: Path | str) -> Path:
     home = Path(vault).parent / "home"
     home.mkdir(exist_ok=True)
     return home
+
+
+def run_memex(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The memex command in a child process, as a shell runs it (no warm model server)."""
+    return subprocess.run(
+        [sys.executable, "-c", "from memex.cli import run; run()", *args],
+        capture_output=True, text=True, env={**os.environ, "MEMEX_WARM": "0", **(env or {})}, timeout=120,
+    )

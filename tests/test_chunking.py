@@ -18,6 +18,7 @@ from memex.text import chunks as char_chunks
 from memex.text import normalize
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
+from tests.hypokit import examples
 
 CHUNKER = chunking.TokenChunker("bundled", chunking.CharChunker(800, 120))
 
@@ -80,7 +81,7 @@ words = st.sampled_from(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(words, min_size=150, max_size=700))
 def test_chunks_cover_any_body(parts: list[str]) -> None:
     _check_cover(normalize(" ".join(parts)))

@@ -16,6 +16,7 @@ from memex.cli import app
 from memex.errors import InvalidArgument
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
+from tests.hook_helpers import run_memex
 
 
 @pytest.fixture
@@ -112,3 +113,17 @@ def test_unquoted_text_after_a_dash_word_gets_a_hint_that_works(cli: click.Group
     refused = run(cli, "--vault", str(vault_root), "add", "-v", "is", "verbose", "--scope", "user")
     assert refused.exit_code == 2
     assert "memex add --scope user -- '-v is verbose'" in refused.output, refused.output
+
+
+@pytest.mark.parametrize("args", [[], ["context"], ["install"]])
+def test_memex_alone_prints_its_help_not_an_error(args: list[str]) -> None:
+    """Found from outside: the first thing a new user types, `memex` alone,
+    printed "Error: Usage: memex [OPTIONS] COMMAND ..." with the whole help
+    inside the error line and "(see 'memex --help')" glued to its last
+    command. A group run without a command prints its help, as --help does
+    (exit status 2, click's for a missing command)."""
+    done = run_memex(*args)
+    assert done.returncode == 2
+    assert done.stdout.startswith(f"Usage: memex {' '.join(args)}".rstrip() + " [OPTIONS] COMMAND")
+    assert "Commands:" in done.stdout and "Error" not in done.stdout + done.stderr
+    assert "see 'memex" not in done.stdout

@@ -15,6 +15,7 @@ from memex.embedding import embed
 from memex.cli import _common, app
 from tests.fakes import HashEmbedder
 from tests.test_cli_every_command import walk
+from tests.hook_helpers import run_memex
 
 
 @pytest.fixture
@@ -139,3 +140,30 @@ def test_a_short_reindex_prints_no_progress(cli: click.Group, vault_root: Path) 
     _hand_written(vault_root, 20)
     result = run(cli, vault_root, "reindex")
     assert result.exit_code == 0 and "reindex: " not in result.stderr
+
+
+# -- --json when a command fails ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["show", "01NOPE", "--json"], 1),                      # a library error
+    (["search", "tabs", "--scope", "usr", "--json"], 1),    # a bad scope
+    (["add", "x", "--confidence", "nan", "--json"], 2),     # a usage error
+    (["--json", "list"], 2),                                 # --json where no command takes it
+])
+def test_json_is_json_even_when_the_command_fails(vault_root: Path, args: list[str], code: int) -> None:
+    """Found from outside: `memex show nope --json` (and every other failing
+    --json run) printed nothing on stdout, so a script's `json.load` failed
+    on an empty string. stdout now holds {"error", "exit_code"}, and stderr
+    keeps the one line people read."""
+    done = run_memex("--vault", str(vault_root), *args)
+    assert done.returncode == code
+    document = json.loads(done.stdout)
+    assert document["exit_code"] == code
+    assert document["error"] and document["error"] in done.stderr
+    assert done.stderr.startswith("Error: ") and "Traceback" not in done.stderr
+
+
+def test_text_after_a_double_dash_is_not_the_json_option(vault_root: Path) -> None:
+    done = run_memex("--vault", str(vault_root), "add", "--scope", "nope", "--", "--json")
+    assert done.returncode == 1 and done.stdout == ""

@@ -18,6 +18,7 @@ from memex.errors import MemoryFileError
 from memex.vault import Vault
 from memex.meta_edit import update_meta
 from tests.fakes import HashEmbedder
+from tests.hypokit import examples
 
 WORDS = ["heron", "otter", "maple", "copper", "violet", "granite", "falcon", "willow", "ember", "quartz"]
 FOLDERS = ["memories/user", "memories/project/alpha", "memories/agent/bot", "memories"]
@@ -153,7 +154,7 @@ def facts_by_id(vault: Vault) -> dict[str, tuple[bool, str | None, str | None]]:
             for r, f in vault.store.facts(list(ids), density=False).items()}
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.lists(op, min_size=1, max_size=14))
 def test_any_history_matches_a_rebuild(steps: list[tuple[Any, ...]]) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="memex-prop-"))

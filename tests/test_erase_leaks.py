@@ -14,55 +14,21 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from memex import health
 from memex.erase import git_history
-from memex.cli import app
 from memex.errors import GitHistoryError
 from memex.vault import Vault, init_vault
 from memex.erase.steps import erase
 from memex.watch.watcher import Watcher, settings_for
-from tests.erasekit import files_with_text, settle
+from tests.erasekit import SECRET, WORDS, cli, commit_all, files_with_text, git, git_env, git_vault, ids_found, settle  # noqa: F401 (fixtures)
 from tests.fakes import HashEmbedder
-from tests.hook_helpers import lexical_only
 from tests.watchkit import TIMEOUT, running_watcher, wait_for
-
-WORDS = ["Zqorblax", "Xjuimbrelk"]
-SECRET = "Zqorblax keeps the Xjuimbrelk storage unit key under the mat"
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
-
-
-@pytest.fixture
-def git_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for var, value in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@example.org"),
-                       ("GIT_COMMITTER_NAME", "t"), ("GIT_COMMITTER_EMAIL", "t@example.org"),
-                       ("GIT_CONFIG_GLOBAL", str(tmp_path / "no-gitconfig"))):
-        monkeypatch.setenv(var, value)
-
-
-@pytest.fixture
-def git_vault(tmp_path: Path, git_env: None) -> Iterator[Vault]:
-    root = init_vault(tmp_path / "gvault", git=True)
-    with Vault(root, embedder=HashEmbedder()) as v:
-        yield v
-
-
-def commit_all(root: Path, message: str) -> None:
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", message)
-
-
-def ids_found(vault: Vault, query: str) -> list[str]:
-    return [h.id for h in vault.search(query, limit=50)]
 
 
 def leaked(vault: Vault) -> dict[str, list[str]]:
@@ -70,17 +36,7 @@ def leaked(vault: Vault) -> dict[str, list[str]]:
     return files_with_text(vault.root, WORDS)
 
 
-def cli(root: Path, *args: str) -> tuple[int, str]:
-    """The command line, lexical only: the test's vaults use the fake embedder."""
-    if 'model = "none"' not in (root / ".memex" / "config.toml").read_text():
-        lexical_only(root)
-    main = app()  # the memex group with every command, as users run it
-    out = CliRunner().invoke(main, ["--vault", str(root), *args])
-    assert out.exception is None or isinstance(out.exception, SystemExit), out.output
-    return out.exit_code, out.output
-
-
-# -- item 1: copies ------------------------------------------------------------
+# -- copies of a memory's file ------------------------------------------------------------
 
 
 def test_erase_removes_every_file_claiming_the_id(vault: Vault) -> None:
@@ -167,7 +123,7 @@ def test_a_live_watcher_takes_cp_for_a_copy(vault: Vault) -> None:
     assert not (vault.root / copy).exists() and leaked(vault) == {}
 
 
-# -- item 2: erase during a running reindex -----------------------------------
+# -- erase during a running reindex -----------------------------------
 
 
 class GatedEmbedder(HashEmbedder):
@@ -227,7 +183,7 @@ def test_erase_during_a_running_reindex_never_puts_it_back(vault_root: Path) -> 
         assert leaked(after) == {}
 
 
-# -- item 3: temp files of killed writes ----------------------------------------
+# -- temp files of killed writes ----------------------------------------
 
 
 def _dead_pid() -> int:
@@ -308,87 +264,7 @@ def _all_objects(root: Path) -> str:
     return out.decode("utf-8", errors="replace")
 
 
-# -- item 4: erased files restored by git or a backup ----------------------------
-
-
-def test_restored_erased_file_is_not_indexed_and_doctor_names_it(git_vault: Vault) -> None:
-    vault, root = git_vault, git_vault.root
-    secret = vault.add(SECRET)
-    rel = vault.get(secret.id).path
-    commit_all(root, "secret")
-    erase(vault, secret.id, reason="privacy")
-    git(root, "checkout", "HEAD", "--", rel)  # restored from history
-    assert (root / rel).exists()
-
-    report = vault.reindex()
-    assert secret.id not in ids_found(vault, "zqorblax storage")
-    assert [e["path"] for e in report.errors] == [rel]
-    found = health.drift(vault)
-    assert found.erased_restored == [rel] and not found.clean
-    code, out = cli(root, "doctor")
-    assert f"erased content restored in {rel}" in out
-    assert f"memex erase {secret.id}" in out
-    vault.reindex(full=True)
-    assert secret.id not in ids_found(vault, "zqorblax storage")
-
-    # The way out it names: one command.
-    code, out = cli(root, "erase", secret.id, "--reason", "restored by mistake")
-    assert code == 0, out
-    assert not (root / rel).exists() and health.drift(vault).clean
-
-    # The deliberate way back for a file.
-    git(root, "checkout", "HEAD", "--", rel)
-    code, out = cli(root, "reindex", "--allow-erased", str(root / rel))
-    assert code == 0, out
-    assert secret.id in ids_found(vault, "zqorblax storage")
-    vault.reindex(full=True)
-    assert secret.id in ids_found(vault, "zqorblax storage") and health.drift(vault).clean
-    # A later erasure wins over the allowance.
-    erase(vault, secret.id, reason="again")
-    git(root, "checkout", "HEAD", "--", rel)
-    vault.reindex()
-    assert secret.id not in ids_found(vault, "zqorblax storage")
-
-
-def test_an_older_version_of_an_erased_memory_stays_out(git_vault: Vault) -> None:
-    """The text was edited before the erasure, so only the id says it is the erased memory."""
-    vault, root = git_vault, git_vault.root
-    first = "Quorvex earns one hundred thousand a year"
-    secret = vault.add(first)
-    rel = vault.get(secret.id).path
-    commit_all(root, "v1")
-    full = root / rel
-    full.write_text(full.read_text().replace(first, "Quorvex earns one hundred and twenty thousand a year"))
-    vault.reindex()
-    commit_all(root, "v2")
-    erase(vault, secret.id, reason="privacy")
-    git(root, "checkout", "HEAD~1", "--", rel)  # version 1, never on the erased list as text
-    vault.reindex()
-    assert not [h for h in vault.search("quorvex earns", limit=20) if "Quorvex" in h.body]
-    assert health.drift(vault).erased_restored == [rel]
-    # A hand-written file without an id line takes its id from its path: erasing it must not
-    # refuse the next file written at that path.
-    hand = root / "memories" / "hand.md"
-    hand.write_text("Plain note about the Zqorblax garage\n")
-    vault.reindex()
-    hand_id = vault.conn.execute("SELECT id FROM memories WHERE path = 'memories/hand.md'").fetchone()[0]
-    erase(vault, hand_id, reason="r")
-    hand.write_text("Another note about the bicycle shed\n")
-    vault.reindex()
-    assert vault.conn.execute("SELECT count(*) FROM memories WHERE path = 'memories/hand.md'").fetchone()[0] == 1
-
-
-def test_add_allow_erased_writes_a_file_the_index_keeps(vault: Vault) -> None:
-    secret = vault.add(SECRET)
-    erase(vault, secret.id, reason="r")
-    assert vault.add(SECRET).status == "refused"
-    back = vault.add(SECRET, allow_erased=True)
-    assert back.status == "created"
-    vault.reindex(full=True)
-    assert back.id in ids_found(vault, "zqorblax storage") and health.drift(vault).clean
-
-
-# -- item 5: --purge-history for any body size, and the audit's last word ---------
+# -- --purge-history for any body size, and the audit's last word ---------
 
 
 def test_purge_history_of_a_body_over_the_argument_limit(git_vault: Vault) -> None:
@@ -448,54 +324,7 @@ def test_inner_punctuation_still_makes_another_text(vault: Vault) -> None:
     assert vault.add("Ship on Friday, not Monday.").status == "refused"
 
 
-# -- git restores the erased list itself ------------------------------------------
-
-
-def test_restoring_the_whole_tree_with_git_does_not_undo_an_erasure(git_vault: Vault) -> None:
-    """`git checkout -- .` / `git reset --hard` rewrite the committed erased list too:
-    found from outside, the erased memory came back and doctor called the vault clean."""
-    vault, root = git_vault, git_vault.root
-    erase(vault, vault.add("An earlier note nobody needs").id, reason="tidy")  # the list exists and is committed
-    secret = vault.add(SECRET)
-    rel = vault.get(secret.id).path
-    commit_all(root, "secret")
-    erase(vault, secret.id, reason="privacy")
-    git(root, "checkout", "--", ".")  # discard every change since the commit: file and list
-    assert (root / rel).exists()
-
-    vault.reindex()
-    assert secret.id not in ids_found(vault, "zqorblax storage")
-    assert health.drift(vault).erased_restored == [rel]
-    # A read leaves the tracked list alone (git would refuse a stash pop over it); doctor says it is behind.
-    assert git(root, "status", "--short") == ""
-    assert [b.split(":")[0] for b in health.drift(vault).behind] == [".memex/erased.txt", ".memex/erasure.log"]
-    health.repair(vault)  # doctor --fix
-    assert ".memex/erased.txt" in git(root, "status", "--short")  # the list regained the erasure, for the next commit
-
-    erase(vault, secret.id, reason="restored by mistake")
-    commit_all(root, "erased")
-    git(root, "reset", "--hard", "HEAD~1")  # the commit before the erasure
-    vault.reindex(full=True)
-    assert secret.id not in ids_found(vault, "zqorblax storage")
-    assert health.drift(vault).erased_restored == [rel]
-
-
-def test_a_deliberate_way_back_survives_the_same_restore(git_vault: Vault) -> None:
-    vault, root = git_vault, git_vault.root
-    erase(vault, vault.add("An earlier note nobody needs").id, reason="tidy")
-    secret = vault.add(SECRET)
-    rel = vault.get(secret.id).path
-    commit_all(root, "secret")
-    erase(vault, secret.id, reason="privacy")
-    git(root, "checkout", "HEAD", "--", rel)
-    code, out = cli(root, "reindex", "--allow-erased", str(root / rel))
-    assert code == 0, out
-    git(root, "checkout", "HEAD", "--", ".memex/erased.txt")  # the list before both the erasure and the allowance
-    vault.reindex(full=True)
-    assert secret.id in ids_found(vault, "zqorblax storage")
-    assert health.drift(vault).behind == [".memex/erased.txt: 4 line(s)"]  # the erasure and the allowance
-    health.repair(vault)
-    assert secret.id in ids_found(vault, "zqorblax storage") and health.drift(vault).clean
+# -- the journal ------------------------------------------------------------------------
 
 
 def test_the_journal_stays_out_of_git_in_new_and_old_vaults(git_vault: Vault) -> None:

@@ -24,6 +24,7 @@ from memex.meta_edit import update_meta
 from memex.store.memories import Filters
 from memex.store.meta import scalar
 from memex.vault import Vault
+from tests.hypokit import examples
 
 pytestmark = pytest.mark.both_backends
 
@@ -120,7 +121,7 @@ def _apply(vault: Vault, serial: int, step: tuple[Any, ...]) -> None:
         vault.reindex()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(op, min_size=3, max_size=20))
 # Histories every run goes through: a memory moving out of the middle of its
 # session, its created moving past a neighbour (by hand, then by its mtime),

@@ -16,8 +16,10 @@ of file events runs) / the watcher's reconcile, and checks after every step:
 
 Every memory text carries a fresh tag (``tagNNNN``), so an erased text is
 recognised by its tag wherever its bytes end up. The default run is sized to
-take ~20 s on a quiet machine; ``MEMEX_FAULT_EXAMPLES`` / ``MEMEX_FAULT_STEPS``
-widen it.
+take ~20 s on a quiet machine, the same cases on every run (the suite's
+Hypothesis profile, tests/hypokit.py); ``MEMEX_FAULT_EXAMPLES`` /
+``MEMEX_FAULT_STEPS`` widen it, and ``MEMEX_HYPOTHESIS_PROFILE=deep`` draws
+ten times as many fresh cases.
 """
 
 from __future__ import annotations
@@ -40,10 +42,11 @@ from memex.watch.watcher import Watcher, WatchSettings
 from memex.erase.steps import erase
 from tests.fakes import HashEmbedder
 from tests.faultkit import leaked_bytes, report
+from tests.hypokit import examples
 
 WORDS = ["heron", "otter", "maple", "copper", "violet", "granite", "falcon", "willow"]
 TAG = re.compile(r"tag\d{4}x")
-EXAMPLES = int(os.environ.get("MEMEX_FAULT_EXAMPLES", "20"))
+EXAMPLES = int(os.environ.get("MEMEX_FAULT_EXAMPLES") or examples(20))
 STEPS = int(os.environ.get("MEMEX_FAULT_STEPS", "30"))
 # faults: actions memex does not make and must survive (hand edits, copies,
 # renames, deletions, restores by git checkout); leaked: bytes of erased text found.
@@ -278,7 +281,7 @@ class VaultLife(RuleBasedStateMachine):
 
 # Shrinking a failing interleaving of file and git operations can take minutes: bounded.
 VaultLife.TestCase.settings = settings(
-    max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, derandomize=False,
+    max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
     phases=[p for p in Phase if p is not Phase.shrink] if os.environ.get("MEMEX_FAULT_NO_SHRINK") else list(Phase),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )

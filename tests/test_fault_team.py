@@ -24,9 +24,11 @@ rule, and the end of every run):
 * the shared index holds no erased memory, and no erasure is left unfinished.
 
 Every text carries a fresh tag (``tagNNNNx``). The default run is sized for
-CI (derandomized, about a minute); ``MEMEX_FAULT_TEAM_EXAMPLES`` /
-``MEMEX_FAULT_TEAM_STEPS`` widen it, and ``MEMEX_FAULT_TEAM_SEED`` runs a
-random sequence (docs/reliability.md).
+CI (derandomized by the suite's Hypothesis profile, tests/hypokit.py; about
+a minute); ``MEMEX_FAULT_TEAM_EXAMPLES`` / ``MEMEX_FAULT_TEAM_STEPS`` widen
+it, ``MEMEX_FAULT_TEAM_SEED`` runs another fixed sequence and
+``MEMEX_HYPOTHESIS_PROFILE=deep`` ten times as many random ones
+(docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -54,12 +56,13 @@ from memex.errors import MemexError
 from memex.files.memory_file import parse
 from tests.conftest import use_postgres
 from tests.faultkit import leaked_bytes, report
+from tests.hypokit import examples
 from tests.team_helpers import Listener, Team, git
 
 WORDS = ["heron", "otter", "maple", "copper", "violet", "granite", "falcon", "willow"]
 TAG = re.compile(r"tag\d{4}x")
 HONEST = ("a", "b")
-EXAMPLES = int(os.environ.get("MEMEX_FAULT_TEAM_EXAMPLES", "3"))
+EXAMPLES = int(os.environ.get("MEMEX_FAULT_TEAM_EXAMPLES") or examples(3))
 STEPS = int(os.environ.get("MEMEX_FAULT_TEAM_STEPS", "20"))
 SEED = os.environ.get("MEMEX_FAULT_TEAM_SEED")
 COUNTS = {"cases": 0, "steps": 0, "erases": 0, "faults": 0, "leaked": 0}
@@ -407,8 +410,10 @@ class TeamLife(RuleBasedStateMachine):
             assert not held & self.erased, ("the shared index kept erased memories", held & self.erased)
 
 
+# Derandomized by the suite's profile (tests/hypokit.py) unless a seed is given.
 TeamLife.TestCase.settings = settings(
-    max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, derandomize=SEED is None,
+    **({"derandomize": False} if SEED is not None else {}),
+    max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
     phases=[p for p in Phase if p is not Phase.shrink] if os.environ.get("MEMEX_FAULT_NO_SHRINK") else list(Phase),
     suppress_health_check=list(HealthCheck),
 )

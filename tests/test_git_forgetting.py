@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.erasekit import files_with_text
-from tests.test_erase_leaks import SECRET, WORDS, cli, commit_all, git, git_env  # noqa: F401 (a fixture)
+from tests.erasekit import SECRET, WORDS, cli, commit_all, git, git_env  # noqa: F401 (a fixture)
 from memex.vault import init_vault
 
 KEEP = "We deploy the shop on Fridays after the standup"

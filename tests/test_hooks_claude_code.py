@@ -213,3 +213,50 @@ def test_remembered_in_one_session_shown_in_the_next(lexical_root: Path, project
     text = context_of(json.loads(proc.stdout), "SessionStart")
     assert "0b7d5c1e-0000-4000-8000-000000000002" in text
     assert "blue-green releases on Fridays" in text and "<relevant-memories" in text
+
+
+def _turn(path: Path, said: str, reply: str) -> None:
+    with path.open("a", encoding="utf-8") as out:
+        for role, kind, text in (("user", "user", said), ("assistant", "assistant", reply)):
+            content: object = text if role == "user" else [{"type": "text", "text": text}]
+            out.write(json.dumps({"type": kind, "isSidechain": False, "message": {"role": role, "content": content}}) + "\n")
+
+
+@pytest.mark.usefixtures("no_warm_server")
+def test_a_decision_said_in_a_short_session_is_a_memory_when_it_ends(vault: Vault, tmp_path: Path) -> None:
+    """Found from outside: in a four-turn Claude Code session the user said
+    "We decided to store invoices as PDF in the S3 bucket shop-invoices and
+    keep them seven years". SessionEnd archived the turn but never extracted
+    it (a commit waits for 20,000 pending tokens, which a short session never
+    reaches, and the next session is another session), so the next session's
+    "How long do we keep invoices?" found nothing. SessionEnd now commits
+    what is pending before consolidating."""
+    from memex.agents import claude_code
+
+    project = tmp_path / "shop"
+    (project / ".git").mkdir(parents=True)
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text("", encoding="utf-8")
+    decision = "We decided to store invoices as PDF in the S3 bucket shop-invoices and keep them seven years."
+    base = {"session_id": "11111111-1111-4111-8111-111111111111", "transcript_path": str(transcript),
+            "cwd": str(project), "permission_mode": "default"}
+
+    def send(name: str, **fields: object) -> None:
+        result = claude_code.handle(vault, {**base, "hook_event_name": name, **fields})
+        if result.deferred is not None:
+            result.deferred()
+
+    send("SessionStart", source="startup")
+    for said, reply in (("Please add a retry to the Stripe webhook handler.", "Added, five attempts."),
+                        (decision, "Understood, s3://shop-invoices with a seven year rule.")):
+        send("UserPromptSubmit", prompt=said)
+        _turn(transcript, said, reply)
+        send("Stop", stop_hook_active=False, last_assistant_message=reply)
+    assert not [m for m in vault.list() if "shop-invoices" in m.body], "a short session commits nothing before it ends"
+    send("SessionEnd", reason="other")
+    kept = [m for m in vault.list() if "shop-invoices" in m.body]
+    assert len(kept) == 1 and kept[0].category == "decision"
+    assert kept[0].session == base["session_id"]
+    # Ending it again (a resumed session that ends twice) stores nothing twice.
+    send("SessionEnd", reason="other")
+    assert len([m for m in vault.list() if "shop-invoices" in m.body]) == 1

@@ -418,3 +418,37 @@ def test_claude_code_plugins_are_not_your_rules(tmp_path: Path) -> None:
     texts = _texts(home)
     assert "I prefer short answers in bullet points." in texts
     assert not any("French" in t or "type hints" in t for t in texts)
+
+
+def test_cursor_windsurf_and_gemini_rules_come_in_with_the_repository(vault: Vault, tmp_path: Path) -> None:
+    """Found from outside: `memex import ~/code/shop` took CLAUDE.md and
+    AGENTS.md but silently left out the repository's .cursorrules (not even
+    listed as skipped), and `memex import .cursorrules` stopped with "cannot
+    tell its format". Other agents' rule files are the same shape."""
+    from memex.importers import import_path
+
+    repo = tmp_path / "shop"
+    (repo / ".cursor" / "rules").mkdir(parents=True)
+    (repo / "docs").mkdir()
+    (repo / "AGENTS.md").write_text("- Use pnpm in web/.\n", encoding="utf-8")
+    (repo / ".cursorrules").write_text("Always use TypeScript strict mode.\n\nNo default exports.\n", encoding="utf-8")
+    (repo / ".windsurfrules").write_text("Write commit messages in English.\n", encoding="utf-8")
+    (repo / "GEMINI.md").write_text("- Prefer table-driven tests in Go.\n", encoding="utf-8")
+    (repo / ".cursor" / "rules" / "react.mdc").write_text(
+        "---\ndescription: React rules\nglobs: web/**/*.tsx\nalwaysApply: false\n---\n"
+        "- Use React Query for server state.\n- Never use class components.\n", encoding="utf-8")
+    (repo / "docs" / "diagram.mdc").write_text("not a rules file\n", encoding="utf-8")
+
+    report = import_path(vault, repo, scope="project:shop")
+    texts = {item["text"] for item in report.items}
+    assert texts == {
+        "Use pnpm in web/.", "Always use TypeScript strict mode.", "No default exports.",
+        "Write commit messages in English.", "Prefer table-driven tests in Go.",
+        "Use React Query for server state.", "Never use class components.",
+    }
+    assert report.created == 7 and report.format == "claude-md"
+    cursor = [i for i in report.items if i["text"] == "No default exports."][0]
+    assert cursor["source_ref"] == f"{repo.resolve()}#.cursorrules#2"
+    # The file alone, without --format; importing it again adds nothing.
+    again = import_path(vault, repo / ".cursorrules", scope="project:shop")
+    assert again.format == "claude-md" and again.found == 2 and again.duplicate == 2

@@ -223,3 +223,47 @@ def test_mcp_schemas_bounds_errors_and_answer_sizes(vault_root: Path, tmp_path: 
     # The CLI's limits apply to memory_add, reported in one clean line.
     assert "max_file_bytes" in seen["too_big"] and len(seen["too_big"]) < 400
     assert "NUL" in seen["nul"]
+
+
+async def _mcp_in_project(vault_root: Path, home: Path, scope: str) -> dict[str, Any]:
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    from tests.hook_helpers import MEMEX
+
+    env = {"HOME": str(home), "MEMEX_CACHE_DIR": os.environ["MEMEX_CACHE_DIR"], "MEMEX_WARM": "0"}
+    params = StdioServerParameters(command=MEMEX, args=["--vault", str(vault_root), "mcp"], env=env)
+    seen: dict[str, Any] = {}
+    async with Client(params, read_timeout_seconds=120) as client:
+        added = await client.call_tool("memory_add", {"text": "Invoices are kept seven years", "scope": scope})
+        seen["add"] = (added.is_error, added.content[0].text)  # type: ignore[union-attr]
+        found = await client.call_tool("memory_search", {"query": "invoices kept", "scope": [scope]})
+        seen["search"] = (found.is_error, found.content[0].text)  # type: ignore[union-attr]
+        bad = await client.call_tool("memory_add", {"text": "x", "scope": "project:two\nlines"})
+        seen["newline"] = bad.is_error
+    return seen
+
+
+def test_mcp_tools_take_the_project_scope_the_hooks_use(vault_root: Path, tmp_path: Path) -> None:
+    """Found from outside: in a repository folder named "My Shop (2024)" the
+    hooks recall and show memories of scope `project:My Shop (2024)` (the git
+    root folder's name), and `memex add --scope` takes it, but the MCP tools'
+    scope pattern refused any space: the agent could neither search nor add
+    in its own project's scope."""
+    import anyio
+
+    from memex.agents import hook_io
+    from tests.hook_helpers import lexical_only
+
+    project = tmp_path / "My Shop (2024)"
+    (project / ".git").mkdir(parents=True)
+    scope = hook_io.project_scope(str(project))
+    assert scope == "project:My Shop (2024)"
+    lexical_only(vault_root)
+    home = tmp_path / "home"
+    home.mkdir()
+    seen = anyio.run(_mcp_in_project, vault_root, home, scope)
+    assert seen["add"][0] is False, seen["add"][1]
+    assert json.loads(seen["add"][1])["status"] == "created"
+    assert seen["search"][0] is False and "Invoices are kept seven years" in seen["search"][1]
+    assert seen["newline"] is True

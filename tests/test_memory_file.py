@@ -18,6 +18,7 @@ from memex.files.memory_file import KNOWN_KEYS, MemoryFile
 from memex.vault import Vault
 from memex.meta_edit import update_meta
 from tests.fakes import HashEmbedder
+from tests.hypokit import examples
 
 # Text a person could put in a file: any Unicode except surrogates and NUL
 # (a NUL marks a binary file).
@@ -49,7 +50,7 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b and type(a) is type(b)) if not isinstance(a, (list, dict)) else bool(a == b)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.dictionaries(unknown_keys, values, max_size=5), file_text)
 def test_serialize_then_parse_is_exact(meta: dict[str, Any], body: str) -> None:
     mf = MemoryFile({"id": "01ABC", **meta}, body)
@@ -65,7 +66,7 @@ def fresh(vault_root: Path) -> Iterator[Vault]:
         yield v
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(meta=st.dictionaries(unknown_keys, values, max_size=4), body=bodies, category=st.text(min_size=1, max_size=10).filter(str.strip))
 def test_update_meta_keeps_unknown_keys_and_the_body_exactly(
     fresh: Vault, meta: dict[str, Any], body: str, category: str
@@ -216,7 +217,7 @@ def test_unreadable_file_names_its_path(tmp_path: Path) -> None:
 _YAML_BITS = st.sampled_from(["[", "]", "{", "}", "- ", ": ", "? ", "\n", "  ", "a", "b: ", "'x'", ",", "#c"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(_YAML_BITS, max_size=120).map("".join))
 def test_the_yaml_scan_is_skipped_only_where_it_could_not_object(fm: str) -> None:
     """The fast path of the safety check: no "&", no "*" and at most 50 level

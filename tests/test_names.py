@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from memex.errors import InvalidArgument
 from memex.files.names import MAX_NAME, check_scope, safe_name, scope_dir_parts, scope_from_dir_parts, slug
+from tests.hypokit import examples
 
 WINDOWS_ILLEGAL = set('<>:"/\\|?*') | {chr(c) for c in range(32)} | {"\x7f"}
 WINDOWS_RESERVED = {"con", "prn", "aux", "nul"} | {f"com{i}" for i in range(1, 10)} | {f"lpt{i}" for i in range(1, 10)}
@@ -37,13 +38,13 @@ def assert_safe(out: str) -> None:
     assert unicodedata.normalize("NFC", out) == out
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.one_of(names, tricky))
 def test_safe_name_output_is_a_legal_path_component_everywhere(name: str) -> None:
     assert_safe(safe_name(name))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.one_of(names, tricky))
 def test_safe_name_is_deterministic_and_idempotent(name: str) -> None:
     out = safe_name(name)
@@ -62,7 +63,7 @@ def _naive_forms(name: str) -> set[str]:
     return {f for f in forms if f}
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(tricky, tricky)
 def test_distinct_names_collide_only_through_a_hash(head: str, tail: str) -> None:
     # A separator in the middle: this name always needs cleaning.

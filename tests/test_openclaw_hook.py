@@ -112,11 +112,22 @@ for (const e of events) handler(e);           // the gateway does not wait
 console.log(JSON.stringify({ dispatchMs: Date.now() - started }));
 """
 
+# A slow first hook (recall loading a model, a lock held). It finishes only once the
+# other conversation's event is in the log (or after 10 s), so that conversation
+# being first says it did not wait, however slow the machine is; then it stays
+# 1 s longer, a window in which this conversation's next event, were it run
+# alongside (the bug), would log first. A correct handler passes whatever the
+# window's length: the window only gives a wrong one the time to show itself.
 SLOW_MEMEX = """
-import json, sys, time
+import json, os, sys, time
 event = json.load(sys.stdin)
 if event["action"] == "received":
-    time.sleep(1.5)  # a slow first hook: recall loading a model, a lock held
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if os.path.exists(sys.argv[1]) and "dm:77" in open(sys.argv[1]).read():
+            break
+        time.sleep(0.02)
+    time.sleep(1.0)
 with open(sys.argv[1], "a") as log:
     log.write(f"{event['sessionKey']} {event['action']}\\n")
 """
@@ -136,7 +147,7 @@ def test_handler_runs_a_conversations_messages_one_at_a_time(tmp_path: Path) -> 
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[0])["dispatchMs"] < 1000  # never blocks the gateway
-    wait_for(lambda: log.exists() and len(log.read_text().splitlines()) >= 3, 20, "three handled events in the log")
+    wait_for(lambda: log.exists() and len(log.read_text().splitlines()) >= 3, 60, "three handled events in the log")
     lines = log.read_text().splitlines()
     # The other conversation did not wait; this one's reply came after its question.
     assert lines == ["agent:main:telegram:dm:77 sent", f"{KEY} received", f"{KEY} sent"]

@@ -16,6 +16,7 @@ from memex import text
 from memex.embedding import embed
 from memex.records import Record
 from memex.store.memories import Filters
+from tests.hypokit import examples
 
 WORDS = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "zeta", "theta", "lambda", "quokka"]
 SCOPES = ["user", "project:a", "project:b"]
@@ -96,7 +97,7 @@ def _filters(rng: random.Random) -> Filters:
     ])
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 90), ord_c=st.sampled_from([None, 0.05, 1.0, 30.0]))
 def test_early_stop_equals_full_scoring(pg, seed: int, n: int, ord_c: float | None) -> None:  # type: ignore[no-untyped-def]
     from memex.store.postgres import bm25

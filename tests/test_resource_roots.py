@@ -91,3 +91,25 @@ def test_the_mcp_tool_takes_its_working_folder_as_the_project(
             with pytest.raises(MemexError, match="symbolic link"):
                 tools.memory_add_resource(str(layout["docs"] / "passwd.md"))
     _nothing_secret_stored(layout["vault"])
+
+
+def test_memory_add_resource_says_what_is_wrong_with_a_file_in_words(vault: Vault, tmp_path: Path) -> None:
+    """Found from outside: memory_add_resource on a folder holding a file that
+    is not UTF-8 answered Python's codec message ("'utf-8' codec can't decode
+    byte 0xff in position 0: invalid start byte"), and a binary file that
+    happened to decode reached the write path section by section. The reasons
+    now read as memex's own for a vault file."""
+    from memex.agents.resources import import_markdown
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "runbook.md").write_text("# Runbook\n\nRestart billing with kubectl rollout restart.\n", encoding="utf-8")
+    (docs / "latin.md").write_bytes(b"caf\xe9 au lait\n")
+    (docs / "blob.md").write_bytes(b"PK\x03\x04\x00\x00binary")
+    answer = import_markdown(vault, str(docs), cwd=tmp_path)
+    reasons = {Path(e["file"]).name: e["reason"] for e in answer["errors"]}
+    assert reasons == {
+        "latin.md": "not UTF-8 text (byte 3); not imported",
+        "blob.md": "path: binary file (NUL bytes), not Markdown; not imported",
+    }
+    assert len(answer["created"]) == 1

@@ -197,3 +197,26 @@ def test_a_scope_with_no_guess_reads_as_a_sentence(cli: click.Group, vault_root:
     result = run(cli, vault_root, "search", "x", "--scope", "nope:")
     assert result.exit_code == 1, result.output
     assert "'nope:' is not a scope. Scopes are user, resources, project:NAME" in " ".join(result.output.split())
+
+
+def test_a_misspelt_scope_gets_a_note_not_just_no_matches(vault_root: Path) -> None:
+    """Found from outside: `memex search billing --scope project:shpo` (and
+    `memex list --scope project:shpo`) answered "no matches" and nothing
+    else: a well-formed scope passes the scope check, so a typo in its name
+    looked like an empty answer."""
+    from click.testing import CliRunner
+
+    from memex.cli import app
+    from tests.hook_helpers import lexical_only
+
+    lexical_only(vault_root)  # plumbing: no model
+    with Vault(vault_root) as vault:
+        vault.add("The billing service is written in Go", scope="project:shop")
+    runner = CliRunner()
+    for args in (["search", "billing", "--scope", "project:shpo"], ["list", "--scope", "project:shpo"]):
+        done = runner.invoke(app(), ["--vault", str(vault_root), *args])
+        assert done.exit_code == 0
+        assert "no memory is in scope 'project:shpo'; did you mean 'project:shop'?" in done.stderr
+    # A scope that holds memories but none that match: no note.
+    quiet = runner.invoke(app(), ["--vault", str(vault_root), "search", "banana bread", "--scope", "project:shop"])
+    assert quiet.exit_code == 0 and "note:" not in quiet.stderr

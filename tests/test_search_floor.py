@@ -22,6 +22,7 @@ from memex.context import assemble
 from memex.search.fusion import CALIBRATIONS, calibration_for, relevant
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
+from tests.hypokit import examples
 
 MEMORIES = (
     "The staging cluster is rebuilt every night from the main branch.",
@@ -186,7 +187,7 @@ def test_no_matches_names_the_nearest_memory_below_the_floor(model_vault: Vault,
     assert "Invoices are kept" in found.stdout and "note:" not in found.stderr
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
 def test_ascii_text_tokenizes_as_the_general_path_does(body: str) -> None:
     """The floor tokenizes hits on every search; ASCII text skips NFKC and the CJK

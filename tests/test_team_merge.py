@@ -15,6 +15,7 @@ from memex.team.merge import CONFLICT_KEY, conflict_id, merge_erased, merge_memo
 from memex.team.wiring import ensure
 from memex.team.gitrepo import Repo
 from tests.team_helpers import git
+from tests.hypokit import examples
 
 PATH = "memories/user/api-token-abc123.md"
 
@@ -124,7 +125,7 @@ def test_an_erasure_beats_a_concurrent_allow_back() -> None:
 _words = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta"]), max_size=3, unique=True)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(base=_words, ours=_words, theirs=_words, conf=st.tuples(*(st.sampled_from([0.2, 0.5, 0.9]),) * 3),
        bodies=st.tuples(*(st.sampled_from(["one", "two", "three"]),) * 3))
 def test_merging_is_the_same_whichever_side_git_calls_ours(

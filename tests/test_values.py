@@ -14,6 +14,7 @@ from memex.dedup.wording import (
     substitutes_one_word,
     swaps_roles,
 )
+from tests.hypokit import examples
 
 
 @pytest.mark.parametrize(
@@ -121,7 +122,7 @@ _PIECES = [*"abcXYZ 0123456789.-:/,'!?\n", "Alice", " not ", "数据", "不", "�
 _TEXT = st.lists(st.sampled_from(_PIECES), max_size=25).map("".join)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_TEXT, _TEXT)
 def test_conflict_rules_are_symmetric(a: str, b: str) -> None:
     for rule in (
@@ -131,7 +132,7 @@ def test_conflict_rules_are_symmetric(a: str, b: str) -> None:
         assert rule(a, b) == rule(b, a), rule.__name__
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_TEXT)
 def test_a_text_never_conflicts_with_itself(a: str) -> None:
     assert not conflicts(a, a)

@@ -1,4 +1,7 @@
-"""Forgetting, tried from outside with ordinary git commands (docs/forgetting.md).
+"""An erasure holds when git or a backup brings files back (docs/forgetting.md):
+a restored erased file is refused by the index and named by doctor, a
+restored erased list does not undo the erasure, and the way back is
+deliberate.
 
 Each test here failed on the code before its fix.
 """
@@ -6,7 +9,6 @@ Each test here failed on the code before its fix.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,17 +16,9 @@ import pytest
 from memex import health
 from memex.erase.steps import erase
 from memex.errors import MemoryNotFound
-from memex.vault import Vault, init_vault
-from tests.erasekit import files_with_text, settle
+from memex.vault import Vault
+from tests.erasekit import SECRET, WORDS, cli, commit_all, files_with_text, git, git_env, git_vault, ids_found, settle  # noqa: F401 (fixtures)
 from tests.fakes import HashEmbedder
-from tests.test_erase_leaks import SECRET, WORDS, cli, commit_all, git, git_env  # noqa: F401 (a fixture)
-
-
-@pytest.fixture
-def git_vault(tmp_path: Path, git_env: None) -> Iterator[Vault]:
-    root = init_vault(tmp_path / "gvault", git=True)
-    with Vault(root, embedder=HashEmbedder()) as v:
-        yield v
 
 
 def test_doctor_names_an_erased_file_git_restored_before_any_reindex(git_vault: Vault) -> None:
@@ -152,3 +146,133 @@ def test_the_entity_graph_does_not_name_what_a_restored_backup_brought_back(git_
     assert WORDS[1] not in out
     with Vault(root, embedder=HashEmbedder()) as v:
         assert health.drift(v).erased_restored  # the file is back: doctor names it
+
+
+# -- a file restored from history ------------------------------------------------
+
+
+def test_restored_erased_file_is_not_indexed_and_doctor_names_it(git_vault: Vault) -> None:
+    vault, root = git_vault, git_vault.root
+    secret = vault.add(SECRET)
+    rel = vault.get(secret.id).path
+    commit_all(root, "secret")
+    erase(vault, secret.id, reason="privacy")
+    git(root, "checkout", "HEAD", "--", rel)  # restored from history
+    assert (root / rel).exists()
+
+    report = vault.reindex()
+    assert secret.id not in ids_found(vault, "zqorblax storage")
+    assert [e["path"] for e in report.errors] == [rel]
+    found = health.drift(vault)
+    assert found.erased_restored == [rel] and not found.clean
+    code, out = cli(root, "doctor")
+    assert f"erased content restored in {rel}" in out
+    assert f"memex erase {secret.id}" in out
+    vault.reindex(full=True)
+    assert secret.id not in ids_found(vault, "zqorblax storage")
+
+    # The way out it names: one command.
+    code, out = cli(root, "erase", secret.id, "--reason", "restored by mistake")
+    assert code == 0, out
+    assert not (root / rel).exists() and health.drift(vault).clean
+
+    # The deliberate way back for a file.
+    git(root, "checkout", "HEAD", "--", rel)
+    code, out = cli(root, "reindex", "--allow-erased", str(root / rel))
+    assert code == 0, out
+    assert secret.id in ids_found(vault, "zqorblax storage")
+    vault.reindex(full=True)
+    assert secret.id in ids_found(vault, "zqorblax storage") and health.drift(vault).clean
+    # A later erasure wins over the allowance.
+    erase(vault, secret.id, reason="again")
+    git(root, "checkout", "HEAD", "--", rel)
+    vault.reindex()
+    assert secret.id not in ids_found(vault, "zqorblax storage")
+
+
+def test_an_older_version_of_an_erased_memory_stays_out(git_vault: Vault) -> None:
+    """The text was edited before the erasure, so only the id says it is the erased memory."""
+    vault, root = git_vault, git_vault.root
+    first = "Quorvex earns one hundred thousand a year"
+    secret = vault.add(first)
+    rel = vault.get(secret.id).path
+    commit_all(root, "v1")
+    full = root / rel
+    full.write_text(full.read_text().replace(first, "Quorvex earns one hundred and twenty thousand a year"))
+    vault.reindex()
+    commit_all(root, "v2")
+    erase(vault, secret.id, reason="privacy")
+    git(root, "checkout", "HEAD~1", "--", rel)  # version 1, never on the erased list as text
+    vault.reindex()
+    assert not [h for h in vault.search("quorvex earns", limit=20) if "Quorvex" in h.body]
+    assert health.drift(vault).erased_restored == [rel]
+    # A hand-written file without an id line takes its id from its path: erasing it must not
+    # refuse the next file written at that path.
+    hand = root / "memories" / "hand.md"
+    hand.write_text("Plain note about the Zqorblax garage\n")
+    vault.reindex()
+    hand_id = vault.conn.execute("SELECT id FROM memories WHERE path = 'memories/hand.md'").fetchone()[0]
+    erase(vault, hand_id, reason="r")
+    hand.write_text("Another note about the bicycle shed\n")
+    vault.reindex()
+    assert vault.conn.execute("SELECT count(*) FROM memories WHERE path = 'memories/hand.md'").fetchone()[0] == 1
+
+
+def test_add_allow_erased_writes_a_file_the_index_keeps(vault: Vault) -> None:
+    secret = vault.add(SECRET)
+    erase(vault, secret.id, reason="r")
+    assert vault.add(SECRET).status == "refused"
+    back = vault.add(SECRET, allow_erased=True)
+    assert back.status == "created"
+    vault.reindex(full=True)
+    assert back.id in ids_found(vault, "zqorblax storage") and health.drift(vault).clean
+
+
+# -- git restores the erased list itself ------------------------------------------
+
+
+def test_restoring_the_whole_tree_with_git_does_not_undo_an_erasure(git_vault: Vault) -> None:
+    """`git checkout -- .` / `git reset --hard` rewrite the committed erased list too:
+    found from outside, the erased memory came back and doctor called the vault clean."""
+    vault, root = git_vault, git_vault.root
+    erase(vault, vault.add("An earlier note nobody needs").id, reason="tidy")  # the list exists and is committed
+    secret = vault.add(SECRET)
+    rel = vault.get(secret.id).path
+    commit_all(root, "secret")
+    erase(vault, secret.id, reason="privacy")
+    git(root, "checkout", "--", ".")  # discard every change since the commit: file and list
+    assert (root / rel).exists()
+
+    vault.reindex()
+    assert secret.id not in ids_found(vault, "zqorblax storage")
+    assert health.drift(vault).erased_restored == [rel]
+    # A read leaves the tracked list alone (git would refuse a stash pop over it); doctor says it is behind.
+    assert git(root, "status", "--short") == ""
+    assert [b.split(":")[0] for b in health.drift(vault).behind] == [".memex/erased.txt", ".memex/erasure.log"]
+    health.repair(vault)  # doctor --fix
+    assert ".memex/erased.txt" in git(root, "status", "--short")  # the list regained the erasure, for the next commit
+
+    erase(vault, secret.id, reason="restored by mistake")
+    commit_all(root, "erased")
+    git(root, "reset", "--hard", "HEAD~1")  # the commit before the erasure
+    vault.reindex(full=True)
+    assert secret.id not in ids_found(vault, "zqorblax storage")
+    assert health.drift(vault).erased_restored == [rel]
+
+
+def test_a_deliberate_way_back_survives_the_same_restore(git_vault: Vault) -> None:
+    vault, root = git_vault, git_vault.root
+    erase(vault, vault.add("An earlier note nobody needs").id, reason="tidy")
+    secret = vault.add(SECRET)
+    rel = vault.get(secret.id).path
+    commit_all(root, "secret")
+    erase(vault, secret.id, reason="privacy")
+    git(root, "checkout", "HEAD", "--", rel)
+    code, out = cli(root, "reindex", "--allow-erased", str(root / rel))
+    assert code == 0, out
+    git(root, "checkout", "HEAD", "--", ".memex/erased.txt")  # the list before both the erasure and the allowance
+    vault.reindex(full=True)
+    assert secret.id in ids_found(vault, "zqorblax storage")
+    assert health.drift(vault).behind == [".memex/erased.txt: 4 line(s)"]  # the erasure and the allowance
+    health.repair(vault)
+    assert secret.id in ids_found(vault, "zqorblax storage") and health.drift(vault).clean
