@@ -129,10 +129,13 @@ def test_a_chinese_paraphrase_is_a_duplicate_and_a_changed_name_is_not(e5_vault:
 # 0.815 (zh), 0.933 (zh dev2), 0.969 (dev); held out 0.900 (zh holdout),
 # 0.800 (zh holdout2, written blind), 0.970 (holdout). Before: 0.370,
 # 0.467 (precision 0.778), 0.950, 0.300, 0.600 (precision 0.947), 0.960.
-# Floors leave room for model noise only.
+# Since the subject checks (a later text bringing words of its own is kept,
+# docs/write-path.md "Real conversations"), the two English-led sets read
+# 0.888 (dev) and 0.879 (holdout), precision still 1.0; the Chinese ones are
+# unchanged. Floors leave room for model noise only.
 RECALL_FLOOR = {
     "dedup_pairs_zh.jsonl": 0.77, "dedup_pairs_zh_dev2.jsonl": 0.88, "dedup_pairs_zh_holdout.jsonl": 0.85,
-    "dedup_pairs_zh_holdout2.jsonl": 0.75, "dedup_pairs.jsonl": 0.95, "dedup_pairs_holdout.jsonl": 0.94,
+    "dedup_pairs_zh_holdout2.jsonl": 0.75, "dedup_pairs.jsonl": 0.88, "dedup_pairs_holdout.jsonl": 0.87,
 }
 
 
