@@ -267,3 +267,39 @@ def test_mcp_tools_take_the_project_scope_the_hooks_use(vault_root: Path, tmp_pa
     assert json.loads(seen["add"][1])["status"] == "created"
     assert seen["search"][0] is False and "Invoices are kept seven years" in seen["search"][1]
     assert seen["newline"] is True
+
+
+_WARM_UP_IMPORTS = '''
+import sys
+from pathlib import Path
+from memex.agents import mcp_server
+from memex.vault import Vault
+
+tools = mcp_server.Tools(lambda: Vault(Path(sys.argv[1]), embedder=None))
+outside = []
+
+def hook(event, args):
+    if event == "import" and args[0].startswith("memex") and not tools.turn.locked():
+        outside.append(args[0])
+
+sys.addaudithook(hook)
+tools.warm_up()
+tools.close()
+print(" ".join(outside))
+'''
+
+
+def test_the_warm_up_imports_only_while_it_holds_the_turn(vault_root: Path) -> None:
+    """Found in a full run: the warm-up thread imported memex's modules while
+    the first tool call imported others on the SDK's worker thread; the two
+    met inside a package being initialised and the call failed with
+    `KeyError: 'memex.store'` (a concurrent import of one package from two
+    threads). The warm-up now imports inside the session's turn, as calls do."""
+    import subprocess
+    import sys
+
+    lexical_only(vault_root)
+    done = subprocess.run([sys.executable, "-c", _WARM_UP_IMPORTS, str(vault_root)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [], f"imported outside the turn: {done.stdout}"

@@ -175,11 +175,14 @@ class Tools:
 
     def warm_up(self) -> None:
         """Open the vault and load the model and the tools' modules, so that
-        the first call is as quick as the next (run once the tools are listed)."""
-        from memex.consolidation import handoff, supersede  # noqa: F401 - loaded now, not on the first call
-        from memex.erase import steps  # noqa: F401
-
+        the first call is as quick as the next (run once the tools are listed).
+        Its imports take the session's turn too: a tool call importing on the
+        SDK's worker thread while this thread imports could meet it inside a
+        package being initialised (``KeyError: 'memex.store'``)."""
         with self.turn:
+            from memex.consolidation import handoff, supersede  # noqa: F401 - loaded now, not on the first call
+            from memex.erase import steps  # noqa: F401
+
             self.vault.search("memex", limit=1)
 
     def start_warm_up(self) -> None:
