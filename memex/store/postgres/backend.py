@@ -22,7 +22,8 @@ from memex.store.protocol import IndexStore
 
 if TYPE_CHECKING:
     from memex.config import Config
-    from memex.store.postgres.vault_index import PgErasure, PgVaultIndex
+    from memex.store.postgres.erasure import PgErasure
+    from memex.store.postgres.vault_index import PgVaultIndex
 
 
 # How an erasure journals this store (memex/erased/pending.py): by identity, not by URL, which may hold secrets.

@@ -38,7 +38,7 @@ from memex.store.memories import (
     BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
 )
 from memex.store.postgres import density as pgdensity
-from memex.store.postgres import forensic, reads, schema, selects
+from memex.store.postgres import erasure, forensic, reads, schema, selects
 from memex.store.postgres import query as pgquery
 from memex.store.postgres import rows as pgrows
 from memex.store.postgres.connection import PgConnection
@@ -195,6 +195,13 @@ class PgStore:
         return [str(r[0]) for r in self.conn.execute(
             "DELETE FROM index_errors WHERE path = %s RETURNING reason", (path,)
         ).fetchall()]
+
+    def erased_ids(self, ids: Sequence[str]) -> set[str]:
+        return erasure.erased_ids(self.conn, ids)
+
+    def allow_ids(self, ids: Sequence[str]) -> None:
+        """``memex reindex --allow-erased``: these ids may be indexed again, from every clone."""
+        erasure.allow_ids(self.conn, ids)
 
     # -- search
 

@@ -15,56 +15,25 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memex.config import CONFIG_RELPATH, Config, setting
+from memex.config import Config
 from memex.embedding import embed
 from memex.erased import erased_list
 from memex.files import memory_file
 from memex.index import chunking
-from memex.errors import ConfigError, MemoryFileError
-from memex.faults import point
+from memex.errors import MemoryFileError
 from memex.index.scan import RACY_NS, is_memory_name
 from memex.index.sync_run import SyncReport
 from memex.layout import MEMEX_DIR, MEMORIES_DIR
-from memex.store.purge import PurgeCounts
 from memex.records import Record, build_record
-from memex.store.postgres import forensic, query, rows, schema
+from memex.store.postgres import erasure, query, rows, schema
+from memex.store.postgres.erasure import PgErasure, erase_vacuum
 from memex.store.postgres.connection import PgConnection
 from memex.store.postgres.schema import connect
 
 BATCH = 256
-
-
-ERASE_VACUUM = ("plain", "full")
-
-
-def erase_vacuum(config: Config) -> str:
-    """``[index] erase_vacuum``: "plain" (VACUUM, fast) or "full" (VACUUM FULL, a clean data folder)."""
-    where = f"{CONFIG_RELPATH} [index]"
-    value = str(setting(config.section("index"), "erase_vacuum", "plain", where))
-    if value not in ERASE_VACUUM:
-        raise ConfigError(f"{where}: erase_vacuum must be \"plain\" or \"full\", got {value!r}")
-    return value
-
-
-@dataclass
-class PgErasure:
-    purged: dict[str, int]
-    vacuum: dict[str, object]
-
-    def as_dict(self) -> dict[str, object]:
-        return {"purged": self.purged, **self.vacuum, "summary": self.summary()}
-
-    def summary(self) -> str:
-        """One line for ``memex erase``: what was purged and how it was vacuumed."""
-        if not self.vacuum:
-            return f"{self.purged['memories']} row(s) purged, not vacuumed"
-        how = "VACUUM FULL" if self.vacuum["full"] else "VACUUM"
-        line = f"{self.purged['memories']} row(s) purged, {how} of {self.vacuum['tables']} tables"
-        return line + ("" if self.vacuum["checkpoint"] else "; CHECKPOINT not allowed to this role")
 
 
 class PgVaultIndex:
@@ -275,15 +244,11 @@ class PgVaultIndex:
 
     def erased_ids(self, ids: Sequence[str]) -> set[str]:
         """Which of these ids some clone erased (the shared list, :func:`schema._step_erased_ids`)."""
-        if not ids:
-            return set()
-        return {str(r[0]) for r in self.conn.execute("SELECT id FROM erased_ids WHERE id = ANY(%s)", (list(ids),))}
+        return erasure.erased_ids(self.conn, ids)
 
     def allow_ids(self, ids: Sequence[str]) -> None:
         """``memex reindex --allow-erased``: these ids may be indexed again, from every clone."""
-        if ids:
-            with self.conn.write_txn():
-                self.conn.execute("DELETE FROM erased_ids WHERE id = ANY(%s)", (list(ids),))
+        erasure.allow_ids(self.conn, ids)
 
     # -- reading -------------------------------------------------------------
 
@@ -317,19 +282,5 @@ class PgVaultIndex:
     def purge(self, memory_id: str | list[str], vacuum: bool = True, full: bool | None = None) -> PgErasure:
         """Every trace of these memories out of the index, then VACUUM (``full``: VACUUM FULL,
         see :mod:`.forensic`; None: as ``[index] erase_vacuum`` says); the files are the caller's."""
-        if full is None:
-            full = self.erase_full
         ids = [memory_id] if isinstance(memory_id, str) else memory_id
-        counts = PurgeCounts()
-        with self.conn.write_txn():
-            # Ids a file's frontmatter gives (not made from its path, which the next file there would share).
-            with self.conn.raw.cursor() as cur:
-                cur.executemany("INSERT INTO erased_ids(id) VALUES (%s) ON CONFLICT DO NOTHING",
-                                [(i,) for i in erased_list.explicit_ids(ids)])
-            for (rowid,) in self.conn.execute("SELECT rowid FROM memories WHERE id = ANY(%s)", (ids,)).fetchall():
-                counts.add(rows.purge_memory(self.conn, int(rowid)))
-            point("erase.shared_txn")
-        point("erase.shared_purged")
-        report = forensic.vacuum_purged(self.conn, full) if vacuum else None
-        return PgErasure(counts.as_dict(), report.as_dict() if report else {})
-
+        return erasure.purge(self.conn, ids, vacuum=vacuum, full=self.erase_full if full is None else full)
