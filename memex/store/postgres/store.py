@@ -115,11 +115,15 @@ class PgStore:
         self.conn.execute("UPDATE memories SET id = %s, path = %s WHERE rowid = %s", (new_id, new_path, rowid))
 
     def touch_row(self, rowid: int, rec: Record) -> None:
-        self.conn.execute(
-            "UPDATE memories SET size = %s, mtime_ns = %s, created = %s, racy = %s WHERE rowid = %s",
+        moved = self.conn.execute(
+            "UPDATE memories m SET size = %s, mtime_ns = %s, created = %s, racy = %s FROM memories old "
+            "WHERE m.rowid = %s AND old.rowid = m.rowid RETURNING old.created IS DISTINCT FROM m.created",
             (rec.size, rec.mtime_ns, rec.created, int(rec.racy), rowid),
-        )
-        facts.place(self.conn.execute, facts.POSTGRES, rowid)  # a stat-derived created may move it
+        ).fetchone()
+        if moved is not None and moved[0]:
+            # A stat-derived created moved it in its session; else its place stands (its bytes, so
+            # its session and id, did not change), and re-placing it would cost eight round trips.
+            facts.place(self.conn.execute, facts.POSTGRES, rowid)
 
     def purge_memory(self, rowid: int) -> PurgeCounts:
         return pgrows.purge_memory(self.conn, rowid)
