@@ -245,3 +245,27 @@ def test_a_row_left_by_a_failed_postgres_step_goes_at_the_next_sync(filled: Vaul
         assert any("erased" in e["reason"] for e in report.errors)
         assert pg.store.row_by_id(hit.id) is None
         assert hit.id not in {h.id for h in pg.search("redis ttl")}
+
+
+def test_the_model_embeds_as_often_as_on_sqlite_alone(tmp_path: Path, pg_url: str) -> None:
+    """The shared index is written after this clone's own with the vectors
+    the clone just computed (its cache): adds, an edit and a reindex ask the
+    model for the same texts on both backends, not twice as many."""
+    from memex.vault import init_vault
+
+    long_body = "Runbook for the ledger service. " + " ".join(f"step {i}: check shard {i % 7}." for i in range(400))
+    embedded = {}
+    for backend in ("sqlite", "postgres"):
+        root = init_vault(tmp_path / backend, git=False)
+        if backend == "postgres":
+            use_postgres(root, pg_url)
+        model = HashEmbedder()
+        with Vault(root, embedder=model) as clone:
+            added = clone.add("The nightly export runs at two and lands in the audit bucket", scope="user")
+            clone.add(long_body, scope="user")  # long enough for chunk vectors
+            path = clone.root / added.path
+            path.write_text(path.read_text(encoding="utf-8").replace("at two", "at three"), encoding="utf-8")
+            assert clone.reindex().updated == 1
+            assert clone.store.memory_count() == 2 and clone.store.has_vectors()
+            embedded[backend] = model.texts_embedded
+    assert embedded["postgres"] == embedded["sqlite"] > 3, embedded
