@@ -107,8 +107,9 @@ class PgStore:
     # -- writing one memory
 
     def write_memory(self, rowid: int | None, rec: Record, fts_text: str, vecs: Vectors | None) -> int:
-        # Keyed by the memory id (which ``rowid``, when given, is the row of), as every clone writes it.
-        return pgrows.upsert(self.conn, rec, vecs, fts_text)[0]
+        # The indexer asked, in this write transaction (the lock every clone's writer takes), which
+        # row holds the path and which the id: ``rowid`` is the id's row, the path holds no other id.
+        return pgrows.upsert(self.conn, rec, vecs, fts_text, rowid=rowid, checked=True)[0]
 
     def move_row(self, rowid: int, old_id: str, new_id: str, new_path: str) -> None:
         self.conn.execute("UPDATE usage SET memory_id = %s WHERE memory_id = %s", (new_id, old_id))
