@@ -31,8 +31,8 @@ POINTS = (
     "erase.deleted",  # erase: files deleted and audited, index not purged
     "erase.purged",  # erase: index purged, WAL not checkpointed
     "erase.shared",  # erase: about to reach the shared (PostgreSQL) index; its purge is journaled
-    "erase.shared_txn",  # PgVaultIndex.purge: rows deleted, the transaction not committed
-    "erase.shared_purged",  # PgVaultIndex.purge: committed, not vacuumed
+    "erase.shared_txn",  # the PostgreSQL purge (store/postgres/erasure.py): rows deleted, not committed
+    "erase.shared_purged",  # the PostgreSQL purge: committed, not vacuumed
     "erase.shared_done",  # erase: the shared index purged and vacuumed, the journal entry not closed
     "supersede.added",  # supersede: the new memory stored, the old one not yet marked
 )

@@ -11,7 +11,7 @@ import datetime as dt
 import hashlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -128,6 +128,15 @@ BAD_NAME = "name is not valid UTF-8; not indexed (rename it to index it)"
 def path_id(relpath: str) -> str:
     """The id of a hand-written file without one: stable while it is not renamed."""
     return "p" + hashlib.sha256(relpath.encode("utf-8")).hexdigest()[:25]
+
+
+_PATH_ID = re.compile(r"\Ap[0-9a-f]{25}\Z")
+
+
+def explicit_ids(ids: Iterable[str]) -> list[str]:
+    """The ids that a file's frontmatter gives (not made from its path by :func:`path_id`,
+    which the next file at that path would share)."""
+    return [i for i in ids if not _PATH_ID.match(i)]
 
 
 def now_iso() -> str:

@@ -213,8 +213,11 @@ class Vault:
     def indexer(self) -> Indexer:
         if self._indexer is None:
             self.backend.connect()  # an index that cannot be reached is an error here, before any write
-            self._indexer = Indexer(self.root, self.conn, self.config, self.embedder)
-            self._indexer.followers.append(self.backend.follow)
+            self._indexer = Indexer(self.root, self.conn, self.config, self.embedder, store=self.backend.local)
+            for store in self.backend.followers:  # an index other clones write too follows this clone's
+                follower = Indexer(self.root, self.conn, self.config, self.embedder, store=store,
+                                   borrow=self.backend.local)
+                self._indexer.followers.append(follower.follow)
         return self._indexer
 
     def close(self) -> None:

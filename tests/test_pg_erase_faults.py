@@ -30,7 +30,7 @@ from memex.embedding import embed
 from memex.erased import pending
 from memex.erase import steps
 from memex.errors import IndexStoreError
-from memex.store.postgres import vault_index
+from memex.store.postgres import erasure
 from tests.conftest import use_postgres
 from tests.fakes import HashEmbedder
 from tests.team_helpers import Team, git
@@ -100,7 +100,7 @@ def test_an_erase_finishes_wherever_the_server_died(
             server.crash()
 
     monkeypatch.setattr(steps, "point", die_at)
-    monkeypatch.setattr(vault_index, "point", die_at)
+    monkeypatch.setattr(erasure, "point", die_at)
     if step == "down_before":
         server.crash()
     with team.vault("a") as vault:

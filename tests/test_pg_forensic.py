@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memex.config import load_config
 from memex.vault import Vault
+from tests.conftest import use_postgres
 
 MARKER = "quokkazebra"
 
@@ -51,13 +51,15 @@ PLAIN_LEFTOVERS = {
 
 @pytest.mark.parametrize("full", [True, False], ids=["vacuum-full", "vacuum"])
 def test_erase_on_postgres_what_remains(vault: Vault, pg_url: str, pg_server, full: bool) -> None:  # type: ignore[no-untyped-def]
-    from memex.store.postgres.vault_index import PgVaultIndex
-
     for i in range(30):
         vault.add(f"Ordinary memory number {i} about builds and deploys", source="user")
     secret = vault.add(f"The {MARKER} launch code is 7731 and [[Quokkazebra]] owns it", source="user")
-    with PgVaultIndex(vault.root, load_config(vault.root), vault.embedder, pg_url) as pg:
-        pg.sync()
+    use_postgres(vault.root, pg_url)  # the same files on PostgreSQL, as a clone there indexes them
+    conf = vault.root / ".memex" / "config.local.toml"
+    conf.write_text(conf.read_text().replace("[index]\n", f'[index]\nerase_vacuum = "{"full" if full else "plain"}"\n', 1))
+    with Vault(vault.root, embedder=vault.embedder) as shared:
+        shared.reindex()
+        pg = shared.store
         blob = pg.conn.execute(
             "SELECT c.vector FROM embedding_cache c JOIN memories m ON m.embed_key = c.text_hash WHERE m.id = %s",
             (secret.id,),
@@ -76,7 +78,7 @@ def test_erase_on_postgres_what_remains(vault: Vault, pg_url: str, pg_server, fu
         assert any(files.get(f) == "memory_vec" for f in before["vector"]), before
         live = "SELECT (SELECT count(*) FROM fts_terms WHERE lexeme LIKE %s) + (SELECT count(*) FROM fts_postings WHERE lexeme LIKE %s)"
         assert pg.conn.execute(live, (MARKER + "%", MARKER + "%")).fetchone()[0] == 2  # its word's count and posting
-        result = pg.purge(secret.id, full=full)
+        result = shared.backend.purge([secret.id])
         assert pg.conn.execute(live, (MARKER + "%", MARKER + "%")).fetchone()[0] == 0
         assert result.purged["memories"] == 1 and result.vacuum["checkpoint"] is True
         after = scan(pg_server.data_dir, needles)

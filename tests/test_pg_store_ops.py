@@ -249,3 +249,46 @@ def test_writes_through_the_indexer_keep_the_stores_alike(
     assert not p.has_id("M2") and p.orphan_vectors() == 0
     with p.write_txn():
         assert p.remove_orphan_vectors() == 0
+
+
+def test_an_index_other_clones_write_follows_with_the_same_indexer(tmp_path: Path, pg_url: str) -> None:
+    """What a shared index needs of the one indexer (Indexer.follow): a whole
+    sync purges only the rows of files this clone lost, the vectors this clone
+    just computed are taken from its own cache (the model is not asked again),
+    and an id another clone erased is refused."""
+    root = init_vault(tmp_path / "vault", git=False)
+    for rel, text in FILES.items():
+        path = root / "memories" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    pg = connect(pg_url)
+    model = HashEmbedder()
+    try:
+        with Vault(root, embedder=model) as vault:
+            local = Indexer(root, vault.conn, vault.config, model)
+            shared = Indexer(root, vault.conn, vault.config, model, store=PgStore(pg), borrow=SqliteStore(vault.conn))
+            local.sync()
+            calls = model.calls
+            report = shared.sync(lost=[])
+            assert report.added == 7 and report.embedded == 0 and model.calls == calls  # all borrowed
+            body = "Backups of the ledger run every night at two."
+            held = PgStore(pg).cache_get(model.model_id, [embed.text_key(body)])
+            assert held == SqliteStore(vault.conn).cache_get(model.model_id, [embed.text_key(body)]) != {}
+            # Another clone's memory, whose file is not here: a whole sync keeps its row.
+            other = (root / "memories" / "user" / "m5.md").read_text(encoding="utf-8").replace("id: M5", "id: M9")
+            (root / "memories" / "user" / "m9.md").write_text(other, encoding="utf-8")
+            shared.index_paths(["memories/user/m9.md"])
+            (root / "memories" / "user" / "m9.md").unlink()
+            (root / "memories" / "user" / "m6.md").unlink()  # this clone lost this one
+            report = shared.sync(lost=["memories/user/m6.md"])
+            assert report.removed == 1 and PgStore(pg).has_id("M9") and not PgStore(pg).has_id("M6")
+            # An id another clone erased is not indexed back from this clone's file.
+            from memex.store.postgres import erasure
+
+            erasure.purge(pg, ["M7"], vacuum=False)
+            os.utime(root / "memories" / "user" / "m7.md")
+            report = shared.sync(lost=[])
+            assert not PgStore(pg).has_id("M7")
+            assert {"path": "memories/user/m7.md", "reason": "erased on another clone; not indexed"} in report.errors
+    finally:
+        pg.close()

@@ -29,7 +29,7 @@ import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -382,16 +382,27 @@ class CacheLookup:
     keys: list[str]
     found: dict[str, bytes]
     missing: dict[str, str]  # text hash -> text, in first-seen order
+    # Found in another store's cache (:meth:`borrow`): this cache lacks them.
+    borrowed: dict[str, bytes] = field(default_factory=dict)
+
+    def borrow(self, held: dict[str, bytes]) -> None:
+        """Take the vectors another store's cache holds for some of :attr:`missing`:
+        found now, and among the rows :meth:`complete` gives to store."""
+        for key in [k for k in self.missing if k in held]:  # in the texts' order, as embedded rows are
+            del self.missing[key]
+            self.found[key] = self.borrowed[key] = held[key]
 
     def complete(self, vectors: np.ndarray) -> tuple[list[bytes], list[CacheRow]]:
         """Blobs in the order of the texts, and the new cache rows, given the
-        vectors of :attr:`missing` (in order)."""
+        vectors of :attr:`missing` (in order); the borrowed vectors' rows
+        follow the embedded ones'."""
         rows: list[CacheRow] = []
         found = dict(self.found)
         for key, vec in zip(self.missing.keys(), vectors):
             blob = to_blob(vec)
             found[key] = blob
             rows.append((self.model_id, key, blob))
+        rows += [(self.model_id, key, blob) for key, blob in self.borrowed.items()]
         return [found[k] for k in self.keys], rows
 
 

@@ -54,6 +54,7 @@ from memex.errors import IndexStoreError
 from memex.erased import spare
 from memex.erased.mirror import Mirror, journaled
 from memex.layout import ERASE_KEY_NAME, ERASED_JOURNAL_NAME, ERASED_LIST_NAME
+from memex.records import explicit_ids as explicit_ids  # the ids an erasure lists
 from memex.text import body_hash, normalize, strip_injected
 
 KEY_NAME = ERASE_KEY_NAME
@@ -145,14 +146,6 @@ def keyed_hash(key: bytes, body: str) -> str:
 def id_hash(key: bytes, memory_id: str) -> str:
     """HMAC of an erased memory's id (another domain than bodies: never equal to one)."""
     return hmac.new(key, ("id\0" + memory_id).encode("utf-8"), hashlib.sha256).hexdigest()
-
-
-_PATH_ID = re.compile(r"\Ap[0-9a-f]{25}\Z")
-
-
-def explicit_ids(ids: Iterable[str]) -> list[str]:
-    """The ids that a file's frontmatter gives (not made from its path: see records.path_id)."""
-    return [i for i in ids if not _PATH_ID.match(i)]
 
 
 def legacy_hash(key: bytes, body: str) -> str:

@@ -26,6 +26,7 @@ from memex.index.sync_run import Batch, Refused, Run
 from memex.records import Record
 from memex.store import IndexStore
 from memex.store.memories import EmbedState
+from memex.store.protocol import RecordStore
 
 # Body and chunk vectors of one record: (body blob, [(chunk key, chunk blob)]).
 Vectors = tuple[bytes, list[tuple[str, bytes]]]
@@ -40,6 +41,7 @@ class BatchReader:
         erased: erased_list.Guard,
         embedder: embed.Embedder | None,
         chunker: chunking.TokenChunker | chunking.CharChunker,
+        borrow: RecordStore | None = None,
     ) -> None:
         self.root = root
         self.config = config
@@ -47,6 +49,7 @@ class BatchReader:
         self.guard = erased
         self.embedder = embedder
         self.chunker = chunker
+        self.borrow = borrow  # a store whose embedding cache is asked before the model
 
     def parse(self, batch: list[str], on_disk: dict[str, os.stat_result], run: Run) -> tuple[list[Record], list[Refused]]:
         """Read and check a batch of files: the records, and the files that failed."""
@@ -115,7 +118,10 @@ class BatchReader:
             plan.append((rec, pieces))
             texts.append(rec.embed_text)
             texts.extend(pieces)
-        return plan, embed.lookup_cached(self.store, self.embedder, texts)
+        lookup = embed.lookup_cached(self.store, self.embedder, texts)
+        if self.borrow is not None and lookup.missing:
+            lookup.borrow(self.borrow.cache_get(self.embedder.model_id, list(lookup.missing)))
+        return plan, lookup
 
     def embed_missing(self, lookup: embed.CacheLookup) -> np.ndarray:
         """Runs in the worker thread: the model only, no database."""

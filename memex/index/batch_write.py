@@ -48,7 +48,10 @@ class BatchWriter:
     ) -> None:
         """Write one batch in one transaction."""
         with self.store.write_txn():
-            records, late_errors, cache_rows = guard.recheck(self.root, self.guard, item.records, item.plan, cache_rows)
+            elsewhere = self.store.erased_ids([rec.id for rec in item.records])
+            records, late_errors, cache_rows = guard.recheck(
+                self.root, self.guard, item.records, item.plan, cache_rows, elsewhere
+            )
             self.store.cache_put(cache_rows)
             late_paths = {rel for rel, _, _ in late_errors}
             for rel, reason, st in [*item.errors, *late_errors]:

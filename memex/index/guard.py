@@ -21,7 +21,7 @@ parse time, and live here:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -35,6 +35,7 @@ from memex.store.protocol import IndexStore
 RecordError = Callable[[str, str, os.stat_result | None], None]
 
 ERASED_REASON = "erased content restored in"
+ERASED_ELSEWHERE = "erased on another clone; not indexed"
 ERASED_SEEN_KEY = "erased_list_size"  # meta: the erased list's size at the last check of every row
 
 
@@ -121,13 +122,17 @@ def recheck(
     records: Sequence[Record],
     plan: Sequence[tuple[Record, list[str]]],
     cache_rows: list[embed.CacheRow],
+    elsewhere: Collection[str] = (),
 ) -> tuple[list[Record], list[tuple[str, str, os.stat_result | None]], list[embed.CacheRow]]:
     """Inside the write transaction: what was read may not be written now.
 
     An erasure (which lists the body before it deletes the file) may have
     run since the batch was read: its text is refused, and a file deleted
-    since is left to the purge of vanished files. Returns the records to
-    write, the refusals, and the cache rows of text still wanted.
+    since is left to the purge of vanished files. ``elsewhere``: the ids an
+    index other clones write too says were erased on one of them, whose
+    erasure git has not brought here (``RecordStore.erased_ids``): refused
+    as well. Returns the records to write, the refusals, and the cache rows
+    of text still wanted.
     """
     erased.refresh()
     keep: list[Record] = []
@@ -138,6 +143,9 @@ def recheck(
             dropped.add(rec.path)  # even its error row would keep its name (the body's first words)
         elif erased.holds(rec.id, rec.body):
             late.append((rec.path, erased_reason(rec.path, rec.id), None))
+            dropped.add(rec.path)
+        elif rec.id in elsewhere:
+            late.append((rec.path, ERASED_ELSEWHERE, None))
             dropped.add(rec.path)
         else:
             keep.append(rec)

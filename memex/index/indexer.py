@@ -27,6 +27,15 @@ Two kinds of file are never indexed (docs/forgetting.md, docs/reliability.md):
 A sync also removes the temp files that a write killed half way left behind
 (:mod:`memex.files.orphans`).
 
+The same indexer writes every backend's store (docs/design.md, "One seam").
+An index that other clones write too (PostgreSQL) follows this clone's own:
+the vault gives it an indexer of its own over that store, which
+:meth:`Indexer.follow` runs after each sync or ``index_paths`` of the
+clone's index, for the same paths; it takes the vectors this clone just
+computed from its own cache (``borrow``), purges only the rows of files
+this clone lost, and refuses the ids the store says another clone erased
+(``RecordStore.erased_ids``).
+
 This module plans a run (which paths may have changed) and drives its
 batches; the stages live beside it: the walk and reading one file in
 :mod:`memex.index.scan`, reading and embedding a batch in
@@ -38,7 +47,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
@@ -56,6 +65,7 @@ from memex.index.sync_run import Batch, Progress, Run, SyncReport
 from memex.layout import MEMEX_DIR, MEMORIES_DIR
 from memex.records import BAD_NAME, is_text_name, shown_name
 from memex.store import IndexStore, SqliteStore
+from memex.store.protocol import RecordStore
 from memex.store.memories import SyncRow
 from memex.store.purge import PurgeCounts
 
@@ -65,7 +75,7 @@ BATCH = 256
 class Indexer:
     def __init__(
         self, root: Path, conn: apsw.Connection, config: Config, embedder: embed.Embedder | None,
-        store: IndexStore | None = None,
+        store: IndexStore | None = None, borrow: RecordStore | None = None,
     ) -> None:
         self.root = root
         self.conn = conn
@@ -76,20 +86,33 @@ class Indexer:
         self.embedder = embedder
         self.chunker = chunking.for_config(config)
         self.guard = erased_list.Guard(root / MEMEX_DIR)
-        self.reader = BatchReader(root, config, self.store, self.guard, embedder, self.chunker)
+        # ``borrow``: a store whose embedding cache is asked before the model (this
+        # clone's own index, which a shared index follows: it just embedded the same texts).
+        self.reader = BatchReader(root, config, self.store, self.guard, embedder, self.chunker, borrow)
         self.writer = BatchWriter(root, self.store, self.guard)
         self.orphans_removed: list[str] = []  # temp files the last sync removed
         # Called after index_paths (with the paths) and sync (with None and
-        # the paths whose rows lost their file): the shared PostgreSQL index
-        # follows the files too (docs/postgres.md).
+        # the paths whose rows lost their file): the ``follow`` of the indexer
+        # of an index other clones write too (docs/postgres.md).
         self.followers: list[Callable[[list[str] | None, list[str]], None]] = []
         if embedder is not None:
             self.store.ensure_vectors(embedder.model_id, embedder.dim)
             self.store.ensure_model_profile(profiles.for_model(embedder.model_id).as_meta())
             self.store.ensure_chunk_rule(self.chunker.rule, self.chunker.shortest)
 
-    def sync(self, full: bool = False, progress: Progress | None = None) -> SyncReport:
-        """Bring the whole index in line with the files (``memex reindex``)."""
+    def sync(
+        self, full: bool = False, progress: Progress | None = None, lost: Collection[str] | None = None
+    ) -> SyncReport:
+        """Bring the whole index in line with the files (``memex reindex``).
+
+        ``lost``: for an index other clones write too, the paths whose files
+        this clone lost (its own index had rows for them); of the rows whose
+        file is not here only those are purged, since another clone's memory
+        whose file git has not brought here yet is not gone. Such a sync
+        leaves the clone's own chores (the temp files a killed write left,
+        rows kept past an erasure: memex/erased/pending.py ``sweep`` checks
+        a shared index against this clone's erased list) to the sync of its
+        own index."""
         started = time.perf_counter()
         report = SyncReport()
         # Rows before files: a memory another process adds meanwhile is then
@@ -117,24 +140,35 @@ class Indexer:
                 report.errors.append({"path": rel, "reason": err.reason})
                 continue
             candidates.append(rel)
-        vanished = [p for p in rows if p not in on_disk]
+        vanished = [p for p in rows if p not in on_disk and (lost is None or p in lost)]
         self._apply(sorted(candidates), on_disk, rows, vanished, report, full, progress)
         stale = [p for p in known_errors if p not in on_disk]
         if stale:  # no write transaction (and no write lock) when nothing changed
             with self.store.write_txn():
                 for rel in stale:
                     self.writer.drop_error(rel)
-        removed, erased_errors = guard.drop_erased_rows(self.store, self.root, self.guard, self.writer.record_error)
-        report.removed += removed
-        report.errors.extend(erased_errors)
-        # Temp files in memories/ were seen by the walk above; sessions/ is walked for them.
-        found = orphans.orphans_among(self.root, walked.temp_names)
-        found += orphans.find_orphans(self.root, tuple(f for f in orphans.FOLDERS if f != MEMORIES_DIR))
-        self.orphans_removed = orphans.remove_orphans(self.root, found)
+        if lost is None:  # this clone's own index
+            removed, erased_errors = guard.drop_erased_rows(self.store, self.root, self.guard, self.writer.record_error)
+            report.removed += removed
+            report.errors.extend(erased_errors)
+            # Temp files in memories/ were seen by the walk above; sessions/ is walked for them.
+            found = orphans.orphans_among(self.root, walked.temp_names)
+            found += orphans.find_orphans(self.root, tuple(f for f in orphans.FOLDERS if f != MEMORIES_DIR))
+            self.orphans_removed = orphans.remove_orphans(self.root, found)
         for follow in self.followers:
             follow(None, vanished)
         report.seconds = time.perf_counter() - started
         return report
+
+    def follow(self, relpaths: list[str] | None, lost: list[str]) -> None:
+        """This index (one other clones write too) follows what the clone's own
+        indexer just indexed: these paths, or (None) every file, purging of the
+        rows whose file is not here only those whose files the clone ``lost``
+        (docs/postgres.md, "What is shared and what stays local")."""
+        if relpaths is None:
+            self.sync(lost=lost)
+        elif relpaths:
+            self.index_paths(relpaths)
 
     def drop_erased(self) -> None:
         """Drop the rows an index.db restored from an old backup holds past an
@@ -212,7 +246,7 @@ class Indexer:
         def finish(item: Batch) -> None:
             nonlocal done
             vectors, cache_rows = reader.vectors(item)
-            report.embedded += len(cache_rows)  # texts the model had to embed
+            report.embedded += len(item.lookup.missing) if item.lookup is not None else 0  # texts the model embedded
             writer.write_batch(item, vectors, cache_rows, run, report)
             done += item.size
             if progress is not None:

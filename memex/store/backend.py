@@ -13,7 +13,10 @@ capabilities, not names:
   then hide, row by row, what this clone's erased list holds);
 - :attr:`Backend.target` names the store besides this clone's index that an
   erasure must purge (journaled under that name, memex/erased/pending.py), and
-  :meth:`Backend.purge` purges it.
+  :meth:`Backend.purge` purges it;
+- :attr:`Backend.followers` are the indexes besides this clone's own that
+  follow its writes (the vault's indexer indexes into each the same paths,
+  with the same code).
 
 This class is the SQLite index alone (``.memex/index.db``): its store and its
 local store are one. The PostgreSQL index shared by every clone is
@@ -79,6 +82,12 @@ class Backend:
         return (self.local,)
 
     @property
+    def followers(self) -> tuple[IndexStore, ...]:
+        """The indexes besides this clone's own that follow its writes: the vault's
+        indexer indexes every path it indexed into each of them too (``Indexer.follow``)."""
+        return ()
+
+    @property
     def lookup(self) -> apsw.Connection | IndexStore:
         """What search and dedup read: the connection, so its in-process vector copy serves them."""
         return self.conn
@@ -86,9 +95,6 @@ class Backend:
     def connect(self) -> None:
         """Reach every store now (an error names what cannot be reached)."""
 
-    def follow(self, relpaths: list[str] | None, vanished: list[str]) -> None:
-        """What the indexer calls after it indexed ``relpaths`` (None: a whole
-        sync that found the files of ``vanished`` gone)."""
 
     def commit(self, local: AbstractContextManager[None]) -> AbstractContextManager[None]:
         """A write commit around ``local`` (``write.lock`` and this index's transaction)."""
@@ -107,7 +113,7 @@ class Backend:
 
     def erased_elsewhere(self, ids: Sequence[str]) -> set[str]:
         """Which of these ids another clone erased (whose erasure git has not brought)."""
-        return set()
+        return self.store.erased_ids(ids)
 
     def allow_ids(self, ids: Sequence[str]) -> None:
         """``reindex --allow-erased``: these ids may be indexed again by every clone."""

@@ -129,6 +129,12 @@ class RecordStore(Protocol):
 
     def drop_index_error(self, path: str) -> list[str]: ...
 
+    def erased_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of these ids an erasure on another clone listed in the index itself
+        (an index the clones share keeps their erased ids; a clone's own keeps none:
+        its erased list is the vault's)."""
+        ...
+
     # -- the embedding cache ---------------------------------------------------------
 
     def cache_get(self, model: str, keys: Sequence[str]) -> dict[str, bytes]: ...

@@ -194,6 +194,9 @@ class SqliteStore:
     def all_chunk_vectors(self) -> list[OwnedVector]:
         return vectors.all_chunk_vectors(self.conn)
 
+    def erased_ids(self, ids: Sequence[str]) -> set[str]:
+        return set()  # this clone's own index: the vault's erased list is the one
+
     # -- the embedding cache
 
     def cache_get(self, model: str, keys: Sequence[str]) -> dict[str, bytes]:

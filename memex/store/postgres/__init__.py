@@ -13,8 +13,10 @@ that several memex processes on several machines share:
 * :mod:`.store`: :class:`PgStore`, the :class:`memex.store.protocol.IndexStore`
   on PostgreSQL (``Vault.store``), over :mod:`.reads` (rows, vectors,
   usage, entities) and :mod:`.selects` (what the features select);
-* :mod:`.vault_index`: a vault's files synced into it (the follower of
-  each clone's writes).
+* :mod:`.erasure`: an erasure's purge, the ids other clones erased;
+* :mod:`.backend`: :class:`SharedBackend`, the vault's backend on it, whose
+  store follows each clone's writes (the vault's indexer writes it with the
+  same code as the SQLite index).
 
 Search over it is the one hybrid search (:mod:`memex.search.hybrid`), which
 asks :meth:`PgStore.candidates` for a query's candidates.

@@ -3,16 +3,20 @@
 Reads answer from PostgreSQL (:class:`memex.store.postgres.store.PgStore`);
 this clone's SQLite index stays its own bookkeeping (which of its files it
 read, at which size and mtime: sizes and mtimes differ between checkouts)
-and the PostgreSQL index follows every write it sees (docs/postgres.md,
-"What is shared and what stays local"). The server is reached on first use,
-not when the vault opens: a command that never reads the index never waits
-for it.
+and the PostgreSQL index follows every write it sees: the vault's indexer
+indexes the same paths into :attr:`SharedBackend.followers` with the same
+code (``Indexer.follow``; docs/postgres.md, "What is shared and what stays
+local"). What is PostgreSQL's own stays here and beside it: the connection,
+its write lock (:mod:`.connection`), the erasure's purge and VACUUM
+(:mod:`.erasure`), the ids other clones erased. The server is reached on
+first use, not when the vault opens: a command that never reads the index
+never waits for it.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +26,9 @@ from memex.store.protocol import IndexStore
 
 if TYPE_CHECKING:
     from memex.config import Config
-    from memex.store.postgres.vault_index import PgErasure, PgVaultIndex
+    from memex.store.postgres.connection import PgConnection
+    from memex.store.postgres.erasure import PgErasure
+    from memex.store.postgres.store import PgStore
 
 
 # How an erasure journals this store (memex/erased/pending.py): by identity, not by URL, which may hold secrets.
@@ -44,39 +50,50 @@ class SharedBackend(Backend):
         self.target = PREFIX + hashlib.sha256(self.url.encode("utf-8")).hexdigest()[:16]
         self._embedder = embedder
         self._on_connect = on_connect
-        self._shared: PgVaultIndex | None = None
+        self._pg: PgConnection | None = None
+        self._erase_full = False
 
     @property
-    def index(self) -> PgVaultIndex:
+    def pg(self) -> PgConnection:
         """The PostgreSQL index, reached on first use; the erasures journaled for it finish then."""
-        if self._shared is None:
-            from memex.store.postgres.vault_index import PgVaultIndex
+        if self._pg is None:
+            from memex.store.postgres import schema
+            from memex.store.postgres.erasure import erase_vacuum
 
-            self._shared = PgVaultIndex(
-                self.root, self.config, self._embedder(), self.url, local_cache=self.local.cache_get
-            )
+            # Checked before anything is written: an erasure must not fail half way on a typo.
+            self._erase_full = erase_vacuum(self.config) == "full"
+            conn = schema.connect(self.url)
+            embedder = self._embedder()
+            if embedder is not None:
+                schema.ensure_vectors(conn, embedder.model_id, embedder.dim)
+            self._pg = conn
             self._on_connect(self)
-        return self._shared
+        return self._pg
+
+    @property
+    def shared_store(self) -> PgStore:
+        from memex.store.postgres.store import PgStore
+
+        return PgStore(self.pg)
 
     @property
     def store(self) -> IndexStore:
-        from memex.store.postgres.store import PgStore
-
-        return PgStore(self.index.conn)
+        return self.shared_store
 
     @property
     def stores(self) -> tuple[IndexStore, ...]:
         return (self.local, self.store)
 
     @property
+    def followers(self) -> tuple[IndexStore, ...]:
+        return (self.store,)
+
+    @property
     def lookup(self) -> IndexStore:
         return self.store
 
     def connect(self) -> None:
-        self.index
-
-    def follow(self, relpaths: list[str] | None, vanished: list[str]) -> None:
-        self.index.follow(relpaths, vanished)
+        self.pg
 
     def commit(self, local: AbstractContextManager[None]) -> AbstractContextManager[None]:
         """The shared index's write lock too, taken second as every writer
@@ -86,29 +103,26 @@ class SharedBackend(Backend):
 
     @contextmanager
     def _both(self, local: AbstractContextManager[None]) -> Iterator[None]:
-        with local, self.index.conn.write_txn():
+        with local, self.pg.write_txn():
             yield
 
     def record_use(self, ids: Sequence[str], stamp: str) -> None:
-        self.index.record_access(list(ids), stamp)
-
-    def last_accesses(self, ids: Iterable[str]) -> dict[str, str | None]:
-        return self.index.last_accesses(ids)
+        self.store.record_use(ids, stamp)
 
     def purge(self, ids: list[str], vacuum: bool = True) -> PgErasure:
-        return self.index.purge(ids, vacuum=vacuum)
+        from memex.store.postgres import erasure
 
-    def erased_elsewhere(self, ids: Sequence[str]) -> set[str]:
-        return self.index.erased_ids(ids)
+        conn = self.pg  # sets how to VACUUM ([index] erase_vacuum)
+        return erasure.purge(conn, ids, vacuum=vacuum, full=self._erase_full)
 
     def allow_ids(self, ids: Sequence[str]) -> None:
-        self.index.allow_ids(ids)
+        self.shared_store.allow_ids(ids)
 
     def schema_version(self) -> int:
         return self.store.schema_version()
 
     def close(self) -> None:
-        if self._shared is not None:
-            self._shared.close()
-            self._shared = None
+        if self._pg is not None:
+            self._pg.close()
+            self._pg = None
         super().close()

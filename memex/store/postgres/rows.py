@@ -39,17 +39,27 @@ def _values(rec: Record) -> tuple[object, ...]:
 
 
 def upsert(
-    conn: PgConnection, rec: Record, vectors: Vectors | None, document: str | None = None
+    conn: PgConnection, rec: Record, vectors: Vectors | None, document: str | None = None,
+    *, rowid: int | None = None, checked: bool = False,
 ) -> tuple[int, str]:
     """Write one memory (by id); returns its rowid and ``added`` or ``updated``.
-    ``document``: its tokens for full text (:func:`memex.text.fts_document`), made here if not given."""
-    at_path = conn.execute("SELECT rowid, id FROM memories WHERE path = %s", (rec.path,)).fetchone()
-    if at_path is not None and at_path[1] != rec.id:
-        purge_memory(conn, int(at_path[0]))  # the file now carries another id
+    ``document``: its tokens for full text (:func:`memex.text.fts_document`), made here if not given.
+    ``checked``: the caller (the indexer, in this write transaction) made sure no other
+    memory's row holds the path, and ``rowid`` is the row of the id (None: no row holds it),
+    so neither is asked again."""
+    if not checked:
+        at_path = conn.execute("SELECT rowid, id FROM memories WHERE path = %s", (rec.path,)).fetchone()
+        if at_path is not None and at_path[1] != rec.id:
+            purge_memory(conn, int(at_path[0]))  # the file now carries another id
     if document is None:
         document = text.fts_document(rec.embed_text)
     fts, length = lexemes.tsvector(document)  # FTS5's tokens and count (docs/postgres.md, "Words")
-    old = conn.execute("SELECT rowid, fts_len FROM memories WHERE id = %s", (rec.id,)).fetchone()
+    if not checked:
+        old = conn.execute("SELECT rowid, fts_len FROM memories WHERE id = %s", (rec.id,)).fetchone()
+    elif rowid is not None:
+        old = conn.execute("SELECT rowid, fts_len FROM memories WHERE rowid = %s", (rowid,)).fetchone()
+    else:
+        old = None
     values = _values(rec)
     if old is None:
         cols = ", ".join(_COLUMNS)

@@ -38,7 +38,7 @@ from memex.store.memories import (
     BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
 )
 from memex.store.postgres import density as pgdensity
-from memex.store.postgres import forensic, reads, schema, selects
+from memex.store.postgres import erasure, forensic, reads, schema, selects
 from memex.store.postgres import query as pgquery
 from memex.store.postgres import rows as pgrows
 from memex.store.postgres.connection import PgConnection
@@ -107,19 +107,24 @@ class PgStore:
     # -- writing one memory
 
     def write_memory(self, rowid: int | None, rec: Record, fts_text: str, vecs: Vectors | None) -> int:
-        # Keyed by the memory id (which ``rowid``, when given, is the row of), as every clone writes it.
-        return pgrows.upsert(self.conn, rec, vecs, fts_text)[0]
+        # The indexer asked, in this write transaction (the lock every clone's writer takes), which
+        # row holds the path and which the id: ``rowid`` is the id's row, the path holds no other id.
+        return pgrows.upsert(self.conn, rec, vecs, fts_text, rowid=rowid, checked=True)[0]
 
     def move_row(self, rowid: int, old_id: str, new_id: str, new_path: str) -> None:
         self.conn.execute("UPDATE usage SET memory_id = %s WHERE memory_id = %s", (new_id, old_id))
         self.conn.execute("UPDATE memories SET id = %s, path = %s WHERE rowid = %s", (new_id, new_path, rowid))
 
     def touch_row(self, rowid: int, rec: Record) -> None:
-        self.conn.execute(
-            "UPDATE memories SET size = %s, mtime_ns = %s, created = %s, racy = %s WHERE rowid = %s",
+        moved = self.conn.execute(
+            "UPDATE memories m SET size = %s, mtime_ns = %s, created = %s, racy = %s FROM memories old "
+            "WHERE m.rowid = %s AND old.rowid = m.rowid RETURNING old.created IS DISTINCT FROM m.created",
             (rec.size, rec.mtime_ns, rec.created, int(rec.racy), rowid),
-        )
-        facts.place(self.conn.execute, facts.POSTGRES, rowid)  # a stat-derived created may move it
+        ).fetchone()
+        if moved is not None and moved[0]:
+            # A stat-derived created moved it in its session; else its place stands (its bytes, so
+            # its session and id, did not change), and re-placing it would cost eight round trips.
+            facts.place(self.conn.execute, facts.POSTGRES, rowid)
 
     def purge_memory(self, rowid: int) -> PurgeCounts:
         return pgrows.purge_memory(self.conn, rowid)
@@ -195,6 +200,13 @@ class PgStore:
         return [str(r[0]) for r in self.conn.execute(
             "DELETE FROM index_errors WHERE path = %s RETURNING reason", (path,)
         ).fetchall()]
+
+    def erased_ids(self, ids: Sequence[str]) -> set[str]:
+        return erasure.erased_ids(self.conn, ids)
+
+    def allow_ids(self, ids: Sequence[str]) -> None:
+        """``memex reindex --allow-erased``: these ids may be indexed again, from every clone."""
+        erasure.allow_ids(self.conn, ids)
 
     # -- search
 
