@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import apsw
-import numpy as np
 
 from memex import decay, scopes
 from memex.embedding import embed
@@ -53,6 +52,8 @@ from memex.records import now_iso, record_view
 from memex.search.hybrid import Filters, Hit, hit_from_row, search
 
 if TYPE_CHECKING:
+    import numpy as np  # only where vectors are made: a lexical search loads none
+
     from memex.dedup.pipeline import AddResult  # the write path's; a search need not import it
 
 ENV_VAR = "MEMEX_VAULT"
@@ -203,6 +204,16 @@ class Vault:
             )
             self._embedder_loaded = True
         return self._embedder
+
+    def set_embedder(self, embedder: embed.Embedder | None | str = "config") -> None:
+        """Embed with ``embedder`` from now on (``"config"``: the vault's model,
+        loaded on first use). A hook that answered its agent without the model
+        does the work it leaves for after the answer with it
+        (memex/agents/hook_run.py)."""
+        self._embedder_choice = embedder
+        self._embedder_loaded = False
+        self._embedder = None
+        self._indexer = None  # built with the embedder it had
 
     def embedder_status(self) -> str:
         if self.embedder is not None:

@@ -8,11 +8,15 @@ PreCompact and SessionEnd do their work after answering (a forked child),
 so their figure is the time to answer; `--sync` measures the work itself.
 
 Prints one JSON object with p50/p95/max wall time and median CPU time per
-event: "cold" (no warm model server: each prompt loads the model), "warm"
-(SessionStart started the server, as in a real session), and with
---lexical a lexical-only vault; plus the load average.
+event: "cold" (``MEMEX_WARM=0``, no warm model server ever: each prompt
+loads the model), "no_server" (the server is on but not up yet, as for a
+session's first events: each run finds none, answers, and starts one, which
+is stopped again once it is up, before the next run), "warm" (SessionStart
+started the server, as in a real session), and with --lexical a
+lexical-only vault; plus the load average.
 
     .venv/bin/python scripts/bench_hooks.py [--memories 500] [--runs 15] [--lexical] [--sync]
+                                            [--only cold no_server warm]
 """
 
 from __future__ import annotations
@@ -21,12 +25,14 @@ import argparse
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from memex.agents import warm
@@ -34,6 +40,7 @@ from memex.vault import Vault, init_vault
 
 MEMEX = str(Path(sys.executable).with_name("memex"))
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "hooks" / "claude-code"
+SECTIONS = ("cold", "no_server", "warm")
 TOPICS = ["deploys", "database", "editor", "tests", "reviews", "logging", "caching", "releases", "docs", "ci"]
 
 
@@ -70,9 +77,13 @@ def _summary(times: list[float], cpu: list[float]) -> dict[str, float]:
     }
 
 
-def time_runs(stdin: str, env: dict[str, str], runs: int) -> tuple[list[float], list[float]]:
+def time_runs(stdin: str, env: dict[str, str], runs: int,
+              between: Callable[[], None] | None = None) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of ``runs`` hook processes; ``between`` runs before each (untimed)."""
     times, cpu = [], []
     for _ in range(runs):
+        if between is not None:
+            between()
         start, cpu0 = time.perf_counter(), _cpu()
         proc = subprocess.run([MEMEX, "hook", "claude-code"], input=stdin, text=True, env=env,
                               capture_output=True, timeout=120)
@@ -81,6 +92,51 @@ def time_runs(stdin: str, env: dict[str, str], runs: int) -> tuple[list[float], 
         if proc.stderr:
             raise SystemExit(f"hook reported an error: {proc.stderr}")
     return times, cpu
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def no_server(root: Path) -> Callable[[], None]:
+    """Before each run: wait for the server the last run started, then stop it,
+    so that the run finds none (a session's first events) and the server's
+    model load does not compete with the run."""
+    def between() -> None:
+        deadline = time.monotonic() + 120
+        while warm.server_status(root) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        status = warm.server_status(root)
+        if status is not None and status.get("pid"):
+            pid = int(status["pid"])
+            os.kill(pid, signal.SIGTERM)
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        path = warm.socket_path(root)
+        if path is not None:
+            path.unlink(missing_ok=True)
+
+    return between
+
+
+def bench_no_server(root: Path, runs: int) -> dict[str, Any]:
+    """SessionStart and UserPromptSubmit finding no warm server up, with it turned on."""
+    cwd = root.parent / "bench"
+    (cwd / ".git").mkdir(parents=True, exist_ok=True)
+    transcript = root.parent / "transcript.jsonl"
+    env = {k: v for k, v in os.environ.items() if k not in ("MEMEX_WARM", "MEMEX_HOOK_SYNC")}
+    env["MEMEX_VAULT"] = str(root)
+    between = no_server(root)
+    out: dict[str, Any] = {}
+    out["SessionStart"] = _summary(*time_runs(event("SessionStart", cwd, transcript), env, runs, between))
+    out["UserPromptSubmit"] = _summary(*time_runs(
+        event("UserPromptSubmit", cwd, transcript, "how do we handle caching in this project?"), env, runs, between))
+    between()  # the last run's server
+    return out
 
 
 def bench(root: Path, runs: int, sync: bool, warm_server: bool) -> dict[str, Any]:
@@ -122,10 +178,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--lexical", action="store_true", help="Also measure a lexical-only vault.")
     parser.add_argument("--sync", action="store_true", help="Do Stop's work before exiting (MEMEX_HOOK_SYNC=1).")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS),
+                        help="Measure only these sections (default: all).")
     args = parser.parse_args()
     report: dict[str, Any] = {"memories": args.memories, "runs": args.runs, "sync": args.sync,
                               "loadavg_start": os.getloadavg()}
-    with tempfile.TemporaryDirectory() as tmp:
+    # Detached Stop work may still write in the vault when it is removed.
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         root = init_vault(Path(tmp) / "vault", git=False)
         t0 = time.perf_counter()
         fill(root, args.memories)
@@ -133,8 +192,14 @@ def main() -> None:
         config = root / ".memex" / "config.toml"
         text = config.read_text()
         config.write_text(text.replace("\n[agents]\n", "\n[agents]\nwarm_seconds = 20\n", 1))
-        report["cold"] = bench(root, args.runs, args.sync, warm_server=False)
-        report["warm"] = bench(root, args.runs, args.sync, warm_server=True)
+        # First: the other sections' detached Stop work (archiving, a commit
+        # that loads the model) would still be running during its runs.
+        if "no_server" in args.only:
+            report["no_server"] = bench_no_server(root, args.runs)
+        if "cold" in args.only:
+            report["cold"] = bench(root, args.runs, args.sync, warm_server=False)
+        if "warm" in args.only:
+            report["warm"] = bench(root, args.runs, args.sync, warm_server=True)
         if args.lexical:
             text = config.read_text()
             config.write_text(text.replace("\n[embedding]\n", '\n[embedding]\nmodel = "none"\n', 1))

@@ -46,6 +46,27 @@ def run_hook(
     )
 
 
+def hook_with_modules(
+    vault: Path, payload: dict[str, Any] | str, *, env: dict[str, str] | None = None, agent: str = "claude-code",
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run `memex hook AGENT` as the installed program does (memex/console.py):
+    what it printed, and the modules its process imported. ``MEMEX_WARM`` is
+    the test's own (unset: the warm server is on)."""
+    code = (
+        "import sys\n"
+        "from memex.console import run\n"
+        "try:\n    run(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write('\\nMODULES ' + ' '.join(sorted(sys.modules)))\n"
+    )
+    full = {k: v for k, v in os.environ.items() if k not in ("MEMEX_VAULT", "MEMEX_HOOK_SYNC")}
+    full.update({"MEMEX_VAULT": str(vault), "HOME": str(isolated_home(vault))}, **(env or {}))
+    stdin = payload if isinstance(payload, str) else json.dumps(payload)
+    done = subprocess.run([sys.executable, "-c", code, "hook", agent], input=stdin, capture_output=True,
+                          text=True, env=full, timeout=120)
+    err, _, modules = done.stderr.rpartition("\nMODULES ")
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout, err), set(modules.split())
+
+
 def set_config(vault_root: Path, table: str, line: str) -> None:
     """Put ``line`` (``key = value``) into ``[table]`` of the vault's config.toml, or of its
     config.local.toml for a setting only this machine may set (memex/config_trust.py)."""

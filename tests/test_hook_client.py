@@ -11,7 +11,6 @@ how long it takes is measured in scripts/bench_hooks.py (docs/benchmarks.md).
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -26,30 +25,14 @@ from memex import context
 from memex.agents import claude_code, hook_client, hook_run, warm, warm_client, warm_requests, warm_server
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
-from tests.hook_helpers import copy_transcript, fixture, isolated_home, lexical_only, set_config
+from tests.hook_helpers import copy_transcript, fixture, hook_with_modules, lexical_only, set_config
 from tests.watchkit import wait_for
 
 HEAVY = ("numpy", "apsw", "memex.vault", "click", "onnxruntime", "memex.cli._common")
 SESSION = "5f0c2b9e-8a41-4c7d-9e3b-2d1f6a7b8c90"  # the fixtures' id, lower-cased
 
 
-def _hook(vault: Path, payload: dict[str, Any] | str, *, env: dict[str, str] | None = None,
-          agent: str = "claude-code") -> tuple[subprocess.CompletedProcess[str], set[str]]:
-    """Run `memex hook AGENT` as the installed program does (memex/console.py):
-    what it printed, and the modules its process imported."""
-    code = (
-        "import sys\n"
-        "from memex.console import run\n"
-        "try:\n    run(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-        "sys.stderr.write('\\nMODULES ' + ' '.join(sorted(sys.modules)))\n"
-    )
-    full = {k: v for k, v in os.environ.items() if k not in ("MEMEX_VAULT", "MEMEX_HOOK_SYNC")}
-    full.update({"MEMEX_VAULT": str(vault), "HOME": str(isolated_home(vault))}, **(env or {}))
-    stdin = payload if isinstance(payload, str) else json.dumps(payload)
-    done = subprocess.run([sys.executable, "-c", code, "hook", agent], input=stdin, capture_output=True,
-                          text=True, env=full, timeout=120)
-    err, _, modules = done.stderr.rpartition("\nMODULES ")
-    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout, err), set(modules.split())
+_hook = hook_with_modules
 
 
 def _event(name: str, project: Path, **changes: Any) -> dict[str, Any]:

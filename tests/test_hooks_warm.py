@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memex.agents import hook_io, warm
+from memex.agents import hook_io, warm, warm_client
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 from tests.hook_helpers import fixture, run_hook, set_config
@@ -103,3 +103,27 @@ def test_a_socket_folder_others_can_write_is_not_used(vault_root: Path, tmp_path
     assert warm.socket_path(vault_root) is None
     path.parent.chmod(0o700)
     assert warm.socket_path(vault_root) == path
+
+
+def test_a_server_loading_for_the_vault_keeps_others_from_starting(
+    vault_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prompts answered lexically while a session's server loads each
+    start one: only the first loads the model (before, each spawned process
+    loaded it, then found the socket taken and exited)."""
+    monkeypatch.delenv("MEMEX_WARM", raising=False)
+    held = warm_client.hold_start_lock(vault_root)  # as a server loading its model holds it
+    assert not isinstance(held, bool)
+
+    def no_model(setting: str) -> None:
+        raise AssertionError("a second server loaded the model")
+
+    try:
+        assert warm_client.starting(vault_root)
+        with Vault(vault_root) as vault:
+            assert warm_client.start(vault) is False  # no second server process
+        monkeypatch.setattr(warm.embed, "load_embedder", no_model)
+        warm.serve(vault_root)  # returns at once
+    finally:
+        held.close()
+    assert not warm_client.starting(vault_root)

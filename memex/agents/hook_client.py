@@ -11,7 +11,9 @@ library and memex's base layer (tests/test_hook_client.py pins that):
   The server holds the model, the index and the rest of memex loaded, so
   the hook costs a process start and one round trip. Without a server,
   memex is loaded here and answers (:func:`memex.agents.hook_run.run_here`),
-  then starts the server for the session's next events.
+  then starts the server for the session's next events; until it is up,
+  the answer is lexical (BM25 only), so the hook loads neither numpy nor
+  the model (:func:`memex.agents.hook_run.answers_lexically` says when).
 - **Stop, PreCompact, SessionEnd**, and Codex's ``notify``: nothing of
   their work is needed for the agent's next step. Their fields are checked,
   then the process forks and exits at once; the child, detached from the
@@ -80,41 +82,55 @@ def answer(agent: str, vault_path: str | None, payload_arg: str | None) -> int:
     except MemexError as exc:
         print(error_line(agent, str(exc)), file=sys.stderr)
         return 0
+    no_server = False
     if agent in WARM_AGENTS and is_vault(root):
         if after_answer_event(event) and detach(agent, vault_path, event):
             return 0
-        if event.get("hook_event_name") in CONTEXT_EVENTS and ask_warm_server(agent, root, event):
-            return 0
-    from memex.agents import hook_run  # memex itself: numpy, SQLite, maybe the model
+        if event.get("hook_event_name") in CONTEXT_EVENTS:
+            asked = ask_warm_server(agent, root, event)
+            if asked == ANSWERED:
+                return 0
+            no_server = asked == NO_SERVER
+    from memex.agents import hook_run  # memex itself: SQLite, and numpy and the model unless lexical
 
-    return hook_run.run_here(agent, vault_path, event)
+    return hook_run.run_here(agent, vault_path, event, no_server=no_server)
 
 
-def ask_warm_server(agent: str, root: Path, event: Payload) -> bool:
-    """Whether the vault's warm server answered ``event`` (and the answer was printed)."""
+# What asking the warm server came to (:func:`ask_warm_server`).
+ANSWERED = "answered"  # its answer is printed
+NO_SERVER = "no server"  # none listens: one can be started, the event is answered here
+DECLINED = "declined"  # a server is there but did not answer (busy, another model, too slow)
+TURNED_OFF = "turned off"  # MEMEX_WARM=0, or no safe place for its socket: no server will come
+
+
+def ask_warm_server(agent: str, root: Path, event: Payload) -> str:
+    """Send ``event`` to the vault's warm server; what came of it (:data:`ANSWERED` ...)."""
     if warm_client.turned_off():
-        return False
+        return TURNED_OFF
     path = warm_client.socket_path(root)
-    if path is None or not path.exists():
-        return False
+    if path is None:
+        return TURNED_OFF
+    if not path.exists():
+        return NO_SERVER
     try:
         reply = warm_client.ask(path, {"hook": {"agent": agent, "event": event}}, warm_client.HOOK_REPLY_TIMEOUT)
+    except warm_client.NotSent:
+        return NO_SERVER  # a socket left by a dead server
     except (OSError, ValueError):
-        # No server took it (a socket left by a dead one), or it did not
-        # answer in time: run it here. A capture it may have made meanwhile
-        # is stored once (dedup finds the exact duplicate).
-        return False
+        # It did not answer in time: run it here. A capture it may have made
+        # meanwhile is stored once (dedup finds the exact duplicate).
+        return DECLINED
     if reply.get("busy") or ("answer" not in reply and "error" not in reply):
-        return False  # busy, or declined (another model, an older server): run it here
+        return DECLINED  # busy, or declined (another model, an older server): run it here
     if reply.get("stderr"):
         sys.stderr.write(str(reply["stderr"]))
     if "error" in reply:
         print(error_line(agent, str(reply["error"])), file=sys.stderr)
-        return True
+        return ANSWERED
     if reply["answer"]:
         sys.stdout.write(json.dumps(reply["answer"], ensure_ascii=False) + "\n")
         sys.stdout.flush()
-    return True
+    return ANSWERED
 
 
 def detach(agent: str, vault_path: str | None, event: Payload) -> bool:

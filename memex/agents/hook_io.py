@@ -59,11 +59,13 @@ def context_limits(agent: str) -> tuple[int, int | None]:
     return CONTEXT_CHAR_LIMITS.get(agent, DEFAULT_CONTEXT_CHARS), CONTEXT_TOKEN_LIMITS.get(agent)
 
 
-def hook_vault(explicit: str | None, warm: bool = False) -> Vault:
+def hook_vault(explicit: str | None, warm: bool = False, lexical: bool = False) -> Vault:
     """The vault named by --vault/$MEMEX_VAULT (must exist), else the default one.
 
     With ``warm``, the vault embeds through the session's warm model server
     when one runs (see :mod:`memex.agents.warm`), instead of loading the model.
+    With ``lexical``, it has no model at all: it searches with BM25 only
+    (a hook answering while no warm server runs, docs/agents.md).
     """
     if explicit:
         root = explicit_vault(explicit)
@@ -71,8 +73,8 @@ def hook_vault(explicit: str | None, warm: bool = False) -> Vault:
         root = default_vault_path()
         if not is_vault(root):
             init_vault(root, git=True)
-    vault = Vault(root.resolve())
-    if warm:
+    vault = Vault(root.resolve(), embedder=None if lexical else "config")
+    if warm and not lexical:
         from memex.agents import warm as warm_server
 
         embedder = warm_server.connect(vault)

@@ -33,7 +33,7 @@ def _handler(agent: str) -> Callable[[Vault, Payload], HookResult]:
     return integrations.hook_handler(agent)
 
 
-def run_here(agent: str, vault_path: str | None, event: Payload) -> int:
+def run_here(agent: str, vault_path: str | None, event: Payload, no_server: bool = False) -> int:
     """Answer ``event`` in this process (no warm server answered); exit status 0.
 
     A session's events start the vault's warm server when it is not up, so
@@ -42,20 +42,30 @@ def run_here(agent: str, vault_path: str | None, event: Payload) -> int:
     at once by a scripted agent, is more likely to find it up); a prompt, whose
     server stopped after ``warm_seconds`` idle in a long session, once its
     answer is out (not competing with it for the CPU).
+
+    ``no_server``: no server listens for the vault (none was found, or its
+    socket was left by a dead one). Until the one started here is up, the
+    event is answered without the model when :func:`answers_lexically`
+    says so: BM25 only, in this process, which then loads neither numpy
+    nor the model (docs/agents.md, "How a hook stays out of the agent's way").
     """
     opened: list[Vault] = []
     name = event.get("hook_event_name") if agent in WARM_AGENTS else None
-    if name == "UserPromptSubmit":
+    lexical = no_server and answers_lexically(vault_path, event)
+    if name == "UserPromptSubmit" and not lexical:
         # A prompt is always embedded; SessionStart only when the project has
         # too few memories of its own, so it loads the model only then.
         _model_head_start(vault_path)
 
     def handler() -> HookResult:
-        vault = hook_io.hook_vault(vault_path, warm=True)
+        vault = hook_io.hook_vault(vault_path, warm=not lexical, lexical=lexical)
         opened.append(vault)
         if name == "SessionStart":
             _start_warm_server(vault)
-        return _handler(agent)(vault, event)
+        result = _handler(agent)(vault, event)
+        if lexical and result.deferred is not None:
+            result.deferred = _with_model(vault, result.deferred)
+        return result
 
     code = hook_io.run_hook(agent, handler, vault_path=vault_path)
     for vault in opened:
@@ -63,6 +73,50 @@ def run_here(agent: str, vault_path: str | None, event: Payload) -> int:
             _start_warm_server(vault)
         vault.close()
     return code
+
+
+def answers_lexically(vault_path: str | None, event: Payload) -> bool:
+    """Whether an event that found no warm server is answered without the model.
+
+    Only while a server is on its way: SessionStart and UserPromptSubmit
+    start one unless ``MEMEX_WARM=0`` or ``[agents] warm_seconds = 0``, and
+    the session's later events get the hybrid search from it. With the
+    server turned off no server ever comes, so every event loads the model
+    itself, as before (the price of hybrid recall without a server). A
+    prompt asking to remember something is stored at once, and a memory is
+    stored with its vector and checked against its near-duplicates by
+    meaning (memex/dedup/pipeline.py): that prompt loads the model too.
+    """
+    from memex.agents.hook_event import default_vault_path
+    from memex.config import load_config
+    from memex.context.extract import is_remember_request
+    from memex.context.inject import strip_blocks
+
+    if event.get("hook_event_name") not in CONTEXT_EVENTS or warm_client.turned_off():
+        return False
+    prompt = event.get("prompt")
+    if event.get("hook_event_name") == "UserPromptSubmit" and isinstance(prompt, str) and \
+            is_remember_request(strip_blocks(prompt)):
+        return False
+    root = Path(vault_path).expanduser() if vault_path else default_vault_path()
+    try:
+        return warm_client.configured_idle(load_config(root)) > 0
+    except Exception:  # noqa: BLE001 - the hook's own vault opening says what is wrong
+        return False
+
+
+def _with_model(vault: Vault, work: Callable[[], object]) -> Callable[[], object]:
+    """``work`` done with the vault's model (through the warm server when one
+    answers by then): what an event leaves for after its lexical answer
+    writes memories (SessionStart commits the sessions its agent left), and
+    a memory is stored with its vector."""
+    def run() -> object:
+        from memex.agents import warm
+
+        vault.set_embedder(warm.connect(vault) or "config")
+        return work()
+
+    return run
 
 
 def _start_warm_server(vault: Vault) -> None:

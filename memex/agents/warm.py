@@ -7,8 +7,10 @@ does. So SessionStart starts, in the background, a small server that loads
 the vault's model once and embeds texts for the hooks over a Unix socket;
 a UserPromptSubmit that finds it uses it and never loads the model itself.
 The server exits after ``[agents] warm_seconds`` idle (default 1200; 0,
-or ``MEMEX_WARM=0`` in the environment, turns it off), and a hook that finds no server loads the model as before:
-the server only ever makes hooks faster, never required.
+or ``MEMEX_WARM=0`` in the environment, turns it off). A hook that finds
+no server answers lexically while the one it starts loads, and loads the
+model itself when the server is turned off (memex/agents/hook_run.py,
+``answers_lexically``): the server is never required.
 
 The socket lives in a per-user folder (mode 0700) under ``$XDG_RUNTIME_DIR``
 or the temp folder, named by a hash of the vault path (socket paths are
@@ -36,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from memex.agents import warm_requests
+from memex.agents import warm_client, warm_requests
 from memex.agents.warm_client import (
     DEFAULT_IDLE as DEFAULT_IDLE,
     REPLY_TIMEOUT,
@@ -151,7 +153,28 @@ class HookAnswerer(Protocol):
 
 def serve(root: Path, hooks: HookAnswerer | None = None) -> None:
     """Run the server until it has been idle for ``warm_seconds``; with
-    ``hooks``, it answers hook events too (memex/agents/warm_server.py)."""
+    ``hooks``, it answers hook events too (memex/agents/warm_server.py).
+
+    Returns at once, before loading anything, when another server for the
+    vault is starting or running (:func:`memex.agents.warm_client.starting`):
+    the prompts of a session answered lexically while its server loads each
+    start one, and only the first loads the model.
+    """
+    held = warm_client.hold_start_lock(root)
+    if held is False:
+        return
+    try:
+        _serve(root, hooks)
+    finally:
+        if not isinstance(held, bool):
+            # Not left behind, one per vault ever served. A server starting
+            # meanwhile may lock the removed file: the worst that does is
+            # load the model once more, and find the socket taken.
+            warm_client.drop_start_lock(root)
+            held.close()
+
+
+def _serve(root: Path, hooks: HookAnswerer | None) -> None:
     from memex.vault import Vault
 
     with Vault(root) as vault:

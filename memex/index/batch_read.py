@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from memex.config import Config
 from memex.embedding import embed
@@ -27,6 +26,9 @@ from memex.records import Record
 from memex.store import IndexStore
 from memex.store.memories import EmbedState
 from memex.store.protocol import RecordStore
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Body and chunk vectors of one record: (body blob, [(chunk key, chunk blob)]).
 Vectors = tuple[bytes, list[tuple[str, bytes]]]
@@ -125,6 +127,8 @@ class BatchReader:
 
     def embed_missing(self, lookup: embed.CacheLookup) -> np.ndarray:
         """Runs in the worker thread: the model only, no database."""
+        import numpy as np
+
         assert self.embedder is not None
         if not lookup.missing:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)

@@ -17,13 +17,14 @@ import os
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from memex.embedding import embed
 from memex.records import Record
 from memex.store.memories import SyncRow
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Progress = Callable[[int, int], None]
 # A path refused while reading, why, and its stat (None: retry it every sync).

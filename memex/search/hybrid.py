@@ -17,10 +17,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
-import numpy as np
 
 from memex.embedding import embed
 from memex.store import SqliteStore
@@ -37,6 +36,9 @@ from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in
     rank,
     relevant,
 )
+
+if TYPE_CHECKING:
+    import numpy as np  # a lexical search never loads it (memex/store/candidates.py)
 
 CANDIDATES = 100
 

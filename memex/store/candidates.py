@@ -13,13 +13,19 @@ On SQLite the vectors are read from the connection's in-process copy
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import apsw
-import numpy as np
 
-from memex.store import memories, vecmatrix, vectors
+from memex.store import memories, vectors
 from memex.store.memories import Filters
+
+if TYPE_CHECKING:
+    # Imported by a search with a query vector only: a lexical search loads
+    # no numpy (a hook answering without the model, memex/agents/hook_run.py).
+    import numpy as np
+
+    from memex.store import vecmatrix
 
 
 class Found(NamedTuple):
@@ -30,13 +36,19 @@ class Found(NamedTuple):
 
 
 def _blob(qvec: np.ndarray) -> bytes:
+    import numpy as np
+
     return np.ascontiguousarray(qvec, dtype=np.float32).tobytes()
 
 
 def find(conn: apsw.Connection, query: str, qvec: np.ndarray | None, filters: Filters, k: int) -> Found:
     """Candidates on the SQLite index (``qvec`` None: lexical only)."""
     # One look at the in-process copy per search (None: ask sqlite-vec).
-    matrix = vecmatrix.for_connection(conn) if qvec is not None else None
+    matrix = None
+    if qvec is not None:
+        from memex.store import vecmatrix
+
+        matrix = vecmatrix.for_connection(conn)
     if filters.narrowing:
         lexical = memories.fts_top_passing(conn, query, filters, k)
         semantic = _narrowed(conn, matrix, qvec, filters, k) if qvec is not None else {}
@@ -69,6 +81,8 @@ def _narrowed(
     filtered afterwards, could leave a narrow scope with nothing."""
     if matrix is None:
         return vectors.scan(conn, _blob(qvec), filters, k)
+    import numpy as np
+
     allowed = np.fromiter(memories.all_passing(conn, filters), dtype=np.int64)
     return matrix.nearest(qvec, k, allowed)
 
@@ -81,6 +95,8 @@ def _cosines(
         return {}
     if matrix is not None:
         return matrix.cosines(qvec, rowids)
+    import numpy as np
+
     out: dict[int, float] = {}
     for rowid, blob in vectors.vectors_of(conn, rowids):
         sim = float(np.dot(np.frombuffer(blob, dtype=np.float32), qvec))

@@ -31,8 +31,6 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-
 from memex.store.cache import CacheRow
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
 from memex.store.entities import Neighbour as EntityNeighbour
@@ -47,6 +45,8 @@ from memex.store.usage import DecayRow, Usage
 from memex.store.vectors import OwnedVector
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from memex.records import Record
 
 

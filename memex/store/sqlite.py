@@ -15,7 +15,6 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 import apsw
-import numpy as np
 
 from memex.store import (
     cache, candidates, density, entities, facts, memories, meta, purge, queries, schema, usage, vectors,
@@ -34,6 +33,8 @@ from memex.store.usage import DecayRow, Usage
 from memex.store.vectors import OwnedVector, RowVector
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from memex.records import Record
     from memex.store.protocol import IndexStore
 
