@@ -102,6 +102,29 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _detached_hooks() -> list[int]:
+    """The hook processes still running: a detached Stop child keeps its
+    parent's command line (``memex hook claude-code``)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"hook" in words and b"claude-code" in words and int(entry.name) != os.getpid():
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for_detached(deadline_s: float = 120) -> None:
+    """Before a Stop run: let the last turn's detached work finish, so the run
+    meets a quiet machine (as a turn does after the agent waited for the
+    user), not its own predecessor loading the model beside it."""
+    deadline = time.monotonic() + deadline_s
+    while _detached_hooks() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def no_server(root: Path) -> Callable[[], None]:
     """Before each run: wait for the server the last run started, then stop it,
     so that the run finds none (a session's first events) and the server's
@@ -165,7 +188,7 @@ def bench(root: Path, runs: int, sync: bool, warm_server: bool) -> dict[str, Any
     for _ in range(runs):  # a fresh turn each time, as in a session
         with open(transcript, "a", encoding="utf-8") as fh:
             fh.write(raw)
-        wall, cpu = time_runs(event("Stop", cwd, transcript), env, 1)
+        wall, cpu = time_runs(event("Stop", cwd, transcript), env, 1, wait_for_detached)
         stops[0].extend(wall)
         stops[1].extend(cpu)
     out["Stop"] = _summary(*stops)
