@@ -24,7 +24,6 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-import apsw
 import numpy as np
 
 from memex import decay, scopes
@@ -34,7 +33,7 @@ from memex.files import permissions
 from memex.files import writers
 from memex.config import Config, load_config, with_embedding_model
 from memex.config_trust import machine_only
-from memex.store import IndexStore, usage
+from memex.store import IndexStore, LocalConnection, usage
 from memex.store.backend import Backend
 from memex.store.backends import open_backend
 from memex.store.memories import MemoryRow
@@ -173,7 +172,7 @@ class Vault:
         return self.paths.memex_dir
 
     @property
-    def conn(self) -> apsw.Connection:
+    def conn(self) -> LocalConnection:
         """This clone's SQLite index (its own bookkeeping on a shared backend)."""
         return self.backend.conn
 

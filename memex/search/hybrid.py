@@ -19,11 +19,10 @@ from dataclasses import asdict, dataclass
 from itertools import islice
 from typing import Any
 
-import apsw
 import numpy as np
 
 from memex.embedding import embed
-from memex.store import SqliteStore
+from memex.store import LocalConnection, as_store
 from memex.store.memories import Filters as Filters  # re-exported: search and list narrow alike
 from memex.store.memories import MemoryRow
 from memex.store.protocol import CandidateStore
@@ -85,7 +84,7 @@ class Candidates:
 
 
 def candidates(
-    conn: apsw.Connection | CandidateStore,
+    conn: LocalConnection | CandidateStore,
     embedder: embed.Embedder | None,
     query: str,
     k: int = CANDIDATES,
@@ -108,8 +107,8 @@ def candidates(
     return Candidates(found.lexical, found.semantic, True, embedder.model_id)
 
 
-def _store(conn: apsw.Connection | CandidateStore) -> CandidateStore:
-    return SqliteStore(conn) if isinstance(conn, apsw.Connection) else conn
+def _store(conn: LocalConnection | CandidateStore) -> CandidateStore:
+    return as_store(conn)
 
 
 def _below_replacements(store: CandidateStore, rows: dict[int, MemoryRow], scores: dict[int, float]) -> None:
@@ -125,7 +124,7 @@ def _below_replacements(store: CandidateStore, rows: dict[int, MemoryRow], score
 
 
 def search(
-    conn: apsw.Connection | CandidateStore,
+    conn: LocalConnection | CandidateStore,
     embedder: embed.Embedder | None,
     query: str,
     limit: int = 10,
