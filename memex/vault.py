@@ -395,8 +395,8 @@ class Vault:
         """Bring the index in line with the files; ``full`` re-reads every file."""
         report = self.indexer.sync(full=full, progress=progress)
         # Rows of vanished files were purged (a crashed erase, a file deleted by
-        # hand): make their text unreadable on disk too (docs/forgetting.md, memex/index/purge.py).
-        from memex.index.purge import scrub_if_pending
+        # hand): make their text unreadable on disk too (docs/forgetting.md, memex/store/scrub.py).
+        from memex.store.scrub import scrub_if_pending
 
         scrub_if_pending(self.conn)
         backend = self.backend

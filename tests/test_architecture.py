@@ -284,8 +284,8 @@ def test_the_checks_catch_what_they_are_for() -> None:
     ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from memex.vault import Vault\n", {"memex.vault"}),
     ("from memex import decay, errors\n", {"memex.decay", "memex.errors"}),
     ("from memex import __version__\n", {"memex"}),
-    ("import memex.index.purge as purge\n", {"memex.index.purge"}),
-    ("from . import purge\n", {"memex.index.purge"}),
+    ("import memex.index.guard as guard\n", {"memex.index.guard"}),
+    ("from . import scan\n", {"memex.index.scan"}),
     ("from .guard import erased_reason\n", {"memex.index.guard"}),
 ])
 def test_imports_are_read_from_the_source(tmp_path: Path, source: str, expected: set[str]) -> None:

@@ -1,4 +1,4 @@
-"""Scrub purged rows from the index file (the purge itself is :mod:`memex.store.purge`).
+"""Scrub purged rows from the SQLite index file (the purge itself is :mod:`memex.store.purge`).
 
 A purge is used when a file disappears (reindex, watcher, doctor) and by erasure, so a
 crash between deleting a file and purging its rows is repaired by the next
@@ -25,7 +25,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from memex.store import LocalConnection
+import apsw
+
 from memex.store.meta import SCRUB_PENDING, get_meta
 from memex.store.purge import checkpoint, optimize_fts
 from memex.store.schema import write_txn
@@ -33,12 +34,12 @@ from memex.store.schema import write_txn
 __all__ = ["mark_scrub", "scrub", "scrub_done", "scrub_if_pending"]
 
 
-def _marker(conn: LocalConnection) -> Path | None:
+def _marker(conn: apsw.Connection) -> Path | None:
     name = conn.filename
     return Path(name + "-scrub") if name else None
 
 
-def mark_scrub(conn: LocalConnection) -> None:
+def mark_scrub(conn: apsw.Connection) -> None:
     """Note, durably and outside the database, that a scrub has begun (see module doc)."""
     marker = _marker(conn)
     if marker is None:
@@ -50,13 +51,13 @@ def mark_scrub(conn: LocalConnection) -> None:
         os.close(fd)
 
 
-def scrub_done(conn: LocalConnection) -> None:
+def scrub_done(conn: apsw.Connection) -> None:
     marker = _marker(conn)
     if marker is not None:
         marker.unlink(missing_ok=True)
 
 
-def scrub(conn: LocalConnection) -> bool:
+def scrub(conn: apsw.Connection) -> bool:
     """Make purged rows unrecoverable from index.db and its -wal (see module doc).
 
     Returns whether the WAL checkpoint completed.
@@ -70,7 +71,7 @@ def scrub(conn: LocalConnection) -> bool:
     return done
 
 
-def scrub_if_pending(conn: LocalConnection) -> bool | None:
+def scrub_if_pending(conn: apsw.Connection) -> bool | None:
     """Scrub when a purge happened since the last scrub; None when none was needed."""
     marker = _marker(conn)
     if get_meta(conn, SCRUB_PENDING) is None and not (marker is not None and marker.exists()):
