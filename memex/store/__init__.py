@@ -5,9 +5,9 @@ One module per table family: :mod:`.schema` (connection, schema steps,
 transactions, vector tables), :mod:`.meta`, :mod:`.memories` (rows, FTS5,
 index errors), :mod:`.vectors` (memory and chunk vectors), :mod:`.cache`
 (the embedding cache), :mod:`.usage`, :mod:`.entities`, :mod:`.purge` (one
-memory's every trace, and the scrub). :class:`IndexStore` is the backend
-interface (every operation, no SQL); :class:`SqliteStore` implements it on
-one apsw connection. Code outside this package names no backend: it takes
+memory's every trace), :mod:`.scrub` (the scrub after it). :class:`IndexStore`
+is the backend interface (every operation, no SQL); :class:`SqliteStore`
+implements it on one apsw connection. Code outside this package names no backend: it takes
 an :class:`IndexStore` (or :data:`IndexLike`, either that or this clone's
 :data:`LocalConnection`, made a store by :func:`as_store`). See docs/store.md.
 """
