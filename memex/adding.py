@@ -23,7 +23,6 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-import apsw
 import ulid
 
 from memex import fields
@@ -36,7 +35,7 @@ from memex.errors import InvalidArgument, MemoryFileError
 from memex.index.indexer import Indexer
 from memex.files.memory_file import MemoryFile
 from memex.layout import CONFIG_RELPATH
-from memex.store import IndexStore
+from memex.store import IndexStore, LocalConnection
 from memex.store.backend import Backend
 from memex.store.memories import MemoryRow
 from memex.records import DEFAULT_CONFIDENCE, build_record, check_unicode, now_iso
@@ -56,7 +55,7 @@ class VaultLike(Protocol):
     @property
     def config(self) -> Config: ...
     @property
-    def conn(self) -> apsw.Connection: ...
+    def conn(self) -> LocalConnection: ...
     @property
     def store(self) -> IndexStore: ...
     @property

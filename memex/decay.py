@@ -28,12 +28,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import apsw
 
 from memex.config import CONFIG_RELPATH, Config, fraction, setting
 from memex.errors import ConfigError, MemoryNotFound
-from memex.store import IndexStore
-from memex.store.sqlite import as_store
+from memex.store import IndexLike, as_store
 
 DEFAULT_RATE = 0.01
 DEFAULT_MIN_CONFIDENCE = 0.3
@@ -125,13 +123,13 @@ def effective_confidence(
     return confidence * math.exp(days * math.log1p(-rate))
 
 
-def last_accesses(conn: apsw.Connection | IndexStore, ids: Iterable[str]) -> dict[str, str | None]:
+def last_accesses(conn: IndexLike, ids: Iterable[str]) -> dict[str, str | None]:
     """``usage.last_access`` of these memories (absent ones are left out), from
-    an apsw connection or any backend's store (docs/store.md)."""
+    this clone's connection or any backend's store (docs/store.md)."""
     return as_store(conn).last_accesses(ids)
 
 
-def confidence_now(conn: apsw.Connection | IndexStore, config: Config, memory_id: str) -> float:
+def confidence_now(conn: IndexLike, config: Config, memory_id: str) -> float:
     """One memory's confidence after decay since its last recall (computed, never stored)."""
     row = as_store(conn).decay_row(memory_id)
     if row is None:
@@ -155,7 +153,7 @@ def days_until(confidence: float, category: str | None, policy: DecayPolicy) -> 
     return math.log(policy.min_confidence / confidence) / math.log1p(-rate)
 
 
-def annotate(conn: apsw.Connection | IndexStore, hits: list[Any], policy: DecayPolicy) -> None:
+def annotate(conn: IndexLike, hits: list[Any], policy: DecayPolicy) -> None:
     """Set ``effective_confidence`` on search hits (anything with id,
     confidence, category and created), reading last accesses in one query."""
     annotate_from(lambda ids: last_accesses(conn, ids), hits, policy)
@@ -193,7 +191,7 @@ class Fade:
         return self.days_left == 0.0
 
 
-def schedule(conn: apsw.Connection | IndexStore, policy: DecayPolicy, scope: str | None = None) -> list[Fade]:
+def schedule(conn: IndexLike, policy: DecayPolicy, scope: str | None = None) -> list[Fade]:
     """Every active memory with its effective confidence and days left, soonest first."""
     now = dt.datetime.now(dt.timezone.utc)
     out = []

@@ -24,7 +24,6 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-import apsw
 
 from memex import decay, scopes
 from memex.embedding import embed
@@ -33,7 +32,7 @@ from memex.files import permissions
 from memex.files import writers
 from memex.config import Config, load_config, with_embedding_model
 from memex.config_trust import machine_only
-from memex.store import IndexStore, usage
+from memex.store import IndexStore, LocalConnection, usage
 from memex.store.backend import Backend
 from memex.store.backends import open_backend
 from memex.store.memories import MemoryRow
@@ -174,7 +173,7 @@ class Vault:
         return self.paths.memex_dir
 
     @property
-    def conn(self) -> apsw.Connection:
+    def conn(self) -> LocalConnection:
         """This clone's SQLite index (its own bookkeeping on a shared backend)."""
         return self.backend.conn
 
@@ -407,8 +406,8 @@ class Vault:
         """Bring the index in line with the files; ``full`` re-reads every file."""
         report = self.indexer.sync(full=full, progress=progress)
         # Rows of vanished files were purged (a crashed erase, a file deleted by
-        # hand): make their text unreadable on disk too (docs/forgetting.md, memex/index/purge.py).
-        from memex.index.purge import scrub_if_pending
+        # hand): make their text unreadable on disk too (docs/forgetting.md, memex/store/scrub.py).
+        from memex.store.scrub import scrub_if_pending
 
         scrub_if_pending(self.conn)
         backend = self.backend

@@ -149,7 +149,7 @@ def time_searches(search: Any, conn: Any, embedder: RandomEmbedder, args: argpar
 
 
 def bench_sqlite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from memex.index import purge
+    from memex.store import scrub
     from memex.store.purge import purge_memory
     from memex.store.schema import connect, write_txn
     from memex.index.indexer import Indexer
@@ -182,7 +182,7 @@ def bench_sqlite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         t = time.perf_counter()
         with write_txn(conn):
             purge_memory(conn, rowid)
-        purge.scrub(conn)
+        scrub.scrub(conn)
         erases.append(time.perf_counter() - t)
     size = sum(p.stat().st_size for p in work.glob("index.db*"))
     conn.close()

@@ -284,8 +284,8 @@ def test_the_checks_catch_what_they_are_for() -> None:
     ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from memex.vault import Vault\n", {"memex.vault"}),
     ("from memex import decay, errors\n", {"memex.decay", "memex.errors"}),
     ("from memex import __version__\n", {"memex"}),
-    ("import memex.index.purge as purge\n", {"memex.index.purge"}),
-    ("from . import purge\n", {"memex.index.purge"}),
+    ("import memex.index.guard as guard\n", {"memex.index.guard"}),
+    ("from . import scan\n", {"memex.index.scan"}),
     ("from .guard import erased_reason\n", {"memex.index.guard"}),
 ])
 def test_imports_are_read_from_the_source(tmp_path: Path, source: str, expected: set[str]) -> None:
@@ -321,3 +321,70 @@ def test_modules_hold_at_most_500_lines() -> None:
     sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()}
     assert sorted(name for name, n in sizes.items() if n > MAX_LINES and name not in OVERSIZED) == []
     assert sorted(name for name in OVERSIZED if sizes.get(name, 0) <= MAX_LINES) == []
+
+
+# docs/design.md ("One seam"): no code outside memex/store/ names a backend.
+# What a module may not import there (a backend's driver, or the store's
+# modules for one backend), and the names it may not use (a backend's store).
+BACKEND_MODULES = ("apsw", "psycopg", "memex.store.sqlite", "memex.store.postgres", "memex.store.vecmatrix")
+BACKEND_NAMES = {"SqliteStore", "PgStore"}
+# Modules that still name a backend, each being changed by work in flight; the
+# list only shrinks (a module that names none must leave it).
+NAMES_A_BACKEND_IN_FLIGHT: set[str] = set()
+
+
+def backend_naming(path: Path) -> list[str]:
+    """What in ``path`` names a backend: an import of a backend's module or a
+    backend store's name (prose in comments and docstrings does not count)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            # `from memex.store import vecmatrix` imports the module memex.store.vecmatrix
+            targets = [base] if _is_backend(base) else [f"{base}.{alias.name}" for alias in node.names]
+            found += [alias.name for alias in node.names if alias.name in BACKEND_NAMES]
+        elif isinstance(node, ast.Name) and node.id in BACKEND_NAMES:
+            found.append(node.id)
+            continue
+        elif isinstance(node, ast.Attribute) and node.attr in BACKEND_NAMES:
+            found.append(node.attr)
+            continue
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in BACKEND_NAMES:
+            found.append(node.value)  # a quoted annotation
+            continue
+        else:
+            continue
+        found += [t for t in targets if _is_backend(t)]
+    return sorted(set(found))
+
+
+def _is_backend(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in BACKEND_MODULES)
+
+
+def outside_the_store() -> dict[str, Path]:
+    return {name: path for name, path in modules().items() if not (name + ".").startswith("memex.store.")}
+
+
+def test_no_code_outside_the_store_names_a_backend() -> None:
+    naming = {name: backend_naming(path) for name, path in outside_the_store().items()}
+    assert {name: found for name, found in naming.items() if found and name not in NAMES_A_BACKEND_IN_FLIGHT} == {}
+    assert sorted(name for name in NAMES_A_BACKEND_IN_FLIGHT if not naming.get(name)) == []
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("import apsw\n", ["apsw"]),
+    ("def f():\n    import psycopg.sql\n", ["psycopg.sql"]),
+    ("from memex.store.sqlite import as_store\n", ["memex.store.sqlite"]),
+    ("from memex.store import vecmatrix\n", ["memex.store.vecmatrix"]),
+    ("from memex.store import SqliteStore\n", ["SqliteStore"]),
+    ("from memex.store.postgres.store import PgStore\n", ["PgStore", "memex.store.postgres.store"]),
+    ("def f(s: 'SqliteStore') -> None: ...\n", ["SqliteStore"]),
+    ("from memex.store import IndexStore, as_store\n# apsw, SqliteStore in prose\n", []),
+])
+def test_backend_naming_is_read_from_the_source(tmp_path: Path, source: str, expected: list[str]) -> None:
+    fake = tmp_path / "probe.py"
+    fake.write_text(source, encoding="utf-8")
+    assert backend_naming(fake) == expected

@@ -275,3 +275,31 @@ def test_the_in_process_vector_copy_gives_the_same_decisions_as_sqlite_vec(
     assert with_copy == with_sqlite
     assert sum(d[1] in ("cosine", "session_cosine") for d in with_copy) >= 5  # the cosine layer decides some
     assert sum(bool(d[3]) for d in with_copy) >= 10  # and reports similar facts
+
+
+@pytest.mark.model
+def test_dedup_reads_the_loaded_vector_copy_through_the_store(model_vault: Vault) -> None:
+    """The in-process copy is the SQLite store's own: ``body_search`` answers
+    from it once this process has loaded it, else from the index, alike."""
+    from memex.store.bodies import StoredBodies
+
+    vault = model_vault
+    assert vault.embedder is not None
+    for body in ("The deploy runs from the main branch", "Tests use a real database", "Logs rotate daily"):
+        vault.add(body)
+    store = vault.local_store
+    assert isinstance(store.body_search(), StoredBodies)  # a one-shot process loads nothing for a check
+    vault.search("warm up")
+    vault.search("the copy loads on the second search of an unchanged index")
+    if vault.backend.shared:  # PostgreSQL answers from its index; search does not load SQLite's copy
+        assert isinstance(vault.store.body_search(), StoredBodies)
+        assert isinstance(store.body_search(), StoredBodies)
+        return
+    copy = store.body_search()
+    assert not isinstance(copy, StoredBodies)
+    qvec = vault.embedder.embed(["deploys go out from main"])[0]
+    stored = StoredBodies(store)
+    near = stored.nearest_bodies(qvec, 2)
+    assert copy.nearest_bodies(qvec, 2).keys() == near.keys()
+    rowids = sorted(copy.nearest_bodies(qvec, 3))
+    assert copy.body_cosines(qvec, rowids) == pytest.approx(stored.body_cosines(qvec, rowids), abs=1e-5)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from memex.index import purge
+from memex.store import scrub
 from memex.store.schema import write_txn
 from memex.embedding.embed import from_blob
 from memex.vault import Vault
@@ -108,9 +108,9 @@ def test_fts_delete_alone_keeps_terms_until_segments_are_rewritten(vault: Vault)
     # secure_delete zeroed the row, the vectors and the cache; the FTS segments still hold the terms.
     assert set(left) == {".memex/index.db"} and set(left[".memex/index.db"]) == set(suffixes)
     assert vault.conn.execute("SELECT value FROM meta WHERE key = 'scrub_pending'").fetchone() is not None
-    assert purge.scrub(vault.conn) is True
+    assert scrub.scrub(vault.conn) is True
     assert files_with_text(vault.root, suffixes) == {}
-    assert purge.scrub_if_pending(vault.conn) is None  # nothing pending any more
+    assert scrub.scrub_if_pending(vault.conn) is None  # nothing pending any more
 
 
 def test_cached_embedding_shared_with_another_memory_is_kept(vault: Vault) -> None:

@@ -8,8 +8,8 @@ two processes adding the same body still produce one file:
    ``<relevant-memories>`` blocks stripped; frontmatter never part of it),
    one indexed lookup over the whole scope's active memories;
 2. token Jaccard against the best FTS5 candidates of the scope;
-3. embedding cosine against the nearest vectors (one KNN: the in-process
-   copy of :mod:`memex.store.vecmatrix` once loaded, else sqlite-vec's), with
+3. embedding cosine against the nearest vectors (one KNN, the store's
+   ``body_search``: SQLite's in-process copy once loaded, else the index), with
    the same-session threshold for neighbours written in the same session,
    and the session's own memories checked directly; for an e5-style model
    the close ones are judged on the query side of both texts
@@ -35,15 +35,12 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import apsw
 import numpy as np
 
 from memex.embedding import embed
 from memex.embedding import profiles
-from memex.store import vecmatrix
 from memex.config import Config
-from memex.store import IndexStore
-from memex.store.sqlite import as_store
+from memex.store import IndexLike, IndexStore, as_store
 from memex.text import body_hash, content_tokens, jaccard
 from memex.dedup import symmetric
 from memex.dedup.cjk import changes_cjk_value, cosine_trusted
@@ -125,7 +122,7 @@ class _Neighbour:
 
 
 def check(
-    index: apsw.Connection | IndexStore,
+    index: IndexLike,
     config: Config,
     embedder: embed.Embedder | None,
     cand: Candidate,
@@ -149,7 +146,7 @@ def check(
     if existing is not None:
         return Decision(status="duplicate", method="exact", existing_id=existing, similarity=1.0)
 
-    neighbours = _neighbours(index, store, cand, limits)
+    neighbours = _neighbours(store, cand, limits)
     tokens = _content_tokens(cand.body)
     for n in neighbours.values():
         n.jaccard = jaccard(tokens, _content_tokens(n.body))
@@ -246,9 +243,7 @@ def _judge(
     return Decision(similar_facts=facts[:MAX_SIMILAR])
 
 
-def _neighbours(
-    index: apsw.Connection | IndexStore, store: IndexStore, cand: Candidate, limits: Thresholds
-) -> dict[int, _Neighbour]:
+def _neighbours(store: IndexStore, cand: Candidate, limits: Thresholds) -> dict[int, _Neighbour]:
     """Active memories of the scope that could be the same fact: FTS top-k,
     vector top-k, and (with a model) the session's own memories."""
     found: dict[int, _Neighbour] = {
@@ -257,16 +252,11 @@ def _neighbours(
     if cand.qvec is None or not store.has_vectors():
         return found
     qvec = cand.qvec
-    # A long-lived process (MCP server, watcher, a session's hooks through
-    # one vault) has the in-process copy: exact, and 10x faster than
-    # sqlite-vec's scan at 100k. A one-shot `memex add` uses sqlite-vec.
-    # The in-process copy exists for SQLite only (docs/store.md).
-    matrix = vecmatrix.for_connection(index, may_load=False) if isinstance(index, apsw.Connection) else None
-    sims: dict[int, float] = (
-        matrix.nearest_bodies(qvec, VECTOR_CANDIDATES) if matrix is not None
-        else store.knn_bodies(embed.to_blob(qvec), VECTOR_CANDIDATES)
-    )
-    cosines = matrix.body_cosines if matrix is not None else (lambda q, rows: _cosines(store, q, rows))
+    # One source for the whole check: SQLite's in-process copy in a
+    # long-lived process, else the index (memex/store/bodies.py).
+    bodies = store.body_search()
+    sims: dict[int, float] = bodies.nearest_bodies(qvec, VECTOR_CANDIDATES)
+    cosines = bodies.body_cosines
     if cand.session is not None:
         # The session's memories may not be among the global nearest ones.
         session_rows = store.session_rowids(cand.session, cand.scope, SESSION_CANDIDATES)
@@ -289,8 +279,6 @@ def _content_tokens(body: str) -> frozenset[str]:
     return frozenset(content_tokens(body))
 
 
-def _cosines(store: IndexStore, qvec: np.ndarray, rowids: list[int]) -> dict[int, float]:
-    return {r: float(np.dot(embed.from_blob(blob), qvec)) for r, blob in store.body_vectors(rowids).items()}
 
 
 def _turn_echo(store: IndexStore, cand: Candidate, tokens: frozenset[str], limits: Thresholds) -> Decision | None:

@@ -27,11 +27,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import apsw
 import numpy as np
 
 from memex.embedding import embed
-from memex.store import IndexStore
+from memex.store import IndexLike
 from memex.text import normalize, strip_injected
 
 # Appended to the model id of the cache rows that hold query-side vectors.
@@ -57,7 +56,7 @@ def embed_text(body: str) -> str:
 
 
 def cosines(
-    index: apsw.Connection | IndexStore, embedder: embed.Embedder, body: str, others: Sequence[str]
+    index: IndexLike, embedder: embed.Embedder, body: str, others: Sequence[str]
 ) -> tuple[list[float], list[embed.CacheRow]]:
     """Query-side cosines of ``body`` with each of ``others``, and the new
     cache rows (the caller stores them with the memory it writes)."""

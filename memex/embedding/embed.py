@@ -51,10 +51,8 @@ if TYPE_CHECKING:
     # The store is imported where the cache is read or written: the CLI's
     # model head start (memex/cli/_preload.py) imports this module to build
     # the model and should reach onnxruntime without the index's modules.
-    import apsw
-
     from memex.embedding.onnx import OnnxModel
-    from memex.store import IndexStore
+    from memex.store import IndexLike
     # Re-exported for annotations: the cache row lives in memex.store.cache.
     from memex.store.cache import CacheRow as CacheRow
 
@@ -420,9 +418,9 @@ class CacheLookup:
         return [found[k] for k in self.keys], rows
 
 
-def lookup_cached(conn: apsw.Connection | IndexStore, embedder: Embedder, texts: Sequence[str]) -> CacheLookup:
+def lookup_cached(conn: IndexLike, embedder: Embedder, texts: Sequence[str]) -> CacheLookup:
     """Look ``texts`` up in the embedding cache (a read; embeds nothing)."""
-    from memex.store.sqlite import as_store
+    from memex.store import as_store
 
     keys = [text_key(t) for t in texts]
     found = as_store(conn).cache_get(embedder.model_id, list(dict.fromkeys(keys)))
@@ -434,7 +432,7 @@ def lookup_cached(conn: apsw.Connection | IndexStore, embedder: Embedder, texts:
 
 
 def cached_vectors(
-    conn: apsw.Connection | IndexStore, embedder: Embedder, texts: Sequence[str]
+    conn: IndexLike, embedder: Embedder, texts: Sequence[str]
 ) -> tuple[list[bytes], list[CacheRow]]:
     """Vectors for ``texts`` from the cache, embedding the misses.
 
@@ -478,7 +476,7 @@ def query_vector(embedder: Embedder, text: str) -> np.ndarray:
     return vector
 
 
-def store_cache(conn: apsw.Connection | IndexStore, rows: Sequence[CacheRow]) -> None:
-    from memex.store.sqlite import as_store
+def store_cache(conn: IndexLike, rows: Sequence[CacheRow]) -> None:
+    from memex.store import as_store
 
     as_store(conn).cache_put(rows)

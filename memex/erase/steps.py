@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from memex.erase import git_history
 from memex.erased import erased_list, mirror, pending
 from memex.files import orphans
-from memex.index import purge
+from memex.store import scrub
 from memex.store import purge as store_purge
 from memex.store.purge import PurgeCounts
 from memex.store import IndexStore
@@ -395,13 +395,13 @@ def _finish(
     """The steps after the files are gone; the audit log ends ``complete`` or ``partial``."""
     done: list[str] = []
     try:
-        purge.mark_scrub(vault.conn)  # a kill before the checkpoint: the next sync scrubs
+        scrub.mark_scrub(vault.conn)  # a kill before the checkpoint: the next sync scrubs
         result.counts = _purge_index(vault, sel, paths)
         done.append("index")
         point("erase.purged")
         result.wal_truncated = store_purge.checkpoint(vault.conn)
         if result.wal_truncated:
-            purge.scrub_done(vault.conn)
+            scrub.scrub_done(vault.conn)
         done.append("wal")
         if key is not None:  # a shared index (docs/postgres.md)
             result.shared_index = _purge_shared(vault, ids, key)

@@ -52,8 +52,6 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
 
-import apsw
-
 from memex.config import Config
 from memex.embedding import embed, profiles
 from memex.erased import erased_list
@@ -64,7 +62,7 @@ from memex.index.batch_write import BatchWriter
 from memex.index.sync_run import Batch, Progress, Run, SyncReport
 from memex.layout import MEMEX_DIR, MEMORIES_DIR
 from memex.records import BAD_NAME, is_text_name, shown_name
-from memex.store import IndexStore, SqliteStore
+from memex.store import IndexStore, LocalConnection, as_store
 from memex.store.protocol import RecordStore
 from memex.store.memories import SyncRow
 from memex.store.purge import PurgeCounts
@@ -74,14 +72,14 @@ BATCH = 256
 
 class Indexer:
     def __init__(
-        self, root: Path, conn: apsw.Connection, config: Config, embedder: embed.Embedder | None,
+        self, root: Path, conn: LocalConnection, config: Config, embedder: embed.Embedder | None,
         store: IndexStore | None = None, borrow: RecordStore | None = None,
     ) -> None:
         self.root = root
         self.conn = conn
         # Everything the indexer reads and writes goes through the store: any
         # backend's (``store``), else the SQLite index on ``conn`` (docs/store.md).
-        self.store: IndexStore = SqliteStore(conn) if store is None else store
+        self.store: IndexStore = as_store(conn) if store is None else store
         self.config = config
         self.embedder = embedder
         self.chunker = chunking.for_config(config)

@@ -19,10 +19,9 @@ from dataclasses import asdict, dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-import apsw
 
 from memex.embedding import embed
-from memex.store import SqliteStore
+from memex.store import LocalConnection, as_store
 from memex.store.memories import Filters as Filters  # re-exported: search and list narrow alike
 from memex.store.memories import MemoryRow
 from memex.store.protocol import CandidateStore
@@ -87,7 +86,7 @@ class Candidates:
 
 
 def candidates(
-    conn: apsw.Connection | CandidateStore,
+    conn: LocalConnection | CandidateStore,
     embedder: embed.Embedder | None,
     query: str,
     k: int = CANDIDATES,
@@ -110,8 +109,8 @@ def candidates(
     return Candidates(found.lexical, found.semantic, True, embedder.model_id)
 
 
-def _store(conn: apsw.Connection | CandidateStore) -> CandidateStore:
-    return SqliteStore(conn) if isinstance(conn, apsw.Connection) else conn
+def _store(conn: LocalConnection | CandidateStore) -> CandidateStore:
+    return as_store(conn)
 
 
 def _below_replacements(store: CandidateStore, rows: dict[int, MemoryRow], scores: dict[int, float]) -> None:
@@ -127,7 +126,7 @@ def _below_replacements(store: CandidateStore, rows: dict[int, MemoryRow], score
 
 
 def search(
-    conn: apsw.Connection | CandidateStore,
+    conn: LocalConnection | CandidateStore,
     embedder: embed.Embedder | None,
     query: str,
     limit: int = 10,

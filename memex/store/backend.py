@@ -88,9 +88,10 @@ class Backend:
         return ()
 
     @property
-    def lookup(self) -> apsw.Connection | IndexStore:
-        """What search and dedup read: the connection, so its in-process vector copy serves them."""
-        return self.conn
+    def lookup(self) -> IndexStore:
+        """What search and dedup read: the store (on SQLite its in-process
+        vector copy serves them: ``candidates``, ``body_search``)."""
+        return self.store
 
     def connect(self) -> None:
         """Reach every store now (an error names what cannot be reached)."""

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from memex.records import Record
+    from memex.store.bodies import BodySearch  # numpy's: a lexical search never loads it
 
 
 class RecordStore(Protocol):
@@ -197,6 +198,12 @@ class FeatureQueries(Protocol):
 
     def knn_bodies(self, blob: bytes, k: int) -> dict[int, float]:
         """The ``k`` nearest memories by body vector alone."""
+        ...
+
+    def body_search(self) -> BodySearch:
+        """Nearest memories by body vector and cosines to chosen ones, from one
+        source for a whole dedup check (memex/store/bodies.py): SQLite's
+        in-process copy when this process has loaded it, else the store."""
         ...
 
     def memory_vectors_of(self, rowids: Sequence[int]) -> list[OwnedVector]: ...

@@ -6,7 +6,7 @@ links (and entities and relations no other memory supports), usage, and
 the cached vectors of its texts no other memory uses; it marks the index
 ``scrub_pending``. Why deleting is not enough on disk, and the two steps
 of a scrub (:func:`optimize_fts`, :func:`checkpoint`):
-:mod:`memex.index.purge` and docs/forgetting.md.
+:mod:`memex.store.scrub` and docs/forgetting.md.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 import apsw
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from memex.records import Record
+    from memex.store.bodies import BodySearch  # numpy's: a lexical search never loads it
     from memex.store.protocol import IndexStore
 
 
@@ -173,6 +174,16 @@ class SqliteStore:
 
     def knn_bodies(self, blob: bytes, k: int) -> dict[int, float]:
         return vectors.knn_bodies(self.conn, blob, k)
+
+    def body_search(self) -> BodySearch:
+        # A long-lived process (MCP server, watcher, a session's hooks through
+        # one vault) has the in-process copy; a one-shot `memex add` does not
+        # load it for one check, and asks sqlite-vec.
+        from memex.store import vecmatrix  # numpy: only a search with vectors comes here
+        from memex.store.bodies import StoredBodies
+
+        matrix = vecmatrix.for_connection(self.conn, may_load=False)
+        return matrix if matrix is not None else StoredBodies(self)
 
     def vectors_of(self, rowids: Sequence[int]) -> list[RowVector]:
         return vectors.vectors_of(self.conn, rowids)
@@ -316,10 +327,20 @@ class SqliteStore:
         return entities.neighbours(self.conn, entity_rowid)
 
 
-def as_store(conn: apsw.Connection | IndexStore) -> IndexStore:
-    """The store for a connection (functions that take either: callers that
-    hold an apsw connection, and those that hold another backend's store)."""
-    return SqliteStore(conn) if isinstance(conn, apsw.Connection) else conn
+# This clone's own index: what ``Vault.conn`` is. Code outside memex/store/
+# names it only through these aliases (docs/store.md, "One seam").
+LocalConnection: TypeAlias = apsw.Connection
+# What the functions that serve either take: this clone's connection, or any
+# backend's store.
+IndexLike: TypeAlias = "apsw.Connection | IndexStore"
+
+_Store = TypeVar("_Store")
+
+
+def as_store(index: apsw.Connection | _Store) -> SqliteStore | _Store:
+    """The store for ``index``: a connection's (functions that take either:
+    callers that hold this clone's connection, and those that hold a store)."""
+    return SqliteStore(index) if isinstance(index, apsw.Connection) else index
 
 
 def _conforms(store: SqliteStore) -> IndexStore:

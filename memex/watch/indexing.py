@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from memex.adding import vectors_for_files
 from memex.errors import LockTimeout
 from memex.index import scan
-from memex.index.purge import scrub_if_pending
+from memex.store.scrub import scrub_if_pending
 from memex.index.sync_run import SyncReport
 from memex.store.meta import SCRUB_PENDING
 from memex.watch import state as watch_state

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memex.store.bodies import BodySearch, StoredBodies
 from memex.store.cache import CacheRow
 from memex.store.candidates import Found
 from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
@@ -235,6 +236,9 @@ class PgStore:
 
     def knn_bodies(self, blob: bytes, k: int) -> dict[int, float]:
         return reads.knn(self.conn, blob, k, chunks=False)
+
+    def body_search(self) -> BodySearch:
+        return StoredBodies(self)
 
     def vectors_of(self, rowids: Sequence[int]) -> list[RowVector]:
         return reads.vectors_of(self.conn, rowids)

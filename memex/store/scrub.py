@@ -1,4 +1,4 @@
-"""Scrub purged rows from the index file (the purge itself is :mod:`memex.store.purge`).
+"""Scrub purged rows from the SQLite index file (the purge itself is :mod:`memex.store.purge`).
 
 A purge is used when a file disappears (reindex, watcher, doctor) and by erasure, so a
 crash between deleting a file and purging its rows is repaired by the next
