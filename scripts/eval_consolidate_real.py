@@ -109,9 +109,7 @@ def main() -> None:
 
     from memex.embedding.embed import load_embedder
 
-    convs = locomo.split(locomo.load(args.locomo), args.half)
-    if args.conversation:
-        convs = [c for c in convs if c.id in args.conversation]
+    convs = locomo.select(args.locomo, args.half, args.conversation)
     embedder = load_embedder("auto")
     if embedder is None:
         raise SystemExit("the embedding model did not load; this evaluation needs it")

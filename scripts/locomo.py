@@ -204,6 +204,12 @@ def split(conversations: list[Conversation], half: str) -> list[Conversation]:
     return [c for c in conversations if c.id in wanted]
 
 
+def select(path: str | Path, half: str, ids: list[str] | None = None) -> list[Conversation]:
+    """The conversations of ``half`` (``--half``), only ``ids`` when given (``--conversation``)."""
+    conversations = split(load(path), half)
+    return [c for c in conversations if c.id in ids] if ids else conversations
+
+
 if __name__ == "__main__":
     import sys
 

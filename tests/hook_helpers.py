@@ -22,6 +22,19 @@ def fixture(agent: str, name: str, **subst: str) -> dict[str, Any]:
     return data
 
 
+def project_event(name: str, project: Path, **changes: Any) -> dict[str, Any]:
+    """Claude Code's ``name`` event from the fixtures, in ``project``, with ``changes``."""
+    data = fixture("claude-code", f"{name}.json", cwd=str(project), transcript=str(project / "t.jsonl"))
+    data.update(changes)
+    return data
+
+
+def additional_context(out: str) -> str:
+    """What a Claude Code hook's answer (its stdout) puts before the model."""
+    text: str = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    return text
+
+
 def copy_transcript(agent: str, name: str, dest: Path, cwd: str) -> Path:
     dest.write_text((DATA / agent / name).read_text(encoding="utf-8").replace("{cwd}", cwd), encoding="utf-8")
     return dest

@@ -25,7 +25,9 @@ from memex import context
 from memex.agents import claude_code, hook_client, hook_run, warm, warm_client, warm_requests, warm_server
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
-from tests.hook_helpers import copy_transcript, fixture, hook_with_modules, lexical_only, set_config
+from tests.hook_helpers import (
+    additional_context, copy_transcript, fixture, hook_with_modules, lexical_only, project_event, set_config,
+)
 from tests.watchkit import wait_for
 
 HEAVY = ("numpy", "apsw", "memex.vault", "click", "onnxruntime", "memex.cli._common")
@@ -35,15 +37,8 @@ SESSION = "5f0c2b9e-8a41-4c7d-9e3b-2d1f6a7b8c90"  # the fixtures' id, lower-case
 _hook = hook_with_modules
 
 
-def _event(name: str, project: Path, **changes: Any) -> dict[str, Any]:
-    data = fixture("claude-code", f"{name}.json", cwd=str(project), transcript=str(project / "t.jsonl"))
-    data.update(changes)
-    return data
-
-
-def _context(out: str) -> str:
-    text: str = json.loads(out)["hookSpecificOutput"]["additionalContext"]
-    return text
+_event = project_event
+_context = additional_context
 
 
 @pytest.fixture

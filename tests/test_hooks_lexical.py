@@ -19,7 +19,7 @@ import pytest
 
 from memex.agents import claude_code, codex, hook_run, session_marks, warm
 from memex.vault import Vault
-from tests.hook_helpers import fixture, hook_with_modules, set_config
+from tests.hook_helpers import additional_context, fixture, hook_with_modules, project_event, set_config
 from tests.watchkit import wait_for
 
 pytestmark = pytest.mark.model
@@ -55,15 +55,8 @@ def ids(vault_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str,
     wait_for(lambda: warm.server_status(vault_root) is None and not path.exists(), 90, "the warm server to exit")
 
 
-def _event(name: str, project: Path, **changes: Any) -> dict[str, Any]:
-    data = fixture("claude-code", f"{name}.json", cwd=str(project), transcript=str(project / "t.jsonl"))
-    data.update(changes)
-    return data
-
-
-def _context(out: str) -> str:
-    text: str = json.loads(out)["hookSpecificOutput"]["additionalContext"]
-    return text
+_event = project_event
+_context = additional_context
 
 
 def test_a_prompt_before_the_server_is_up_is_answered_lexically_without_the_model(

@@ -23,10 +23,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import Protocol, TypeVar
 
 from memex.embedding import embed
 from memex.erased.erased_list import Guard
+from memex.erased.pending import ShownT
 from memex.records import Record
 from memex.store.protocol import IndexStore
 
@@ -47,15 +47,6 @@ def erased_reason(rel: str, memory_id: str) -> str:
     )
 
 
-class _Shown(Protocol):
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def body(self) -> str: ...
-
-
-ShownT = TypeVar("ShownT", bound=_Shown)
 
 
 def _all_rows_checked(store: IndexStore, erased: Guard) -> bool:
