@@ -196,7 +196,9 @@ def _ci(v: list[float]) -> str:
 def print_report(summary: dict[str, Any], references: list[str]) -> None:
     names = list(summary)
     width = max(len(n) for n in names) + 2
-    for half in HALVES:
+    # A half this run did not measure (``--half report``) has no figures to print.
+    halves = [half for half in HALVES if summary[names[0]][half]["questions"]]
+    for half in halves:
         print(f"\n== {half} ({summary[names[0]][half]['questions']} questions) ==")
         print(f"{'rule':{width}s}{'R@1':>7s}{'R@5':>7s}{'R@10':>7s}{'MRR':>7s}")
         for name in names:
@@ -210,7 +212,7 @@ def print_report(summary: dict[str, Any], references: list[str]) -> None:
                     print(f"   {name:{width}s}{_ci(m['recall@5'])}  {_ci(m['recall@10'])}  {_ci(m['mrr'])}")
     first = names[0]
     print(f"\n== by category, {first} ==")
-    for half in HALVES:
+    for half in halves:
         for cat, m in summary[first][half]["by_category"].items():
             print(f"   {half:7s} {cat:12s} n={m['questions']:4d}" + "".join(f"{k} {m[k]:.3f}  " for k in KEYS))
 

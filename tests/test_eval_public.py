@@ -117,3 +117,19 @@ def test_two_runs_compare_question_by_question(locomo_dir: Path, tmp_path: Path)
     (tmp_path / "bad.json").write_text("[]", encoding="utf-8")
     with pytest.raises(SystemExit, match="bad.json: not a file --save wrote"):
         EVAL._saved(tmp_path / "bad.json")
+
+
+def test_a_half_that_was_not_run_prints_no_zero_figures(
+    locomo_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found running `--half report` on LoCoMo: the report printed a "choose"
+    table of 0.000 for every rule, figures nobody measured."""
+    embedder = HashEmbedder()
+    convs = LOCOMO.split(LOCOMO.load(locomo_dir), "report")
+    rules = RULES.standard(embedder.model_id)
+    measured = EVAL.measure(convs, embedder, rules, tmp_path / "work", floor=False)
+    references = RULES.references(rules)
+    EVAL.print_report(EVAL.summarize(measured, references), references)
+    out = capsys.readouterr().out
+    assert "== report (1 questions) ==" in out and "== all (1 questions) ==" in out
+    assert "choose" not in out, out
