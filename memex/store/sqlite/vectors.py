@@ -11,7 +11,6 @@ and friends).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import apsw
 
