@@ -9,7 +9,7 @@ adding one body still produce one file), the file write and its index rows
 loop used to queue behind each other's model loading and time out after
 30 s; now an add waits for the lock as long as it takes (``Vault.lock_wait``;
 a flock dies with its holder), and the lock is never held while waiting for
-SQLite (:func:`memex.store.schema.locked_txn`).
+SQLite (``Backend.commit``).
 
 A body the index would refuse is refused here, before anything is written:
 over ``[index] max_file_bytes`` or holding a NUL byte (item 9). Answering
@@ -35,9 +35,7 @@ from memex.errors import InvalidArgument, MemoryFileError
 from memex.index.indexer import Indexer
 from memex.files.memory_file import MemoryFile
 from memex.layout import CONFIG_RELPATH
-from memex.store import IndexStore, LocalConnection
-from memex.store.backend import Backend
-from memex.store.memories import MemoryRow
+from memex.store import Backend, IndexStore, LocalConnection, MemoryRow
 from memex.records import DEFAULT_CONFIDENCE, build_record, check_unicode, now_iso
 from memex.text import body_hash, normalize, strip_injected
 

@@ -32,11 +32,7 @@ from memex.files import permissions
 from memex.files import writers
 from memex.config import Config, load_config, with_embedding_model
 from memex.config_trust import machine_only
-from memex.store import IndexStore, LocalConnection, usage
-from memex.store.backend import Backend
-from memex.store.backends import open_backend
-from memex.store.memories import MemoryRow
-from memex.store.schema import locked_txn, write_txn
+from memex.store import Backend, IndexStore, LocalConnection, MemoryRow, open_backend
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.erased import erased_list, pending
 from memex.index.guard import hide_erased
@@ -223,10 +219,9 @@ class Vault:
     def indexer(self) -> Indexer:
         if self._indexer is None:
             self.backend.connect()  # an index that cannot be reached is an error here, before any write
-            self._indexer = Indexer(self.root, self.conn, self.config, self.embedder, store=self.backend.local)
+            self._indexer = Indexer(self.root, self.backend.local, self.config, self.embedder)
             for store in self.backend.followers:  # an index other clones write too follows this clone's
-                follower = Indexer(self.root, self.conn, self.config, self.embedder, store=store,
-                                   borrow=self.backend.local)
+                follower = Indexer(self.root, store, self.config, self.embedder, borrow=self.backend.local)
                 self._indexer.followers.append(follower.follow)
         return self._indexer
 
@@ -245,12 +240,10 @@ class Vault:
 
     def commit(self, timeout: float | None = None) -> AbstractContextManager[None]:
         """``write.lock`` plus a write transaction, for a short commit; never
-        holds the lock while SQLite is busy (memex.store.schema.locked_txn).
+        holds the lock while SQLite is busy (memex/store/backend.py, ``commit``).
         ``timeout`` None means :attr:`lock_wait`. A shared index's write lock
-        is held too (memex/store/backend.py, ``commit``)."""
-        return self.backend.commit(
-            locked_txn(self.conn, self.paths.write_lock, timeout if timeout is not None else self.lock_wait)
-        )
+        is held too."""
+        return self.backend.commit(self.paths.write_lock, timeout if timeout is not None else self.lock_wait)
 
     @property
     def scope_rules(self) -> scopes.ScopeRules:
@@ -282,10 +275,11 @@ class Vault:
         if self.embedder is None:
             return None
         self.indexer  # vector tables must match this model before a caller queries them
-        blobs, rows = embed.cached_vectors(self.conn, self.embedder, [text])
+        local = self.local_store
+        blobs, rows = embed.cached_vectors(local, self.embedder, [text])
         if rows:
-            with write_txn(self.conn):
-                embed.store_cache(self.conn, rows)
+            with local.write_txn():
+                embed.store_cache(local, rows)
         return embed.from_blob(blobs[0])
 
     # -- reading -------------------------------------------------------------
@@ -396,8 +390,9 @@ class Vault:
         if not ids:
             return
         stamp = now_iso()
-        with write_txn(self.conn):
-            usage.record_use(self.conn, ids, stamp)
+        local = self.local_store
+        with local.write_txn():
+            local.record_use(ids, stamp)
         self.backend.record_use(ids, stamp)
 
     # -- writing -------------------------------------------------------------
@@ -406,11 +401,9 @@ class Vault:
         """Bring the index in line with the files; ``full`` re-reads every file."""
         report = self.indexer.sync(full=full, progress=progress)
         # Rows of vanished files were purged (a crashed erase, a file deleted by
-        # hand): make their text unreadable on disk too (docs/forgetting.md, memex/store/scrub.py).
-        from memex.store.scrub import scrub_if_pending
-
-        scrub_if_pending(self.conn)
+        # hand): make their text unreadable on disk too (docs/forgetting.md, memex/store/sqlite/scrub.py).
         backend = self.backend
+        backend.scrub_if_pending()
         if backend.target is not None:  # what the erased list holds and the shared index still has (erased/pending.py)
             report.removed += len(pending.sweep(backend.local, backend.store, self._erased, backend.target,
                                                 backend.purge))

@@ -35,7 +35,7 @@ cache. Figures per size:
   ``search_cpu_ms_p50`` is CPU time, which other load inflates less.
   ``search_first_two_ms``: the first search (through sqlite-vec, as a
   one-shot ``memex search`` does) and the second (which loads the
-  in-process vector copy, see ``memex/store/vecmatrix.py``).
+  in-process vector copy, see ``memex/store/sqlite/vecmatrix.py``).
 - ``add_ms_p50/p95``: ``Vault.add`` of new distinct bodies (the full path:
   embedding, dedup, atomic file write with fsync, write-through indexing),
   with ``add_breakdown_ms_p50`` per step.

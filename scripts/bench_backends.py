@@ -149,16 +149,17 @@ def time_searches(search: Any, conn: Any, embedder: RandomEmbedder, args: argpar
 
 
 def bench_sqlite(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from memex.store import scrub
-    from memex.store.purge import purge_memory
-    from memex.store.schema import connect, write_txn
+    from memex.store.sqlite import scrub
+    from memex.store.sqlite.purge import purge_memory
+    from memex.store.sqlite.schema import connect, write_txn
     from memex.index.indexer import Indexer
+    from memex.store import as_store
     from memex.search.hybrid import search
 
     embedder = RandomEmbedder()
     path = work / "index.db"
     conn = connect(path)
-    idx = Indexer(work, conn, Config(), embedder)  # type: ignore[arg-type]
+    idx = Indexer(work, as_store(conn), Config(), embedder)  # type: ignore[arg-type]
     t0 = time.perf_counter()
     with idx.store.bulk_writes():  # as a reindex writes: densities once, at the end
         for batch in batches(args.size, args.seed):

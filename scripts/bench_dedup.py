@@ -23,7 +23,7 @@ check and the turn-echo guard runs):
   with fsync, write-through indexing).
 
 ``vector_copy_used`` says whether the KNN ran over the in-process vector
-copy (``memex/store/vecmatrix.py``, loaded in a process that has searched twice:
+copy (``memex/store/sqlite/vecmatrix.py``, loaded in a process that has searched twice:
 ``--long-lived``) or over sqlite-vec (a one-shot ``memex add``).
 """
 
@@ -77,7 +77,7 @@ def run(size: int, adds: int, long_lived: bool) -> dict[str, Any]:
     from bench import memory_text, write_vault
 
     from memex.dedup import pipeline
-    from memex.store import vecmatrix
+    from memex.store.sqlite import vecmatrix
     from memex.embedding.embed import load_embedder
     from memex.vault import Vault
 

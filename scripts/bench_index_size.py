@@ -48,7 +48,7 @@ def table_bytes(conn: Any) -> list[dict[str, Any]]:
 
 def run(count: int, seed: int) -> dict[str, Any]:
     import scripts.bench as bench
-    from memex.store import meta as db
+    from memex.store.sqlite import meta as db
     from memex.vault import Vault
 
     bench.LONG_EVERY = 0  # short memories only

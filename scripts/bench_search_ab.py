@@ -34,11 +34,15 @@ sys.path.insert(0, str(ROOT))
 
 def old_hybrid(rev: str) -> Any:
     import memex.index
-    from memex.store import vecmatrix
+    from memex.store import rows
+    from memex.store.sqlite import vecmatrix
 
     # Before the vector copy moved into the store, search imported it from memex.index.
     sys.modules.setdefault("memex.index.vecmatrix", vecmatrix)
     memex.index.vecmatrix = vecmatrix  # type: ignore[attr-defined]
+    # Before the SQLite modules moved into memex/store/sqlite/, search imported
+    # the row types from memex.store.memories (they are memex.store.rows' now).
+    sys.modules.setdefault("memex.store.memories", rows)
     source = subprocess.run(["git", "show", f"{rev}:memex/search/hybrid.py"], check=True, capture_output=True,
                             text=True, cwd=ROOT).stdout
     path = Path(tempfile.mkdtemp()) / "old_hybrid.py"

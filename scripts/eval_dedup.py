@@ -49,7 +49,7 @@ def warm_cache(vault: Any, pairs: list[dict[str, Any]]) -> None:
     """Embed every text once, in batches (the loop then reads the cache)."""
     from memex.dedup import symmetric
     from memex.embedding import embed, profiles
-    from memex.store.schema import write_txn
+    from memex.store.sqlite.schema import write_txn
     from memex.text import normalize
 
     if vault.embedder is None:

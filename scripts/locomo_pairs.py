@@ -170,7 +170,7 @@ def rule_label(f: Features, i: int, j: int) -> dict[str, Any] | None:
 def warm_cache(vault: Any, texts: list[str]) -> None:
     """Embed every turn once, in batches: the adds then read the cache."""
     from memex.embedding import embed
-    from memex.store.schema import write_txn
+    from memex.store.sqlite.schema import write_txn
     from memex.text import normalize
 
     if vault.embedder is None:

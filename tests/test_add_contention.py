@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from memex.embedding import embed
-from memex.store import schema
-from memex.store.schema import connect
+from memex.store.sqlite import schema
+from memex.store.sqlite.schema import connect
 from memex.errors import LockTimeout
 from memex.files.locking import try_file_lock
 from memex.vault import Vault
@@ -75,7 +75,7 @@ def test_add_loads_and_runs_the_model_outside_the_write_lock(
 
 @pytest.fixture
 def refused(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """One entry per time a writer found SQLite busy and let go (memex.store.schema.locked_txn's retry)."""
+    """One entry per time a writer found SQLite busy and let go (memex.store.sqlite.schema.locked_txn's retry)."""
     seen: list[bool] = []
     real = schema.try_begin
 

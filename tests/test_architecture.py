@@ -274,8 +274,8 @@ def test_the_checks_catch_what_they_are_for() -> None:
     assert any({"memex.index", "memex.erase"} <= set(c) for c in cycles(package_graph(planted)))
     # Within one layer the order holds too: the records below the store.
     planted = {k: set(v) for k, v in graph.items()}
-    planted["memex.records"].add("memex.store.schema")
-    assert "memex.records imports memex.store.schema" in upward_packages(planted)
+    planted["memex.records"].add("memex.store.sqlite.schema")
+    assert "memex.records imports memex.store.sqlite.schema" in upward_packages(planted)
     assert upward(planted) == upward(graph)  # one layer: the module check alone would pass it
 
 
@@ -326,7 +326,7 @@ def test_modules_hold_at_most_500_lines() -> None:
 # docs/design.md ("One seam"): no code outside memex/store/ names a backend.
 # What a module may not import there (a backend's driver, or the store's
 # modules for one backend), and the names it may not use (a backend's store).
-BACKEND_MODULES = ("apsw", "psycopg", "memex.store.sqlite", "memex.store.postgres", "memex.store.vecmatrix")
+BACKEND_MODULES = ("apsw", "psycopg", "memex.store.sqlite", "memex.store.postgres")
 BACKEND_NAMES = {"SqliteStore", "PgStore"}
 # Modules that still name a backend, each being changed by work in flight; the
 # list only shrinks (a module that names none must leave it).
@@ -342,7 +342,7 @@ def backend_naming(path: Path) -> list[str]:
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
-            # `from memex.store import vecmatrix` imports the module memex.store.vecmatrix
+            # `from memex.store.sqlite import vecmatrix` imports the module memex.store.sqlite.vecmatrix
             targets = [base] if _is_backend(base) else [f"{base}.{alias.name}" for alias in node.names]
             found += [alias.name for alias in node.names if alias.name in BACKEND_NAMES]
         elif isinstance(node, ast.Name) and node.id in BACKEND_NAMES:
@@ -378,7 +378,8 @@ def test_no_code_outside_the_store_names_a_backend() -> None:
     ("import apsw\n", ["apsw"]),
     ("def f():\n    import psycopg.sql\n", ["psycopg.sql"]),
     ("from memex.store.sqlite import as_store\n", ["memex.store.sqlite"]),
-    ("from memex.store import vecmatrix\n", ["memex.store.vecmatrix"]),
+    ("from memex.store.sqlite import vecmatrix\n", ["memex.store.sqlite"]),
+    ("from memex.store import sqlite\n", ["memex.store.sqlite"]),
     ("from memex.store import SqliteStore\n", ["SqliteStore"]),
     ("from memex.store.postgres.store import PgStore\n", ["PgStore", "memex.store.postgres.store"]),
     ("def f(s: 'SqliteStore') -> None: ...\n", ["SqliteStore"]),
@@ -388,3 +389,69 @@ def test_backend_naming_is_read_from_the_source(tmp_path: Path, source: str, exp
     fake = tmp_path / "probe.py"
     fake.write_text(source, encoding="utf-8")
     assert backend_naming(fake) == expected
+
+
+# docs/design.md ("One seam"): outside memex/store/, the index is reached
+# through the ``memex.store`` package's own names (its ``__init__``) and the
+# backend and store objects, never through one of its modules: a module of
+# the store is how one backend does it, and may move or split with it.
+def store_module_imports(path: Path) -> list[str]:
+    """Each import in ``path`` of a module inside ``memex.store`` (not the package itself)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if a.name.startswith("memex.store.")]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            base = node.module or ""
+            names = ", ".join(a.name for a in node.names)
+            if base.startswith("memex.store."):
+                found.append(f"from {base} import {names}")
+            elif base == "memex.store":  # `from memex.store import schema` names a module too
+                found += [f"from memex.store import {a.name}" for a in node.names if a.name not in store_exports()]
+    return found
+
+
+def store_exports() -> set[str]:
+    """The names ``memex/store/__init__.py`` lists in ``__all__`` (read from the source)."""
+    tree = ast.parse((PACKAGE / "store" / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return {str(ast.literal_eval(e)) for e in node.value.elts} if isinstance(node.value, ast.List) else set()
+    return set()
+
+
+def test_code_outside_the_store_imports_only_the_store_package() -> None:
+    wrong = [
+        f"{path.relative_to(PACKAGE.parent)}: {line} (use `from memex.store import ...`, or the backend's operations)"
+        for path in outside_the_store().values() for line in store_module_imports(path)
+    ]
+    assert wrong == [], "\n".join(wrong)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from memex.store import IndexStore, as_store\n", []),
+    ("from memex.store.schema import write_txn\n", ["from memex.store.schema import write_txn"]),
+    ("def f():\n    from memex.store import scrub\n", ["from memex.store import scrub"]),
+    ("import memex.store.usage as usage\n", ["import memex.store.usage"]),
+    ("from memex.store.sqlite.schema import damaged\n", ["from memex.store.sqlite.schema import damaged"]),
+    ("from memex.store import sqlite\n", ["from memex.store import sqlite"]),
+])
+def test_store_module_imports_are_read_from_the_source(tmp_path: Path, source: str, expected: list[str]) -> None:
+    fake = tmp_path / "probe.py"
+    fake.write_text(source, encoding="utf-8")
+    assert store_module_imports(fake) == expected
+
+
+def test_the_store_package_exports_what_it_lists() -> None:
+    """``memex.store`` loads its names on first use: each listed name resolves
+    to the object of the module that defines it, and nothing is listed twice."""
+    import importlib
+
+    import memex.store as store
+
+    assert store.__all__ == sorted(set(store.__all__), key=store.__all__.index)
+    assert sorted(store.__all__) == sorted(store._WHERE)
+    for name, module in store._WHERE.items():
+        assert getattr(store, name) is getattr(importlib.import_module(f"memex.store.{module}"), name)
+    with pytest.raises(AttributeError):
+        store.no_such_name  # noqa: B018

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from memex.index import chunking
 from memex.embedding import embed
-from memex.store.cache import body_cache_keys
-from memex.store.vectors import delete as delete_vectors
+from memex.store.rows import body_cache_keys
+from memex.store.sqlite.vectors import delete as delete_vectors
 from memex.config import Config
-from memex.store.meta import get_meta, set_meta
+from memex.store.sqlite.meta import get_meta, set_meta
 from memex.text import chunks as char_chunks
 from memex.text import normalize
 from memex.vault import Vault
@@ -120,7 +120,7 @@ def test_an_index_cut_by_another_rule_is_re_cut_without_re_embedding_bodies(vaul
         assert len(new_keys) >= 2
         # Make it an index written by the character rule (as before this rule existed).
         old_pieces = char_chunks(normalize(body), 800, 120)
-        vault.indexer.conn.execute("BEGIN IMMEDIATE")
+        vault.conn.execute("BEGIN IMMEDIATE")
         rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (long_one.id,)).fetchone()[0]
         delete_vectors(vault.conn, rowid)
         body_vec = fake.embed([normalize(body)])[0]

@@ -193,11 +193,11 @@ def test_search_imports_only_what_it_needs(vault_root: Path, monkeypatch: pytest
 
 
 def test_the_vector_extension_is_the_one_sqlite_vec_names() -> None:
-    """memex.store.schema finds sqlite-vec's library without importing the package; it
+    """memex.store.sqlite.schema finds sqlite-vec's library without importing the package; it
     must be the file the package itself would load."""
     import sqlite_vec
 
-    from memex.store.schema import vec_extension_path
+    from memex.store.sqlite.schema import vec_extension_path
 
     assert vec_extension_path() == sqlite_vec.loadable_path()
 

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memex.store.meta import scalar
+from memex.store.sqlite.meta import scalar
 from memex.errors import MemoryFileError
 from memex.vault import Vault
 from memex.meta_edit import update_meta

@@ -249,7 +249,7 @@ def test_the_in_process_vector_copy_gives_the_same_decisions_as_sqlite_vec(
     import json
 
     from memex.dedup import pipeline
-    from memex.store import vecmatrix
+    from memex.store.sqlite import vecmatrix
 
     vault = model_vault
     if vault.backend.shared:

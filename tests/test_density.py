@@ -16,8 +16,8 @@ import pytest
 from memex.embedding import embed
 from memex.erase.steps import erase
 from memex.store import density, nearest, refvectors
-from memex.store.schema import write_txn
-from memex.store.sqlite import SqliteStore
+from memex.store.sqlite.schema import write_txn
+from memex.store import SqliteStore
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 from tests.watchkit import body_at, running_watcher, wait_for

@@ -19,7 +19,7 @@ import pytest
 
 from memex import adding
 from memex.store import density, refvectors
-from memex.store.schema import write_txn
+from memex.store.sqlite.schema import write_txn
 from memex.vault import Vault, init_vault
 from tests.fakes import HashEmbedder
 from tests.test_density import _assert_exact, _texts, rows_read

@@ -21,7 +21,7 @@ import pytest
 
 from memex import health
 from memex.errors import IndexStoreError
-from memex.store.meta import scalar
+from memex.store.sqlite.meta import scalar
 from memex.vault import Vault, init_vault
 from tests.fakes import HashEmbedder
 from tests.hook_helpers import run_memex

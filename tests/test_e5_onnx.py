@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from memex.embedding import e5, e5graph, e5weights, embed
-from memex.store.meta import get_meta, scalar
+from memex.store.sqlite.meta import get_meta, scalar
 from memex.vault import Vault
 
 pytestmark = pytest.mark.model

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from memex.store import scrub
-from memex.store.schema import write_txn
+from memex.store.sqlite import scrub
+from memex.store.sqlite.schema import write_txn
 from memex.embedding.embed import from_blob
 from memex.vault import Vault
 from memex.erase.steps import erase

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from memex.erase.steps import erase
 from memex.files import memory_file
 from memex.meta_edit import update_meta
-from memex.store.memories import Filters
-from memex.store.meta import scalar
+from memex.store import Filters
+from memex.store.sqlite.meta import scalar
 from memex.vault import Vault
 from tests.hypokit import examples
 

@@ -15,7 +15,8 @@ from memex.erase.steps import erase
 from memex.files import memory_file
 from memex.records import RECORD_FIELDS, Record
 from memex.search.hybrid import Hit
-from memex.store.memories import MemoryRow, row_values
+from memex.store import MemoryRow
+from memex.store.sqlite.memories import row_values
 from memex.vault import Vault
 
 # Record fields that are not columns of their own: the embedded text (its hash

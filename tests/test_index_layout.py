@@ -8,8 +8,8 @@ import apsw
 import numpy as np
 import sqlite_vec
 
-from memex.store import schema as db
-from memex.store.meta import scalar
+from memex.store.sqlite import schema as db
+from memex.store.sqlite.meta import scalar
 from memex.embedding import embed
 from memex.vault import Vault
 

@@ -13,7 +13,7 @@ import pytest
 from memex.embedding import e5, embed
 from memex.embedding import profiles
 from memex.config import load_config
-from memex.store.meta import get_meta
+from memex.store.sqlite.meta import get_meta
 from memex.dedup.cjk import swaps_cjk_span
 from memex.dedup.pipeline import Thresholds
 from memex.errors import ConfigError

@@ -13,7 +13,7 @@ import pytest
 from memex.dedup import symmetric
 from memex.embedding import embed
 from memex.erase.steps import erase
-from memex.store.meta import get_meta, scalar
+from memex.store.sqlite.meta import get_meta, scalar
 from memex.vault import Vault
 from tests.scriptkit import load_script
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from memex import text
 from memex.embedding import embed
 from memex.records import Record
-from memex.store.memories import Filters
+from memex.store import Filters
 from tests.hypokit import examples
 
 WORDS = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "zeta", "theta", "lambda", "quokka"]

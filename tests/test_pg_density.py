@@ -16,7 +16,7 @@ from memex.index.indexer import Indexer
 from memex.store import IndexStore, SqliteStore
 from memex.store import density as core
 from memex.store.facts import Facts
-from memex.store.memories import Filters
+from memex.store import Filters
 from memex.store.postgres import bulk
 from memex.store.postgres.schema import connect
 from memex.store.postgres.store import PgStore
@@ -55,8 +55,7 @@ def _definition(store: IndexStore) -> dict[str, float]:
 def pair(vault: Vault, pg_url: str) -> Iterator[tuple[Vault, SqliteStore, PgStore, Indexer]]:
     pg = connect(pg_url)
     store = PgStore(pg)
-    yield vault, SqliteStore(vault.conn), store, Indexer(vault.root, vault.conn, vault.config, vault.embedder,
-                                                          store=store)
+    yield vault, SqliteStore(vault.conn), store, Indexer(vault.root, store, vault.config, vault.embedder)
     pg.close()
 
 
@@ -112,7 +111,7 @@ def test_a_rollback_leaves_them_and_another_processes_writes_are_seen(
             raise RuntimeError("abandoned")
     assert _by_id(p) == before
     other = connect(pg_url)  # another process: its settle bumps the epoch this one's copy was made at
-    other_indexer = Indexer(vault.root, vault.conn, vault.config, vault.embedder, store=PgStore(other))
+    other_indexer = Indexer(vault.root, PgStore(other), vault.config, vault.embedder)
     for t in _texts(12, salt="from another process"):
         vault.add(t)
     other_indexer.sync()
@@ -189,7 +188,7 @@ def test_an_older_index_loses_the_reference_copy_and_the_density_column_and_stay
     assert again.conn.execute("SELECT max(length(neighbours)) FROM memory_density").fetchone()[0] == 4 * nearest.DEPTH
     _alike(s, again)
     vault.add("a note after the upgrade about lunch and item2")
-    Indexer(vault.root, vault.conn, vault.config, vault.embedder, store=again).sync()
+    Indexer(vault.root, again, vault.config, vault.embedder).sync()
     _alike(s, again)
     again.conn.close()
 
@@ -210,7 +209,7 @@ def test_search_reads_the_same_facts_and_answers_alike(model_vault: Vault, pg_ur
         model_vault.add(text, session="s2")
     pg = connect(pg_url)
     store = PgStore(pg)
-    Indexer(model_vault.root, model_vault.conn, model_vault.config, model_vault.embedder, store=store).sync()
+    Indexer(model_vault.root, store, model_vault.config, model_vault.embedder).sync()
     lite_store = SqliteStore(model_vault.conn)
     assert _by_id(lite_store) == _by_id(store)
     ids = {r.id: r.rowid for r in lite_store.list_rows(Filters())}

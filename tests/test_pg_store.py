@@ -69,7 +69,7 @@ def _conn(pg: Vault) -> Any:
 
 def _follower_sync(pg: Vault) -> Any:
     """A whole sync of the shared index alone, as the vault's indexer runs it after its own."""
-    return Indexer(pg.root, pg.conn, pg.config, pg.embedder, store=pg.store, borrow=pg.local_store).sync(lost=[])
+    return Indexer(pg.root, pg.store, pg.config, pg.embedder, borrow=pg.local_store).sync(lost=[])
 
 
 def test_bm25_equals_fts5(filled: Vault, pg_url: str) -> None:

@@ -15,7 +15,7 @@ import pytest
 from memex.embedding import embed
 from memex.index.indexer import Indexer
 from memex.store import IndexStore, SqliteStore
-from memex.store.memories import Filters
+from memex.store import Filters
 from memex.store.postgres.schema import connect
 from memex.store.postgres.store import PgStore
 from memex.vault import Vault, init_vault
@@ -58,8 +58,8 @@ def stores(tmp_path: Path, pg_url: str) -> Iterator[tuple[Vault, IndexStore, Ind
     with Vault(root, embedder=HashEmbedder()) as vault:
         sqlite_store = SqliteStore(vault.conn)
         pg_store = PgStore(pg)
-        local = Indexer(root, vault.conn, vault.config, vault.embedder)
-        shared = Indexer(root, vault.conn, vault.config, vault.embedder, store=pg_store)
+        local = Indexer(root, vault.local_store, vault.config, vault.embedder)
+        shared = Indexer(root, pg_store, vault.config, vault.embedder)
         local.sync()
         shared.sync()
         yield vault, sqlite_store, pg_store, local, shared
@@ -265,8 +265,8 @@ def test_an_index_other_clones_write_follows_with_the_same_indexer(tmp_path: Pat
     model = HashEmbedder()
     try:
         with Vault(root, embedder=model) as vault:
-            local = Indexer(root, vault.conn, vault.config, model)
-            shared = Indexer(root, vault.conn, vault.config, model, store=PgStore(pg), borrow=SqliteStore(vault.conn))
+            local = Indexer(root, vault.local_store, vault.config, model)
+            shared = Indexer(root, PgStore(pg), vault.config, model, borrow=SqliteStore(vault.conn))
             local.sync()
             calls = model.calls
             report = shared.sync(lost=[])

@@ -12,7 +12,7 @@ import pytest
 
 from memex.index.indexer import Indexer
 from memex.store import SqliteStore
-from memex.store.memories import Filters
+from memex.store import Filters
 from memex.store.postgres import lexemes
 from memex.store.postgres.schema import connect
 from memex.store.postgres.store import PgStore
@@ -40,7 +40,7 @@ def pair(vault: Vault, pg_url: str) -> Iterator[tuple[SqliteStore, PgStore, Inde
         vault.add(body)
     pg = connect(pg_url)
     store = PgStore(pg)
-    indexer = Indexer(vault.root, vault.conn, vault.config, vault.embedder, store=store)
+    indexer = Indexer(vault.root, store, vault.config, vault.embedder)
     indexer.sync()
     yield SqliteStore(vault.conn), store, indexer
     pg.close()

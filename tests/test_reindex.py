@@ -12,7 +12,7 @@ import pytest
 
 from memex import health
 from memex.files import memory_file
-from memex.store.meta import scalar
+from memex.store.sqlite.meta import scalar
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 

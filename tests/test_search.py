@@ -12,6 +12,7 @@ from memex.search import hybrid as search_mod
 from memex.errors import InvalidArgument
 from memex.search.hybrid import Filters, Fusion, fuse, fusion_for, rank
 from memex.store.facts import Facts
+from memex.store.sqlite.filters import where as sqlite_where
 from memex.vault import Vault
 from memex.meta_edit import update_meta
 
@@ -121,7 +122,7 @@ def test_narrow_scope_outside_the_nearest_neighbours_is_still_found(
 
 
 def test_filters_sql_status_only_by_default() -> None:
-    where, params = Filters().sql()
+    where, params = sqlite_where(Filters())
     assert where == "m.status = 'active'" and params == []
     assert not Filters().narrowing
     assert Filters(scopes=("user",)).narrowing

@@ -70,7 +70,7 @@ def test_no_module_outside_the_store_writes_sql() -> None:
 def test_the_scan_sees_the_store_and_every_kind_of_statement() -> None:
     """The check can fail: it finds the store's own statements, and a planted
     statement of each kind, plain or in an f-string, in a module's code."""
-    assert sql_strings((STORE / "memories.py").read_text(encoding="utf-8"))
+    assert sql_strings((STORE / "sqlite" / "memories.py").read_text(encoding="utf-8"))
     planted = '''
 """A docstring that says SELECT id FROM memories is prose."""
 def f(conn, where):

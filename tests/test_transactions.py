@@ -1,4 +1,4 @@
-"""write_txn and locked_txn (memex/store/schema.py) end a transaction the same way:
+"""write_txn and locked_txn (memex/store/sqlite/schema.py) end a transaction the same way:
 COMMIT after the block, ROLLBACK when it raises, nothing left open."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import apsw
 import pytest
 
-from memex.store.meta import get_meta, set_meta
-from memex.store.schema import connect, locked_txn, write_txn
+from memex.store.sqlite.meta import get_meta, set_meta
+from memex.store.sqlite.schema import connect, locked_txn, write_txn
 
 Txn = Callable[[apsw.Connection], AbstractContextManager[None]]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from memex.embedding import embed
-from memex.store import vecmatrix
+from memex.store.sqlite import vecmatrix
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 

@@ -183,15 +183,12 @@ def run_hook(
 def one_line(exc: Exception, vault_path: str | None) -> str:
     """The error as the agent's log shows it. Found from outside: a damaged
     index.db read "database disk image is malformed", naming no file and no
-    way out; it now reads as the CLI's (memex.store.schema.damaged)."""
-    if "apsw" in sys.modules:  # only SQLite's own errors can say the index is damaged
-        from memex.store.schema import damaged
+    way out; it now reads as the CLI's (memex.store.index_damaged)."""
+    from memex.store import index_damaged
 
-        root = Path(vault_path).expanduser() if vault_path else default_vault_path()
-        found = damaged(exc, VaultPaths(root).index)
-        if found is not None:
-            return str(found)
-    return str(exc)
+    root = Path(vault_path).expanduser() if vault_path else default_vault_path()
+    found = index_damaged(exc, VaultPaths(root).index)
+    return str(exc) if found is None else str(found)
 
 
 def _last_session_path(vault: Vault) -> Path:

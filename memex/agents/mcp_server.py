@@ -444,10 +444,10 @@ def _reported(method: Callable[..., dict[str, Any]], index: Callable[[], Path | 
         except MemexError as exc:
             raise ToolError(str(exc)) from exc
         except Exception as exc:  # a damaged index: its one line, not "Error executing tool"
-            from memex.store.schema import damaged
+            from memex.store import index_damaged
 
             where = index()
-            found = None if where is None else damaged(exc, where)
+            found = None if where is None else index_damaged(exc, where)
             if found is None:
                 raise
             raise ToolError(str(found)) from exc

@@ -148,22 +148,20 @@ class MemexGroup(click.Group):
 
 
 def _damaged_index(ctx: click.Context, exc: Exception) -> str | None:
-    """The one-line error for a damaged index.db (memex.store.schema.damaged),
-    or None for any other exception. A command that never opened the index
-    cannot raise SQLite's errors, and ``memex --version`` must not load it."""
-    if "apsw" not in sys.modules:
-        return None
-    from memex.store.schema import damaged
+    """The one-line error for a damaged index.db (memex.store.index_damaged),
+    or None for any other exception (it loads no driver: ``memex --version``
+    must not)."""
+    from memex.store import index_damaged
 
     vault = (ctx.find_root().obj or {}).get("vault")
-    found = damaged(exc, vault.paths.index if vault is not None else f"{MEMEX_DIR}/{INDEX_NAME}")
+    found = index_damaged(exc, vault.paths.index if vault is not None else f"{MEMEX_DIR}/{INDEX_NAME}")
     return None if found is None else str(found)
 
 
 def _server_failed(exc: Exception) -> str | None:
     """The one-line error when a database server failed in the middle of a
     command (the server stopped, the network went): the driver's own exception."""
-    from memex.store.backend import store_error
+    from memex.store import store_error
 
     found = store_error(exc)
     return None if found is None else str(found)

@@ -45,7 +45,7 @@ from memex.decay import parse_time
 from memex.errors import ConfigError, InvalidArgument
 from memex.meta_edit import update_meta, update_meta_many
 from memex.consolidation.pairscore import ScoreProfile, pair_matrices, profile_for
-from memex.store.queries import SessionItem
+from memex.store import SessionItem
 from memex.text import preview
 from memex.dedup.subject import covers, keeps_apart
 from memex.dedup.values import conflict_reason
@@ -95,7 +95,7 @@ def load_settings(config: Config) -> Settings:
 
 
 # One candidate memory as consolidation sees it: the store's row
-# (memex/store/queries.py), its body stripped.
+# (memex/store/sqlite/queries.py), its body stripped.
 Item = SessionItem
 
 

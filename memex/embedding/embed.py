@@ -53,8 +53,8 @@ if TYPE_CHECKING:
     # the model and should reach onnxruntime without the index's modules.
     from memex.embedding.onnx import OnnxModel
     from memex.store import IndexLike
-    # Re-exported for annotations: the cache row lives in memex.store.cache.
-    from memex.store.cache import CacheRow as CacheRow
+    # Re-exported for annotations: the cache row is the store's.
+    from memex.store import CacheRow as CacheRow
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # all-MiniLM-L6-v2 was trained on sequences of at most 256 word pieces (its

@@ -41,15 +41,14 @@ from memex.errors import InvalidArgument, MemoryFileError, MemoryNotFound
 from memex.files.names import safe_name
 from memex.layout import SESSIONS_DIR
 from memex.records import path_id
-from memex.store import IndexStore
-from memex.store.queries import TargetRow
+from memex.store import IndexStore, TargetRow
 from memex.text import tokens
 
 _JSON_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[nrtbf\"\\/])")
 
 
 # One memory row to erase, as the index knows it: the store's row
-# (memex/store/queries.py), read-only here.
+# (memex/store/sqlite/queries.py), read-only here.
 Target = TargetRow
 
 

@@ -9,7 +9,7 @@ The order matters for crash safety (docs/forgetting.md, "Order and crash safety"
    that even if we crash below, nothing re-adds them;
 3. delete the files (and temp files killed writes left behind, which may
    hold the text), and write an audit line;
-4. one index transaction purges every row (:func:`memex.store.purge.purge_memory`,
+4. one index transaction purges every row (``RecordStore.purge_memory``,
    the same purge a sync does for a vanished file) and rewrites the FTS5
    segments; then the WAL is checkpointed and truncated. A crash between 3
    and 4 leaves rows of missing files, which the next reindex, ``doctor
@@ -41,11 +41,7 @@ from typing import TYPE_CHECKING, Any
 from memex.erase import git_history
 from memex.erased import erased_list, mirror, pending
 from memex.files import orphans
-from memex.store import scrub
-from memex.store import purge as store_purge
-from memex.store.purge import PurgeCounts
-from memex.store import IndexStore
-from memex.store.backend import store_error
+from memex.store import IndexStore, PurgeCounts, store_error
 from memex.errors import IndexStoreError, InvalidArgument, MemexError, MemoryFileError, MemoryNotFound
 from memex.faults import point
 from memex.layout import ERASURES_PENDING_NAME, INDEX_NAME, MEMEX_DIR, MEMORIES_DIR, VaultPaths
@@ -395,13 +391,11 @@ def _finish(
     """The steps after the files are gone; the audit log ends ``complete`` or ``partial``."""
     done: list[str] = []
     try:
-        scrub.mark_scrub(vault.conn)  # a kill before the checkpoint: the next sync scrubs
+        vault.backend.begin_scrub()  # a kill before the checkpoint: the next sync scrubs
         result.counts = _purge_index(vault, sel, paths)
         done.append("index")
         point("erase.purged")
-        result.wal_truncated = store_purge.checkpoint(vault.conn)
-        if result.wal_truncated:
-            scrub.scrub_done(vault.conn)
+        result.wal_truncated = vault.backend.end_scrub()
         done.append("wal")
         if key is not None:  # a shared index (docs/postgres.md)
             result.shared_index = _purge_shared(vault, ids, key)

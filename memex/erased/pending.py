@@ -45,9 +45,7 @@ from memex.errors import MemexError
 from memex.files import permissions
 from memex.files.locking import file_lock
 from memex.layout import ERASURES_PENDING_NAME
-from memex.store.backend import store_error
-from memex.store.backends import describe_target
-from memex.store.protocol import IndexStore
+from memex.store import IndexStore, describe_target, store_error
 
 # Keys this process is purging right now (an erasure between its journal line and
 # its own purge): a replay in the same process leaves them to it.

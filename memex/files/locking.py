@@ -7,8 +7,8 @@ pipeline) runs before the lock is taken (docs/write-path.md). Other features
 take their own named lock (the watcher takes ``watch.lock`` and holds it
 while it runs).
 
-:func:`memex.store.schema.locked_txn` takes ``write.lock`` and then SQLite's
-write transaction without holding the lock while waiting for SQLite.
+``Backend.commit`` (memex/store/backend.py) takes ``write.lock`` and then
+SQLite's write transaction without holding the lock while waiting for SQLite.
 """
 
 from __future__ import annotations

@@ -23,9 +23,7 @@ from memex.errors import MemoryFileError
 from memex.index import chunking, guard, scan
 from memex.index.sync_run import Batch, Refused, Run
 from memex.records import Record
-from memex.store import IndexStore
-from memex.store.memories import EmbedState
-from memex.store.protocol import RecordStore
+from memex.store import EmbedState, IndexStore, RecordStore
 
 if TYPE_CHECKING:
     import numpy as np

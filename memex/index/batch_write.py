@@ -7,7 +7,7 @@ reindex embeds is honoured; then refused files get their error row (and
 lose a stale row: the index must agree with a rebuild), and each record is
 written as an add, an update, a move (its id, or its bytes, seen under a
 new path) or no change. Vanished files left over at the end of a run are
-purged with the one purge (:mod:`memex.store.purge`; docs/design.md, "The
+purged with the one purge (``RecordStore.purge_memory``; docs/design.md, "The
 one purge path").
 """
 
@@ -24,10 +24,7 @@ from memex.index import guard, scan
 from memex.index.batch_read import Vectors
 from memex.index.sync_run import Batch, Run, SyncReport
 from memex.records import Record
-from memex.store import IndexStore
-from memex.store.memories import Located
-from memex.store.meta import SCRUB_PENDING
-from memex.store.purge import PurgeCounts
+from memex.store import SCRUB_PENDING, IndexStore, Located, PurgeCounts
 
 
 class BatchWriter:

@@ -5,7 +5,7 @@ A memory names entities in frontmatter (``entities: [SQLite, FTS5]``) and as
 ``[[wikilinks]]`` in its body, and relations as ``relations: [[subject,
 predicate, object], ...]``; :mod:`memex.records` reads them out of a file
 (matched case-insensitively after Unicode NFKC normalization, so "SQLite" in
-two memories is one entity) and :mod:`memex.store.entities` writes and
+two memories is one entity) and :mod:`memex.store.sqlite.entities` writes and
 removes their index rows.
 """
 
@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from memex.errors import InvalidArgument
-from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
-from memex.store.entities import Neighbour as EntityNeighbour
+from memex.store import Entity, EntityCount, EntityMemory, EntityNeighbour, EntityRelation
 from memex.text import entity_key
 
 @dataclass

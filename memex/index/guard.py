@@ -28,7 +28,7 @@ from memex.embedding import embed
 from memex.erased.erased_list import Guard
 from memex.erased.pending import ShownT
 from memex.records import Record
-from memex.store.protocol import IndexStore
+from memex.store import IndexStore
 
 # The indexer's error row for one path (BatchWriter.record_error): passed in, so
 # that this module needs nothing of the indexer's.

@@ -9,7 +9,7 @@ A sync compares size and mtime first and reads only files that differ, then
 compares the file hash, so a no-change sync reads no file at all (except
 files it last read within two seconds of their mtime, whose same-size
 rewrite in the same timestamp tick stat could not see: see RACY_NS). Files that
-vanished are purged completely (see :mod:`memex.store.purge`); a file that shows up
+vanished are purged completely (``RecordStore.purge_memory``); a file that shows up
 under a new path with the id or the bytes of a vanished one is a move.
 Unreadable files are recorded in ``index_errors`` with their reason and are
 not read again until their size or mtime changes.
@@ -62,24 +62,20 @@ from memex.index.batch_write import BatchWriter
 from memex.index.sync_run import Batch, Progress, Run, SyncReport
 from memex.layout import MEMEX_DIR, MEMORIES_DIR
 from memex.records import BAD_NAME, is_text_name, shown_name
-from memex.store import IndexStore, LocalConnection, as_store
-from memex.store.protocol import RecordStore
-from memex.store.memories import SyncRow
-from memex.store.purge import PurgeCounts
+from memex.store import IndexStore, PurgeCounts, RecordStore, SyncRow
 
 BATCH = 256
 
 
 class Indexer:
     def __init__(
-        self, root: Path, conn: LocalConnection, config: Config, embedder: embed.Embedder | None,
-        store: IndexStore | None = None, borrow: RecordStore | None = None,
+        self, root: Path, store: IndexStore, config: Config, embedder: embed.Embedder | None,
+        borrow: RecordStore | None = None,
     ) -> None:
         self.root = root
-        self.conn = conn
-        # Everything the indexer reads and writes goes through the store: any
-        # backend's (``store``), else the SQLite index on ``conn`` (docs/store.md).
-        self.store: IndexStore = as_store(conn) if store is None else store
+        # Everything the indexer reads and writes goes through the store, any
+        # backend's (docs/store.md).
+        self.store = store
         self.config = config
         self.embedder = embedder
         self.chunker = chunking.for_config(config)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from memex.embedding import embed
 from memex.records import Record
-from memex.store.memories import SyncRow
+from memex.store import SyncRow
 
 if TYPE_CHECKING:
     import numpy as np

@@ -35,7 +35,7 @@ from memex.embedding import profiles
 from memex.embedding.profiles import FALLBACK_CALIBRATION as FALLBACK_CALIBRATION
 from memex.embedding.tuning import Calibration as Calibration
 from memex.embedding.tuning import Fusion as Fusion
-from memex.store.facts import Facts
+from memex.store import Facts
 from memex.text import content_tokens, has_cjk, stem
 
 # Views of the profiles' table, by model id (what search and the eval scripts look up).

@@ -21,10 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 
 from memex.embedding import embed
-from memex.store import LocalConnection, as_store
-from memex.store.memories import Filters as Filters  # re-exported: search and list narrow alike
-from memex.store.memories import MemoryRow
-from memex.store.protocol import CandidateStore
+from memex.store import CandidateStore, LocalConnection, MemoryRow, as_store
+from memex.store import Filters as Filters  # re-exported: search and list narrow alike
 from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in memex.search.fusion)
     DEFAULT_FUSION,
     Calibration,
@@ -37,7 +35,7 @@ from memex.search.fusion import (  # noqa: F401  (re-exported: the rule lives in
 )
 
 if TYPE_CHECKING:
-    import numpy as np  # a lexical search never loads it (memex/store/candidates.py)
+    import numpy as np  # a lexical search never loads it (memex/store/sqlite/candidates.py)
 
 CANDIDATES = 100
 

@@ -18,6 +18,12 @@ capabilities, not names:
   follow its writes (the vault's indexer indexes into each the same paths,
   with the same code).
 
+This clone's own index is SQLite whichever backend holds the rest, so its
+transactions (:meth:`Backend.commit`: ``write.lock`` and a write
+transaction) and its scrub after a purge (:meth:`Backend.scrub_if_pending`,
+:meth:`Backend.begin_scrub`, :meth:`Backend.end_scrub`) are operations here,
+for every backend.
+
 This class is the SQLite index alone (``.memex/index.db``): its store and its
 local store are one. The PostgreSQL index shared by every clone is
 :class:`memex.store.postgres.backend.SharedBackend`.
@@ -25,7 +31,6 @@ local store are one. The PostgreSQL index shared by every clone is
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -33,10 +38,9 @@ from typing import Any
 
 import apsw
 
-from memex.errors import IndexStoreError
-from memex.store.protocol import IndexStore
-from memex.store.schema import SCHEMA_VERSION, connect
-from memex.store.sqlite import SqliteStore
+from memex.store.protocol import SCRUB_PENDING, IndexStore
+from memex.store.sqlite import schema, scrub
+from memex.store.sqlite.store import SqliteStore
 
 # What a vault hands its backend: the embedding model (an ``Embedder`` or None:
 # typed loosely, as the store sits below memex.embedding), asked for only when
@@ -63,7 +67,7 @@ class Backend:
     def conn(self) -> apsw.Connection:
         """This clone's SQLite index (opened on first use)."""
         if self._conn is None:
-            self._conn = connect(self.index_path)
+            self._conn = schema.connect(self.index_path)
         return self._conn
 
     @property
@@ -97,9 +101,36 @@ class Backend:
         """Reach every store now (an error names what cannot be reached)."""
 
 
-    def commit(self, local: AbstractContextManager[None]) -> AbstractContextManager[None]:
-        """A write commit around ``local`` (``write.lock`` and this index's transaction)."""
-        return local
+    def commit(self, lock: Path, timeout: float | None) -> AbstractContextManager[None]:
+        """A short write commit: the file lock ``lock`` (``write.lock``) and this
+        clone's index's write transaction, never holding the lock while SQLite is
+        busy (memex/store/sqlite/schema.py, ``locked_txn``); ``timeout`` bounds
+        the wait (None: as long as it takes)."""
+        return schema.locked_txn(self.conn, lock, timeout)
+
+    # -- the scrub of this clone's index after a purge (memex/store/sqlite/scrub.py)
+
+    def scrub_pending(self) -> bool:
+        """A purge happened since this clone's index was last scrubbed."""
+        return self.local.get_meta(SCRUB_PENDING) is not None
+
+    def scrub_if_pending(self) -> bool | None:
+        """Scrub this clone's index when a purge (or a scrub cut short) left it to
+        do; whether the WAL was truncated, None when nothing was pending."""
+        return scrub.scrub_if_pending(self.conn)
+
+    def begin_scrub(self) -> None:
+        """Note, durably, that a scrub has begun: one cut short is done again by the next sync."""
+        scrub.mark_scrub(self.conn)
+
+    def end_scrub(self) -> bool:
+        """Truncate the WAL (the scrub's last step: the FTS rewrite is the purge
+        transaction's ``optimize_fts``); False when a reader kept it in use, and
+        the next sync scrubs again."""
+        done = self.local.checkpoint()
+        if done:
+            scrub.scrub_done(self.conn)
+        return done
 
     def record_use(self, ids: Sequence[str], stamp: str) -> None:
         """Count a recall beyond this clone's index (whose count the caller keeps)."""
@@ -120,19 +151,10 @@ class Backend:
         """``reindex --allow-erased``: these ids may be indexed again by every clone."""
 
     def schema_version(self) -> int:
-        return SCHEMA_VERSION
+        return schema.SCHEMA_VERSION
 
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
 
-
-def store_error(exc: BaseException) -> IndexStoreError | None:
-    """The one-line error for what a database driver raised (a server that went
-    away in the middle of a command, a statement that failed), else None."""
-    if "psycopg" not in sys.modules:  # no driver loaded: nothing it could have raised
-        return None
-    from memex.store.postgres.connection import server_error
-
-    return server_error(exc)

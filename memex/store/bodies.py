@@ -3,7 +3,7 @@ body vector (no chunks), and its cosine to chosen ones.
 
 :meth:`memex.store.protocol.FeatureQueries.body_search` gives one view per
 check, so both answers come from the same source: on SQLite the in-process
-copy of the vectors (:mod:`memex.store.vecmatrix`) when this process has
+copy of the vectors (:mod:`memex.store.sqlite.vecmatrix`) when this process has
 loaded it (exact, and 10x faster than sqlite-vec's scan at 100k), else
 :class:`StoredBodies`, which asks the store (sqlite-vec's KNN, PostgreSQL's
 index) and computes the cosines from the stored vectors. No SQL here.

@@ -13,9 +13,9 @@ multilingual model's rule; why and the figures: docs/search.md).
 A bulk write (:data:`DEFERRED`) empties the tables; the next settle after it
 (or after its crash) finds them empty and computes every list once.
 
-Kept exact where every vector passes: :mod:`memex.store.vectors` notes each
+Kept exact where every vector passes: :mod:`memex.store.sqlite.vectors` notes each
 body vector written or deleted (:func:`note_insert`, :func:`note_delete`);
-:func:`settle` runs in the transaction before its COMMIT (``memex.store.schema``). Stored: per memory its key
+:func:`settle` runs in the transaction before its COMMIT (``memex.store.sqlite.schema``). Stored: per memory its key
 (indexed: R is the first ``S + 1`` rows in key order), its :data:`DEPTH`
 nearest cosines among R (float32, best first: numbers only, no neighbour's
 identity) and a digest of its body vector; the density, the mean of the

@@ -7,15 +7,15 @@ Three roles, each a Protocol, and :class:`IndexStore` all three:
   links; move it; purge its every trace; the bookkeeping a sync compares
   files with; the embedding cache; the schema and its settings);
 - :class:`CandidateStore`, what search asks: a query's candidates with
-  their lexical and semantic scores (:class:`memex.store.candidates.Found`),
+  their lexical and semantic scores (:class:`memex.store.rows.Found`),
   what ranking knows about them, and rows by id. How a store finds the
   candidates is its own: SQLite reads an in-process copy of its vectors
-  (:mod:`memex.store.vecmatrix`), PostgreSQL asks its server;
+  (:mod:`memex.store.sqlite.vecmatrix`), PostgreSQL asks its server;
 - :class:`FeatureQueries`, what the features select, one query each.
 
 All speak at the level memex thinks in, never SQL; rows cross them as the
-named tuples and dataclasses of :mod:`memex.store`.
-:class:`memex.store.sqlite.SqliteStore` and
+named tuples and dataclasses of :mod:`memex.store.rows`.
+:class:`memex.store.sqlite.store.SqliteStore` and
 :class:`memex.store.postgres.store.PgStore` implement them. How a backend
 plugs in: docs/store.md.
 
@@ -31,24 +31,22 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
-from memex.store.cache import CacheRow
-from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
-from memex.store.entities import Neighbour as EntityNeighbour
 from memex.store.facts import Facts
-from memex.store.candidates import Found
-from memex.store.memories import (
-    BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, ScopeRow, SyncRow, Vectors,
+from memex.store.rows import (
+    BodyRow, CacheRow, DecayRow, DuplicateRow, EmbedState, Entity, EntityCount, EntityMemory, EntityNeighbour,
+    EntityRelation, ErrorRow, Filters, Found, HashKey, Located, MemoryRow, Neighbour, OwnedVector, PurgeCounts,
+    ScopeRow, SessionItem, SessionRow, Stats, SyncRow, TargetRow, Usage, Vectors,
 )
-from memex.store.purge import PurgeCounts
-from memex.store.queries import DuplicateRow, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
-from memex.store.usage import DecayRow, Usage
-from memex.store.vectors import OwnedVector
 
 if TYPE_CHECKING:
     import numpy as np
 
     from memex.records import Record
     from memex.store.bodies import BodySearch  # numpy's: a lexical search never loads it
+
+# The ``meta`` key that says a purge happened since the index was last
+# scrubbed (a flag any store may hold; what a scrub is: memex/store/sqlite/scrub.py).
+SCRUB_PENDING = "scrub_pending"
 
 
 class RecordStore(Protocol):

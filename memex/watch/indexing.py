@@ -27,9 +27,7 @@ from typing import TYPE_CHECKING
 from memex.adding import vectors_for_files
 from memex.errors import LockTimeout
 from memex.index import scan
-from memex.store.scrub import scrub_if_pending
 from memex.index.sync_run import SyncReport
-from memex.store.meta import SCRUB_PENDING
 from memex.watch import state as watch_state
 from memex.watch.pending import Pending
 from memex.watch.state import WatchSettings
@@ -127,7 +125,7 @@ class BatchIndexer:
                 for rel in chunk:
                     self._index_one(rel, total)
             self.heartbeat()
-        if total.removed or self.vault.local_store.get_meta(SCRUB_PENDING) is not None:
+        if total.removed or self.vault.backend.scrub_pending():
             self._scrub()
         changed = sum(getattr(total, k) for k in ("added", "updated", "removed", "moved"))
         level = logging.INFO if changed else logging.DEBUG
@@ -152,7 +150,7 @@ class BatchIndexer:
         until the next reconcile: scrub now, as erase and reindex do."""
         try:
             with self.vault.write_lock():
-                scrub_if_pending(self.vault.conn)
+                self.vault.backend.scrub_if_pending()
         except Exception as exc:
             log.error("scrub after removal failed: %s: %s", type(exc).__name__, exc)
 

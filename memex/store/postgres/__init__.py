@@ -1,6 +1,6 @@
 """The derived index on PostgreSQL + pgvector (``[index] backend = "postgres"``).
 
-The same rows as the SQLite index (``memex/store/schema.py``), in a PostgreSQL database
+The same rows as the SQLite index (``memex/store/sqlite/schema.py``), in a PostgreSQL database
 that several memex processes on several machines share:
 
 * :mod:`.connection`: connecting, transactions, the advisory lock that plays

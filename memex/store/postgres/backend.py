@@ -95,11 +95,11 @@ class SharedBackend(Backend):
     def connect(self) -> None:
         self.pg
 
-    def commit(self, local: AbstractContextManager[None]) -> AbstractContextManager[None]:
+    def commit(self, lock: Path, timeout: float | None) -> AbstractContextManager[None]:
         """The shared index's write lock too, taken second as every writer
         takes them (no two orders): what ``add`` checks under it and then
         writes are one step for every clone (docs/postgres.md)."""
-        return self._both(local)
+        return self._both(super().commit(lock, timeout))
 
     @contextmanager
     def _both(self, local: AbstractContextManager[None]) -> Iterator[None]:

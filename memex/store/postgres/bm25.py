@@ -51,7 +51,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from memex.store.memories import Filters
+from memex.store.rows import Filters
 from memex.store.postgres import lexemes
 from memex.store.postgres.connection import PgConnection
 from memex.store.postgres.filters import PgFilters

@@ -195,7 +195,7 @@ def stale(conn: PgConnection) -> None:
 
 @contextmanager
 def bulk_writes(conn: PgConnection) -> Iterator[None]:
-    """Around a reindex of many files (as :func:`memex.store.sqlite._bulk_writes`):
+    """Around a reindex of many files (as :func:`memex.store.sqlite.store._bulk_writes`):
     the settles inside empty the tables, and the end computes every list once."""
     dialect = _dialect(conn)
     core.DEFERRED.add(dialect)

@@ -23,7 +23,7 @@ from memex.faults import point
 from memex.records import explicit_ids
 from memex.store.postgres import forensic, rows
 from memex.store.postgres.connection import PgConnection
-from memex.store.purge import PurgeCounts
+from memex.store.rows import PurgeCounts
 
 ERASE_VACUUM = ("plain", "full")
 

@@ -1,4 +1,4 @@
-"""Search filters (:class:`memex.store.memories.Filters`) as PostgreSQL SQL.
+"""Search filters (:class:`memex.store.rows.Filters`) as PostgreSQL SQL.
 
 One definition for every reader of the PostgreSQL index: BM25
 (:mod:`memex.store.postgres.bm25`), vector KNN and the store's reads.
@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memex.store.memories import Filters
+from memex.store.rows import Filters
 
 
 @dataclass(frozen=True)
 class PgFilters:
-    """:class:`memex.store.memories.Filters` as a PostgreSQL WHERE clause over ``memories m``."""
+    """:class:`memex.store.rows.Filters` as a PostgreSQL WHERE clause over ``memories m``."""
 
     filters: Filters
 

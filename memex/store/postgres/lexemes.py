@@ -26,7 +26,7 @@ import apsw
 from memex import text
 from memex.store.postgres.connection import PgConnection
 
-# What memex/store/schema.py gives the FTS5 table (tokenize='porter unicode61 remove_diacritics 2').
+# What memex/store/sqlite/schema.py gives the FTS5 table (tokenize='porter unicode61 remove_diacritics 2').
 TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
 # PostgreSQL keeps at most 256 positions of a lexeme and none above 16383;
 # BM25 reads only their count, so positions are numbered 1..tf per lexeme.

@@ -23,8 +23,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from memex.store.facts import Facts
-from memex.store.memories import Filters
-from memex.store.memories import MemoryRow
+from memex.store.rows import Filters, MemoryRow
 from memex.store.postgres import bm25, density
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.filters import PgFilters as PgFilters
@@ -96,7 +95,7 @@ _SHOWN = ", ".join(MemoryRow._fields)
 
 
 def hit_rows(conn: PgConnection, rowids: Sequence[int]) -> dict[int, MemoryRow]:
-    """The shown rows (:class:`memex.store.memories.MemoryRow`) of these memories."""
+    """The shown rows (:class:`memex.store.rows.MemoryRow`) of these memories."""
     if not rowids:
         return {}
     return {

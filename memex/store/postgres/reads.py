@@ -20,14 +20,13 @@ from typing import Any
 import numpy as np
 
 from memex.fields import HIT_FIELDS
-from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
-from memex.store.entities import Neighbour as EntityNeighbour
-from memex.store.memories import BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, ScopeRow, SyncRow, like_prefix
+from memex.store.rows import (
+    BodyRow, DecayRow, EmbedState, Entity, EntityCount, EntityMemory, EntityNeighbour, EntityRelation, ErrorRow,
+    Filters, Located, MemoryRow, OwnedVector, RowVector, ScopeRow, SyncRow, Usage, like_prefix,
+)
 from memex.store.postgres import density
 from memex.store.postgres.connection import PgConnection, Vec
 from memex.store.postgres.query import PgFilters
-from memex.store.usage import DecayRow, Usage
-from memex.store.vectors import OwnedVector, RowVector
 
 _SHOWN = ", ".join(f"m.{c}" for c in ("rowid", *HIT_FIELDS))
 _SYNC = "rowid, id, size, mtime_ns, file_hash, embedded, racy"

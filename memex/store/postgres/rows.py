@@ -3,7 +3,7 @@
 :func:`upsert` writes a memory's row, its text search vector, its vectors
 (body and chunks), its entity links and relations; :func:`purge_memory`
 removes every one of those, its usage, and the cached embeddings of its
-texts that no other memory uses, exactly as :func:`memex.store.purge.purge_memory`
+texts that no other memory uses, exactly as :func:`memex.store.sqlite.purge.purge_memory`
 does on SQLite. Both run inside the caller's :meth:`PgConnection.write_txn`.
 """
 
@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from memex import text
 from memex.fields import Relation
 from memex.store import facts
-from memex.store.cache import CacheRow, body_cache_keys
-from memex.store.purge import PurgeCounts
+from memex.store.rows import CacheRow, PurgeCounts, body_cache_keys
 from memex.records import Record
 from memex.store.postgres import density, lexemes, postings
 from memex.store.postgres.connection import PgConnection, Vec
@@ -120,7 +119,7 @@ def delete_vectors(conn: PgConnection, memory_rowid: int) -> tuple[int, int, int
 
 
 def vector_cache_keys(conn: PgConnection, memory_rowid: int) -> set[str]:
-    """Text hashes a memory's vectors may be cached under (see :func:`memex.store.memories.vector_cache_keys`)."""
+    """Text hashes a memory's vectors may be cached under (see :func:`memex.store.sqlite.memories.vector_cache_keys`)."""
     keys: set[str] = set()
     for embed_key, body in conn.execute("SELECT embed_key, body FROM memories WHERE rowid = %s", (memory_rowid,)):
         if embed_key:

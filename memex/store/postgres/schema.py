@@ -1,6 +1,6 @@
 """The PostgreSQL index's tables, text search configuration and indexes.
 
-The rows are those of the SQLite index (``memex/store/schema.py``), with two changes
+The rows are those of the SQLite index (``memex/store/sqlite/schema.py``), with two changes
 that PostgreSQL makes natural:
 
 * full text lives in ``memories.fts`` (a ``tsvector`` with a GIN index)
@@ -272,7 +272,7 @@ def ensure_vectors(conn: PgConnection, model: str, dim: int) -> bool:
     """Create the vector tables for ``model``; drop old ones if the model changed.
 
     Returns True when existing vectors were discarded (memories must be
-    embedded again), as :func:`memex.store.schema.ensure_vector_tables` does.
+    embedded again), as :func:`memex.store.sqlite.schema.ensure_vector_tables` does.
     """
     if get_meta(conn, "vector_model") == model and get_meta(conn, "vector_dim") == str(dim):
         return False

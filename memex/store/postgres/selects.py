@@ -1,7 +1,7 @@
 """What the features select from the PostgreSQL index to decide: dedup's
 neighbours, erasure's targets, consolidation's session items, ``stats``.
 
-The statements of :mod:`memex.store.queries`, in PostgreSQL's SQL
+The statements of :mod:`memex.store.sqlite.queries`, in PostgreSQL's SQL
 (``IS DISTINCT FROM`` for SQLite's ``IS NOT``, ``= ANY`` for ``IN``, byte
 order for text as SQLite sorts it), returning the same named rows.
 Full-text neighbours rank by the same BM25 as search (:func:`memex.store.postgres.query.bm25_top`).
@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memex.store.memories import Filters
 from memex.store.postgres.connection import PgConnection
 from memex.store.postgres.query import bm25_top
-from memex.store.queries import DuplicateRow, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
+from memex.store.rows import DuplicateRow, Filters, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
 
 # -- dedup ---------------------------------------------------------------------------
 

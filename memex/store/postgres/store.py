@@ -4,7 +4,7 @@ A :class:`PgStore` wraps one :class:`PgConnection` and answers each
 operation with the statements of :mod:`.rows` (writing and purging a
 memory), :mod:`.reads` (rows, vectors, usage, entities), :mod:`.selects`
 (what the features select) and :mod:`.query` (BM25, KNN), returning the
-row types of :mod:`memex.store`; like :class:`memex.store.sqlite.SqliteStore`
+row types of :mod:`memex.store`; like :class:`memex.store.sqlite.store.SqliteStore`
 it decides nothing. ``_conforms`` below makes mypy prove it implements
 every operation.
 
@@ -28,25 +28,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memex.store.bodies import BodySearch, StoredBodies
-from memex.store.cache import CacheRow
-from memex.store.candidates import Found
-from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
-from memex.store.entities import Neighbour as EntityNeighbour
 from memex.store import facts
+from memex.store.bodies import BodySearch, StoredBodies
 from memex.store.facts import Facts
-from memex.store.memories import (
-    BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
-)
 from memex.store.postgres import density as pgdensity
 from memex.store.postgres import erasure, forensic, reads, schema, selects
 from memex.store.postgres import query as pgquery
 from memex.store.postgres import rows as pgrows
 from memex.store.postgres.connection import PgConnection
-from memex.store.purge import PurgeCounts
-from memex.store.queries import DuplicateRow, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
-from memex.store.usage import DecayRow, Usage
-from memex.store.vectors import OwnedVector, RowVector
+from memex.store.rows import (
+    BodyRow, CacheRow, DecayRow, DuplicateRow, EmbedState, Entity, EntityCount, EntityMemory, EntityNeighbour,
+    EntityRelation, ErrorRow, Filters, Found, HashKey, Located, MemoryRow, Neighbour, OwnedVector, PurgeCounts,
+    RowVector, Scored, ScopeRow, SessionItem, SessionRow, Stats, SyncRow, TargetRow, Usage, Vectors,
+)
 
 if TYPE_CHECKING:
     from memex.records import Record
@@ -87,7 +81,7 @@ class PgStore:
                 schema.set_meta(self.conn, "model_profile", profile)
 
     def ensure_chunk_rule(self, rule: str, shortest: int) -> bool:
-        """As :func:`memex.store.schema.ensure_chunk_rule`: a new rule marks what it may cut differently."""
+        """As :func:`memex.store.sqlite.schema.ensure_chunk_rule`: a new rule marks what it may cut differently."""
         if schema.get_meta(self.conn, "chunk_rule") == rule:
             return False
         with self.conn.write_txn():

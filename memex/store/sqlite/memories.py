@@ -3,11 +3,12 @@
 A memory's row holds the columns :data:`memex.fields.ROW_COLUMNS` names
 (from the :class:`memex.records.Record` of its file); its FTS5 entry, keyed
 by the same rowid, holds the pre-tokenized text (:func:`memex.text.fts_document`).
-Rows leave the store as :class:`MemoryRow` (what a shown memory reads) or
-:class:`SyncRow` (what a sync compares with the file); :class:`Filters`
-narrows reads the way ``search`` and ``list`` do. Writing a memory with its
-vectors and links is :func:`write_memory`; purging it is
-:func:`memex.store.purge.purge_memory`.
+Rows leave the store as :class:`memex.store.rows.MemoryRow` (what a shown
+memory reads) or :class:`memex.store.rows.SyncRow` (what a sync compares with
+the file); :class:`memex.store.rows.Filters` narrows reads the way ``search``
+and ``list`` do (:mod:`memex.store.sqlite.filters`). Writing a memory with
+its vectors and links is :func:`write_memory`; purging it is
+:func:`memex.store.sqlite.purge.purge_memory`.
 """
 
 from __future__ import annotations
@@ -15,13 +16,19 @@ from __future__ import annotations
 import os
 from operator import attrgetter
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from memex.fields import HIT_FIELDS, ROW_COLUMNS
-from memex.store import cache, entities, facts, vectors
+from memex.store import facts
+from memex.store.rows import (
+    BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, ScopeRow, Scored, SyncRow, Vectors, body_cache_keys,
+    like_prefix,
+)
+from memex.store.sqlite import cache, entities, vectors
+from memex.store.sqlite.filters import marks as _marks
+from memex.store.sqlite.filters import where as _where
 from memex.text import fts_query, text_key
 
 if TYPE_CHECKING:  # records imports the scope rules, which read the store
@@ -30,120 +37,8 @@ if TYPE_CHECKING:  # records imports the scope rules, which read the store
 _BATCH = 500  # values per IN (...) list
 
 
-class MemoryRow(NamedTuple):
-    """A memory as shown: its rowid and the shown fields that are columns
-    (:data:`memex.fields.HIT_FIELDS`, in that order; tests/test_fields.py)."""
-
-    rowid: int
-    id: str
-    path: str
-    scope: str
-    source: str | None
-    session: str | None
-    source_ref: str | None
-    category: str | None
-    confidence: float
-    created: str
-    status: str
-    superseded_by: str | None
-    body: str
-
-
-class SyncRow(NamedTuple):
-    """What a sync compares with a file: is it the bytes the row was built from?"""
-
-    rowid: int
-    id: str
-    size: int
-    mtime_ns: int
-    file_hash: str
-    embedded: int
-    racy: int = 0
-
-    def same_stat(self, st: os.stat_result) -> bool:
-        """Size and mtime say unchanged, and the row was not read racily."""
-        return self.size == st.st_size and self.mtime_ns == st.st_mtime_ns and not self.racy
-
-
-class ErrorRow(NamedTuple):
-    """A file that could not be indexed, with the stat it had then."""
-
-    reason: str
-    size: int | None
-    mtime_ns: int | None
-
-
-class Located(NamedTuple):
-    """Where a memory is indexed."""
-
-    rowid: int
-    path: str
-
-
-class BodyRow(NamedTuple):
-    rowid: int
-    id: str
-    path: str
-    body: str
-
-
-class ScopeRow(NamedTuple):
-    path: str
-    scope: str
-
-
-class EmbedState(NamedTuple):
-    """The key of the text a memory's vectors were made from, and whether it has them."""
-
-    key: str | None
-    embedded: int
-
-
-class Scored(NamedTuple):
-    """A full-text match: a memory's rowid and its BM25 score (higher is better)."""
-
-    rowid: int
-    score: float
-
-
 _SHOWN = ", ".join(f"m.{c}" for c in ("rowid", *HIT_FIELDS))
 _SYNC = "rowid, id, size, mtime_ns, file_hash, embedded, racy"
-
-
-@dataclass(frozen=True)
-class Filters:
-    """What a search or list narrows to (all of it ANDed)."""
-
-    scopes: tuple[str, ...] | None = None
-    source: str | None = None
-    session: str | None = None
-    include_superseded: bool = False
-
-    @property
-    def narrowing(self) -> bool:
-        """True when more than the status filter applies (scope, source, session)."""
-        return bool(self.scopes or self.source or self.session)
-
-    def sql(self) -> tuple[str, list[Any]]:
-        """The WHERE clause over ``memories m`` and its parameters."""
-        clauses: list[str] = []
-        params: list[Any] = []
-        if self.scopes:
-            clauses.append(f"m.scope IN ({_marks(len(self.scopes))})")
-            params.extend(s.strip() for s in self.scopes)  # as add stores them (ScopeRules.check)
-        if self.source:
-            clauses.append("m.source = ?")
-            params.append(self.source)
-        if self.session:
-            clauses.append("m.session = ?")
-            params.append(self.session)
-        if not self.include_superseded:
-            clauses.append("m.status = 'active'")
-        return (" AND ".join(clauses) or "1"), params
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
 
 
 # -- reading shown rows -----------------------------------------------------
@@ -168,14 +63,9 @@ def ids_with_prefix(conn: apsw.Connection, prefix: str, limit: int) -> list[str]
     return [str(r[0]) for r in conn.execute(sql, (like_prefix(prefix), limit))]
 
 
-def like_prefix(prefix: str) -> str:
-    """A LIKE pattern matching text that begins with ``prefix`` taken literally."""
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
 def list_rows(conn: apsw.Connection, filters: Filters, limit: int | None = None) -> list[MemoryRow]:
     """Rows passing the filters, newest first (ties by id)."""
-    where, params = filters.sql()
+    where, params = _where(filters)
     sql = f"SELECT {_SHOWN} FROM memories m WHERE {where} ORDER BY m.created DESC, m.id"
     if limit is not None:
         sql += " LIMIT ?"
@@ -204,14 +94,14 @@ def passing(conn: apsw.Connection, rowids: Sequence[int], filters: Filters) -> s
     """Which of these rowids pass the filters."""
     if not rowids:
         return set()
-    where, params = filters.sql()
+    where, params = _where(filters)
     sql = f"SELECT m.rowid FROM memories m WHERE m.rowid IN ({_marks(len(rowids))}) AND {where}"
     return {int(r[0]) for r in conn.execute(sql, (*rowids, *params))}
 
 
 def all_passing(conn: apsw.Connection, filters: Filters) -> list[int]:
     """Every rowid passing the filters."""
-    where, params = filters.sql()
+    where, params = _where(filters)
     return [int(r[0]) for r in conn.execute(f"SELECT m.rowid FROM memories m WHERE {where}", params)]
 
 
@@ -259,7 +149,7 @@ def fts_top_passing(conn: apsw.Connection, query: str, filters: Filters, k: int)
     match = fts_query(query)
     if match is None:
         return {}
-    where, params = filters.sql()
+    where, params = _where(filters)
     rows = conn.execute(
         "WITH f AS MATERIALIZED (SELECT rowid, bm25(memory_fts) AS s FROM memory_fts WHERE memory_fts MATCH ?) "
         f"SELECT f.rowid, -f.s FROM f JOIN memories m ON m.rowid = f.rowid WHERE {where} ORDER BY f.s LIMIT ?",
@@ -356,8 +246,6 @@ _COLS = ", ".join(ROW_COLUMNS)
 _INSERT = f"INSERT INTO memories({_COLS}, embedded) VALUES ({_marks(len(ROW_COLUMNS) + 1)})"
 _UPDATE = f"UPDATE memories SET {', '.join(f'{c} = ?' for c in ROW_COLUMNS)} WHERE rowid = ?"
 
-# A body vector and (text hash, vector) per chunk.
-Vectors = tuple[bytes, list[tuple[str, bytes]]]
 
 
 def write_memory(
@@ -405,6 +293,6 @@ def vector_cache_keys(conn: apsw.Connection, rowid: int) -> set[str]:
     for embed_key, body in conn.execute("SELECT embed_key, body FROM memories WHERE rowid = ?", (rowid,)):
         if embed_key:
             keys.add(str(embed_key))
-        keys.update(cache.body_cache_keys(str(body)))
+        keys.update(body_cache_keys(str(body)))
     keys.update(vectors.chunk_keys(conn, rowid))
     return keys

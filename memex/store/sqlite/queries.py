@@ -3,16 +3,17 @@
 Dedup (:mod:`memex.dedup`), erasure (:mod:`memex.erase`), consolidation,
 the watcher and ``doctor`` / ``stats`` each select memories their own way;
 their statements live here, beside the table they read, and return named
-rows. The write path and shown rows are :mod:`memex.store.memories`.
+rows. The write path and shown rows are :mod:`memex.store.sqlite.memories`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import apsw
 
+from memex.store.rows import DuplicateRow, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
 from memex.text import fts_query
 
 
@@ -21,25 +22,6 @@ def _marks(n: int) -> str:
 
 
 # -- dedup -------------------------------------------------------------------
-
-
-class Neighbour(NamedTuple):
-    """An active memory a new text is compared with."""
-
-    rowid: int
-    id: str
-    body: str
-    session: str | None
-
-
-class SessionRow(NamedTuple):
-    """An active memory of one session, as the echo guard and the hand-off note read it."""
-
-    id: str
-    scope: str
-    source: str | None
-    created: str
-    body: str
 
 
 def exact_duplicate(conn: apsw.Connection, scope: str, body_hash: str, exclude_id: str | None) -> str | None:
@@ -116,18 +98,6 @@ def session_rows(
     ]
 
 
-class HashKey(NamedTuple):
-    scope: str
-    body_hash: str
-
-
-class DuplicateRow(NamedTuple):
-    id: str
-    confidence: float
-    created: str
-    body: str
-
-
 def duplicate_keys(conn: apsw.Connection) -> list[HashKey]:
     """(scope, body hash) held by more than one active memory, oldest first."""
     return [
@@ -151,20 +121,6 @@ def active_with_hash(conn: apsw.Connection, scope: str, body_hash: str) -> list[
 
 
 # -- erasure -----------------------------------------------------------------
-
-
-class TargetRow(NamedTuple):
-    """A memory row as erasure selects it."""
-
-    rowid: int
-    id: str
-    path: str
-    body: str
-    source: str | None
-    source_ref: str | None
-    session: str | None
-    supersedes: str | None
-    superseded_by: str | None
 
 
 _TARGET = "SELECT rowid, id, path, body, source, source_ref, session, supersedes, superseded_by FROM memories"
@@ -234,19 +190,6 @@ def targets_containing(conn: apsw.Connection, word: str | None) -> list[TargetRo
 # -- consolidation -------------------------------------------------------------
 
 
-class SessionItem(NamedTuple):
-    """An active memory of a session, as consolidation weighs it."""
-
-    rowid: int
-    id: str
-    body: str
-    scope: str
-    category: str | None
-    confidence: float
-    created: str
-    access_count: int
-
-
 def session_items(conn: apsw.Connection, session: str, scope: str | None) -> list[SessionItem]:
     """The active memories of a session (of ``scope``), oldest first."""
     sql = (
@@ -289,16 +232,6 @@ def known_paths(conn: apsw.Connection) -> list[str]:
 
 def is_empty(conn: apsw.Connection) -> bool:
     return conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone() is None
-
-
-class Stats(NamedTuple):
-    by_status: dict[str, int]
-    by_scope: dict[str, int]  # most memories first
-    embedded: int
-    chunks: int
-    entities: int
-    cached_embeddings: int
-    errors: int
 
 
 def _count(conn: apsw.Connection, sql: str) -> int:

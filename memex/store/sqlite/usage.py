@@ -9,28 +9,13 @@ gives the memory a new rowid; a purge deletes it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import apsw
 
+from memex.store.rows import DecayRow, Usage
+
 _BATCH = 500
-
-
-class Usage(NamedTuple):
-    access_count: int
-    last_access: str | None
-
-
-class DecayRow(NamedTuple):
-    """What decay reads of one memory: its own values and its last recall."""
-
-    id: str
-    scope: str
-    category: str | None
-    confidence: float
-    created: str
-    last_access: str | None
-    body: str
 
 
 def record_use(conn: apsw.Connection, ids: Sequence[str], stamp: str) -> None:

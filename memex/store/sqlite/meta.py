@@ -7,12 +7,13 @@ from typing import Any
 
 import apsw
 
+from memex.store.protocol import SCRUB_PENDING as SCRUB_PENDING  # a key every backend's store knows
+
 # The keys memex keeps in ``meta`` (docs/store.md).
 VECTOR_MODEL = "vector_model"
 VECTOR_DIM = "vector_dim"
 MODEL_PROFILE = "model_profile"
 CHUNK_RULE = "chunk_rule"
-SCRUB_PENDING = "scrub_pending"
 
 
 def scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> Any:

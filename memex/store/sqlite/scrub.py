@@ -1,11 +1,11 @@
-"""Scrub purged rows from the SQLite index file (the purge itself is :mod:`memex.store.purge`).
+"""Scrub purged rows from the SQLite index file (the purge itself is :mod:`memex.store.sqlite.purge`).
 
 A purge is used when a file disappears (reindex, watcher, doctor) and by erasure, so a
 crash between deleting a file and purging its rows is repaired by the next
 sync with exactly the purge that erasure would have done.
 
 Deleting rows is not enough to make text unreadable on disk. ``PRAGMA
-secure_delete`` (set in :func:`memex.store.schema.connect`) zeroes deleted cells and
+secure_delete`` (set in :func:`memex.store.sqlite.schema.connect`) zeroes deleted cells and
 freed pages, but a contentless FTS5 table keeps a deleted document's terms in
 its segment b-tree (only a tombstone marks them dead) until the segments are
 merged, and the WAL keeps old page images until a checkpoint. So every purge
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import apsw
 
-from memex.store.meta import SCRUB_PENDING, get_meta
-from memex.store.purge import checkpoint, optimize_fts
-from memex.store.schema import write_txn
+from memex.store.sqlite.meta import SCRUB_PENDING, get_meta
+from memex.store.sqlite.purge import checkpoint, optimize_fts
+from memex.store.sqlite.schema import write_txn
 
 __all__ = ["mark_scrub", "scrub", "scrub_done", "scrub_if_pending"]
 

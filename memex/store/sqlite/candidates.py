@@ -8,31 +8,24 @@ them. :func:`find` is how the SQLite store finds them; the PostgreSQL store
 asks its server (:mod:`memex.store.postgres.query`).
 
 On SQLite the vectors are read from the connection's in-process copy
-(:mod:`memex.store.vecmatrix`) once it is loaded, else from sqlite-vec.
+(:mod:`memex.store.sqlite.vecmatrix`) once it is loaded, else from sqlite-vec.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import apsw
 
-from memex.store import memories, vectors
-from memex.store.memories import Filters
+from memex.store.rows import Filters, Found
+from memex.store.sqlite import memories, vectors
 
 if TYPE_CHECKING:
     # Imported by a search with a query vector only: a lexical search loads
     # no numpy (a hook answering without the model, memex/agents/hook_run.py).
     import numpy as np
 
-    from memex.store import vecmatrix
-
-
-class Found(NamedTuple):
-    """BM25 (higher is better) and cosine per candidate rowid."""
-
-    lexical: dict[int, float]
-    semantic: dict[int, float]
+    from memex.store.sqlite import vecmatrix
 
 
 def _blob(qvec: np.ndarray) -> bytes:
@@ -46,7 +39,7 @@ def find(conn: apsw.Connection, query: str, qvec: np.ndarray | None, filters: Fi
     # One look at the in-process copy per search (None: ask sqlite-vec).
     matrix = None
     if qvec is not None:
-        from memex.store import vecmatrix
+        from memex.store.sqlite import vecmatrix
 
         matrix = vecmatrix.for_connection(conn)
     if filters.narrowing:

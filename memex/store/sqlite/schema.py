@@ -26,7 +26,7 @@ from memex.files import permissions
 from memex.files.locking import file_lock
 from memex.errors import IndexStoreError, LockTimeout, SchemaTooNew
 from memex.store import density, facts, nearest
-from memex.store.meta import get_meta, scalar, set_meta
+from memex.store.sqlite.meta import get_meta, scalar, set_meta
 
 BUSY_TIMEOUT_MS = 30_000
 # Page size of a new index. A cached vector row is ~1.65 KB (384 float32 plus

@@ -1,6 +1,6 @@
 """The SQLite implementation of :class:`memex.store.protocol.IndexStore`.
 
-A :class:`SqliteStore` wraps one apsw connection (:func:`memex.store.schema.connect`)
+A :class:`SqliteStore` wraps one apsw connection (:func:`memex.store.sqlite.schema.connect`)
 and answers each operation with the statement of its table family
 (``memories``, ``vectors``, ``cache``, ``usage``, ``entities``, ``meta``,
 ``purge``, ``schema``). Nothing here decides anything: the families hold
@@ -16,21 +16,14 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 import apsw
 
-from memex.store import (
-    cache, candidates, density, entities, facts, memories, meta, purge, queries, schema, usage, vectors,
-)
-from memex.store.candidates import Found
-from memex.store.cache import CacheRow
-from memex.store.entities import Entity, EntityCount, EntityMemory, EntityRelation
-from memex.store.entities import Neighbour as EntityNeighbour
+from memex.store import density, facts
 from memex.store.facts import Facts
-from memex.store.memories import (
-    BodyRow, EmbedState, ErrorRow, Filters, Located, MemoryRow, Scored, ScopeRow, SyncRow, Vectors,
+from memex.store.rows import (
+    BodyRow, CacheRow, DecayRow, DuplicateRow, EmbedState, Entity, EntityCount, EntityMemory, EntityNeighbour,
+    EntityRelation, ErrorRow, Filters, Found, HashKey, Located, MemoryRow, Neighbour, OwnedVector, PurgeCounts,
+    RowVector, Scored, ScopeRow, SessionItem, SessionRow, Stats, SyncRow, TargetRow, Usage, Vectors,
 )
-from memex.store.purge import PurgeCounts
-from memex.store.queries import DuplicateRow, HashKey, Neighbour, SessionItem, SessionRow, Stats, TargetRow
-from memex.store.usage import DecayRow, Usage
-from memex.store.vectors import OwnedVector, RowVector
+from memex.store.sqlite import cache, candidates, entities, memories, meta, purge, queries, schema, usage, vectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -179,7 +172,7 @@ class SqliteStore:
         # A long-lived process (MCP server, watcher, a session's hooks through
         # one vault) has the in-process copy; a one-shot `memex add` does not
         # load it for one check, and asks sqlite-vec.
-        from memex.store import vecmatrix  # numpy: only a search with vectors comes here
+        from memex.store.sqlite import vecmatrix  # numpy: only a search with vectors comes here
         from memex.store.bodies import StoredBodies
 
         matrix = vecmatrix.for_connection(self.conn, may_load=False)

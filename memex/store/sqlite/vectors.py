@@ -2,35 +2,21 @@
 and ``chunk_vec`` (one per chunk of a long body, speaking for its memory).
 
 The vec0 tables exist once the model, and so the dimension, is known
-(:func:`memex.store.schema.ensure_vector_tables`). Nearest-neighbour search
+(:func:`memex.store.sqlite.schema.ensure_vector_tables`). Nearest-neighbour search
 here is sqlite-vec's; a long-lived process reads the same vectors into an
-in-process copy instead (:mod:`memex.store.vecmatrix`, via :func:`all_memory_vectors`
+in-process copy instead (:mod:`memex.store.sqlite.vecmatrix`, via :func:`all_memory_vectors`
 and friends).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple, Protocol
 
 import apsw
 
 from memex.store import density
-
-
-class Filters(Protocol):
-    """What :func:`scan` needs of :class:`memex.store.memories.Filters`: named,
-    not imported, since memories.py imports this module (no cycle;
-    tests/test_architecture.py)."""
-
-    def sql(self) -> tuple[str, list[Any]]: ...
-
-
-class RowVector(NamedTuple):
-    """A memory's rowid and one of its vectors (body or chunk)."""
-
-    rowid: int
-    blob: bytes
+from memex.store.rows import Filters, OwnedVector, RowVector
+from memex.store.sqlite.filters import where as _where
 
 
 def _marks(n: int) -> str:
@@ -96,7 +82,7 @@ def knn(conn: apsw.Connection, blob: bytes, k: int) -> dict[int, float]:
 
 def scan(conn: apsw.Connection, blob: bytes, filters: Filters, k: int) -> dict[int, float]:
     """Exact top ``k`` by cosine among the memories (and chunks) passing the filters."""
-    where, params = filters.sql()
+    where, params = _where(filters)
     sims: dict[int, float] = {}
     for sql in (
         "SELECT m.rowid, vec_distance_cosine(v.embedding, ?) FROM memories m "
@@ -121,14 +107,6 @@ def vectors_of(conn: apsw.Connection, rowids: Sequence[int]) -> list[RowVector]:
     ):
         out.extend(RowVector(int(r), bytes(b)) for r, b in conn.execute(sql, list(rowids)))
     return out
-
-
-class OwnedVector(NamedTuple):
-    """A body or chunk vector: its key (memory or chunk rowid), the memory it speaks for, the vector."""
-
-    key: int
-    owner: int
-    blob: bytes
 
 
 def all_memory_vectors(conn: apsw.Connection) -> list[OwnedVector]:

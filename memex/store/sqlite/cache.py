@@ -13,10 +13,8 @@ from collections.abc import Iterable, Sequence
 
 import apsw
 
-from memex.text import normalize, strip_injected, text_key
+from memex.store.rows import CacheRow
 
-# (model, text hash, vector blob): one row of the cache.
-CacheRow = tuple[str, str, bytes]
 _BATCH = 500  # keys per IN (...) list
 
 
@@ -66,13 +64,3 @@ def count(conn: apsw.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def body_cache_keys(body: str) -> list[str]:
-    """Cache keys under which this body's vector may also be stored.
-
-    ``add`` embeds the body as typed (to run dedup before the file exists)
-    and a search for the exact text caches its query vector: both are the
-    memory's embedding under another key unless whitespace happens to agree.
-    """
-    stripped = strip_injected(body).strip()
-    variants = {body, body.strip(), stripped, normalize(stripped)}
-    return [text_key(v) for v in variants if v]

@@ -32,9 +32,9 @@ from collections.abc import Sequence
 import apsw
 import numpy as np
 
-from memex.store import vectors
-from memex.store.meta import get_meta
-from memex.store.schema import data_version
+from memex.store.sqlite import vectors
+from memex.store.sqlite.meta import get_meta
+from memex.store.sqlite.schema import data_version
 
 def _dot(matrix: np.ndarray, qvec: np.ndarray) -> np.ndarray:
     """Row-wise dot products without BLAS.

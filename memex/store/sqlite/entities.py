@@ -9,43 +9,15 @@ first, then entities) and answers ``memex entities`` / ``memex graph NAME``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import apsw
 
+from memex.store.rows import Entity, EntityCount, EntityMemory, EntityRelation
+from memex.store.rows import EntityNeighbour as Neighbour
+
 from memex.fields import Relation
 from memex.text import entity_key
-
-
-class Entity(NamedTuple):
-    rowid: int
-    name: str
-
-
-class EntityCount(NamedTuple):
-    name: str
-    memories: int
-    active: int
-    relations: int
-
-
-class EntityMemory(NamedTuple):
-    id: str
-    scope: str
-    status: str
-    body: str
-
-
-class EntityRelation(NamedTuple):
-    subject: str
-    predicate: str
-    object: str
-    memory: str
-
-
-class Neighbour(NamedTuple):
-    name: str
-    shared_memories: int
 
 
 def _entity_rowid(conn: apsw.Connection, name: str) -> int:

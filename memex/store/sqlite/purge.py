@@ -6,39 +6,20 @@ links (and entities and relations no other memory supports), usage, and
 the cached vectors of its texts no other memory uses; it marks the index
 ``scrub_pending``. Why deleting is not enough on disk, and the two steps
 of a scrub (:func:`optimize_fts`, :func:`checkpoint`):
-:mod:`memex.store.scrub` and docs/forgetting.md.
+:mod:`memex.store.sqlite.scrub` and docs/forgetting.md.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields
 
 import apsw
 
-from memex.store import cache, entities, facts, vectors
-from memex.store.memories import vector_cache_keys
-from memex.store.meta import SCRUB_PENDING, delete_meta, set_meta
-
-
-@dataclass
-class PurgeCounts:
-    memories: int = 0
-    fts_rows: int = 0
-    vectors: int = 0
-    chunks: int = 0
-    chunk_vectors: int = 0
-    cache_entries: int = 0
-    usage: int = 0
-    entities: int = 0
-    relations: int = 0
-
-    def add(self, other: PurgeCounts) -> None:
-        for f in fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-
-    def as_dict(self) -> dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+from memex.store import facts
+from memex.store.rows import PurgeCounts
+from memex.store.sqlite import cache, entities, vectors
+from memex.store.sqlite.memories import vector_cache_keys
+from memex.store.sqlite.meta import SCRUB_PENDING, delete_meta, set_meta
 
 
 def purge_memory(conn: apsw.Connection, memory_rowid: int) -> PurgeCounts:
