@@ -103,7 +103,9 @@ def answers_lexically(vault_path: str | None, event: Payload) -> bool:
     start one unless ``MEMEX_WARM=0`` or ``[agents] warm_seconds = 0``, and
     the session's later events get the hybrid search from it. With the
     server turned off no server ever comes, so every event loads the model
-    itself, as before (the price of hybrid recall without a server). A
+    (the price of hybrid recall without a server). A prompt's vector comes
+    from its child process (memex/agents/query_child.py): this decides for
+    a prompt only when the child gave none. A
     prompt asking to remember something is stored at once, and a memory is
     stored with its vector and checked against its near-duplicates by
     meaning (memex/dedup/pipeline.py): that prompt loads the model too.
