@@ -48,6 +48,8 @@ def caching(vault_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A vault whose one answer to PROMPT shares no word with it; the warm
     server on (2 s idle). Waits for the server a test's hooks started to exit."""
     monkeypatch.delenv("MEMEX_WARM", raising=False)
+    # The child, whatever the machine's load (by default it needs a spare core).
+    monkeypatch.setenv(query_child.ENV, "1")
     set_config(vault_root, "agents", "warm_seconds = 2")
     with Vault(vault_root) as vault:
         found = vault.add(CACHING, scope="user").id
@@ -86,6 +88,25 @@ def test_the_first_prompt_gets_the_hybrid_answer_before_the_server_is_up(
     again, modules = hook_with_modules(vault_root, prompt)
     assert again.returncode == 0 and again.stderr == "", again.stderr
     assert "memex.vault" not in modules and caching not in again.stdout
+
+
+def test_without_a_core_to_spare_the_first_prompt_loads_the_model_itself_for_the_same_answer(
+    vault_root: Path, caching: str, project: Path
+) -> None:
+    prompt = project_event("UserPromptSubmit", project, prompt=PROMPT)
+    done, modules = hook_with_modules(vault_root, prompt, env={query_child.ENV: "0"})
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert caching in additional_context(done.stdout) and "onnxruntime" in modules
+    assert json.loads(done.stdout) == _answers(vault_root, prompt)[1]
+    wait_for(lambda: warm.server_status(vault_root), 90, "the warm server the prompt started")
+
+
+def test_the_child_is_forked_only_with_a_core_to_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert query_child.spare_core(1.5, 2) and not query_child.spare_core(2.0, 2)
+    monkeypatch.setenv(query_child.ENV, "0")
+    assert not query_child.wanted()
+    monkeypatch.setenv(query_child.ENV, "1")
+    assert query_child.wanted()
 
 
 def test_the_child_embeds_the_query_recall_makes_of_the_prompt(
@@ -192,7 +213,7 @@ def test_the_childs_vector_is_the_models_own(vault_root: Path) -> None:
         "print(json.dumps([got.query, got.embed_query([got.query]).tolist()]))\n"
     )
     done = subprocess.run([sys.executable, "-c", code, str(vault_root), "  " + PROMPT + "  "],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env={**os.environ, query_child.ENV: "1"})
     assert done.returncode == 0, done.stderr
     query, vectors = json.loads(done.stdout)
     model = embed.load_embedder("auto")

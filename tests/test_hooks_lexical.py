@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from memex.agents import claude_code, codex, hook_run, session_marks, warm
+from memex.agents import claude_code, codex, hook_run, query_child, session_marks, warm
 from memex.vault import Vault
 from tests.hook_helpers import additional_context, fixture, hook_with_modules, project_event, set_config
 from tests.watchkit import wait_for
@@ -70,7 +70,8 @@ def test_a_prompt_whose_vector_does_not_come_is_answered_lexically_and_the_log_s
     blocked = tmp_path / "a-file"
     blocked.write_text("the model's cache folder cannot be made under a file")
     prompt = _event("UserPromptSubmit", project, prompt="which port does the staging database use?")
-    done, modules = hook_with_modules(vault_root, prompt, env={"MEMEX_CACHE_DIR": str(blocked / "cache")})
+    done, modules = hook_with_modules(vault_root, prompt, env={"MEMEX_CACHE_DIR": str(blocked / "cache"),
+                                                               query_child.ENV: "1"})
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert ids["port"] in _context(done.stdout)
     assert not modules & RUNTIME - {"numpy"}, modules & RUNTIME
@@ -112,7 +113,7 @@ def test_with_the_server_turned_off_a_prompt_still_gets_the_hybrid_answer(
     if off == "config":
         config = vault_root / ".memex" / "config.toml"
         config.write_text(config.read_text(encoding="utf-8").replace("warm_seconds = 2", "warm_seconds = 0"))
-    env = {"MEMEX_WARM": "0"} if off == "env" else None
+    env = {query_child.ENV: "1", **({"MEMEX_WARM": "0"} if off == "env" else {})}
     prompt = _event("UserPromptSubmit", project, prompt="what's my indentation preference?")
     done, modules = hook_with_modules(vault_root, prompt, env=env)
     assert done.returncode == 0 and done.stderr == "", done.stderr

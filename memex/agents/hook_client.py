@@ -87,6 +87,7 @@ def answer(agent: str, vault_path: str | None, payload_arg: str | None) -> int:
         return 0
     no_server = False
     query = None
+    hybrid = False
     if agent in WARM_AGENTS and is_vault(root):
         if after_answer_event(event) and detach(agent, vault_path, event):
             return 0
@@ -97,11 +98,13 @@ def answer(agent: str, vault_path: str | None, payload_arg: str | None) -> int:
             no_server = asked == NO_SERVER
             if event.get("hook_event_name") == "UserPromptSubmit" and asked in (NO_SERVER, TURNED_OFF):
                 # No server will embed the prompt: a child does, beside the
-                # imports below (memex/agents/query_child.py).
+                # imports below, when a core is free (memex/agents/query_child.py);
+                # else this process loads the model. Either way the answer is hybrid.
+                hybrid = True
                 query = query_child.start(root, event.get("prompt"))
     from memex.agents import hook_run  # memex itself: SQLite, and numpy unless lexical
 
-    return hook_run.run_here(agent, vault_path, event, no_server=no_server, query=query)
+    return hook_run.run_here(agent, vault_path, event, no_server=no_server, query=query, hybrid=hybrid)
 
 
 # What asking the warm server came to (:func:`ask_warm_server`).

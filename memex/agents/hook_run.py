@@ -35,7 +35,8 @@ def _handler(agent: str) -> Callable[[Vault, Payload], HookResult]:
 
 
 def run_here(
-    agent: str, vault_path: str | None, event: Payload, no_server: bool = False, query: QueryChild | None = None
+    agent: str, vault_path: str | None, event: Payload, no_server: bool = False, query: QueryChild | None = None,
+    hybrid: bool = False,
 ) -> int:
     """Answer ``event`` in this process (no warm server answered); exit status 0.
 
@@ -58,14 +59,16 @@ def run_here(
     long), the answer is lexical while a server is on its way, else the
     model is loaded here. A prompt asking to remember something loads the
     model here anyway (its memory is stored with a vector): its child is
-    stopped.
+    stopped. ``hybrid``: a prompt the front door wants answered with the
+    model although no server answered: without a child (no core to spare,
+    no fork), the model is loaded here.
     """
     opened: list[Vault] = []
     name = event.get("hook_event_name") if agent in WARM_AGENTS else None
     if query is not None and remember_request(event):
         query.close()
         query = None
-    lexical = query is None and no_server and answers_lexically(vault_path, event)
+    lexical = not hybrid and query is None and no_server and answers_lexically(vault_path, event)
     if name == "UserPromptSubmit" and not lexical and query is None:
         # A prompt is always embedded; SessionStart only when the project has
         # too few memories of its own, so it loads the model only then.

@@ -15,6 +15,11 @@ other core. The search then takes the vector from the child
 (:class:`ChildEmbedder`): the answer is the hybrid one, with the vector the
 model gives in the process (docs/benchmarks.md, "Hooks").
 
+The child pays off only beside the hook: both processes import numpy, so
+it costs more CPU in all than loading the model in the hook. With no core
+to spare (the load average at or above the number of CPUs, :func:`wanted`)
+the hook loads the model itself, as before; the answer is the same.
+
 The child holds none of the agent's pipes (its stdin, stdout and stderr are
 /dev/null), so the agent never waits for it; the parent kills it when it
 did not use it. Anything other than the prompt's query that the parent
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
 # Seconds the parent waits for the vector: far above the 0.2-0.3 s the child
 # takes on a quiet machine, below the agents' hook timeouts (memex/agents/install.py).
 WAIT = 8.0
+ENV = "MEMEX_QUERY_CHILD"  # "1": always fork the child, "0": never, else by the load (wanted)
 
 
 class QueryChild:
@@ -149,10 +155,39 @@ class ChildEmbedder:
         return self._local
 
 
+def wanted() -> bool:
+    """Whether to fork the child: ``MEMEX_QUERY_CHILD=1`` always, ``0`` never
+    (the hook loads the model itself), else when :func:`spare_core`."""
+    choice = os.environ.get(ENV, "").strip()
+    if choice in ("0", "1"):
+        return choice == "1"
+    return spare_core()
+
+
+def spare_core(load: float | None = None, cpus: int | None = None) -> bool:
+    """Whether a core is likely idle for the child: the 1-minute load average
+    below the number of CPUs.
+
+    The child costs more CPU in all than loading the model in the hook (numpy
+    is imported by both processes, about 0.1-0.15 s more) and gains only by
+    running beside the hook. Measured on 2 cores (docs/benchmarks.md):
+    at load 2-4 the prompt took 0.39-0.40 s with the child against 0.46 s
+    in one process; at load 7, 1.62 s against 1.11 s. The answer is the same
+    either way.
+    """
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # no load average here: assume a core is free
+            return True
+    return load < (cpus or os.cpu_count() or 1)
+
+
 def start(root: Path, prompt: object) -> QueryChild | None:
     """Fork the child that embeds ``prompt``'s recall query for the vault at
-    ``root``; None where there is no fork, or nothing to embed."""
-    if not hasattr(os, "fork") or not isinstance(prompt, str) or not prompt.strip():
+    ``root``; None where there is no fork, nothing to embed, or no core to
+    spare (:func:`wanted`: the hook then loads the model itself)."""
+    if not hasattr(os, "fork") or not isinstance(prompt, str) or not prompt.strip() or not wanted():
         return None
     read, write = os.pipe()
     sys.stdout.flush()
