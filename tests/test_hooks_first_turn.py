@@ -190,6 +190,17 @@ def test_without_the_vector_the_prompt_is_lexical_while_a_server_comes_else_the_
         vault.close()
 
 
+def test_with_recall_off_the_hook_neither_waits_for_the_child_nor_loads_the_model(vault_root: Path) -> None:
+    set_config(vault_root, "context", "auto_recall = false")
+    child = _child(lambda fd: time.sleep(60))
+    pid = child.pid
+    vault = hook_run._vault_with_query(str(vault_root), child, lexical_without=False)
+    try:
+        assert vault.embedder is None and _gone(pid)
+    finally:
+        vault.close()
+
+
 def test_the_child_embedder_has_the_prompts_vector_and_embeds_anything_else_here() -> None:
     model = embed.load_embedder("auto")
     assert model is not None

@@ -142,6 +142,11 @@ def _vault_with_query(vault_path: str | None, query: QueryChild, lexical_without
     way), else with the model loaded here; the hook log says which and why.
     """
     vault = hook_io.hook_vault(vault_path, lexical=True)
+    from memex.agents.hooks import switch
+
+    if not switch(vault, "auto_recall"):  # nothing will be searched: neither wait nor load
+        query.close()
+        return vault
     import numpy  # noqa: F401 - the vector search's, imported here while the child still embeds
 
     setting = vault.config.embedding_model
