@@ -145,6 +145,29 @@ def strip_injected(text: str) -> str:
     return _PROVENANCE_PREFIX.sub("", text, count=1)
 
 
+# The archived session summary memex puts before a compacted session's
+# messages (memex/context/inject.py renders it).
+SUMMARY_TAG = "session-summary"
+_SUMMARY_BLOCK = re.compile(rf"<{SUMMARY_TAG}\b[^>]*>.*?</{SUMMARY_TAG}\s*>", re.IGNORECASE | re.DOTALL)
+# Auto-recall searches with the end of the latest user message: at most this many characters.
+RECALL_QUERY_CHARS = 4000
+
+
+def strip_blocks(text: str) -> str:
+    """Text without injected memory or summary blocks (never captured again)."""
+    return strip_injected(_SUMMARY_BLOCK.sub(" ", text)).strip()
+
+
+def recall_query(text: str) -> str:
+    """The search query auto-recall makes of a user message's text ("": none).
+
+    Here, not in memex.context, so that a hook's child process that embeds
+    the prompt ahead (memex/agents/query_child.py) embeds exactly this text
+    without importing the context engine.
+    """
+    return strip_blocks(text)[-RECALL_QUERY_CHARS:].strip()
+
+
 def body_hash(text: str) -> str:
     """Hash of a body as dedup sees it: provenance and injected blocks ignored."""
     canonical = normalize(strip_injected(text)).casefold()

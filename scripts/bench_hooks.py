@@ -9,9 +9,11 @@ so their figure is the time to answer; `--sync` measures the work itself.
 
 Prints one JSON object with p50/p95/max wall time and median CPU time per
 event: "cold" (``MEMEX_WARM=0``, no warm model server ever: each prompt
-loads the model), "no_server" (the server is on but not up yet, as for a
-session's first events: each run finds none, answers, and starts one, which
-is stopped again once it is up, before the next run), "warm" (SessionStart
+loads the model, in a child process of its hook, memex/agents/query_child.py),
+"no_server" (the server is on but not up yet, as for a session's first
+events: each run finds none, answers, and starts one, which is stopped again
+once it is up, before the next run; a prompt's model loads in its child
+likewise), "warm" (SessionStart
 started the server, as in a real session), and with --lexical a
 lexical-only vault; plus the load average.
 

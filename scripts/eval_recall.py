@@ -47,7 +47,6 @@ import random
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -140,42 +139,60 @@ def _write_vault(root: Path, bodies: dict[str, str], embedder: embed.Embedder) -
     return build_vault(root, memories, embedder)
 
 
-def _key_cases(vault: Vault, name: str, group: str, bodies: dict[str, str], relevant: list[dict[str, str]],
-               unrelated: list[str]) -> Iterator[Case]:
-    for case in relevant:
-        yield Case(name, group, len(bodies), case["prompt"], frozenset({case["expect"]}), _hits(vault, case["prompt"]))
-    for prompt in unrelated:
-        yield Case(name, group, len(bodies), prompt, frozenset(), _hits(vault, prompt))
+@dataclass
+class EvalVault:
+    """One vault of the eval sets, open, and the prompts asked of it: (prompt, evidence ids; empty: none answers it)."""
+
+    name: str
+    group: str
+    size: int
+    vault: Vault
+    prompts: list[tuple[str, frozenset[str]]]
 
 
-def collect(embedder: embed.Embedder, tmp: Path, stack: ExitStack) -> list[Case]:
+def _keyed(relevant: list[dict[str, str]], unrelated: list[str]) -> list[tuple[str, frozenset[str]]]:
+    return [(c["prompt"], frozenset({c["expect"]})) for c in relevant] + [(u, frozenset()) for u in unrelated]
+
+
+def _flat(memories: list[dict[str, Any]], flat: bool) -> list[dict[str, Any]]:
+    return [{**m, "scope": "user"} for m in memories] if flat else memories
+
+
+def eval_vaults(embedder: embed.Embedder, tmp: Path, sampled: bool = True, flat: bool = False) -> Iterator[EvalVault]:
+    """Every vault of the eval sets with its prompts, one at a time (each is closed once the next is asked for).
+
+    ``flat``: every memory in scope ``user`` (what an agent hook searches
+    without a project, scripts/eval_hook_recall.py); scopes change no ranking.
+    """
     unrelated = [u["query"] for u in load_unrelated()]
-    cases: list[Case] = []
     for name, path in (("handwritten", DEFAULT_DATA), ("convo", CONVO_DATA), ("guard", FRESH_DATA)):
         memories, queries = load_set(path)
-        vault = stack.enter_context(build_vault(tmp / name, memories, embedder))
-        n = len(memories)
-        cases += [Case(name, name, n, q["query"], frozenset(q["relevant"]), _hits(vault, q["query"])) for q in queries]
-        cases += [Case(name, name, n, u, frozenset(), _hits(vault, u)) for u in unrelated]
+        with build_vault(tmp / name, _flat(memories, flat), embedder) as vault:
+            prompts = [(q["query"], frozenset(q["relevant"])) for q in queries] + [(u, frozenset()) for u in unrelated]
+            yield EvalVault(name, name, len(memories), vault, prompts)
     recall_cases = json.loads((CONTEXT / "recall_cases.json").read_text(encoding="utf-8"))
     with _write_vault(tmp / "cases", recall_cases["memories"], embedder) as vault:
-        cases += _key_cases(vault, "cases", "cases", recall_cases["memories"], recall_cases["relevant"],
-                            recall_cases["unrelated"])
+        yield EvalVault("cases", "cases", len(recall_cases["memories"]), vault,
+                        _keyed(recall_cases["relevant"], recall_cases["unrelated"]))
     tiny = json.loads((CONTEXT / "tiny_vaults.json").read_text(encoding="utf-8"))
     for spec in tiny["vaults"]:
         with _write_vault(tmp / f"tiny-{spec['name']}", spec["memories"], embedder) as vault:
-            cases += _key_cases(vault, spec["name"], "tiny", spec["memories"], spec["relevant"],
-                                spec["unrelated"] + unrelated)
-    cases += _sampled(embedder, tmp, unrelated)
-    return cases
+            yield EvalVault(spec["name"], "tiny", len(spec["memories"]), vault,
+                            _keyed(spec["relevant"], spec["unrelated"] + unrelated))
+    if sampled:
+        yield from _sampled(embedder, tmp, unrelated, flat)
 
 
-def _sampled(embedder: embed.Embedder, tmp: Path, unrelated: list[str]) -> list[Case]:
+def collect(embedder: embed.Embedder, tmp: Path) -> list[Case]:
+    return [Case(ev.name, ev.group, ev.size, prompt, evidence, _hits(ev.vault, prompt))
+            for ev in eval_vaults(embedder, tmp) for prompt, evidence in ev.prompts]
+
+
+def _sampled(embedder: embed.Embedder, tmp: Path, unrelated: list[str], flat: bool) -> Iterator[EvalVault]:
     """Small vaults cut from the hand-written set: whole evidence of a few questions, then random others."""
     memories, queries = load_set(DEFAULT_DATA)
     by_id = {m["id"]: m for m in memories}
     rng = random.Random(SEED)
-    out: list[Case] = []
     for size in SAMPLED_SIZES:
         for n in range(SAMPLED_PER_SIZE):
             order = rng.sample(queries, len(queries))
@@ -189,14 +206,11 @@ def _sampled(embedder: embed.Embedder, tmp: Path, unrelated: list[str]) -> list[
             rest = [m for m in by_id if m not in chosen]
             chosen += rng.sample(rest, size - len(chosen))
             name = f"sampled-{size}-{n}"
-            with build_vault(tmp / name, [by_id[m] for m in chosen], embedder) as vault:
+            with build_vault(tmp / name, _flat([by_id[m] for m in chosen], flat), embedder) as vault:
                 inside = set(chosen)
-                for q in queries:
-                    evidence = frozenset(set(q["relevant"]) & inside)
-                    if evidence:
-                        out.append(Case(name, f"sampled-{size}", size, q["query"], evidence, _hits(vault, q["query"])))
-                out += [Case(name, f"sampled-{size}", size, u, frozenset(), _hits(vault, u)) for u in unrelated]
-    return out
+                prompts = [(q["query"], frozenset(set(q["relevant"]) & inside)) for q in queries
+                           if set(q["relevant"]) & inside]
+                yield EvalVault(name, f"sampled-{size}", size, vault, prompts + [(u, frozenset()) for u in unrelated])
 
 
 def size_curve(embedder: embed.Embedder, model: profiles.ModelProfile) -> dict[str, dict[str, float]]:
@@ -275,8 +289,8 @@ def main() -> None:
         curve = size_curve(embedder, model)
         print(json.dumps({"model": embedder.model_id, "best_calibrated_cosine_of_offtopic_prompts": curve}, indent=1))
         return
-    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
-        cases = collect(embedder, Path(tmp), stack)
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = collect(embedder, Path(tmp))
     if args.dump:
         args.dump.write_text(json.dumps([{**c.__dict__, "evidence": sorted(c.evidence),
                                           "hits": [h.as_dict() for h in c.hits]} for c in cases],

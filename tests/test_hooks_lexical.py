@@ -1,6 +1,8 @@
-"""A hook that finds no warm server up answers lexically, and the server it
-starts answers the session's next events (docs/agents.md, "How a hook stays
-out of the agent's way").
+"""A hook that finds no warm server up answers lexically (SessionStart; a
+prompt whose vector does not come), and the server it starts answers the
+session's next events (docs/agents.md, "How a hook stays out of the agent's
+way"). A prompt's hybrid answer before the server is up:
+tests/test_hooks_first_turn.py.
 
 Measured before: a session's first prompt, when it came before the server
 was up, imported numpy and loaded the embedding model, about 0.7 s of CPU
@@ -17,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from memex.agents import claude_code, codex, hook_run, session_marks, warm
+from memex.agents import claude_code, codex, hook_run, query_child, session_marks, warm
 from memex.vault import Vault
 from tests.hook_helpers import additional_context, fixture, hook_with_modules, project_event, set_config
 from tests.watchkit import wait_for
@@ -59,27 +61,28 @@ _event = project_event
 _context = additional_context
 
 
-def test_a_prompt_before_the_server_is_up_is_answered_lexically_without_the_model(
-    vault_root: Path, ids: dict[str, str], project: Path
+def test_a_prompt_whose_vector_does_not_come_is_answered_lexically_and_the_log_says_why(
+    vault_root: Path, ids: dict[str, str], project: Path, tmp_path: Path
 ) -> None:
+    """The prompt's vector comes from a child process (memex/agents/query_child.py,
+    tests/test_hooks_first_turn.py); one that cannot load the model leaves
+    the lexical answer, as before, while the server is on its way."""
+    blocked = tmp_path / "a-file"
+    blocked.write_text("the model's cache folder cannot be made under a file")
     prompt = _event("UserPromptSubmit", project, prompt="which port does the staging database use?")
-    done, modules = hook_with_modules(vault_root, prompt)
+    done, modules = hook_with_modules(vault_root, prompt, env={"MEMEX_CACHE_DIR": str(blocked / "cache"),
+                                                               query_child.ENV: "1"})
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert ids["port"] in _context(done.stdout)
-    assert not modules & RUNTIME, modules & RUNTIME
+    assert not modules & RUNTIME - {"numpy"}, modules & RUNTIME
     # The same answer as the adapter's own over the index without a model:
     # the same scopes, gate and block.
     with Vault(vault_root, embedder=None) as lexical:
         alone = claude_code.handle(lexical, {**prompt, "session_id": "another"})
         assert alone.answer == json.loads(done.stdout)
         assert ids["port"] in session_marks.shown(lexical, "claude-code", SESSION)
-    # The hook started the warm server; the session's next prompt goes to it,
-    # and the memory shown by the lexical answer is not shown again.
-    wait_for(lambda: warm.server_status(vault_root), 90, "the warm server the prompt started")
-    again, modules = hook_with_modules(vault_root, prompt)
-    assert again.returncode == 0 and again.stderr == "", again.stderr
-    assert "memex.vault" not in modules  # answered by the server
-    assert ids["port"] not in again.stdout
+    log = (vault_root / ".memex" / "cache" / "hooks.log").read_text(encoding="utf-8")
+    assert "UserPromptSubmit: no vector of the prompt" in log and "answered lexically" in log
 
 
 def test_session_start_before_the_server_is_up_answers_lexically_and_starts_it(
@@ -100,19 +103,21 @@ def test_session_start_before_the_server_is_up_answers_lexically_and_starts_it(
 
 
 @pytest.mark.parametrize("off", ["env", "config"])
-def test_with_the_server_turned_off_a_prompt_still_loads_the_model(
+def test_with_the_server_turned_off_a_prompt_still_gets_the_hybrid_answer(
     vault_root: Path, ids: dict[str, str], project: Path, off: str
 ) -> None:
     """No server will come: a lexical answer would be every answer. A
-    paraphrase sharing no word with the memory is recalled by meaning."""
+    paraphrase sharing no word with the memory is recalled by meaning; the
+    model runs in the hook's child (memex/agents/query_child.py), as for a
+    prompt that finds no server up."""
     if off == "config":
         config = vault_root / ".memex" / "config.toml"
         config.write_text(config.read_text(encoding="utf-8").replace("warm_seconds = 2", "warm_seconds = 0"))
-    env = {"MEMEX_WARM": "0"} if off == "env" else None
+    env = {query_child.ENV: "1", **({"MEMEX_WARM": "0"} if off == "env" else {})}
     prompt = _event("UserPromptSubmit", project, prompt="what's my indentation preference?")
     done, modules = hook_with_modules(vault_root, prompt, env=env)
     assert done.returncode == 0 and done.stderr == "", done.stderr
-    assert "onnxruntime" in modules
+    assert "numpy" in modules and "onnxruntime" not in modules
     with Vault(vault_root) as vault:
         hybrid = claude_code.handle(vault, {**prompt, "session_id": "another"})
     assert hybrid.answer == (json.loads(done.stdout) if done.stdout else {})

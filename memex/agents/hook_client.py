@@ -11,9 +11,12 @@ library and memex's base layer (tests/test_hook_client.py pins that):
   The server holds the model, the index and the rest of memex loaded, so
   the hook costs a process start and one round trip. Without a server,
   memex is loaded here and answers (:func:`memex.agents.hook_run.run_here`),
-  then starts the server for the session's next events; until it is up,
-  the answer is lexical (BM25 only), so the hook loads neither numpy nor
-  the model (:func:`memex.agents.hook_run.answers_lexically` says when).
+  then starts the server for the session's next events. Until it is up,
+  a prompt's vector is made by a child process forked here, before memex
+  is imported, which loads the model on the other core
+  (:mod:`memex.agents.query_child`): the answer is the hybrid one;
+  SessionStart answers lexically (BM25 only, without numpy or the model:
+  :func:`memex.agents.hook_run.answers_lexically` says when).
 - **Stop, PreCompact, SessionEnd**, and Codex's ``notify``: nothing of
   their work is needed for the agent's next step. Their fields are checked,
   then the process forks and exits at once; the child, detached from the
@@ -35,7 +38,7 @@ import os
 import sys
 from pathlib import Path
 
-from memex.agents import warm_client
+from memex.agents import query_child, warm_client
 from memex.agents.hook_event import (
     CONTEXT_EVENTS, SYNC_ENV, WARM_AGENTS, Payload, after_answer_event, default_vault_path, error_line,
     explicit_vault, parse_payload, split_vault_option,
@@ -83,6 +86,8 @@ def answer(agent: str, vault_path: str | None, payload_arg: str | None) -> int:
         print(error_line(agent, str(exc)), file=sys.stderr)
         return 0
     no_server = False
+    query = None
+    hybrid = False
     if agent in WARM_AGENTS and is_vault(root):
         if after_answer_event(event) and detach(agent, vault_path, event):
             return 0
@@ -91,9 +96,15 @@ def answer(agent: str, vault_path: str | None, payload_arg: str | None) -> int:
             if asked == ANSWERED:
                 return 0
             no_server = asked == NO_SERVER
-    from memex.agents import hook_run  # memex itself: SQLite, and numpy and the model unless lexical
+            if event.get("hook_event_name") == "UserPromptSubmit" and asked in (NO_SERVER, TURNED_OFF):
+                # No server will embed the prompt: a child does, beside the
+                # imports below, when a core is free (memex/agents/query_child.py);
+                # else this process loads the model. Either way the answer is hybrid.
+                hybrid = True
+                query = query_child.start(root, event.get("prompt"))
+    from memex.agents import hook_run  # memex itself: SQLite, and numpy unless lexical
 
-    return hook_run.run_here(agent, vault_path, event, no_server=no_server)
+    return hook_run.run_here(agent, vault_path, event, no_server=no_server, query=query, hybrid=hybrid)
 
 
 # What asking the warm server came to (:func:`ask_warm_server`).

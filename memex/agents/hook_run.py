@@ -22,6 +22,7 @@ from memex.agents.hook_event import CONTEXT_EVENTS, SYNC_ENV, WARM_AGENTS, Paylo
 from memex.agents.hook_io import HookResult
 
 if TYPE_CHECKING:
+    from memex.agents.query_child import QueryChild
     from memex.embedding.embed import Embedder
     from memex.vault import Vault
 
@@ -33,7 +34,10 @@ def _handler(agent: str) -> Callable[[Vault, Payload], HookResult]:
     return integrations.hook_handler(agent)
 
 
-def run_here(agent: str, vault_path: str | None, event: Payload, no_server: bool = False) -> int:
+def run_here(
+    agent: str, vault_path: str | None, event: Payload, no_server: bool = False, query: QueryChild | None = None,
+    hybrid: bool = False,
+) -> int:
     """Answer ``event`` in this process (no warm server answered); exit status 0.
 
     A session's events start the vault's warm server when it is not up, so
@@ -48,17 +52,33 @@ def run_here(agent: str, vault_path: str | None, event: Payload, no_server: bool
     event is answered without the model when :func:`answers_lexically`
     says so: BM25 only, in this process, which then loads neither numpy
     nor the model (docs/agents.md, "How a hook stays out of the agent's way").
+
+    ``query``: the child forked at the front door that embeds the prompt
+    (:mod:`memex.agents.query_child`). With it a prompt gets the hybrid
+    answer, server or not; without its vector (it failed, or took too
+    long), the answer is lexical while a server is on its way, else the
+    model is loaded here. A prompt asking to remember something loads the
+    model here anyway (its memory is stored with a vector): its child is
+    stopped. ``hybrid``: a prompt the front door wants answered with the
+    model although no server answered: without a child (no core to spare,
+    no fork), the model is loaded here.
     """
     opened: list[Vault] = []
     name = event.get("hook_event_name") if agent in WARM_AGENTS else None
-    lexical = no_server and answers_lexically(vault_path, event)
-    if name == "UserPromptSubmit" and not lexical:
+    if query is not None and remember_request(event):
+        query.close()
+        query = None
+    lexical = not hybrid and query is None and no_server and answers_lexically(vault_path, event)
+    if name == "UserPromptSubmit" and not lexical and query is None:
         # A prompt is always embedded; SessionStart only when the project has
         # too few memories of its own, so it loads the model only then.
         _model_head_start(vault_path)
 
     def handler() -> HookResult:
-        vault = hook_io.hook_vault(vault_path, warm=not lexical, lexical=lexical)
+        if query is not None:
+            vault = _vault_with_query(vault_path, query, lexical_without=no_server)
+        else:
+            vault = hook_io.hook_vault(vault_path, warm=not lexical, lexical=lexical)
         opened.append(vault)
         if name == "SessionStart":
             _start_warm_server(vault)
@@ -67,7 +87,11 @@ def run_here(agent: str, vault_path: str | None, event: Payload, no_server: bool
             result.deferred = _with_model(vault, result.deferred)
         return result
 
-    code = hook_io.run_hook(agent, handler, vault_path=vault_path)
+    try:
+        code = hook_io.run_hook(agent, handler, vault_path=vault_path)
+    finally:
+        if query is not None:
+            query.close()
     for vault in opened:
         if name == "UserPromptSubmit":
             _start_warm_server(vault)
@@ -82,27 +106,59 @@ def answers_lexically(vault_path: str | None, event: Payload) -> bool:
     start one unless ``MEMEX_WARM=0`` or ``[agents] warm_seconds = 0``, and
     the session's later events get the hybrid search from it. With the
     server turned off no server ever comes, so every event loads the model
-    itself, as before (the price of hybrid recall without a server). A
+    (the price of hybrid recall without a server). A prompt's vector comes
+    from its child process (memex/agents/query_child.py): this decides for
+    a prompt only when the child gave none. A
     prompt asking to remember something is stored at once, and a memory is
     stored with its vector and checked against its near-duplicates by
     meaning (memex/dedup/pipeline.py): that prompt loads the model too.
     """
     from memex.agents.hook_event import default_vault_path
     from memex.config import load_config
-    from memex.context.extract import is_remember_request
-    from memex.context.inject import strip_blocks
 
-    if event.get("hook_event_name") not in CONTEXT_EVENTS or warm_client.turned_off():
-        return False
-    prompt = event.get("prompt")
-    if event.get("hook_event_name") == "UserPromptSubmit" and isinstance(prompt, str) and \
-            is_remember_request(strip_blocks(prompt)):
+    if event.get("hook_event_name") not in CONTEXT_EVENTS or warm_client.turned_off() or remember_request(event):
         return False
     root = Path(vault_path).expanduser() if vault_path else default_vault_path()
     try:
         return warm_client.configured_idle(load_config(root)) > 0
     except Exception:  # noqa: BLE001 - the hook's own vault opening says what is wrong
         return False
+
+
+def remember_request(event: Payload) -> bool:
+    """Whether the event is a prompt asking to remember something (stored at once, with its vector)."""
+    from memex.context.extract import is_remember_request
+    from memex.text import strip_blocks
+
+    prompt = event.get("prompt")
+    return event.get("hook_event_name") == "UserPromptSubmit" and isinstance(prompt, str) and \
+        is_remember_request(strip_blocks(prompt))
+
+
+def _vault_with_query(vault_path: str | None, query: QueryChild, lexical_without: bool) -> Vault:
+    """The hook's vault, searching with the child's vector of the prompt.
+
+    Without the vector, lexical when ``lexical_without`` (a server is on its
+    way), else with the model loaded here; the hook log says which and why.
+    """
+    vault = hook_io.hook_vault(vault_path, lexical=True)
+    from memex.agents.hooks import switch
+
+    if not switch(vault, "auto_recall"):  # nothing will be searched: neither wait nor load
+        query.close()
+        return vault
+    import numpy  # noqa: F401 - the vector search's, imported here while the child still embeds
+
+    setting = vault.config.embedding_model
+    embedder = query.embedder(setting)
+    if embedder is not None:
+        vault.set_embedder(embedder)
+    elif setting != "none":
+        how = "answered lexically" if lexical_without else "loading the model in the hook"
+        hook_io.log_line(vault, f"UserPromptSubmit: no vector of the prompt ({query.why_not}): {how}")
+        if not lexical_without:
+            vault.set_embedder("config")
+    return vault
 
 
 def _with_model(vault: Vault, work: Callable[[], object]) -> Callable[[], object]:

@@ -7,10 +7,11 @@ does. So SessionStart starts, in the background, a small server that loads
 the vault's model once and embeds texts for the hooks over a Unix socket;
 a UserPromptSubmit that finds it uses it and never loads the model itself.
 The server exits after ``[agents] warm_seconds`` idle (default 1200; 0,
-or ``MEMEX_WARM=0`` in the environment, turns it off). A hook that finds
-no server answers lexically while the one it starts loads, and loads the
-model itself when the server is turned off (memex/agents/hook_run.py,
-``answers_lexically``): the server is never required.
+or ``MEMEX_WARM=0`` in the environment, turns it off). A prompt that finds
+no server has its vector made by a child process of its hook
+(memex/agents/query_child.py), SessionStart answers lexically while the
+server it starts loads (memex/agents/hook_run.py, ``answers_lexically``):
+the server is never required.
 
 The socket lives in a per-user folder (mode 0700) under ``$XDG_RUNTIME_DIR``
 or the temp folder, named by a hash of the vault path (socket paths are
@@ -157,8 +158,8 @@ def serve(root: Path, hooks: HookAnswerer | None = None) -> None:
 
     Returns at once, before loading anything, when another server for the
     vault is starting or running (:func:`memex.agents.warm_client.starting`):
-    the prompts of a session answered lexically while its server loads each
-    start one, and only the first loads the model.
+    the events of a session answered while its server loads each start
+    one, and only the first loads the model.
     """
     held = warm_client.hold_start_lock(root)
     if held is False:

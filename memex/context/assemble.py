@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING, Any
 
 from memex.context import archive, gate
 from memex.context.budget import budget_plan
-from memex.context.inject import has_block, prepend_block, render_memories_block, render_summary, strip_blocks
+from memex.context.inject import has_block, prepend_block, render_memories_block, render_summary
 from memex.context.messages import check_messages, is_tool_result_only, latest_index, normalize_turns, units
 from memex.context.sessions import bypassed
 from memex.context.settings import ContextSettings, load_settings
 from memex.context.tokens import content_text, count_messages, count_text, message_costs, newest_lines
 from memex.errors import InvalidArgument
+from memex.text import recall_query
 
 if TYPE_CHECKING:
     from memex.search.hybrid import Hit
     from memex.vault import Vault
 
-QUERY_CHARS = 4000
 # recall_max_injected_chars counts memory text before escaping; the block
 # around it (header, tags, ids) and the escaping itself (``<`` becomes
 # ``&lt;``) add to that. The rendered block never exceeds the setting plus
@@ -126,7 +126,7 @@ def _recall(
     text = content_text(latest.get("content"))
     if has_block(text):
         return [], "a relevant-memories block is already there", ""
-    query = strip_blocks(text)[-QUERY_CHARS:].strip()
+    query = recall_query(text)
     if not query:
         return [], "latest user message has no text", ""
     passes = gate.for_vault(vault, query, settings)
