@@ -71,6 +71,12 @@ if [ -n "$NODE_JOB" ]; then
   cat "$NODE_LOG" >&2
   say "Node and the npm packages are ready"
 fi
+# The suite starts hundreds of Python processes running memex (the CLI, hooks,
+# engines): each compiles memex's modules from source unless their bytecode is
+# cached. Some containers set PYTHONDONTWRITEBYTECODE; for the tests, let
+# Python cache it (in the git-ignored __pycache__ folders). Measured on the
+# hook and CLI start-up tests: 10-20 % less CPU.
+unset PYTHONDONTWRITEBYTECODE
 # The same Hypothesis examples on every run unless asked otherwise (tests/hypokit.py).
 export MEMEX_HYPOTHESIS_PROFILE=${MEMEX_HYPOTHESIS_PROFILE:-ci}
 say "pytest: the whole suite, Hypothesis profile $MEMEX_HYPOTHESIS_PROFILE (a dot per test; skipped tests and why at the end)"
