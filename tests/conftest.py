@@ -112,6 +112,9 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
 
 
 @pytest.fixture
-def pg_url(pg_server) -> str:  # type: ignore[no-untyped-def]
-    """A fresh database on the session's server, with pgvector installed."""
-    return str(pg_server.new_database())
+def pg_url(pg_server) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """A fresh database on the session's server, with pgvector installed,
+    dropped when the test ends (PgServer.drop_database says why)."""
+    url = str(pg_server.new_database())
+    yield url
+    pg_server.drop_database(url)

@@ -124,5 +124,9 @@ def test_a_stop_hook_with_a_transcript_full_of_statements_stores_a_bounded_numbe
     with Vault(vault_root, embedder=None) as vault:
         wait_for(lambda: archive.load_state(vault, session).commits >= 1, 300, "the background commit")
         assert len(vault.list(limit=1000)) == bounds.MAX_MEMORIES
-        log = vault.paths.context_commit_log.read_text(encoding="utf-8")
+        # The commit saves its state, then writes its note (capture.commit_session):
+        # under load the log was read in between and found empty. Wait for the note.
+        log_path = vault.paths.context_commit_log
+        wait_for(lambda: "statements not stored" in log_path.read_text(encoding="utf-8"), 60, "the commit's note")
+        log = log_path.read_text(encoding="utf-8")
     assert f"{300 - bounds.MAX_MEMORIES} of 300 statements not stored" in log

@@ -94,3 +94,23 @@ def test_erase_on_postgres_what_remains(vault: Vault, pg_url: str, pg_server, fu
     # ... and outside the relations, only the write-ahead log does.
     assert all(p.startswith("pg_wal/") for paths in after.values() for p in paths if p not in files), where
     assert len(result.vacuum["retained"]) == (1 if full else 2)  # type: ignore[arg-type]
+
+
+def test_a_tests_database_is_dropped_with_its_files(pg_server) -> None:  # type: ignore[no-untyped-def]
+    """What keeps the scan above to one test's database (and the session's end
+    quick): the database `pg_url` makes goes, files and all, when the test ends
+    (PgServer.drop_database), even with a connection still open to it."""
+    import psycopg
+
+    url = pg_server.new_database()
+    name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
+    [(oid,)] = pg_server.sql(pg_server.url(), f"SELECT oid FROM pg_database WHERE datname = '{name}'")
+    folder = pg_server.data_dir / "base" / str(oid)
+    assert folder.is_dir() and any(folder.iterdir())
+    left_open = psycopg.connect(url, autocommit=True)  # as a test's stray process may leave one
+    try:
+        pg_server.drop_database(url)
+    finally:
+        left_open.close()
+    assert pg_server.sql(pg_server.url(), f"SELECT 1 FROM pg_database WHERE datname = '{name}'") == []
+    assert not folder.exists()
