@@ -81,7 +81,10 @@ _PHATIC_PHRASES = re.compile(
     r"|since (?:the |our )?last time|since we (?:last )?(?:talked|chatted|spoke)|long time no (?:see|talk|chat)"
     r"|(?:it'?s )?been a while|hope (?:all is|you'?re|everything is) (?:good|well|ok|okay|doing (?:good|well))"
     r"|(?:talk|speak) (?:to you )?(?:soon|later)|see (?:you|ya)(?: (?:soon|later|around))?"
-    r"|catch you (?:later|soon))\b",
+    r"|catch you (?:later|soon)"
+    # Leave-taking the farewell act names (below): nothing else in them.
+    r"|(?:good|great|nice|fun) (?:talking|chatting|chat)(?: (?:to|with) you)?|(?:thanks|thank you) for the chat"
+    r"|enjoy the rest of your (?:day|night|evening|weekend)|good (?:day|night))\b",
     re.IGNORECASE,
 )
 # What a phatic turn does: greet, thank, offer help, take leave. A turn made only of
@@ -103,7 +106,13 @@ _ACTS = {
         r"|(?:happy|glad) to help|always here\b", re.IGNORECASE),
     "farewell": re.compile(
         r"\b(?:bye|goodbye|see (?:you|ya)|take care(?! of)|take it easy|(?:talk|speak) (?:to you )?(?:soon|later)"
-        r"|catch you (?:later|soon)|have a (?:good|great|nice) (?:one|day|night|weekend|time))\b|^\s*later\b",
+        r"|catch you (?:later|soon)|have a (?:good|great|nice) (?:one|day|night|weekend|time)"
+        # Taking leave by saying how the talk was, or by wishing the rest
+        # of a day (Topical-Chat's choosing part: "Good talking to you!",
+        # "Great chatting with you, as well. Enjoy the rest of your day.",
+        # "Thanks for the chat buddy", "Same here, good night.").
+        r"|(?:good|great|nice|fun) (?:talking|chatting|chat)\b(?: (?:to|with) you)?|(?:thanks|thank you) for the chat"
+        r"|enjoy the rest of your (?:day|night|evening|weekend)|good (?:day|night)|cheers)\b|^\s*later\b",
         re.IGNORECASE),
 }
 
@@ -266,6 +275,14 @@ SWAP_MIN_WORDS = 5
 SWAP_SLACK = 2
 
 
+_WORD = re.compile(r"[\w']+")
+
+
+def _wording(text: str) -> tuple[str, ...]:
+    """The words of the body in order, case and punctuation left out."""
+    return tuple(_WORD.findall(body(text).casefold()))
+
+
 def keeps_apart(kept: str, cand: str) -> str | None:
     """Why ``cand`` is not a duplicate of ``kept`` (it may say something
     the kept memory does not, or be about someone else), or None.
@@ -287,8 +304,19 @@ def keeps_apart(kept: str, cand: str) -> str | None:
     # or an answer to a memory that only asks.
     if (cand_asks and not kept_asks) or _missing(ca, ka) or (cs and kept_asks and not ks):
         return "question"
-    if acts(cand) - acts(kept):
+    if cand_asks and _missing(ka, ca):
+        # The kept memory asks what this question does not: another question
+        # ("Do you have a favorite team?" / "... favorite college football
+        # team?"), not the same one said with more words.
+        return "question"
+    cand_acts = acts(cand)
+    if cand_acts - acts(kept):
         return "adds"  # a greeting, thanks or a farewell the kept memory does not say
+    if not (cs or ca or cand_acts) and _wording(kept) != _wording(cand):
+        # A reaction in no words of content ("True!", "You too.", "Good for
+        # them!", "for sure!") answers the turn before it: carried by no
+        # other turn, only by the same words.
+        return "reaction"
     added = new_words(kept, cand)
     if not added:
         return None
