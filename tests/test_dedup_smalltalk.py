@@ -105,18 +105,18 @@ def test_a_farewell_is_not_dropped_against_a_question_of_the_same_speaker(model_
 
 @pytest.mark.model
 def test_a_reaction_is_not_dropped_against_another_reaction(model_vault: Vault) -> None:
-    add(model_vault, "Ben: Haha, that is hilarious! What an awesome thing to do!")
+    add(model_vault, "Ben: Ha, that's hilarious! What a brilliant prank!")
     assert add(model_vault, "Ben: You too!").status == "created"
-    add(model_vault, "Ann: Agree, have a great day! Great chat!!")
-    assert add(model_vault, "Ann: lol, that was good!").status == "created"
+    add(model_vault, "Ann: Agreed, enjoy your day! Great chat!")
+    assert add(model_vault, "Ann: haha, that one was good!").status == "created"
 
 
 @pytest.mark.model
 def test_consolidation_hides_no_reaction_or_farewell_behind_another_turn(model_vault: Vault) -> None:
     write(model_vault, "not", "Ben: Of course not", 0)
-    write(model_vault, "bye", "Ben: Likewise, it was fun. Take care, goodbye", 9)
+    write(model_vault, "bye", "Ben: Same here, this was fun. Take care, goodbye", 9)
     write(model_vault, "sure", "Ann: for sure!", 2)
-    write(model_vault, "hard", "Ann: I think he is a bit, but he works hard for that, right!", 4)
+    write(model_vault, "hard", "Ann: Maybe he is a little, but he trains hard for it!", 4)
     write(model_vault, "one", "Ben: Have a good one!", 10)
     write(model_vault, "later", "Ben: see ya", 11)
     model_vault.reindex()
@@ -127,8 +127,8 @@ def test_consolidation_hides_no_reaction_or_farewell_behind_another_turn(model_v
 
 @pytest.mark.model
 def test_consolidation_keeps_a_broader_question_beside_a_narrower_one(model_vault: Vault) -> None:
-    write(model_vault, "team", "Ben: I agree lol, do you have a favorite team?", 0)
-    write(model_vault, "college", "Ben: for sure. Do you have a favorite college football team?", 6)
+    write(model_vault, "team", "Ben: I agree haha, do you have a favorite team?", 0)
+    write(model_vault, "college", "Ben: Sure. Do you have a favorite college football team?", 6)
     write(model_vault, "other", "Ann: The stadium holds about seventy thousand people.", 3)
     model_vault.reindex()
     assert not grouped(model_vault, "team", "college")
