@@ -33,6 +33,10 @@ being read (``"by": "rule"``); every other pair was read.
 
     .venv/bin/python scripts/locomo_pairs.py candidates --locomo DIR --half choose [--now] [--unlabelled]
     .venv/bin/python scripts/locomo_pairs.py eval --locomo DIR --half choose [--sequential]
+
+``--topical FILE`` instead of ``--locomo DIR`` judges the Topical-Chat set
+the same way (scripts/topical_chat.py; labels in
+``scripts/data/topical_labels.jsonl``, chat and turn ids only).
 """
 
 from __future__ import annotations
