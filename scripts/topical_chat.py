@@ -76,20 +76,28 @@ def load(path: str | Path) -> list[locomo.Conversation]:
     return [parse(k, data[k]) for k in sorted(data)]
 
 
-def split(chats: Iterable[locomo.Conversation], half: str, size: int = SET_SIZE) -> list[locomo.Conversation]:
-    """The set (the first ``size`` chats), then ``choose`` (even places), ``report`` (odd) or ``all``."""
+def split(chats: Iterable[locomo.Conversation], half: str, size: int | None = None) -> list[locomo.Conversation]:
+    """The set (the first ``size`` chats, :data:`SET_SIZE` by default), then
+    ``choose`` (even places), ``report`` (odd) or ``all``."""
     if half not in ("choose", "report", "all"):
         raise SystemExit(f"topical_chat: unknown half {half!r} (choose, report, all)")
-    chosen = sorted(chats, key=lambda c: c.id)[:size]
+    chosen = sorted(chats, key=lambda c: c.id)[: SET_SIZE if size is None else size]
     if half == "all":
         return chosen
     return [c for k, c in enumerate(chosen) if k % 2 == (0 if half == "choose" else 1)]
 
 
 def select(path: str | Path, half: str, ids: list[str] | None = None) -> list[locomo.Conversation]:
-    """The chats of ``half`` (``--half``), only ``ids`` when given (``--conversation``)."""
-    chats = split(load(path), half)
-    return [c for c in chats if c.id in ids] if ids else chats
+    """The chats of ``half`` (``--half``), only ``ids`` when given (``--conversation``).
+
+    With ``half`` "all" the ids may name any chat of the file, so a chat
+    held back from the set is checked the same way (its pairs unlabelled
+    until someone labels them)."""
+    chats = load(path)
+    if ids and half == "all":
+        return [c for c in chats if c.id in ids]
+    chosen = split(chats, half)
+    return [c for c in chosen if c.id in ids] if ids else chosen
 
 
 if __name__ == "__main__":

@@ -59,6 +59,13 @@ def test_the_set_is_the_first_chats_by_id_alternating_between_the_parts(split_fi
     assert [c.id for c in topical_chat.select(split_file.parent, "report", ["t_03"])] == ["t_03"]
 
 
+def test_a_chat_held_back_from_the_set_is_reached_by_id(split_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(topical_chat, "SET_SIZE", 4)  # t_04 is beyond the set
+    assert [c.id for c in topical_chat.split(topical_chat.load(split_file), "all")] == ["t_00", "t_01", "t_02", "t_03"]
+    assert topical_chat.select(split_file, "choose", ["t_04"]) == []
+    assert [c.id for c in topical_chat.select(split_file, "all", ["t_04"])] == ["t_04"]
+
+
 def test_a_wrong_path_or_file_says_so(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="does not exist"):
         topical_chat.load(tmp_path / "missing.json")
