@@ -17,7 +17,10 @@ what an embedding does not see:
 - **new words**: the content words one text has and the other lacks, after
   a crude stem, leaving out phatic words (greetings, thanks, farewells,
   "wow", "awesome") that say nothing about anyone. A date, a place, a
-  reason or a caption the kept memory lacks is such a word.
+  reason or a caption the kept memory lacks is such a word;
+- **small talk**: a greeting, thanks or farewell is carried only by a turn
+  that does the same; a turn of no content word and no such act (a
+  reaction: "True!", "You too.") by no other turn at all.
 
 They read English words only: for text that is mostly Chinese, Japanese or
 Korean (where words are not separated) they keep out of the way and the
@@ -92,8 +95,9 @@ _PHATIC_PHRASES = re.compile(
 # same speaker that does the same ("Thanks, Evan! I really appreciate it."
 # by "Thanks, Evan. Your support means a lot."), never by one that does
 # not (a greeting is not carried by "Totally agree. I'm off to do some
-# research."). Agreement and exclamations ("yeah", "wow", "awesome") carry
-# nothing to keep.
+# research."). Agreement and exclamations ("yeah", "wow", "awesome") beside
+# other words add nothing to keep; a turn of nothing else is a reaction
+# (keeps_apart).
 _ACTS = {
     "greeting": re.compile(
         r"\b(?:hey|hi|hello|hiya|(?:good|great|nice) to (?:see|hear from|talk to|chat with|catch up with|meet) you"
@@ -108,9 +112,8 @@ _ACTS = {
         r"\b(?:bye|goodbye|see (?:you|ya)|take care(?! of)|take it easy|(?:talk|speak) (?:to you )?(?:soon|later)"
         r"|catch you (?:later|soon)|have a (?:good|great|nice) (?:one|day|night|weekend|time)"
         # Taking leave by saying how the talk was, or by wishing the rest
-        # of a day (Topical-Chat's choosing part: "Good talking to you!",
-        # "Great chatting with you, as well. Enjoy the rest of your day.",
-        # "Thanks for the chat buddy", "Same here, good night.").
+        # of a day: how such turns read on Topical-Chat's choosing part
+        # (docs/write-path.md, "Real conversations").
         r"|(?:good|great|nice|fun) (?:talking|chatting|chat)\b(?: (?:to|with) you)?|(?:thanks|thank you) for the chat"
         r"|enjoy the rest of your (?:day|night|evening|weekend)|good (?:day|night)|cheers)\b|^\s*later\b",
         re.IGNORECASE),
@@ -288,10 +291,13 @@ def keeps_apart(kept: str, cand: str) -> str | None:
     the kept memory does not, or be about someone else), or None.
 
     "speaker" / "person": another subject (see :func:`other_subject`);
-    "question": ``cand`` asks what ``kept`` does not ask, or answers what
-    ``kept`` only asks; "adds": ``cand`` states words ``kept`` does not,
-    beyond a paraphrase's swapped word. Text that is mostly CJK is left to
-    the other layers (None).
+    "question": ``cand`` asks what ``kept`` does not ask, asks less than
+    ``kept`` asks, or answers what ``kept`` only asks; "adds": ``cand``
+    states words ``kept`` does not, beyond a paraphrase's swapped word, or
+    does a greeting, thanks, offer or farewell ``kept`` does not;
+    "reaction": ``cand`` has no word of content and no such act ("True!",
+    "You too.") and ``kept`` is not the same words. Text that is mostly CJK
+    is left to the other layers (None).
     """
     if not (cosine_trusted(kept) and cosine_trusted(cand)):
         return None
