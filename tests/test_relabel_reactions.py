@@ -4,6 +4,7 @@ words) to labelled pairs; tested on turns written here."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -41,3 +42,11 @@ def test_other_labels_stand() -> None:
     assert not rr.is_reaction("Sam: Bye, see you soon!")
     assert rr.is_reaction("Sam: ;)") and rr.is_reaction("Sam: You too!")
 
+
+
+def test_relabelled_rows_say_what_they_were() -> None:
+    path = ROOT / "scripts" / "data" / "locomo_labels.jsonl"
+    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    done = [r for r in rows if r["by"] == "reaction_rule"]
+    assert len(done) == 23
+    assert all(r["label"] == "different" and r["why"] in {f"reaction_was_{k}" for k in rr.COVERING} for r in done)
