@@ -29,7 +29,10 @@ a local copy of LoCoMo. The labelling rule is in docs/write-path.md
 
 Pairs of two speakers whose words (the speaker prefix left out) share under
 half their content words were labelled ``different`` by that rule without
-being read (``"by": "rule"``); every other pair was read.
+being read (``"by": "rule"``); every other pair was read. Pairs where a
+reaction (no word of content) was said to be carried by other words were
+relabelled ``different`` by scripts/relabel_reactions.py
+(``"by": "reaction_rule"``).
 
     .venv/bin/python scripts/locomo_pairs.py candidates --locomo DIR --half choose [--now] [--unlabelled]
     .venv/bin/python scripts/locomo_pairs.py eval --locomo DIR --half choose [--sequential]
