@@ -29,10 +29,17 @@ a local copy of LoCoMo. The labelling rule is in docs/write-path.md
 
 Pairs of two speakers whose words (the speaker prefix left out) share under
 half their content words were labelled ``different`` by that rule without
-being read (``"by": "rule"``); every other pair was read.
+being read (``"by": "rule"``); every other pair was read. Pairs where a
+reaction (no word of content) was said to be carried by other words were
+relabelled ``different`` by scripts/relabel_reactions.py
+(``"by": "reaction_rule"``).
 
     .venv/bin/python scripts/locomo_pairs.py candidates --locomo DIR --half choose [--now] [--unlabelled]
     .venv/bin/python scripts/locomo_pairs.py eval --locomo DIR --half choose [--sequential]
+
+``--topical FILE`` instead of ``--locomo DIR`` judges the Topical-Chat set
+the same way (scripts/topical_chat.py; labels in
+``scripts/data/topical_labels.jsonl``, chat and turn ids only).
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import locomo  # noqa: E402
 
 LABELS = ROOT / "scripts" / "data" / "locomo_labels.jsonl"
+TOPICAL_LABELS = ROOT / "scripts" / "data" / "topical_labels.jsonl"
 SCOPE = "user"
 KINDS = ("same", "a_covers", "b_covers", "different")
 
@@ -70,7 +78,9 @@ RULE_BODY_JACCARD = 0.5
 
 
 def session_of(turn: locomo.Turn) -> str:
-    return f"locomo{turn.conversation}-D{turn.session}"
+    # LoCoMo's conversations are numbered; a Topical-Chat chat id names itself.
+    name = f"locomo{turn.conversation}" if turn.conversation.isdigit() else turn.conversation
+    return f"{name}-D{turn.session}"
 
 
 def key(conv: str, a: str, b: str) -> str:
@@ -417,10 +427,12 @@ def candidates(convs: list[locomo.Conversation], embedder: Any, labels: dict[str
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=("candidates", "eval"))
-    ap.add_argument("--locomo", required=True, help="LoCoMo folder, zip or JSON (scripts/locomo.py)")
+    source = ap.add_mutually_exclusive_group(required=True)
+    source.add_argument("--locomo", help="LoCoMo folder, zip or JSON (scripts/locomo.py)")
+    source.add_argument("--topical", help="Topical-Chat test_freq.json or a folder with it (scripts/topical_chat.py)")
     ap.add_argument("--half", default="choose", choices=("choose", "report", "all"))
     ap.add_argument("--conversation", action="append", help="only these conversation ids")
-    ap.add_argument("--labels", type=Path, default=LABELS)
+    ap.add_argument("--labels", type=Path, help="default: the source's labels in scripts/data/")
     ap.add_argument("--now", action="store_true", help="candidates: add what today's code merges")
     ap.add_argument("--unlabelled", action="store_true", help="candidates: only pairs without a label")
     ap.add_argument("--write-rule-labels", action="store_true",
@@ -431,7 +443,14 @@ def main() -> None:
 
     from memex.embedding.embed import load_embedder
 
-    convs = locomo.select(args.locomo, args.half, args.conversation)
+    if args.topical:
+        import topical_chat
+
+        convs = topical_chat.select(args.topical, args.half, args.conversation)
+    else:
+        convs = locomo.select(args.locomo, args.half, args.conversation)
+    if args.labels is None:
+        args.labels = TOPICAL_LABELS if args.topical else LABELS
     embedder = load_embedder("auto")
     if embedder is None:
         raise SystemExit("the embedding model did not load; this evaluation needs it")

@@ -17,7 +17,10 @@ what an embedding does not see:
 - **new words**: the content words one text has and the other lacks, after
   a crude stem, leaving out phatic words (greetings, thanks, farewells,
   "wow", "awesome") that say nothing about anyone. A date, a place, a
-  reason or a caption the kept memory lacks is such a word.
+  reason or a caption the kept memory lacks is such a word;
+- **small talk**: a greeting, thanks or farewell is carried only by a turn
+  that does the same; a turn of no content word and no such act (a
+  reaction: "True!", "You too.") by no other turn at all.
 
 They read English words only: for text that is mostly Chinese, Japanese or
 Korean (where words are not separated) they keep out of the way and the
@@ -81,7 +84,10 @@ _PHATIC_PHRASES = re.compile(
     r"|since (?:the |our )?last time|since we (?:last )?(?:talked|chatted|spoke)|long time no (?:see|talk|chat)"
     r"|(?:it'?s )?been a while|hope (?:all is|you'?re|everything is) (?:good|well|ok|okay|doing (?:good|well))"
     r"|(?:talk|speak) (?:to you )?(?:soon|later)|see (?:you|ya)(?: (?:soon|later|around))?"
-    r"|catch you (?:later|soon))\b",
+    r"|catch you (?:later|soon)"
+    # Leave-taking the farewell act names (below): nothing else in them.
+    r"|(?:good|great|nice|fun) (?:talking|chatting|chat)(?: (?:to|with) you)?|(?:thanks|thank you) for the chat"
+    r"|enjoy the rest of your (?:day|night|evening|weekend)|good (?:day|night))\b",
     re.IGNORECASE,
 )
 # What a phatic turn does: greet, thank, offer help, take leave. A turn made only of
@@ -89,8 +95,9 @@ _PHATIC_PHRASES = re.compile(
 # same speaker that does the same ("Thanks, Evan! I really appreciate it."
 # by "Thanks, Evan. Your support means a lot."), never by one that does
 # not (a greeting is not carried by "Totally agree. I'm off to do some
-# research."). Agreement and exclamations ("yeah", "wow", "awesome") carry
-# nothing to keep.
+# research."). Agreement and exclamations ("yeah", "wow", "awesome") beside
+# other words add nothing to keep; a turn of nothing else is a reaction
+# (keeps_apart).
 _ACTS = {
     "greeting": re.compile(
         r"\b(?:hey|hi|hello|hiya|(?:good|great|nice) to (?:see|hear from|talk to|chat with|catch up with|meet) you"
@@ -103,7 +110,12 @@ _ACTS = {
         r"|(?:happy|glad) to help|always here\b", re.IGNORECASE),
     "farewell": re.compile(
         r"\b(?:bye|goodbye|see (?:you|ya)|take care(?! of)|take it easy|(?:talk|speak) (?:to you )?(?:soon|later)"
-        r"|catch you (?:later|soon)|have a (?:good|great|nice) (?:one|day|night|weekend|time))\b|^\s*later\b",
+        r"|catch you (?:later|soon)|have a (?:good|great|nice) (?:one|day|night|weekend|time)"
+        # Taking leave by saying how the talk was, or by wishing the rest
+        # of a day: how such turns read on Topical-Chat's choosing part
+        # (docs/write-path.md, "Real conversations").
+        r"|(?:good|great|nice|fun) (?:talking|chatting|chat)\b(?: (?:to|with) you)?|(?:thanks|thank you) for the chat"
+        r"|enjoy the rest of your (?:day|night|evening|weekend)|good (?:day|night)|cheers)\b|^\s*later\b",
         re.IGNORECASE),
 }
 
@@ -266,15 +278,26 @@ SWAP_MIN_WORDS = 5
 SWAP_SLACK = 2
 
 
+_WORD = re.compile(r"[\w']+")
+
+
+def _wording(text: str) -> tuple[str, ...]:
+    """The words of the body in order, case and punctuation left out."""
+    return tuple(_WORD.findall(body(text).casefold()))
+
+
 def keeps_apart(kept: str, cand: str) -> str | None:
     """Why ``cand`` is not a duplicate of ``kept`` (it may say something
     the kept memory does not, or be about someone else), or None.
 
     "speaker" / "person": another subject (see :func:`other_subject`);
-    "question": ``cand`` asks what ``kept`` does not ask, or answers what
-    ``kept`` only asks; "adds": ``cand`` states words ``kept`` does not,
-    beyond a paraphrase's swapped word. Text that is mostly CJK is left to
-    the other layers (None).
+    "question": ``cand`` asks what ``kept`` does not ask, asks less than
+    ``kept`` asks, or answers what ``kept`` only asks; "adds": ``cand``
+    states words ``kept`` does not, beyond a paraphrase's swapped word, or
+    does a greeting, thanks, offer or farewell ``kept`` does not;
+    "reaction": ``cand`` has no word of content and no such act ("True!",
+    "You too.") and ``kept`` is not the same words. Text that is mostly CJK
+    is left to the other layers (None).
     """
     if not (cosine_trusted(kept) and cosine_trusted(cand)):
         return None
@@ -287,8 +310,19 @@ def keeps_apart(kept: str, cand: str) -> str | None:
     # or an answer to a memory that only asks.
     if (cand_asks and not kept_asks) or _missing(ca, ka) or (cs and kept_asks and not ks):
         return "question"
-    if acts(cand) - acts(kept):
+    if cand_asks and _missing(ka, ca):
+        # The kept memory asks what this question does not: another question
+        # ("Do you have a favorite team?" / "... favorite college football
+        # team?"), not the same one said with more words.
+        return "question"
+    cand_acts = acts(cand)
+    if cand_acts - acts(kept):
         return "adds"  # a greeting, thanks or a farewell the kept memory does not say
+    if not (cs or ca or cand_acts) and _wording(kept) != _wording(cand):
+        # A reaction in no words of content ("True!", "You too.", "Good for
+        # them!", "for sure!") answers the turn before it: carried by no
+        # other turn, only by the same words.
+        return "reaction"
     added = new_words(kept, cand)
     if not added:
         return None
