@@ -14,7 +14,7 @@ PY=${PYTHON:-python3}
 START=$SECONDS
 say() { printf '[test.sh %4ds] %s\n' "$((SECONDS - START))" "$*" >&2; }
 
-say "the whole run takes about 11 minutes of CPU: about 13 minutes on a 2-core machine at load 2, 42 at load 15;" \
+say "the whole run takes about 11 minutes of CPU: about 11 minutes on an idle 2-core machine, 42 at load 15;" \
     "the first run also downloads about 240 MB of Python wheels, a 61 MB Node wheel and 225 MB of npm packages (about 525 MB in all)"
 if [ ! -x .venv/bin/python ]; then
   say "creating .venv with $("$PY" --version)"

@@ -7,6 +7,7 @@ import multiprocessing as mp
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -124,3 +125,35 @@ def test_processes_creating_the_index_at_once_keep_every_vector(vault_root: Path
         drift = health.drift(v)
         assert drift.unembedded == [] and drift.clean
         assert health.stats(v)["embedded"] == WORKERS
+
+
+def _index_opener(path: str, start: float, out: mp.Queue) -> None:  # type: ignore[type-arg]
+    from memex.store.sqlite.schema import connect
+
+    while time.time() < start:  # all of them open at the same moment
+        pass
+    try:
+        connect(Path(path)).close()
+        out.put(None)
+    except BaseException as exc:
+        out.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_opening_a_new_index_at_the_same_moment_all_open_it(tmp_path: Path) -> None:
+    """SQLite answers 'database is locked' without waiting when two connections
+    switch a new file to WAL at once: found by the fresh-clone CI run (one
+    first opener of test_processes_creating_the_index_at_once failed)."""
+    ctx = mp.get_context("spawn")
+    errors = []
+    for round_ in range(6):
+        out: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
+        path = tmp_path / f"round{round_}" / "index.db"
+        path.parent.mkdir()
+        start = time.time() + 1.5  # past the spawned interpreters' start-up
+        procs = [ctx.Process(target=_index_opener, args=(str(path), start, out)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        errors += [e for e in (out.get(timeout=120) for _ in procs) if e]
+        for p in procs:
+            p.join(timeout=60)
+    assert errors == []

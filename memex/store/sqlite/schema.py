@@ -237,7 +237,7 @@ def connect(path: Path) -> apsw.Connection:
         conn.enable_load_extension(False)
         if int(scalar(conn, "PRAGMA page_count") or 0) == 0:
             conn.execute(f"PRAGMA page_size={NEW_INDEX_PAGE_SIZE}")
-        conn.execute("PRAGMA journal_mode=WAL")
+        _enter_wal(conn)
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA secure_delete=ON")
         migrate(conn, path)
@@ -254,6 +254,28 @@ def connect(path: Path) -> apsw.Connection:
             f"{path.name}* and run `memex reindex` to rebuild it"
         ) from exc
     return conn
+
+
+def _enter_wal(conn: apsw.Connection) -> None:
+    """Put the index in WAL mode, waiting for other processes doing the same.
+
+    SQLite answers "database is locked" at once, without its busy handler,
+    when another connection is changing the journal mode of a new file at
+    the same moment (several hooks or commands opening a vault whose index
+    does not exist yet): so this waits and retries itself, up to the busy
+    timeout (tests/test_concurrency.py).
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    pause = 0.002
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
 
 
 def _writable(path: Path) -> bool:
