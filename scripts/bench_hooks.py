@@ -14,7 +14,9 @@ loads the model, in a child process of its hook, memex/agents/query_child.py),
 events: each run finds none, answers, and starts one, which is stopped again
 once it is up, before the next run; a prompt's model loads in its child
 likewise), "warm" (SessionStart
-started the server, as in a real session), and with --lexical a
+started the server, as in a real session: its own figure is mostly runs
+that found the server still loading; SessionStart_server_up is a start
+answered by the running server), and with --lexical a
 lexical-only vault; plus the load average.
 
     .venv/bin/python scripts/bench_hooks.py [--memories 500] [--runs 15] [--lexical] [--sync]
@@ -177,12 +179,15 @@ def bench(root: Path, runs: int, sync: bool, warm_server: bool) -> dict[str, Any
         env.pop("MEMEX_HOOK_SYNC", None)
     out: dict[str, Any] = {}
     out["SessionStart"] = _summary(*time_runs(event("SessionStart", cwd, transcript), env, runs))
-    if warm_server:  # SessionStart started it; prompts come once it has loaded the model
+    if warm_server:  # SessionStart started it; the next events come once it has loaded the model
         with Vault(root) as vault:
             deadline = time.monotonic() + 120
             while warm.connect(vault) is None and time.monotonic() < deadline:
                 time.sleep(0.2)
             out["warm_server_up"] = warm.connect(vault) is not None
+        # A session started while the server is up (another session of the
+        # vault, a resume, a compaction's new start) is answered by it too.
+        out["SessionStart_server_up"] = _summary(*time_runs(event("SessionStart", cwd, transcript), env, runs))
     out["UserPromptSubmit"] = _summary(*time_runs(
         event("UserPromptSubmit", cwd, transcript, "how do we handle caching in this project?"), env, runs))
     raw = (DATA / "transcript.jsonl").read_text(encoding="utf-8").replace("{cwd}", str(cwd))
