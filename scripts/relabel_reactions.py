@@ -86,7 +86,7 @@ def main() -> None:
     if args.topical:
         import topical_chat
 
-        convs = topical_chat.select(args.topical, "all")
+        convs = topical_chat.load(args.topical)  # every chat: the labels name chats of both blocks
         path = args.labels or locomo_pairs.TOPICAL_LABELS
     else:
         convs = locomo.select(args.locomo, "all")

@@ -22,7 +22,11 @@ the scripts that judge LoCoMo judge these unchanged.
 The set is fixed by rule, not by what the code does with it: the first
 :data:`SET_SIZE` chats of ``test_freq.json`` in sorted id order; in that
 order they alternate between the choosing part (even places) and the
-reporting part (odd places).
+reporting part (odd places). A second choosing block, ``choose2``, is the
+next :data:`BLOCK2_SIZE` chats in that order (places 200-299): chosen on
+only, never reported, added when the first set's reporting part had been
+read, so that rules for the errors left there are chosen on chats nobody
+here had seen.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ import locomo  # noqa: E402
 
 SPLIT_FILE = "test_freq.json"
 SET_SIZE = 200
+BLOCK2_SIZE = 100
+HALVES = ("choose", "report", "all", "choose2")
 SPEAKERS = {"agent_1": "Ann", "agent_2": "Ben"}
 
 
@@ -78,10 +84,15 @@ def load(path: str | Path) -> list[locomo.Conversation]:
 
 def split(chats: Iterable[locomo.Conversation], half: str, size: int | None = None) -> list[locomo.Conversation]:
     """The set (the first ``size`` chats, :data:`SET_SIZE` by default), then
-    ``choose`` (even places), ``report`` (odd) or ``all``."""
-    if half not in ("choose", "report", "all"):
-        raise SystemExit(f"topical_chat: unknown half {half!r} (choose, report, all)")
-    chosen = sorted(chats, key=lambda c: c.id)[: SET_SIZE if size is None else size]
+    ``choose`` (even places), ``report`` (odd) or ``all``; ``choose2`` is
+    the :data:`BLOCK2_SIZE` chats after the set, all for choosing."""
+    if half not in HALVES:
+        raise SystemExit(f"topical_chat: unknown half {half!r} ({', '.join(HALVES)})")
+    ordered = sorted(chats, key=lambda c: c.id)
+    end = SET_SIZE if size is None else size
+    if half == "choose2":
+        return ordered[end : end + BLOCK2_SIZE]
+    chosen = ordered[:end]
     if half == "all":
         return chosen
     return [c for k, c in enumerate(chosen) if k % 2 == (0 if half == "choose" else 1)]
@@ -102,6 +113,6 @@ def select(path: str | Path, half: str, ids: list[str] | None = None) -> list[lo
 
 if __name__ == "__main__":
     chats = load(sys.argv[1] if len(sys.argv) > 1 else SPLIT_FILE)
-    for half in ("choose", "report", "all"):
+    for half in HALVES:
         part = split(chats, half)
         print(f"{half:7s} chats {len(part):3d}  turns {sum(len(c.turns) for c in part):5d}")
