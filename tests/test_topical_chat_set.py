@@ -98,3 +98,14 @@ def test_the_labels_name_chats_and_turns_only() -> None:
 
 def topical_chat_labels() -> Path:
     return locomo_pairs.TOPICAL_LABELS
+
+
+def test_the_second_choosing_block_is_the_chats_after_the_set(split_file: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # A block read only to choose rules on: never the set's chats, never reported.
+    monkeypatch.setattr(topical_chat, "SET_SIZE", 2)
+    monkeypatch.setattr(topical_chat, "BLOCK2_SIZE", 2)
+    chats = topical_chat.load(split_file)
+    assert [c.id for c in topical_chat.split(chats, "choose2")] == ["t_02", "t_03"]
+    assert [c.id for c in topical_chat.select(split_file, "choose2", ["t_03"])] == ["t_03"]
+    assert not {c.id for c in topical_chat.split(chats, "choose2")} & {c.id for c in topical_chat.split(chats, "all")}
