@@ -286,6 +286,30 @@ def _wording(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(body(text).casefold()))
 
 
+# A yes or a no opening a turn answers the turn before it. With a word or
+# two of content after it ("Yes, and Lee too", "No, never in winter") the
+# answer is most of what the turn says; chosen on Topical-Chat's second
+# choosing block (docs/write-path.md, "Real conversations").
+_ANSWER = re.compile(r"^\W*(?:(yes|yeah|yep|yup|yea|ya)|(no|nope|nah))\b", re.IGNORECASE)
+SHORT_ANSWER_WORDS = 2
+
+
+def _answer(text: str) -> str | None:
+    """"yes" or "no" when the body opens with one, else None."""
+    m = _ANSWER.match(body(text))
+    return None if m is None else ("yes" if m.group(1) else "no")
+
+
+def short_answer(text: str) -> str | None:
+    """"yes" or "no" for a turn that opens with that answer, asks nothing
+    and states at most :data:`SHORT_ANSWER_WORDS` words of content."""
+    answer = _answer(text)
+    if answer is None:
+        return None
+    stated, asked, asks = parts(text)
+    return answer if not asks and len(stated) <= SHORT_ANSWER_WORDS else None
+
+
 def keeps_apart(kept: str, cand: str) -> str | None:
     """Why ``cand`` is not a duplicate of ``kept`` (it may say something
     the kept memory does not, or be about someone else), or None.
@@ -296,7 +320,8 @@ def keeps_apart(kept: str, cand: str) -> str | None:
     states words ``kept`` does not, beyond a paraphrase's swapped word, or
     does a greeting, thanks, offer or farewell ``kept`` does not;
     "reaction": ``cand`` has no word of content and no such act ("True!",
-    "You too.") and ``kept`` is not the same words. Text that is mostly CJK
+    "You too.") and ``kept`` is not the same words; "answer": ``cand`` is a
+    short yes or no (:func:`short_answer`) ``kept`` does not open with. Text that is mostly CJK
     is left to the other layers (None).
     """
     if not (cosine_trusted(kept) and cosine_trusted(cand)):
@@ -318,6 +343,10 @@ def keeps_apart(kept: str, cand: str) -> str | None:
     cand_acts = acts(cand)
     if cand_acts - acts(kept):
         return "adds"  # a greeting, thanks or a farewell the kept memory does not say
+    if short_answer(cand) and short_answer(cand) != _answer(kept):
+        # "Yes, and Lee too" answers the turn before it, as a reaction does:
+        # not carried by a statement that answers nothing.
+        return "answer"
     if not (cs or ca or cand_acts) and _wording(kept) != _wording(cand):
         # A reaction in no words of content ("True!", "You too.", "Good for
         # them!", "for sure!") answers the turn before it: carried by no
@@ -345,6 +374,11 @@ def covers(kept: str, cand: str) -> bool:
 # memex/dedup/pipeline.py; chosen on the labelled pairs).
 RESTATED_WORDS = 2
 RESTATED_SHARE = 0.34
+# A turn of fewer content words than this that brings a new one says
+# something new ("I love country too" after "I love football"): in so short
+# a turn there is no framing to restate with. Chosen on Topical-Chat's
+# choosing parts (docs/write-path.md, "Real conversations").
+RESTATE_MIN_WORDS = 4
 
 
 def restates(capture: str, cand: str) -> bool:
@@ -359,4 +393,5 @@ def restates(capture: str, cand: str) -> bool:
     if reason != "adds" or acts(cand) - acts(capture):
         return False
     added = new_words(capture, cand)
-    return len(added) <= min(RESTATED_WORDS, RESTATED_SHARE * len(words(cand)))
+    n = len(words(cand))
+    return n >= RESTATE_MIN_WORDS and len(added) <= min(RESTATED_WORDS, RESTATED_SHARE * n)
