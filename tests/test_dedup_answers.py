@@ -50,6 +50,10 @@ def test_a_short_answer_still_has_its_duplicates_and_a_long_one_is_read_as_befor
     assert subject.covers("Ana: Lee Jones played in Lisbon last spring", "Ana: Yes, Lee Jones played in Lisbon")
     # A question is not an answer.
     assert subject.short_answer("Ana: Yes, and Lee Jones?") is None
+    # Nor is taking leave after a yes: one farewell still carries the other.
+    assert subject.short_answer("Ana: Yeah. Anyway, thanks for your time! Nice chatting with you!") is None
+    assert subject.covers("Ana: Agreed. Thanks for your time! It was nice chatting with you.",
+                          "Ana: Yeah. Anyway, thanks for your time! It was nice chatting with you!")
 
 
 @pytest.mark.parametrize(

@@ -302,9 +302,11 @@ def _answer(text: str) -> str | None:
 
 def short_answer(text: str) -> str | None:
     """"yes" or "no" for a turn that opens with that answer, asks nothing
-    and states at most :data:`SHORT_ANSWER_WORDS` words of content."""
+    and states at most :data:`SHORT_ANSWER_WORDS` words of content. A
+    greeting, thanks or farewell after the yes ("Yeah. Anyway, thanks for
+    your time!") is small talk, which :func:`acts` decides: None."""
     answer = _answer(text)
-    if answer is None:
+    if answer is None or acts(text):
         return None
     stated, asked, asks = parts(text)
     return answer if not asks and len(stated) <= SHORT_ANSWER_WORDS else None
