@@ -67,6 +67,12 @@ def test_a_short_turn_with_a_new_word_is_no_restatement(capture: str, cand: str)
     assert not subject.restates(capture, cand)
 
 
+def test_thanks_with_a_new_word_is_still_a_restatement_of_the_same_thanks() -> None:
+    # Small talk: the thanks is what it says; the words around it frame it.
+    assert subject.restates("Ana: Thanks, Ben. I'll keep you posted!",
+                            "Ana: Thanks, Ben. I'll keep you posted on my progress!")
+
+
 def test_a_longer_restatement_with_a_framing_word_is_still_one() -> None:
     assert subject.restates("Deploy the api service to staging before the release review",
                             "User wants to deploy the api service to staging before the release review")

@@ -378,7 +378,8 @@ RESTATED_WORDS = 2
 RESTATED_SHARE = 0.34
 # A turn of fewer content words than this that brings a new one says
 # something new ("I love country too" after "I love football"): in so short
-# a turn there is no framing to restate with. Chosen on Topical-Chat's
+# a turn there is no framing to restate with (small talk aside: a thanks or
+# farewell is the framing). Chosen on Topical-Chat's
 # choosing parts (docs/write-path.md, "Real conversations").
 RESTATE_MIN_WORDS = 4
 
@@ -396,4 +397,7 @@ def restates(capture: str, cand: str) -> bool:
         return False
     added = new_words(capture, cand)
     n = len(words(cand))
-    return n >= RESTATE_MIN_WORDS and len(added) <= min(RESTATED_WORDS, RESTATED_SHARE * n)
+    # Thanks or a farewell the capture also says ("Thanks, Evan. I'll keep
+    # you posted on my progress") frames its words: no floor there.
+    short = n < RESTATE_MIN_WORDS and not acts(cand)
+    return not short and len(added) <= min(RESTATED_WORDS, RESTATED_SHARE * n)
