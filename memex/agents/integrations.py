@@ -174,9 +174,10 @@ def mcp(agent: str, setup: Setup, install: bool) -> dict[str, Any]:
         data = {**fn(path, cmd), "vault": setup.wired_vault}
         from memex.agents import mcp_front
 
-        # The SDK's handshake answers, cached now, so that the server lists its
-        # tools at once even at the first session's start (docs/agents.md).
-        mcp_front.prime_in_background()
+        # The SDK's handshake answers, cached before the install returns, so
+        # that the server lists its tools at once even at the first session's
+        # start (docs/agents.md).
+        mcp_front.prime_and_wait()
     else:
         undo = inst.uninstall_mcp_json if agent == "claude-code" else inst.uninstall_codex_mcp
         data = undo(path)

@@ -177,6 +177,10 @@ class Front:
         self._subscriptions: dict[str, Any] = {}  # a replayed listen's id -> the agent's
         self._acked: set[str] = set()  # replayed listens acknowledged here already
         self.version: str | None = None  # the protocol version the session's initialize asked for
+        # Set when the SDK must load now: the agent asked what the cache cannot
+        # answer, or left (:func:`_run_sdk` waits for it, :data:`SDK_DELAY` at most).
+        self.wanted = threading.Event()
+        self.closed = False  # the agent closed its end of the wire
 
     def send(self, line: bytes) -> None:
         with self._out_lock:
@@ -216,6 +220,7 @@ class Front:
                 if cacheable:
                     self._recording[key] = (message, self.version)
             self.to_sdk.put(raw)
+            self.wanted.set()  # only the SDK can answer it
             return
         if method == LISTEN:
             self._send(_with_subscription(cached, message["id"]))
@@ -293,10 +298,39 @@ def _pump_from_sdk(front: Front, pipe: IO[bytes]) -> None:
             front.from_sdk(line)
     except OSError:  # the agent has gone
         pass
+    finally:
+        pipe.close()
 
 
-def _run_sdk(open_vault: Callable[[], Any], sdk_in: IO[str], sdk_out: IO[str], ready: threading.Event) -> None:
-    """Load the SDK and serve on the pipes until the front closes its end."""
+# How long a start whose handshake came from the cache waits before loading
+# the SDK, unless a request needs it sooner. The SDK's import takes about a
+# second of CPU (several on a loaded machine), and right after its start the
+# agent runs its first hooks and its own start-up, which the agent waits
+# for: loading the SDK then took a core from them (a one-shot `claude -p`
+# turn, about 1.5 s, ended before it had loaded, every time). The first tool
+# call comes after a model's answer; one that comes sooner loads it at once.
+SDK_DELAY = 2.0
+SDK_DELAY_ENV = "MEMEX_MCP_SDK_DELAY"  # seconds; tests set it
+
+
+def _sdk_delay() -> float:
+    try:
+        return max(0.0, float(os.environ.get(SDK_DELAY_ENV, SDK_DELAY)))
+    except ValueError:
+        return SDK_DELAY
+
+
+def _run_sdk(open_vault: Callable[[], Any], sdk_in: IO[str], sdk_out: IO[str], ready: threading.Event,
+             front: Front, delay: float) -> None:
+    """Load the SDK (once the front wants it, or after ``delay``) and serve
+    on the pipes until the front closes its end."""
+    front.wanted.wait(delay)
+    if front.closed and not front.awaiting():
+        # The agent left before it asked anything the SDK must answer: the
+        # replayed handshake has nobody to reach.
+        sdk_in.close()
+        sdk_out.close()
+        return
     try:
         import anyio
         from mcp.server.stdio import stdio_server
@@ -343,7 +377,8 @@ def serve(open_vault: Callable[[], Any], wire: tuple[IO[bytes], IO[bytes]] | Non
     sdk_out = open(from_sdk_w, "w", encoding="utf-8", newline="\n")
     writer = threading.Thread(target=_pump_to_sdk, args=(front, os.fdopen(to_sdk_w, "wb")), name="memex-mcp-in")
     reader = threading.Thread(target=_pump_from_sdk, args=(front, os.fdopen(from_sdk_r, "rb")), name="memex-mcp-out")
-    sdk = threading.Thread(target=_run_sdk, args=(open_vault, sdk_in, sdk_out, ready), name="memex-mcp-sdk")
+    sdk = threading.Thread(target=_run_sdk, args=(open_vault, sdk_in, sdk_out, ready, front, _sdk_delay()),
+                           name="memex-mcp-sdk")
     for thread in (writer, reader, sdk):
         thread.start()
     for line in iter(wire_in.readline, b""):
@@ -354,6 +389,8 @@ def serve(open_vault: Callable[[], Any], wire: tuple[IO[bytes], IO[bytes]] | Non
     if wire is None and not ready.is_set() and not front.awaiting():
         wire_out.flush()
         os._exit(0)
+    front.closed = True
+    front.wanted.set()
     front.to_sdk.put(None)  # ... else the SDK sees the end, answers what it has, and stops
     for thread in (writer, reader, sdk):
         thread.join()
@@ -438,11 +475,51 @@ def main(vault_path: str | None) -> None:
     serve(open_vault)
 
 
+def _primed(cache: HandshakeCache) -> bool:
+    """Whether every request of the usual handshakes is answered from ``cache``."""
+    for session in _primed_sessions():
+        version: str | None = None
+        for message in session:
+            if message["method"] == "initialize":
+                version = message["params"]["protocolVersion"]
+            if "id" in message and cache.get(message, version) is None:
+                return False
+    return True
+
+
+# How long `memex install mcp` waits for the priming: seconds on a quiet
+# machine; past this (a machine loaded for minutes) it finishes in the background.
+PRIME_WAIT = 20.0
+
+
+def prime_and_wait(timeout: float = PRIME_WAIT) -> bool:
+    """Have the handshake's answers cached before `memex install mcp` returns;
+    whether they are.
+
+    The priming runs in its own process (:func:`prime_in_background`), and
+    the install waits for it, up to ``timeout``: a client started at once
+    after the install (a script, CI, a user pasting both lines) would
+    otherwise start its first ``memex mcp`` with nothing cached, beside the
+    priming, both loading the SDK. Claude Code's probe then timed out and
+    its first turn waited about 3 s for memex's tools, Codex's about 2 s
+    (docs/benchmarks.md, "A real agent's turn").
+    """
+    if _primed(_cache()):
+        return True
+    prime_in_background()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        if _primed(_cache()):
+            return True
+    return False
+
+
 def prime_in_background() -> bool:
     """Run :func:`prime` in a detached process unless its answers are cached
-    already (`memex install mcp` does not wait for it); whether it started."""
+    already or another priming is under way; whether it started."""
     cache = _cache()
-    if all(cache.get(message) is not None for session in _primed_sessions() for message in session[:1]):
+    if _primed(cache):
         return False
     if cache.path is not None:  # one priming at a time (installs run back to back)
         marker = cache.path.with_suffix(".priming")
