@@ -510,9 +510,12 @@ def prime_and_wait(timeout: float = PRIME_WAIT) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         time.sleep(0.05)
-        if _primed(_cache()):
+        cache = _cache()
+        # Its marker goes last, as the priming process ends: it would
+        # otherwise still be stopping its SDK sessions beside the first run.
+        if _primed(cache) and (cache.path is None or not cache.path.with_suffix(".priming").exists()):
             return True
-    return False
+    return _primed(_cache())
 
 
 def prime_in_background() -> bool:
