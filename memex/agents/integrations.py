@@ -190,12 +190,12 @@ def mcp(agent: str, setup: Setup, install: bool) -> dict[str, Any]:
         cmd = [inst.PORTABLE_PROGRAM, "mcp"] if portable else setup.command("mcp")
         fn = inst.install_mcp_json if agent == "claude-code" else inst.install_codex_mcp
         data = {**fn(path, cmd), "vault": setup.wired_vault}
-        from memex.agents import mcp_front
+        from memex.agents import mcp_prime
 
         # The SDK's handshake answers, cached before the install returns, so
         # that the server lists its tools at once even at the first session's
         # start (docs/agents.md).
-        mcp_front.prime_and_wait()
+        mcp_prime.prime_and_wait()
     else:
         undo = inst.uninstall_mcp_json if agent == "claude-code" else inst.uninstall_codex_mcp
         data = undo(path)
