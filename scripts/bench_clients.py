@@ -10,13 +10,22 @@ with --dangerously-bypass-hook-trust), once with nothing of memex. The two
 alternate (A B A B ...), so a machine whose load drifts slows both alike;
 each run is timed from spawn to exit (what a user waits for).
 
-The first memex run of a vault starts its warm server (the session's first
-hook finds none); it is reported apart from the others. The vault holds
---memories memories. Prints one JSON object: per client, the wall seconds
-of each run, the medians, the median of the per-pair ratios and the
-difference, and the load average before and after.
+First runs are reported apart: each world's first run is its client's first
+start in a fresh HOME (the client sets itself up: about 0.4 s for Claude
+Code) and, with memex, the first session of a new vault on a machine with
+cold per-user caches (no warm server yet, the model's optimized graph not
+saved yet), started right after the install, as a user's very first
+session after `pip install` + `memex install` is. The bare first run comes
+first, so the client's own files are read from disk by it, not by memex's.
 
-    .venv/bin/python scripts/bench_clients.py [--runs 7] [--memories 200] [--client claude-code|codex|both]
+``--against DIR`` also runs another version of memex (a checkout or an
+export of one, through PYTHONPATH; byte-compile it first, as this one is),
+alternating with this one run by run (this, that, bare, ...): before/after
+in one run. The vault holds --memories memories. Prints one JSON object:
+per client, the wall seconds of each run, the medians, the median of the
+per-pair ratios and the difference, and the load average before and after.
+
+    .venv/bin/python scripts/bench_clients.py [--runs 7] [--memories 200] [--client claude-code|codex|both] [--against DIR]
 """
 
 from __future__ import annotations
@@ -61,42 +70,60 @@ def _run(command: list[str], world: clientkit.World, env: dict[str, str]) -> flo
     return took
 
 
-def bench(client: str, runs: int, memories: int, base: Path) -> dict[str, Any]:
+def _setup(client: str, world: clientkit.World, model_url: str, memex: bool) -> tuple[list[str], dict[str, str]]:
+    """Install memex into ``world`` (when ``memex``) as a user does; the client's command and environment."""
+    if client == "claude-code":
+        if memex:
+            world.memex("install", "claude-code")
+            world.memex("install", "mcp")
+        return [*clientkit.claude_command(), "-p", PROMPT], clientkit.claude_env(world, model_url)
+    clientkit.codex_config(world, model_url)
+    if memex:
+        world.memex("install", "codex")
+        world.memex("install", "mcp", "--agent", "codex")
+    return ([*clientkit.codex_command(), "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", PROMPT],
+            clientkit.codex_env(world))
+
+
+def _summary(times: dict[str, list[float]], first: dict[str, float]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, runs in times.items():
+        out[f"first_{name}_run_s"] = round(first[name], 2)
+        out[f"{name}_s"] = [round(t, 2) for t in runs]
+        out[f"{name}_median_s"] = round(statistics.median(runs), 2)
+        if name != "bare":
+            prefix = "" if name == "memex" else f"{name}_"
+            out[f"{prefix}added_median_s"] = round(statistics.median(a - b for a, b in zip(runs, times["bare"])), 2)
+            out[f"{prefix}ratio_median"] = round(statistics.median(a / b for a, b in zip(runs, times["bare"])), 2)
+            out[f"{prefix}first_added_s"] = round(first[name] - first["bare"], 2)
+    return out
+
+
+def bench(client: str, runs: int, memories: int, base: Path, against: Path | None = None) -> dict[str, Any]:
     # The warm server outlives the runs by warm_seconds, then exits by itself.
-    with_memex = clientkit.make_world(base / f"{client}-memex", warm_seconds=30)
-    bare = clientkit.make_world(base / f"{client}-bare")
-    _fill(with_memex, memories)
+    worlds = {"bare": clientkit.make_world(base / f"{client}-bare"),
+              "memex": clientkit.make_world(base / f"{client}-memex", warm_seconds=30)}
+    if against is not None:
+        worlds["against"] = clientkit.make_world(base / f"{client}-against", warm_seconds=30,
+                                                 own_env={"PYTHONPATH": str(against)})
+    for name, world in worlds.items():
+        if name != "bare":
+            _fill(world, memories)
+    order = [name for name in ("memex", "against", "bare") if name in worlds]
+    first: dict[str, float] = {}
+    times: dict[str, list[float]] = {name: [] for name in order}
     with FakeModelServer() as model:
-        if client == "claude-code":
-            command = [*clientkit.claude_command(), "-p", PROMPT]
-            with_memex.memex("install", "claude-code")
-            with_memex.memex("install", "mcp")
-            envs = {"memex": clientkit.claude_env(with_memex, model.url), "bare": clientkit.claude_env(bare, model.url)}
-        else:
-            command = [*clientkit.codex_command(), "exec", "--dangerously-bypass-hook-trust",
-                       "--skip-git-repo-check", PROMPT]
-            for world in (with_memex, bare):
-                clientkit.codex_config(world, model.url)
-            with_memex.memex("install", "codex")
-            with_memex.memex("install", "mcp", "--agent", "codex")
-            envs = {"memex": clientkit.codex_env(with_memex), "bare": clientkit.codex_env(bare)}
-        worlds = {"memex": with_memex, "bare": bare}
-        first = _run(command, with_memex, envs["memex"])  # starts the vault's warm server
-        time.sleep(SETTLE)
-        times: dict[str, list[float]] = {"memex": [], "bare": []}
+        commands: dict[str, tuple[list[str], dict[str, str]]] = {}
+        for name in ("bare", *order[:-1]):  # the bare first run first (see the docstring)
+            command, env = commands[name] = _setup(client, worlds[name], model.url, memex=name != "bare")
+            first[name] = _run(command, worlds[name], env)  # a memex world's: starts its vault's warm server
+            time.sleep(SETTLE)
         for _ in range(runs):
-            for name in ("memex", "bare"):
-                times[name].append(_run(command, worlds[name], envs[name]))
+            for name in order:
+                command, env = commands[name]
+                times[name].append(_run(command, worlds[name], env))
                 time.sleep(SETTLE)
-    ratios = [a / b for a, b in zip(times["memex"], times["bare"])]
-    return {
-        "first_memex_run_s": round(first, 2),
-        "memex_s": [round(t, 2) for t in times["memex"]], "bare_s": [round(t, 2) for t in times["bare"]],
-        "memex_median_s": round(statistics.median(times["memex"]), 2),
-        "bare_median_s": round(statistics.median(times["bare"]), 2),
-        "added_median_s": round(statistics.median(a - b for a, b in zip(times["memex"], times["bare"])), 2),
-        "ratio_median": round(statistics.median(ratios), 2),
-    }
+    return _summary(times, first)
 
 
 def main() -> None:
@@ -104,13 +131,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--memories", type=int, default=200)
     parser.add_argument("--client", choices=("claude-code", "codex", "both"), default="both")
+    parser.add_argument("--against", type=Path, help="another memex version's source folder, run through PYTHONPATH")
     args = parser.parse_args()
     report: dict[str, Any] = {"runs": args.runs, "memories": args.memories, "loadavg_start": os.getloadavg()}
+    if args.against:
+        report["against"] = str(args.against)
     clients = ("claude-code", "codex") if args.client == "both" else (args.client,)
     with tempfile.TemporaryDirectory() as tmp:
         for client in clients:
             try:
-                report[client] = bench(client, args.runs, args.memories, Path(tmp))
+                report[client] = bench(client, args.runs, args.memories, Path(tmp),
+                                       args.against.resolve() if args.against else None)
             except clientkit.Unavailable as exc:
                 report[client] = {"skipped": str(exc)}
     report["loadavg_end"] = os.getloadavg()

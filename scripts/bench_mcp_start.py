@@ -8,7 +8,10 @@ sends `initialize`, `notifications/initialized` and `tools/list` over stdio,
 and times both answers from the spawn; then one `memory_search` call (the
 vault and the model load once the tools are listed). "cached": the
 handshake's answers are in the user's cache (every start but the first);
-"first_start" (--first-start): each run with an empty cache. The vault holds
+"first_start" (--first-start): each run with an empty cache. "one_shot": a
+cached start whose session calls no tool and ends 1.5 s after its tool list
+(a one-shot agent turn that used no memex tool). Every run also gives the
+CPU seconds the server process used in all (user + system). The vault holds
 --memories memories. Prints one JSON object with every run's figures, their
 medians and the load average.
 
@@ -31,6 +34,7 @@ from typing import IO, Any
 from memex.vault import Vault, init_vault
 
 MEMEX = str(Path(sys.executable).with_name("memex"))
+ONE_SHOT_HOLD = 1.5  # seconds a one-shot session lasts after its tool list
 TOPICS = ["deploys", "database", "editor", "tests", "reviews", "logging", "caching", "releases", "docs", "ci"]
 
 
@@ -49,7 +53,7 @@ def _answer(pipe: IO[str], wanted: int) -> dict[str, Any]:
             return message
 
 
-def one_run(root: Path, cache: Path | None = None) -> dict[str, float]:
+def one_run(root: Path, cache: Path | None = None, call: bool = True) -> dict[str, float]:
     env = {**os.environ, "MEMEX_WARM": "0"}
     if cache is not None:  # a cache of its own: as the first start on a machine
         env["MEMEX_CACHE_DIR"] = str(cache)
@@ -67,14 +71,21 @@ def one_run(root: Path, cache: Path | None = None) -> dict[str, float]:
         tools = _answer(proc.stdout, 2)["result"]["tools"]
         listed = time.perf_counter() - start
         assert any(t["name"] == "memory_search" for t in tools)
-        _send(proc.stdin, {"id": 3, "method": "tools/call",
-                           "params": {"name": "memory_search", "arguments": {"query": "caching rules"}}})
-        _answer(proc.stdout, 3)
-        searched = time.perf_counter() - start
+        searched = 0.0
+        if call:
+            _send(proc.stdin, {"id": 3, "method": "tools/call",
+                               "params": {"name": "memory_search", "arguments": {"query": "caching rules"}}})
+            _answer(proc.stdout, 3)
+            searched = time.perf_counter() - start
+        else:
+            time.sleep(ONE_SHOT_HOLD)
     finally:
         proc.stdin.close()
-        proc.wait(timeout=120)
-    return {"initialize_s": initialized, "tools_list_s": listed, "first_search_s": searched}
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.stdout.close()
+    return {"initialize_s": initialized, "tools_list_s": listed, "first_search_s": searched,
+            "cpu_s": usage.ru_utime + usage.ru_stime}
 
 
 def main() -> None:
@@ -92,11 +103,14 @@ def main() -> None:
                 vault.add(f"Fact {i}: the team's rule number {i} about {TOPICS[i % len(TOPICS)]} is to keep item "
                           f"{i * 7} small", scope="user")
         one_run(root)  # warm-up: the file cache, the model's saved graph, the handshake's answers
-        runs = {"cached": [one_run(root) for _ in range(args.runs)]}
+        runs = {"cached": [one_run(root) for _ in range(args.runs)],
+                "one_shot": [one_run(root, call=False) for _ in range(args.runs)]}
         if args.first_start:
             runs["first_start"] = [one_run(root, Path(tmp) / f"cache-{n}") for n in range(args.runs)]
     for case, found in runs.items():
-        for key in ("initialize_s", "tools_list_s", "first_search_s"):
+        for key in ("initialize_s", "tools_list_s", "first_search_s", "cpu_s"):
+            if case == "one_shot" and key == "first_search_s":
+                continue
             report[f"{case}_{key}"] = [round(r[key], 3) for r in found]
             report[f"{case}_{key[:-2]}_median_s"] = round(statistics.median(r[key] for r in found), 3)
     report["loadavg_end"] = os.getloadavg()

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +83,9 @@ class World:
     home: Path
     project: Path
     vault: Path
+    # Set in every process of this world (scripts/bench_clients.py --against:
+    # PYTHONPATH naming another version of memex).
+    own_env: dict[str, str] = field(default_factory=dict)
 
     def env(self, **extra: str) -> dict[str, str]:
         """The environment a client runs in: only this world's HOME and memex."""
@@ -90,7 +93,7 @@ class World:
         env = {k: v for k, v in os.environ.items() if k in keep}
         node = _node()
         path = os.pathsep.join(p for p in (str(Path(node).parent) if node else "", env.get("PATH", "")) if p)
-        env.update(HOME=str(self.home), PATH=path, **extra)
+        env.update(HOME=str(self.home), PATH=path, **self.own_env, **extra)
         return env
 
     def memex(self, *args: str) -> subprocess.CompletedProcess[str]:
@@ -105,9 +108,10 @@ class World:
         return found
 
 
-def make_world(base: Path, project_name: str = "shop", warm_seconds: int = 10) -> World:
+def make_world(base: Path, project_name: str = "shop", warm_seconds: int = 10,
+               own_env: dict[str, str] | None = None) -> World:
     """A world whose vault's warm server stops ``warm_seconds`` after the last hook."""
-    world = World(base / "home", base / project_name, base / "vault")
+    world = World(base / "home", base / project_name, base / "vault", dict(own_env or {}))
     world.home.mkdir(parents=True)
     (world.project / ".git").mkdir(parents=True)
     done = subprocess.run([MEMEX, "init", str(world.vault), "--no-git"], capture_output=True, text=True,

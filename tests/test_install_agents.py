@@ -240,3 +240,21 @@ def test_openclaw_hook_written_by_someone_else_is_left_alone(home: Path) -> None
         install.install_openclaw(folder, ["memex", "hook", "openclaw"])
     assert install.uninstall_openclaw(folder)["removed"] == 0
     assert (folder / "HOOK.md").read_text() == "---\nname: memex\n---\nmine\n"
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_installing_the_hooks_saves_the_models_optimized_graph(home: Path, tmp_path: Path, agent: str) -> None:
+    """Found with the real clients: the first session's warm server saved the
+    graph (about 1 s of CPU before it could answer) while the first prompt's
+    hook loaded the model on the other core. The install saves it now; run
+    again, it finds it saved and loads nothing."""
+    cache = tmp_path / "cache"
+    env = {**{k: v for k, v in os.environ.items() if k != "MEMEX_VAULT"}, "HOME": str(home),
+           "MEMEX_CACHE_DIR": str(cache)}
+    for _ in range(2):
+        done = subprocess.run([MEMEX, "install", agent], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        [graph] = cache.glob("model-*/optimized-*/model.onnx")
+        assert graph.with_name("model.data").is_file()

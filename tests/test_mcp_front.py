@@ -13,13 +13,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memex.agents import mcp_front
-from tests.watchkit import wait_for
 
 MEMEX = str(Path(sys.executable).with_name("memex"))
 PROBE = {"jsonrpc": "2.0", "id": "server-discover-probe-1", "method": "server/discover", "params": {"_meta": {
@@ -179,9 +180,13 @@ def test_the_cache_key_follows_the_code(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_install_caches_the_handshake_for_the_clients_first_session(tmp_path: Path) -> None:
-    """`memex install mcp` has the SDK answer the usual handshakes in the
-    background; a client's own request (another name, other capabilities)
-    is then answered from them, as the SDK would (checked above)."""
+    """`memex install mcp` has the SDK answer the usual handshakes, and
+    returns once they are cached; a client's own request (another name,
+    other capabilities) is then answered from them, as the SDK would
+    (checked above). Found with the real clients: started right after the
+    install, the first session's `memex mcp` found nothing cached yet (the
+    priming ran in the background), and Claude Code's first turn waited
+    about 3 s for it, Codex's about 2 s."""
     cache = tmp_path / "cache"
     env = {**os.environ, "MEMEX_CACHE_DIR": str(cache), "HOME": str(tmp_path / "home")}
     (tmp_path / "home").mkdir()
@@ -200,5 +205,86 @@ def test_install_caches_the_handshake_for_the_clients_first_session(tmp_path: Pa
         listed = kept.get({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}, "2025-06-18")
         return kept if kept.get(PROBE) is not None and kept.get(codex) is not None and listed else None
 
-    kept = wait_for(primed, 120, "the handshake's answers to be cached")
+    kept = primed()
+    assert kept is not None, "the install returned before the handshake's answers were cached"
     assert kept.get({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}, "2025-06-18")["tools"]
+
+
+def _sdk_loaded(pid: int) -> bool:
+    """Whether process ``pid`` has loaded the MCP SDK (pydantic's compiled core, which the SDK imports)."""
+    return "pydantic_core" in Path(f"/proc/{pid}/maps").read_text(encoding="utf-8", errors="replace")
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/PID/maps")
+def test_a_cached_start_loads_the_sdk_only_when_a_request_needs_it(vault_root: Path, tmp_path: Path) -> None:
+    """Found with the real clients: every `memex mcp` loaded the SDK (about a
+    second of CPU) right after answering its handshake from the cache, while
+    the agent's first hooks ran, and a one-shot `claude -p` turn ended before
+    it had loaded. Now the SDK waits until a request needs it (or
+    MEMEX_MCP_SDK_DELAY seconds), and a session that needs none ends without it."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "MEMEX_CACHE_DIR": str(cache), "MEMEX_WARM": "0", mcp_front.SDK_DELAY_ENV: "600"}
+    _session(vault_root, env)  # fills the cache (its misses load the SDK at once)
+    proc = subprocess.Popen([MEMEX, "--vault", str(vault_root), "mcp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        _ask(proc, INITIALIZE)
+        assert proc.stdin is not None
+        proc.stdin.write('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        listed = _ask(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert {t["name"] for t in listed["result"]["tools"]} >= {"memory_search", "memory_add"}
+        time.sleep(5)  # the SDK took about 1 s to load at once before
+        assert not _sdk_loaded(proc.pid)
+        called = _ask(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                             "params": {"name": "memory_search", "arguments": {"query": "staging port"}}})
+        assert "result" in called, called
+        assert _sdk_loaded(proc.pid)
+    finally:
+        assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
+        proc.stdin.close()
+        stderr = proc.stderr.read()
+        proc.wait(timeout=120)
+        proc.stdout.close()
+        proc.stderr.close()
+    assert "Traceback" not in stderr, stderr
+
+
+def test_a_cached_session_the_agent_ends_at_once_ends_without_the_sdk(vault_root: Path, tmp_path: Path) -> None:
+    """The agent closes the wire before asking anything uncached: the server
+    exits at once, not after loading the SDK for nobody."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "MEMEX_CACHE_DIR": str(cache), "MEMEX_WARM": "0", mcp_front.SDK_DELAY_ENV: "600"}
+    _session(vault_root, env)
+    proc = subprocess.Popen([MEMEX, "--vault", str(vault_root), "mcp"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    _ask(proc, INITIALIZE)
+    assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr.read() == ""
+    proc.stdout.close()
+    proc.stderr.close()
+
+
+def test_the_in_process_front_ends_without_loading_the_sdk_when_nothing_needs_it(tmp_path: Path) -> None:
+    """The same through :func:`mcp_front.serve` on given pipes (the priming's
+    way): a session answered wholly from the cache neither loads the SDK nor waits out the delay."""
+    front_cache = tmp_path / "front.json"
+    mcp_front.HandshakeCache(front_cache).put(INITIALIZE, {"serverInfo": {"name": "memex"}})
+    agent_r, server_w = os.pipe()
+    server_r, agent_w = os.pipe()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mcp_front, "_cache", lambda: mcp_front.HandshakeCache(front_cache))
+        patch.setenv(mcp_front.SDK_DELAY_ENV, "600")
+        with os.fdopen(agent_w, "wb") as to_server, os.fdopen(agent_r, "rb") as from_server:
+            to_server.write(json.dumps(INITIALIZE).encode() + b"\n")
+            to_server.flush()
+            wire = (os.fdopen(server_r, "rb", buffering=0), os.fdopen(server_w, "wb"))
+            thread = threading.Thread(target=mcp_front.serve, args=(lambda: None, wire), daemon=True)
+            thread.start()
+            assert json.loads(from_server.readline())["result"] == {"serverInfo": {"name": "memex"}}
+            to_server.close()
+            thread.join(60)
+            assert not thread.is_alive(), "the front waited out the SDK's delay"
+            for end in wire:
+                end.close()

@@ -122,6 +122,23 @@ def _personal(setup: Setup, data: dict[str, Any], install: bool) -> dict[str, An
     return data
 
 
+def _save_graph_ahead(setup: Setup) -> None:
+    """The model's optimized graph saved before the first session needs it
+    (memex/embedding/headstart.py says why), for the wired vault's model."""
+    from memex.agents.hook_event import default_vault_path, explicit_vault
+    from memex.config import load_config
+    from memex.embedding import headstart
+    from memex.layout import is_vault
+
+    try:
+        root = explicit_vault(setup.vault) if setup.vault else default_vault_path()
+        # A vault not made yet is made with the bundled model.
+        setting = load_config(root).embedding_model if is_vault(root) else "auto"
+    except Exception:  # noqa: BLE001 - the hooks say what is wrong with the vault when they run
+        return
+    headstart.save_graph_ahead(setting)
+
+
 class Hooks:
     """memex's lifecycle hooks in an agent's settings (Claude Code, Codex)."""
 
@@ -142,6 +159,7 @@ class Hooks:
         else:
             cmd = setup.command("hook", self.agent)
         data = {**inst.install_hooks(path, self.agent, events, cmd), "vault": setup.wired_vault}
+        _save_graph_ahead(setup)
         if self.agent == "codex":
             data["next"] = inst.CODEX_TRUST_NOTE
         return _personal(setup, data, True) if _portable(self.agent, setup) else data
@@ -172,11 +190,12 @@ def mcp(agent: str, setup: Setup, install: bool) -> dict[str, Any]:
         cmd = [inst.PORTABLE_PROGRAM, "mcp"] if portable else setup.command("mcp")
         fn = inst.install_mcp_json if agent == "claude-code" else inst.install_codex_mcp
         data = {**fn(path, cmd), "vault": setup.wired_vault}
-        from memex.agents import mcp_front
+        from memex.agents import mcp_prime
 
-        # The SDK's handshake answers, cached now, so that the server lists its
-        # tools at once even at the first session's start (docs/agents.md).
-        mcp_front.prime_in_background()
+        # The SDK's handshake answers, cached before the install returns, so
+        # that the server lists its tools at once even at the first session's
+        # start (docs/agents.md).
+        mcp_prime.prime_and_wait()
     else:
         undo = inst.uninstall_mcp_json if agent == "claude-code" else inst.uninstall_codex_mcp
         data = undo(path)

@@ -12,7 +12,8 @@ So the answers to the handshake's requests (``server/discover``,
 memex's code and the SDK, are kept in the user's cache folder
 (``mcp-handshake-<key>.json``, the key a digest of the code and versions
 that shape them) the first time the SDK gives them. A later start answers
-them from there at once, while the SDK loads on a thread; every request,
+them from there at once, and loads the SDK on a thread when a request
+needs it (or after :data:`SDK_DELAY`); every request,
 the answered ones included (under ids of memex's own, their answers
 dropped), reaches the SDK in order, so its session is the one the agent
 believes in, and it answers everything else. Nothing the SDK says is
@@ -32,7 +33,6 @@ import os
 import queue
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -177,6 +177,10 @@ class Front:
         self._subscriptions: dict[str, Any] = {}  # a replayed listen's id -> the agent's
         self._acked: set[str] = set()  # replayed listens acknowledged here already
         self.version: str | None = None  # the protocol version the session's initialize asked for
+        # Set when the SDK must load now: the agent asked what the cache cannot
+        # answer, or left (:func:`_run_sdk` waits for it, :data:`SDK_DELAY` at most).
+        self.wanted = threading.Event()
+        self.closed = False  # the agent closed its end of the wire
 
     def send(self, line: bytes) -> None:
         with self._out_lock:
@@ -216,6 +220,7 @@ class Front:
                 if cacheable:
                     self._recording[key] = (message, self.version)
             self.to_sdk.put(raw)
+            self.wanted.set()  # only the SDK can answer it
             return
         if method == LISTEN:
             self._send(_with_subscription(cached, message["id"]))
@@ -293,10 +298,39 @@ def _pump_from_sdk(front: Front, pipe: IO[bytes]) -> None:
             front.from_sdk(line)
     except OSError:  # the agent has gone
         pass
+    finally:
+        pipe.close()
 
 
-def _run_sdk(open_vault: Callable[[], Any], sdk_in: IO[str], sdk_out: IO[str], ready: threading.Event) -> None:
-    """Load the SDK and serve on the pipes until the front closes its end."""
+# How long a start whose handshake came from the cache waits before loading
+# the SDK, unless a request needs it sooner. The SDK's import takes about a
+# second of CPU (several on a loaded machine), and right after its start the
+# agent runs its first hooks and its own start-up, which the agent waits
+# for: loading the SDK then took a core from them (a one-shot `claude -p`
+# turn, about 1.5 s, ended before it had loaded, every time). The first tool
+# call comes after a model's answer; one that comes sooner loads it at once.
+SDK_DELAY = 2.0
+SDK_DELAY_ENV = "MEMEX_MCP_SDK_DELAY"  # seconds; tests set it
+
+
+def _sdk_delay() -> float:
+    try:
+        return max(0.0, float(os.environ.get(SDK_DELAY_ENV, SDK_DELAY)))
+    except ValueError:
+        return SDK_DELAY
+
+
+def _run_sdk(open_vault: Callable[[], Any], sdk_in: IO[str], sdk_out: IO[str], ready: threading.Event,
+             front: Front, delay: float) -> None:
+    """Load the SDK (once the front wants it, or after ``delay``) and serve
+    on the pipes until the front closes its end."""
+    front.wanted.wait(delay)
+    if front.closed and not front.awaiting():
+        # The agent left before it asked anything the SDK must answer: the
+        # replayed handshake has nobody to reach.
+        sdk_in.close()
+        sdk_out.close()
+        return
     try:
         import anyio
         from mcp.server.stdio import stdio_server
@@ -343,7 +377,8 @@ def serve(open_vault: Callable[[], Any], wire: tuple[IO[bytes], IO[bytes]] | Non
     sdk_out = open(from_sdk_w, "w", encoding="utf-8", newline="\n")
     writer = threading.Thread(target=_pump_to_sdk, args=(front, os.fdopen(to_sdk_w, "wb")), name="memex-mcp-in")
     reader = threading.Thread(target=_pump_from_sdk, args=(front, os.fdopen(from_sdk_r, "rb")), name="memex-mcp-out")
-    sdk = threading.Thread(target=_run_sdk, args=(open_vault, sdk_in, sdk_out, ready), name="memex-mcp-sdk")
+    sdk = threading.Thread(target=_run_sdk, args=(open_vault, sdk_in, sdk_out, ready, front, _sdk_delay()),
+                           name="memex-mcp-sdk")
     for thread in (writer, reader, sdk):
         thread.start()
     for line in iter(wire_in.readline, b""):
@@ -354,67 +389,11 @@ def serve(open_vault: Callable[[], Any], wire: tuple[IO[bytes], IO[bytes]] | Non
     if wire is None and not ready.is_set() and not front.awaiting():
         wire_out.flush()
         os._exit(0)
+    front.closed = True
+    front.wanted.set()
     front.to_sdk.put(None)  # ... else the SDK sees the end, answers what it has, and stops
     for thread in (writer, reader, sdk):
         thread.join()
-
-
-# The handshakes the clients memex installs into begin with (recorded from
-# Claude Code 2.1.332 and Codex 0.171.0): answered once by the SDK when memex
-# is installed, so that even the first session's start finds them cached.
-_ENV_2026 = {_ENVELOPE[0]: "2026-07-28", _ENVELOPE[1]: {}, _ENVELOPE[2]: {"name": "memex-install", "version": "1"}}
-_LISTINGS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
-
-
-def _primed_sessions() -> list[list[dict[str, Any]]]:
-    modern: list[dict[str, Any]] = [
-        {"jsonrpc": "2.0", "id": n, "method": method, "params": {"_meta": _ENV_2026}}
-        for n, method in enumerate(("server/discover", *_LISTINGS))
-    ]
-    # Claude Code opens this subscription right after its probe.
-    modern.insert(1, {"jsonrpc": "2.0", "id": "listen", "method": LISTEN, "params": {"_meta": _ENV_2026, "notifications": {
-        "toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}}})
-    sessions = [modern]
-    for version in ("2025-06-18", "2025-11-25"):
-        sessions.append([
-            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "memex-install", "version": "1"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            *({"jsonrpc": "2.0", "id": n, "method": method} for n, method in enumerate(_LISTINGS, 1)),
-        ])
-    return sessions
-
-
-# A priming younger than this is left to finish (it takes seconds).
-PRIMING_SECONDS = 120.0
-
-
-def prime(timeout: float = 120.0) -> None:
-    """Ask the SDK the usual handshakes once, so their answers are cached
-    (`memex install mcp` runs this in the background). No vault is opened."""
-    def no_vault() -> Any:
-        raise RuntimeError("priming the handshake opens no vault")
-
-    for session in _primed_sessions():
-        agent_r, server_w = os.pipe()
-        server_r, agent_w = os.pipe()
-        with os.fdopen(agent_w, "wb") as to_server, os.fdopen(agent_r, "rb") as from_server:
-            thread = threading.Thread(target=serve, args=(no_vault, (os.fdopen(server_r, "rb", buffering=0),
-                                                                    os.fdopen(server_w, "wb"))), daemon=True)
-            thread.start()
-            for message in session:
-                to_server.write(json.dumps(message).encode("utf-8") + b"\n")
-                to_server.flush()
-                while "id" in message:
-                    line = from_server.readline()
-                    answer = json.loads(line) if line else {}
-                    if not line or answer.get("id") == message["id"] or (
-                            message["method"] == LISTEN and answer.get("method") == ACKNOWLEDGED):
-                        break
-        thread.join(timeout)
-    cache = _cache()
-    if cache.path is not None:
-        cache.path.with_suffix(".priming").unlink(missing_ok=True)
 
 
 def main(vault_path: str | None) -> None:
@@ -436,50 +415,3 @@ def main(vault_path: str | None) -> None:
 
     logging.getLogger("mcp").setLevel(logging.WARNING)
     serve(open_vault)
-
-
-def prime_in_background() -> bool:
-    """Run :func:`prime` in a detached process unless its answers are cached
-    already (`memex install mcp` does not wait for it); whether it started."""
-    cache = _cache()
-    if all(cache.get(message) is not None for session in _primed_sessions() for message in session[:1]):
-        return False
-    if cache.path is not None:  # one priming at a time (installs run back to back)
-        marker = cache.path.with_suffix(".priming")
-        try:
-            if time.time() - marker.stat().st_mtime < PRIMING_SECONDS:
-                return False
-        except OSError:
-            pass
-        try:
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.write_text(str(os.getpid()), encoding="utf-8")
-        except OSError:
-            pass
-    argv = [sys.executable, "-m", "memex.agents.mcp_front", "--prime"]
-    if not hasattr(os, "fork"):
-        import subprocess
-
-        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         close_fds=True)
-        return True
-    # Two forks: the priming process belongs to nobody, so the caller neither
-    # waits for it nor leaves a child behind (an install run in-process).
-    child = os.fork()
-    if child == 0:
-        try:
-            os.setsid()
-            if os.fork() == 0:
-                devnull = os.open(os.devnull, os.O_RDWR)
-                for fd in (0, 1, 2):
-                    os.dup2(devnull, fd)
-                os.execv(sys.executable, argv)
-        finally:
-            os._exit(0)
-    os.waitpid(child, 0)
-    return True
-
-
-if __name__ == "__main__":
-    if sys.argv[1:] == ["--prime"]:
-        prime()

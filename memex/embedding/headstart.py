@@ -52,3 +52,38 @@ def start(setting: str) -> threading.Thread | None:
     thread.start()
     ready.wait(READY_WAIT)
     return thread
+
+
+def save_graph_ahead(setting: str) -> bool:
+    """Save the bundled model's optimized graph in the user's cache now, unless
+    it is saved already (memex/embedding/prebuilt.py); whether it saved it.
+
+    `memex install claude-code | codex` calls it. Otherwise the first
+    session's warm server saves it, about 1 s of CPU before it can answer,
+    while that session's first prompt loads the model in its hook on the
+    other core: on a 2-core machine the first turn waited for both. Only
+    the bundled model (``auto``) has such a graph; failures are ignored (the
+    warm server saves it later, as before).
+    """
+    if setting != "auto":
+        return False
+    try:
+        from importlib.metadata import version
+
+        from memex.embedding import embed, prebuilt
+        from memex.embedding.onnx import wanted
+
+        if not wanted():
+            return False
+        model_dir = embed._bundled_model_dir()
+        # Found without importing onnxruntime: an install run again costs nothing.
+        if model_dir is None or prebuilt.find(model_dir / "model.onnx", version("onnxruntime")) is not None:
+            return False
+        model = embed.load_embedder(setting)
+        save = getattr(model, "save_graph", None)
+        if save is None:
+            return False
+        save()
+        return True
+    except Exception:  # noqa: BLE001 - a speed-up only; the warm server saves it later
+        return False
