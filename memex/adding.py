@@ -35,7 +35,7 @@ from memex.errors import InvalidArgument, MemoryFileError
 from memex.index.indexer import Indexer
 from memex.files.memory_file import MemoryFile
 from memex.layout import CONFIG_RELPATH
-from memex.store import Backend, IndexStore, LocalConnection, MemoryRow
+from memex.store import Backend, IndexStore, MemoryRow
 from memex.records import DEFAULT_CONFIDENCE, build_record, check_unicode, now_iso
 from memex.text import body_hash, normalize, strip_injected
 
@@ -52,8 +52,6 @@ class VaultLike(Protocol):
     def memex_dir(self) -> Path: ...
     @property
     def config(self) -> Config: ...
-    @property
-    def conn(self) -> LocalConnection: ...
     @property
     def store(self) -> IndexStore: ...
     @property
@@ -238,4 +236,4 @@ def vectors_for_files(vault: VaultLike, relpaths: Sequence[str]) -> list[embed.C
         texts.extend(indexer.chunker(rec.embed_text))
     if not texts:
         return []
-    return embed.cached_vectors(vault.conn, embedder, texts)[1]
+    return embed.cached_vectors(vault.local_store, embedder, texts)[1]

@@ -6,7 +6,7 @@ memory writes its file atomically and indexes it at once (write-through), so
 search is consistent without a running watcher.
 
 ``Vault`` is the small core: the files, the index, add/get/list/search/
-recall/reindex, and the plumbing features use (config, connection, model,
+recall/reindex, and the plumbing features use (config, stores, model,
 indexer, write lock, scope checks). Features are functions in their packages
 that take the vault (``memex.erase.steps.erase(vault, ...)``,
 ``memex.consolidation.consolidate.consolidate(vault, ...)``, ...); this
@@ -32,7 +32,7 @@ from memex.files import permissions
 from memex.files import writers
 from memex.config import Config, load_config, with_embedding_model
 from memex.config_trust import machine_only
-from memex.store import Backend, IndexStore, LocalConnection, MemoryRow, open_backend
+from memex.store import Backend, IndexStore, MemoryRow, open_backend
 from memex.errors import InvalidArgument, MemoryNotFound, VaultNotFound
 from memex.erased import erased_list, pending
 from memex.index.guard import hide_erased
@@ -167,11 +167,6 @@ class Vault:
     @property
     def memex_dir(self) -> Path:
         return self.paths.memex_dir
-
-    @property
-    def conn(self) -> LocalConnection:
-        """This clone's SQLite index (its own bookkeeping on a shared backend)."""
-        return self.backend.conn
 
     @property
     def store(self) -> IndexStore:

@@ -102,7 +102,7 @@ def run(size: int, adds: int, long_lived: bool) -> dict[str, Any]:
                 vault.search("second warm-up query about the scheduler")
             for n in range(5):  # warm-up: model session, SQLite pages
                 vault.add(memory_text(rng, size + 10_000 + n), scope="project:atlas", source="bench")
-            copy = vecmatrix.for_connection(vault.conn, may_load=False) is not None
+            copy = vecmatrix.for_connection(vault.backend.conn, may_load=False) is not None
             for n in range(adds):
                 body = memory_text(rng, size + n)
                 t0 = time.perf_counter()
@@ -110,7 +110,7 @@ def run(size: int, adds: int, long_lived: bool) -> dict[str, Any]:
                 embed_ms.append((time.perf_counter() - t0) * 1000)
                 cand = pipeline.Candidate(body, "project:atlas", "tool", f"s{n % 7}", qvec)
                 t0 = time.perf_counter()
-                pipeline.check(vault.conn, vault.config, vault.embedder, cand)
+                pipeline.check(vault.backend.conn, vault.config, vault.embedder, cand)
                 check_ms.append((time.perf_counter() - t0) * 1000)
                 t0 = time.perf_counter()
                 result = vault.add(body, scope="project:atlas", source="tool", session=f"s{n % 7}")

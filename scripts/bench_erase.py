@@ -92,7 +92,7 @@ def run(count: int, erasures: int, embedder_kind: str, use_git: bool, seed: int)
                 subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, env=env)
                 subprocess.run(["git", "-C", str(root), "commit", "-qm", "bench"], check=True, env=env)
             index_bytes = vault_bytes(root)
-            row = vault.conn.execute("SELECT count(*) FROM chunks").fetchone()
+            row = vault.backend.conn.execute("SELECT count(*) FROM chunks").fetchone()
             chunks = int(row[0]) if row else 0
             timings = []
             answers = []

@@ -63,11 +63,11 @@ def run(count: int, seed: int) -> dict[str, Any]:
             seconds = time.perf_counter() - started
             if report.added != count:
                 raise SystemExit(f"reindex went wrong: {report.as_dict()}")
-            vault.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            tables = table_bytes(vault.conn)
-            page_size = int(db.scalar(vault.conn, "PRAGMA page_size"))
-            version = int(db.scalar(vault.conn, "PRAGMA user_version"))
-            cached = int(db.scalar(vault.conn, "SELECT count(*) FROM embedding_cache"))
+            vault.backend.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            tables = table_bytes(vault.backend.conn)
+            page_size = int(db.scalar(vault.backend.conn, "PRAGMA page_size"))
+            version = int(db.scalar(vault.backend.conn, "PRAGMA user_version"))
+            cached = int(db.scalar(vault.backend.conn, "SELECT count(*) FROM embedding_cache"))
         size = (root / ".memex" / "index.db").stat().st_size
     return {
         "memories": count,

@@ -87,14 +87,14 @@ def main() -> None:
             for label, filters in (("all", Filters()), ("one_scope", Filters(("project:atlas",)))):
                 for q, v in zip(questions[:5], qvecs[:5]):
                     for run in runs.values():
-                        run(vault.conn, vault.embedder, q, filters=filters, qvec=v)
+                        run(vault.backend.conn, vault.embedder, q, filters=filters, qvec=v)
                 cpu: dict[str, list[float]] = {"old": [], "new": []}
                 same = 0
                 for i, (q, v) in enumerate(zip(questions[5:], qvecs[5:])):
                     got = {}
                     for name in ("old", "new") if i % 2 else ("new", "old"):
                         started = time.process_time()
-                        hits = runs[name](vault.conn, vault.embedder, q, filters=filters, qvec=v)
+                        hits = runs[name](vault.backend.conn, vault.embedder, q, filters=filters, qvec=v)
                         cpu[name].append((time.process_time() - started) * 1000)
                         got[name] = [(h.id, h.score) for h in hits]
                     same += got["old"] == got["new"]

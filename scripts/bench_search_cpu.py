@@ -86,7 +86,7 @@ root = Path(sys.argv[1])
 model = embed.load_embedder("auto")
 vault = Vault(root, embedder=HashedStoreRealQuery(model))
 vault.reindex()
-print(json.dumps({"ready": True, "memories": vault.conn.execute("SELECT count(*) FROM memories").fetchone()[0]}),
+print(json.dumps({"ready": True, "memories": vault.backend.conn.execute("SELECT count(*) FROM memories").fetchone()[0]}),
       flush=True)
 for line in sys.stdin:
     ask = json.loads(line)
@@ -96,7 +96,7 @@ for line in sys.stdin:
     search_cpu = (time.process_time() - c0) * 1000
     qvec = embed.query_vector(vault.embedder, q)
     c0, t0 = time.process_time(), time.thread_time()
-    hybrid.search(vault.conn, vault.embedder, q, 10, qvec=qvec)
+    hybrid.search(vault.backend.conn, vault.embedder, q, 10, qvec=qvec)
     rank_cpu = (time.process_time() - c0) * 1000
     rank_thread = (time.thread_time() - t0) * 1000
     print(json.dumps({"search": search_cpu, "rank": rank_cpu, "rank_thread": rank_thread, "hits": len(hits)}),

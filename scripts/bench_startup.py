@@ -214,7 +214,7 @@ def main() -> None:
         if not (root / ".memex").is_dir():
             built = round(build(root, args.size), 1)
         with Vault(root) as vault:
-            memories = vault.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+            memories = vault.backend.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
         figures: dict[str, Any] = {
             "vault": str(root), "size": args.size, "built_in_s": built, "memories": memories,
             "load_average_1m_before": round(os.getloadavg()[0], 2),

@@ -12,9 +12,12 @@ vectors for what is stored (as scripts/bench_search_latency.py does):
   fusion and the rows read count), after 5 warm-up searches;
 - ``reindex_cold_cpu_s``: the first ``Vault.reindex()`` (parse, write every
   row, FTS entry and vector; the random vectors cost next to nothing);
-- ``resync_cpu_s``: a no-change ``Vault.reindex()``, mean of three.
+- ``resync_cpu_s``: a no-change ``Vault.reindex()``, mean of three;
+- ``add_cpu_ms_p50``: ``Vault.add`` of 50 new bodies after it (dedup, the
+  file, the index, under the write lock; random vectors, so no model time).
 
-CPU time, not wall time: on a shared machine other load inflates it less.
+CPU time first: on a shared machine other load inflates it less. Each has
+its wall time beside it (``*_wall_*``).
 Run two checkouts in turn, several rounds, to compare (docs/store.md).
 """
 
@@ -35,6 +38,7 @@ os.chdir(ROOT)
 
 COUNT = 10_000
 SEARCHES = 300
+ADDS = 50
 
 
 def main() -> None:
@@ -52,30 +56,43 @@ def main() -> None:
     bodies = [bench.memory_text(rng, n) for n in range(COUNT)]
     questions = bench.queries(rng, SEARCHES + 5)
     qvecs = embed.embed_queries(model, questions)
+    fresh = [f"Bench add {k}: " + bench.memory_text(rng, COUNT + k) for k in range(ADDS)]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "vault"
         bench.write_vault(root, bodies)
         with Vault(root, embedder=RandomStoreRealQuery(model, COUNT)) as vault:
-            started = time.process_time()
+            started, wall = time.process_time(), time.perf_counter()
             vault.reindex()
-            reindex_cpu = time.process_time() - started
+            reindex_cpu, reindex_wall = time.process_time() - started, time.perf_counter() - wall
             for q, v in zip(questions[:5], qvecs[:5]):
-                hybrid.search(vault.conn, vault.embedder, q, qvec=v)
-            cpu = []
+                hybrid.search(vault.backend.conn, vault.embedder, q, qvec=v)
+            cpu, walls = [], []
             for q, v in zip(questions[5:], qvecs[5:]):
-                started = time.process_time()
-                hybrid.search(vault.conn, vault.embedder, q, qvec=v)
+                started, wall = time.process_time(), time.perf_counter()
+                hybrid.search(vault.backend.conn, vault.embedder, q, qvec=v)
                 cpu.append((time.process_time() - started) * 1000)
-            started = time.process_time()
+                walls.append((time.perf_counter() - wall) * 1000)
+            started, wall = time.process_time(), time.perf_counter()
             for _ in range(3):
                 vault.reindex()
-            resync_cpu = (time.process_time() - started) / 3
+            resync_cpu, resync_wall = (time.process_time() - started) / 3, (time.perf_counter() - wall) / 3
+            add_cpu, add_wall = [], []
+            for text in fresh:
+                started, wall = time.process_time(), time.perf_counter()
+                vault.add(text, scope="user", source="user")
+                add_cpu.append((time.process_time() - started) * 1000)
+                add_wall.append((time.perf_counter() - wall) * 1000)
     print(json.dumps({
         "checkout": str(ROOT),
         "memories": COUNT,
         "search_cpu_ms_p50": round(statistics.median(cpu), 3),
+        "search_wall_ms_p50": round(statistics.median(walls), 3),
         "reindex_cold_cpu_s": round(reindex_cpu, 2),
+        "reindex_cold_wall_s": round(reindex_wall, 2),
         "resync_cpu_s": round(resync_cpu, 3),
+        "resync_wall_s": round(resync_wall, 3),
+        "add_cpu_ms_p50": round(statistics.median(add_cpu), 2),
+        "add_wall_ms_p50": round(statistics.median(add_wall), 2),
         "load_average_1m": round(os.getloadavg()[0], 2),
     }))
 

@@ -126,7 +126,7 @@ def main() -> None:
         need = " AND embedded = 1" if args.model != "none" else ""
 
         def bulk_done() -> bool:
-            row = poll.conn.execute(
+            row = poll.backend.conn.execute(
                 f"SELECT count(*) FROM memories WHERE path LIKE 'memories/bulk/%'{need}").fetchone()
             return row is not None and int(row[0]) == args.bulk
 

@@ -64,9 +64,9 @@ def warm_cache(vault: Any, pairs: list[dict[str, Any]]) -> None:
         texts += [t for t in dict.fromkeys(symmetric.embed_text(t) for t in texts) if t not in texts]
     for embedder in embedders:
         for start in range(0, len(texts), 256):
-            _, rows = embed.cached_vectors(vault.conn, embedder, texts[start : start + 256])
-            with write_txn(vault.conn):
-                embed.store_cache(vault.conn, rows)
+            _, rows = embed.cached_vectors(vault.backend.conn, embedder, texts[start : start + 256])
+            with write_txn(vault.backend.conn):
+                embed.store_cache(vault.backend.conn, rows)
 
 
 def judge(vault: Any, a: str, bs: list[str], n: int) -> list[Any]:
@@ -81,7 +81,7 @@ def judge(vault: Any, a: str, bs: list[str], n: int) -> list[Any]:
             cand = pipeline.Candidate(body=body, scope=SCOPE, source="claude-code", session=f"b-{n}")
             with vault.write_lock():
                 cand.qvec = vault.embed_query(body)
-                decisions.append(pipeline.check(vault.conn, vault.config, vault.embedder, cand))
+                decisions.append(pipeline.check(vault.backend.conn, vault.config, vault.embedder, cand))
     finally:
         # Removing the file purges its row (and its cached vector) at once.
         (vault.root / added.path).unlink()

@@ -125,9 +125,9 @@ class Prepared:
         self.cands: dict[str, Candidates] = {}
         for q in queries:
             qvec = question_vector(vault, q["query"])
-            self.cands[q["id"]] = candidates(vault.conn, vault.embedder, q["query"], qvec=qvec)
-        self.ids = {int(r): str(i) for r, i in vault.conn.execute("SELECT rowid, id FROM memories")}
-        self.bodies = {int(r): str(b) for r, b in vault.conn.execute("SELECT rowid, body FROM memories")}
+            self.cands[q["id"]] = candidates(vault.backend.conn, vault.embedder, q["query"], qvec=qvec)
+        self.ids = {int(r): str(i) for r, i in vault.backend.conn.execute("SELECT rowid, id FROM memories")}
+        self.bodies = {int(r): str(b) for r, b in vault.backend.conn.execute("SELECT rowid, body FROM memories")}
         self.facts = vault.store.facts(list(self.ids))
 
     def ranking(self, q: dict[str, Any], fusion: Fusion) -> list[str]:
@@ -207,15 +207,15 @@ def floor_report(vault: Vault, queries: list[dict[str, Any]], unrelated: list[di
     empty_unrel: dict[str, list[bool]] = {"en": [], "zh": []}
     for u in unrelated:
         qvec = question_vector(vault, u["query"])
-        c = candidates(vault.conn, vault.embedder, u["query"], qvec=qvec)
+        c = candidates(vault.backend.conn, vault.embedder, u["query"], qvec=qvec)
         cos_unrel[u["lang"]].append(max(c.semantic.values(), default=0.0))
-        empty_unrel[u["lang"]].append(not search(vault.conn, vault.embedder, u["query"], 10, qvec=qvec))
+        empty_unrel[u["lang"]].append(not search(vault.backend.conn, vault.embedder, u["query"], 10, qvec=qvec))
     empty_real: dict[str, list[bool]] = {"en": [], "zh": []}
     lost: dict[str, list[bool]] = {"en": [], "zh": []}
     for q in queries:
         qvec = question_vector(vault, q["query"])
-        kept = [h.id for h in search(vault.conn, vault.embedder, q["query"], 5, qvec=qvec)]
-        raw = [h.id for h in search(vault.conn, vault.embedder, q["query"], 5, qvec=qvec, floor=False)]
+        kept = [h.id for h in search(vault.backend.conn, vault.embedder, q["query"], 5, qvec=qvec)]
+        raw = [h.id for h in search(vault.backend.conn, vault.embedder, q["query"], 5, qvec=qvec, floor=False)]
         lang = "zh" if q["lang"] == "zh" else "en"
         empty_real[lang].append(not kept)
         lost[lang].append(bool(set(q["relevant"]) & set(raw)) and not set(q["relevant"]) & set(kept))

@@ -188,9 +188,9 @@ def warm_cache(vault: Any, texts: list[str]) -> None:
     vault.indexer  # the vector tables belong to the loaded model
     wanted = list(dict.fromkeys(x for t in texts for x in (t.strip(), normalize(t.strip()))))
     for start in range(0, len(wanted), 256):
-        _, rows = embed.cached_vectors(vault.conn, vault.embedder, wanted[start : start + 256])
-        with write_txn(vault.conn):
-            embed.store_cache(vault.conn, rows)
+        _, rows = embed.cached_vectors(vault.backend.conn, vault.embedder, wanted[start : start + 256])
+        with write_txn(vault.backend.conn):
+            embed.store_cache(vault.backend.conn, rows)
 
 
 @dataclass
@@ -258,7 +258,7 @@ def judge_pairs(vault: Any, conv: locomo.Conversation, pairs: list[tuple[int, in
                 cand = pipeline.Candidate(body=body, scope=SCOPE, source="agent" if echo else "import",
                                           session=session_of(tb))
                 cand.qvec = vault.embed_query(body)
-                out[(i, j)] = pipeline.check(vault.conn, vault.config, vault.embedder, cand)
+                out[(i, j)] = pipeline.check(vault.backend.conn, vault.config, vault.embedder, cand)
         finally:
             (vault.root / added.path).unlink()
             vault.indexer.index_paths([added.path])

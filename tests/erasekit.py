@@ -100,4 +100,4 @@ def files_with_bytes(root: Path, blob: bytes, window: int = 8, stride: int = 16)
 
 def settle(vault: Vault) -> None:
     """Copy the WAL into index.db so that a scan sees what a reader would."""
-    vault.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    vault.backend.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -163,7 +163,7 @@ def test_a_commit_that_cannot_get_sqlite_in_time_says_so(vault_root: Path, busy_
                 pass
         assert time.monotonic() - started < 5
         assert not lock_is_held(vault_root / ".memex" / "write.lock")
-        assert vault.conn.get_autocommit()  # no transaction left open
+        assert vault.backend.conn.get_autocommit()  # no transaction left open
 
 
 def test_a_hook_capture_that_cannot_get_the_lock_in_time_is_skipped_not_raised(

@@ -455,3 +455,107 @@ def test_the_store_package_exports_what_it_lists() -> None:
         assert getattr(store, name) is getattr(importlib.import_module(f"memex.store.{module}"), name)
     with pytest.raises(AttributeError):
         store.no_such_name  # noqa: B018
+
+
+# docs/design.md ("One seam"): the index's raw connection stays inside
+# memex/store/. Outside it, code holds stores and the backend's operations;
+# a ``.conn`` read there is SQLite's connection handed past the seam (what
+# ``Vault.conn`` was), and a ``conn`` it defines hands one out.
+def connection_uses(path: Path) -> list[str]:
+    """Each read of an attribute ``conn`` in ``path``, and each ``conn`` it defines, with its line."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Attribute) and node.attr == "conn":
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "conn":
+            found.append(f"{node.lineno}: def conn")
+    return found
+
+
+def test_code_outside_the_store_holds_no_connection() -> None:
+    wrong = [
+        f"{path.relative_to(PACKAGE.parent)}:{use} (use the vault's stores or its backend's operations)"
+        for path in outside_the_store().values() for use in connection_uses(path)
+    ]
+    assert wrong == [], "\n".join(wrong)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("rows = vault.conn.execute('SELECT 1')\n", ["1: vault.conn"]),
+    ("class V:\n    @property\n    def conn(self): ...\n", ["3: def conn"]),
+    ("def f(vault):\n    return vault.backend.conn\n", ["2: vault.backend.conn"]),
+    ("store = vault.local_store  # not vault.conn\nconnected = vault.backend.connect()\n", []),
+])
+def test_connection_uses_are_read_from_the_source(tmp_path: Path, source: str, expected: list[str]) -> None:
+    fake = tmp_path / "probe.py"
+    fake.write_text(source, encoding="utf-8")
+    assert connection_uses(fake) == expected
+
+
+# The part of memex/store/ both backends share (every module directly in it
+# but the ones that open, choose or tell apart a backend) loads no driver and
+# no backend's package: what it needs of a connection is
+# memex.store.protocol.SqlConnection, which either backend's answers.
+CHOOSES_A_BACKEND = {"memex.store", "memex.store.backend", "memex.store.backends", "memex.store.failures"}
+
+
+def test_the_shared_store_modules_load_no_backend() -> None:
+    shared = {name: path for name, path in modules().items()
+              if name.startswith("memex.store.") and name.count(".") == 2 and path.name != "__init__.py"
+              and name not in CHOOSES_A_BACKEND}
+    assert {"memex.store.density", "memex.store.facts", "memex.store.refvectors"} <= set(shared)
+    naming = {name: backend_naming(path) for name, path in shared.items()}
+    assert {name: found for name, found in naming.items() if found} == {}
+
+
+# A test run on both backends (``both_backends``) that reads this clone's
+# SQLite connection checks SQLite twice: it goes through the vault's stores
+# and backend instead, unless it is a SQLite-only case that skips the other
+# backend. Read from the source: a ``.conn`` on the backend or on a vault
+# (a name holding "vault", or ``v``).
+def sqlite_reads_on_both_backends(path: Path) -> list[str]:
+    """In a test module run on both backends (or a test marked so), each function
+    that reads a vault's connection and does not ``pytest.skip``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    whole = any(isinstance(node, ast.Assign) and "both_backends" in ast.unparse(node.value)
+                and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets) for node in tree.body)
+    found = []
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        if not (whole or any("both_backends" in ast.unparse(d) for d in fn.decorator_list)):
+            continue
+        skips = any(isinstance(n, ast.Call) and ast.unparse(n.func) == "pytest.skip" for n in ast.walk(fn))
+        reads = [n for n in ast.walk(fn) if isinstance(n, ast.Attribute) and n.attr == "conn"
+                 and (ast.unparse(n.value).endswith("backend") or "vault" in ast.unparse(n.value)
+                      or ast.unparse(n.value) == "v")]
+        if reads and not skips:
+            found.append(f"{fn.name}: {ast.unparse(reads[0])}")
+    return found
+
+
+def test_tests_on_both_backends_read_through_the_stores() -> None:
+    tests = PACKAGE.parent / "tests"
+    wrong = [f"{path.name}: {use}" for path in sorted(tests.glob("test_*.py"))
+             for use in sqlite_reads_on_both_backends(path)]
+    assert wrong == [], "\n".join(wrong)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("import pytest\npytestmark = pytest.mark.both_backends\ndef test_a(vault):\n    vault.conn.execute('x')\n",
+     ["test_a: vault.conn"]),
+    ("import pytest\npytestmark = pytest.mark.both_backends\ndef count(v):\n    return v.backend.conn\n",
+     ["count: v.backend.conn"]),
+    ("import pytest\npytestmark = pytest.mark.both_backends\ndef test_a(vault, vault_backend):\n"
+     "    if vault_backend != 'sqlite':\n        pytest.skip('SQLite only')\n    vault.backend.conn.execute('x')\n", []),
+    ("import pytest\n@pytest.mark.both_backends\ndef test_a(vault):\n    vault.conn\ndef test_b(vault):\n"
+     "    vault.conn\n", ["test_a: vault.conn"]),
+    ("import pytest\ndef test_a(vault):\n    vault.backend.conn\n", []),
+    ("import pytest\npytestmark = pytest.mark.both_backends\ndef test_a(store):\n    store.conn.execute('x')\n", []),
+])
+def test_sqlite_reads_on_both_backends_are_read_from_the_source(
+    tmp_path: Path, source: str, expected: list[str]
+) -> None:
+    fake = tmp_path / "test_probe.py"
+    fake.write_text(source, encoding="utf-8")
+    assert sqlite_reads_on_both_backends(fake) == expected

@@ -99,7 +99,7 @@ def test_without_a_tokenizer_bodies_are_cut_by_characters(tmp_path: Path) -> Non
 
 def _chunk_keys(vault: Vault, memory_id: str) -> set[str]:
     return {
-        str(r[0]) for r in vault.conn.execute(
+        str(r[0]) for r in vault.backend.conn.execute(
             "SELECT c.text_hash FROM chunks c JOIN memories m ON m.rowid = c.memory_rowid WHERE m.id = ?",
             (memory_id,),
         )
@@ -107,7 +107,7 @@ def _chunk_keys(vault: Vault, memory_id: str) -> set[str]:
 
 
 def _cached(vault: Vault) -> set[str]:
-    return {str(r[0]) for r in vault.conn.execute("SELECT text_hash FROM embedding_cache")}
+    return {str(r[0]) for r in vault.backend.conn.execute("SELECT text_hash FROM embedding_cache")}
 
 
 def test_an_index_cut_by_another_rule_is_re_cut_without_re_embedding_bodies(vault_root: Path) -> None:
@@ -120,31 +120,31 @@ def test_an_index_cut_by_another_rule_is_re_cut_without_re_embedding_bodies(vaul
         assert len(new_keys) >= 2
         # Make it an index written by the character rule (as before this rule existed).
         old_pieces = char_chunks(normalize(body), 800, 120)
-        vault.conn.execute("BEGIN IMMEDIATE")
-        rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (long_one.id,)).fetchone()[0]
-        delete_vectors(vault.conn, rowid)
+        vault.backend.conn.execute("BEGIN IMMEDIATE")
+        rowid = vault.backend.conn.execute("SELECT rowid FROM memories WHERE id = ?", (long_one.id,)).fetchone()[0]
+        delete_vectors(vault.backend.conn, rowid)
         body_vec = fake.embed([normalize(body)])[0]
-        vault.conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (?, ?)", (rowid, embed.to_blob(body_vec)))
+        vault.backend.conn.execute("INSERT INTO memory_vec(rowid, embedding) VALUES (?, ?)", (rowid, embed.to_blob(body_vec)))
         for seq, (piece, vec) in enumerate(zip(old_pieces, fake.embed(old_pieces))):
             key = embed.text_key(piece)
-            vault.conn.execute("INSERT INTO chunks(memory_rowid, seq, text_hash) VALUES (?, ?, ?)", (rowid, seq, key))
-            vault.conn.execute(
-                "INSERT INTO chunk_vec(rowid, embedding) VALUES (?, ?)", (vault.conn.last_insert_rowid(), embed.to_blob(vec))
+            vault.backend.conn.execute("INSERT INTO chunks(memory_rowid, seq, text_hash) VALUES (?, ?, ?)", (rowid, seq, key))
+            vault.backend.conn.execute(
+                "INSERT INTO chunk_vec(rowid, embedding) VALUES (?, ?)", (vault.backend.conn.last_insert_rowid(), embed.to_blob(vec))
             )
-            vault.conn.execute(
+            vault.backend.conn.execute(
                 "INSERT OR REPLACE INTO embedding_cache(model, text_hash, vector) VALUES (?, ?, ?)",
                 (fake.model_id, key, embed.to_blob(vec)),
             )
-        vault.conn.execute("DELETE FROM embedding_cache WHERE text_hash IN (%s)" % ",".join("?" * len(new_keys)), tuple(new_keys))
-        set_meta(vault.conn, "chunk_rule", "chars:800/120")
-        vault.conn.execute("COMMIT")
+        vault.backend.conn.execute("DELETE FROM embedding_cache WHERE text_hash IN (%s)" % ",".join("?" * len(new_keys)), tuple(new_keys))
+        set_meta(vault.backend.conn, "chunk_rule", "chars:800/120")
+        vault.backend.conn.execute("COMMIT")
         old_keys = {embed.text_key(p) for p in old_pieces}
         assert _chunk_keys(vault, long_one.id) == old_keys
 
     fake2 = HashEmbedder()
     with Vault(vault_root, embedder=fake2) as vault:
         report = vault.reindex()
-        assert get_meta(vault.conn, "chunk_rule") == CHUNKER.rule
+        assert get_meta(vault.backend.conn, "chunk_rule") == CHUNKER.rule
         # Only the long memory is read again, and only its new chunks are embedded.
         assert report.updated == 1 and report.unchanged == 1
         assert report.embedded == len(new_keys) == fake2.texts_embedded
@@ -187,8 +187,8 @@ def test_a_fact_past_the_window_is_found_by_meaning(model_vault: Vault) -> None:
     assert hits[0].id == long_note.id
     # By meaning: the note's own vector (its first window) is far less similar than the chunk.
     qvec = embed.query_vector(vault.embedder, query)  # type: ignore[arg-type]
-    rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (long_note.id,)).fetchone()[0]
-    body_vec = embed.from_blob(vault.conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()[0])
+    rowid = vault.backend.conn.execute("SELECT rowid FROM memories WHERE id = ?", (long_note.id,)).fetchone()[0]
+    body_vec = embed.from_blob(vault.backend.conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()[0])
     assert hits[0].semantic is not None and hits[0].semantic > float(body_vec @ qvec) + 0.1
 
 

@@ -98,7 +98,7 @@ class History:
             path.write_text(f"---\nid: [oops {self.serial}\n---\nbroken\n")
             self._stamp(path)
         elif kind == "session":  # a memory moves to another session, or out of any
-            rows = self.vault.conn.execute("SELECT id FROM memories ORDER BY id").fetchall()
+            rows = self.vault.backend.conn.execute("SELECT id FROM memories ORDER BY id").fetchall()
             if rows:
                 memory_id = rows[step[1] % len(rows)][0]
                 try:
@@ -107,7 +107,7 @@ class History:
                     return
                 self._stamp(path)
         elif kind == "meta":
-            rows = self.vault.conn.execute("SELECT id FROM memories ORDER BY id").fetchall()
+            rows = self.vault.backend.conn.execute("SELECT id FROM memories ORDER BY id").fetchall()
             if rows:
                 memory_id = rows[step[1] % len(rows)][0]
                 try:
@@ -121,7 +121,7 @@ class History:
 
 
 def snapshot(vault: Vault) -> dict[str, Any]:
-    conn = vault.conn
+    conn = vault.backend.conn
     return {
         "rows": conn.execute(f"SELECT {COLUMNS} FROM memories ORDER BY path").fetchall(),
         "fts": scalar(conn, "SELECT count(*) FROM memory_fts"),
@@ -135,7 +135,7 @@ def snapshot(vault: Vault) -> dict[str, Any]:
 
 def facts_by_definition(vault: Vault) -> dict[str, tuple[bool, str | None, str | None]]:
     """The same facts computed here from the rows: a session's memories by (created, id)."""
-    rows = vault.conn.execute("SELECT id, session, created, body FROM memories").fetchall()
+    rows = vault.backend.conn.execute("SELECT id, session, created, body FROM memories").fetchall()
     order = sorted((r for r in rows if r[1] is not None), key=lambda r: (r[1], r[2], r[0]))
     beside: dict[str, list[str | None]] = {str(r[0]): [None, None] for r in rows}
     for a, b in zip(order, order[1:]):
@@ -146,7 +146,7 @@ def facts_by_definition(vault: Vault) -> dict[str, tuple[bool, str | None, str |
 
 def facts_by_id(vault: Vault) -> dict[str, tuple[bool, str | None, str | None]]:
     """Search's facts as the index keeps them, by memory id (rowids differ after a rebuild)."""
-    ids = {int(r): str(i) for r, i in vault.conn.execute("SELECT rowid, id FROM memories")}
+    ids = {int(r): str(i) for r, i in vault.backend.conn.execute("SELECT rowid, id FROM memories")}
     def named(rowid: int | None) -> str | None:
         return None if rowid is None else ids.get(rowid, f"gone:{rowid}")
 

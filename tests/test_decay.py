@@ -36,12 +36,12 @@ def _write(vault: Vault, name: str, body: str, **meta: object) -> Path:
 
 
 def _set_last_access(vault: Vault, memory_id: str, days_ago: float) -> None:
-    vault.conn.execute(
-        "INSERT INTO usage(memory_id, access_count, last_access) VALUES (?, 1, ?) "
-        "ON CONFLICT(memory_id) DO UPDATE SET last_access = excluded.last_access",
-        (memory_id, _iso(days_ago)),
-    )
-    vault.backend.record_use([memory_id], _iso(days_ago))  # search reads usage from a shared index
+    """A recall ``days_ago`` days back, recorded as ``Vault.record_access`` records one (at that stamp)."""
+    stamp = _iso(days_ago)
+    local = vault.local_store
+    with local.write_txn():
+        local.record_use([memory_id], stamp)
+    vault.backend.record_use([memory_id], stamp)  # search reads usage from a shared index
 
 
 def test_100_days_is_recalled_and_115_is_not(model_vault: Vault) -> None:

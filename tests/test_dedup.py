@@ -261,12 +261,12 @@ def test_the_in_process_vector_copy_gives_the_same_decisions_as_sqlite_vec(
         vault.add(a)
     vault.search("warm up")
     vault.search("the copy loads on the second search of an unchanged index")
-    assert vecmatrix.for_connection(vault.conn, may_load=False) is not None
+    assert vecmatrix.for_connection(vault.backend.conn, may_load=False) is not None
     assert vault.embedder is not None
 
     def decide(body: str) -> tuple[str, str | None, str | None, list[str]]:
         cand = pipeline.Candidate(body, "user", "test", None, qvec=vault.embedder.embed([body])[0])  # type: ignore[union-attr]
-        d = pipeline.check(vault.conn, vault.config, vault.embedder, cand)
+        d = pipeline.check(vault.backend.lookup, vault.config, vault.embedder, cand, cache=vault.local_store)
         return d.status, d.method, d.existing_id, [f.id for f in d.similar_facts]
 
     with_copy = [decide(p["b"]) for p in pairs]

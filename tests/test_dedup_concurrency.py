@@ -16,7 +16,7 @@ def _add_same_body(root: str, n: int, start: Any, results: Any) -> None:
     from tests.fakes import HashEmbedder
 
     with Vault(Path(root), embedder=HashEmbedder()) as vault:
-        vault.conn  # open the index before the race starts
+        vault.backend.conn  # open the index before the race starts
         start.wait(timeout=120)  # a barrier: every worker is ready, then all go
         # Different provenance each time: the body alone decides.
         text = BODY if n % 2 == 0 else f"[hm session:w{n} src:keyword event:Stop] {BODY}"

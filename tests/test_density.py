@@ -62,7 +62,7 @@ def _stored(conn: apsw.Connection) -> dict[int, float]:
 
 
 def _assert_exact(vault: Vault) -> None:
-    want, got = _brute_force(vault.conn), _stored(vault.conn)
+    want, got = _brute_force(vault.backend.conn), _stored(vault.backend.conn)
     assert set(got) == set(want)
     for rowid, value in want.items():
         assert got[rowid] == pytest.approx(value, abs=1e-5), rowid
@@ -80,8 +80,8 @@ def test_densities_follow_adds_edits_deletes_and_a_rebuild(vault: Vault) -> None
     report = vault.reindex()
     assert report.updated == 5 and report.removed == 4
     _assert_exact(vault)
-    ids_before = {int(r): str(i) for r, i in vault.conn.execute("SELECT rowid, id FROM memories")}
-    before = {ids_before[r]: v for r, v in _stored(vault.conn).items()}
+    ids_before = {int(r): str(i) for r, i in vault.backend.conn.execute("SELECT rowid, id FROM memories")}
+    before = {ids_before[r]: v for r, v in _stored(vault.backend.conn).items()}
     # A rebuilt index (new rowids) holds the same value for each memory.
     vault.close()
     for f in (vault.root / ".memex").glob("index.db*"):
@@ -89,8 +89,8 @@ def test_densities_follow_adds_edits_deletes_and_a_rebuild(vault: Vault) -> None
     again = Vault(vault.root, embedder=HashEmbedder())
     again.reindex()
     _assert_exact(again)
-    ids = {int(r): str(i) for r, i in again.conn.execute("SELECT rowid, id FROM memories")}
-    rebuilt = {ids[r]: v for r, v in _stored(again.conn).items()}
+    ids = {int(r): str(i) for r, i in again.backend.conn.execute("SELECT rowid, id FROM memories")}
+    rebuilt = {ids[r]: v for r, v in _stored(again.backend.conn).items()}
     assert set(rebuilt) ^ set(before) == set(), (set(rebuilt) - set(before), set(before) - set(rebuilt))
     # Exactly: a rebuilt index must break ties between hubs as the old one did.
     assert rebuilt == before
@@ -100,22 +100,22 @@ def test_densities_follow_adds_edits_deletes_and_a_rebuild(vault: Vault) -> None
 def test_erase_purges_the_row_and_the_neighbours_lists_follow(vault: Vault) -> None:
     results = [vault.add(t) for t in _texts(30)]
     gone = results[3]
-    rowid = int(vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (gone.id,)).fetchone()[0])
+    rowid = int(vault.backend.conn.execute("SELECT rowid FROM memories WHERE id = ?", (gone.id,)).fetchone()[0])
     erase(vault, gone.id, reason="test")
-    assert vault.conn.execute("SELECT count(*) FROM memory_density WHERE rowid = ?", (rowid,)).fetchone()[0] == 0
+    assert vault.backend.conn.execute("SELECT count(*) FROM memory_density WHERE rowid = ?", (rowid,)).fetchone()[0] == 0
     _assert_exact(vault)
 
 
 def test_a_rolled_back_transaction_leaves_them_as_they_were(vault: Vault) -> None:
     for t in _texts(20):
         vault.add(t)
-    before = _stored(vault.conn)
+    before = _stored(vault.backend.conn)
     with pytest.raises(RuntimeError):
-        with write_txn(vault.conn):
-            victim = int(vault.conn.execute("SELECT rowid FROM memories LIMIT 1").fetchone()[0])
+        with write_txn(vault.backend.conn):
+            victim = int(vault.backend.conn.execute("SELECT rowid FROM memories LIMIT 1").fetchone()[0])
             vault.store.purge_memory(victim)
             raise RuntimeError("abandoned")
-    assert _stored(vault.conn) == before
+    assert _stored(vault.backend.conn) == before
     vault.add("one more note about deploy and billing item3")
     _assert_exact(vault)
 
@@ -153,9 +153,9 @@ def test_an_index_from_before_the_table_gets_every_density(vault: Vault) -> None
     for t in _texts(25):
         vault.add(t)
     root: Path = vault.root
-    with write_txn(vault.conn):
-        vault.conn.execute("DROP TABLE memory_density")
-        vault.conn.execute("PRAGMA user_version=3")
+    with write_txn(vault.backend.conn):
+        vault.backend.conn.execute("DROP TABLE memory_density")
+        vault.backend.conn.execute("PRAGMA user_version=3")
     vault.close()
     reopened = Vault(root, embedder=HashEmbedder())
     _assert_exact(reopened)
@@ -167,18 +167,18 @@ def test_an_index_with_the_reference_copy_loses_it_and_stays_exact(vault: Vault)
     density_reference, memories_hash) opens without them, nothing else moves."""
     for t in _texts(25):
         vault.add(t)
-    before = _stored(vault.conn)
-    with write_txn(vault.conn):
-        vault.conn.execute("CREATE TABLE density_reference (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
-        vault.conn.execute("INSERT INTO density_reference SELECT rowid, embedding FROM memory_vec")
-        vault.conn.execute("CREATE INDEX memories_hash ON memories(body_hash)")
-        vault.conn.execute("PRAGMA user_version=5")
+    before = _stored(vault.backend.conn)
+    with write_txn(vault.backend.conn):
+        vault.backend.conn.execute("CREATE TABLE density_reference (rowid INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
+        vault.backend.conn.execute("INSERT INTO density_reference SELECT rowid, embedding FROM memory_vec")
+        vault.backend.conn.execute("CREATE INDEX memories_hash ON memories(body_hash)")
+        vault.backend.conn.execute("PRAGMA user_version=5")
     root = vault.root
     vault.close()
     reopened = Vault(root, embedder=HashEmbedder())
-    names = {str(n) for (n,) in reopened.conn.execute("SELECT name FROM sqlite_master")}
+    names = {str(n) for (n,) in reopened.backend.conn.execute("SELECT name FROM sqlite_master")}
     assert "density_reference" not in names and "memories_hash" not in names
-    assert _stored(reopened.conn) == before
+    assert _stored(reopened.backend.conn) == before
     reopened.add("a note after the upgrade about lunch and item2")
     _assert_exact(reopened)
     reopened.close()
@@ -193,20 +193,20 @@ def test_an_index_with_the_density_column_and_longer_lists_loses_them_and_stays_
         patch.setattr(nearest, "DEPTH", 20)
         for t in _texts(30):
             vault.add(t)
-        before = _stored(vault.conn)
-        longest = max(len(b) for (b,) in vault.conn.execute("SELECT neighbours FROM memory_density"))
+        before = _stored(vault.backend.conn)
+        longest = max(len(b) for (b,) in vault.backend.conn.execute("SELECT neighbours FROM memory_density"))
         assert longest == 4 * min(20, density.S + 1, 29)
-        with write_txn(vault.conn):
-            vault.conn.execute("ALTER TABLE memory_density ADD COLUMN density REAL NOT NULL DEFAULT 0")
-            vault.conn.execute("PRAGMA user_version=6")
+        with write_txn(vault.backend.conn):
+            vault.backend.conn.execute("ALTER TABLE memory_density ADD COLUMN density REAL NOT NULL DEFAULT 0")
+            vault.backend.conn.execute("PRAGMA user_version=6")
         root = vault.root
         vault.close()
     reopened = Vault(root, embedder=HashEmbedder())
-    columns = {str(row[1]) for row in reopened.conn.execute("PRAGMA table_info(memory_density)")}
+    columns = {str(row[1]) for row in reopened.backend.conn.execute("PRAGMA table_info(memory_density)")}
     assert columns == {"rowid", "neighbours", "key", "digest"}
-    longest = max(len(b) for (b,) in reopened.conn.execute("SELECT neighbours FROM memory_density"))
+    longest = max(len(b) for (b,) in reopened.backend.conn.execute("SELECT neighbours FROM memory_density"))
     assert longest == 4 * min(nearest.DEPTH, density.S + 1, 29)
-    assert _stored(reopened.conn) == before
+    assert _stored(reopened.backend.conn) == before
     _assert_exact(reopened)
     reopened.add("a note after the upgrade about billing and item4")
     _assert_exact(reopened)
@@ -245,8 +245,8 @@ def test_search_ranks_a_statement_above_a_crowd_of_near_copies(vault: Vault) -> 
     plain = Fusion(0.7)
     hubs_lose = Fusion(0.7, density_penalty=0.5, density_floor=0.5)
     qvec = vault.embed_query(query)
-    before = [h.id for h in search(vault.conn, vault.embedder, query, 5, qvec=qvec, fusion=plain, floor=False)]
-    after = [h.id for h in search(vault.conn, vault.embedder, query, 5, qvec=qvec, fusion=hubs_lose, floor=False)]
+    before = [h.id for h in search(vault.backend.conn, vault.embedder, query, 5, qvec=qvec, fusion=plain, floor=False)]
+    after = [h.id for h in search(vault.backend.conn, vault.embedder, query, 5, qvec=qvec, fusion=hubs_lose, floor=False)]
     assert before[0] != answer.id  # one of the crowd wins on plain cosine + BM25
     assert after[0] == answer.id
 
@@ -259,32 +259,32 @@ def _reference(conn: apsw.Connection) -> list[int]:
 def test_erasing_a_reference_member_brings_in_the_next_and_leaves_only_numbers(vault: Vault) -> None:
     results = [vault.add(t) for t in _texts(30)]
     member = min(results, key=lambda r: density.key(r.id))  # in R at any S
-    rowid = int(vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (member.id,)).fetchone()[0])
-    blob = bytes(vault.conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()[0])
-    assert rowid in _reference(vault.conn)
+    rowid = int(vault.backend.conn.execute("SELECT rowid FROM memories WHERE id = ?", (member.id,)).fetchone()[0])
+    blob = bytes(vault.backend.conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()[0])
+    assert rowid in _reference(vault.backend.conn)
     erase(vault, member.id, reason="test")
     _assert_exact(vault)
-    assert rowid not in _reference(vault.conn)
-    assert len(_reference(vault.conn)) == min(density.S + 1, len(results) - 1)
+    assert rowid not in _reference(vault.backend.conn)
+    assert len(_reference(vault.backend.conn)) == min(density.S + 1, len(results) - 1)
     # What stays of it in the others' rows is cosines: at most DEPTH float32 each, never its vector;
     # and no table keeps a copy of R's vectors.
-    for (neighbours,) in vault.conn.execute("SELECT neighbours FROM memory_density"):
+    for (neighbours,) in vault.backend.conn.execute("SELECT neighbours FROM memory_density"):
         assert len(neighbours) <= 4 * density.DEPTH and blob not in bytes(neighbours)
-    assert vault.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'density_reference'").fetchone()[0] == 0
+    assert vault.backend.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'density_reference'").fetchone()[0] == 0
 
 
 def test_a_rolled_back_erase_of_a_member_and_an_add_leave_them_as_they_were(vault: Vault) -> None:
     results = [vault.add(t) for t in _texts(20)]
     member = min(results, key=lambda r: density.key(r.id))
-    before = _stored(vault.conn)
-    reference = _reference(vault.conn)
+    before = _stored(vault.backend.conn)
+    reference = _reference(vault.backend.conn)
     with pytest.raises(RuntimeError):
-        with write_txn(vault.conn):
-            victim = int(vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (member.id,)).fetchone()[0])
+        with write_txn(vault.backend.conn):
+            victim = int(vault.backend.conn.execute("SELECT rowid FROM memories WHERE id = ?", (member.id,)).fetchone()[0])
             vault.store.purge_memory(victim)
             raise RuntimeError("abandoned")
-    assert _stored(vault.conn) == before
-    assert _reference(vault.conn) == reference
+    assert _stored(vault.backend.conn) == before
+    assert _reference(vault.backend.conn) == reference
     for t in _texts(12, salt="after the rollback"):
         vault.add(t)
     _assert_exact(vault)
@@ -298,17 +298,17 @@ def rows_read(vault: Vault, write: Callable[[], object], counts: Callable[[apsw.
         seen.extend([1] if counts(cursor, row) else [])
         return row
 
-    vault.conn.row_trace = trace
+    vault.backend.conn.row_trace = trace
     try:
         write()
     finally:
-        vault.conn.row_trace = None
+        vault.backend.conn.row_trace = None
     return len(seen)
 
 
 def _vectors_read(vault: Vault, write: Callable[[], object]) -> int:
     """How many body vectors ``write`` read back from the index (rows holding one)."""
-    size = len(bytes(vault.conn.execute("SELECT embedding FROM memory_vec LIMIT 1").fetchone()[0]))
+    size = len(bytes(vault.backend.conn.execute("SELECT embedding FROM memory_vec LIMIT 1").fetchone()[0]))
     return rows_read(vault, write, lambda _, row: any(isinstance(v, bytes) and len(v) == size for v in row))
 
 
@@ -365,8 +365,8 @@ def test_a_bulk_write_that_never_ended_is_computed_by_the_next_write(
 
     monkeypatch.setattr(SqliteStore, "bulk_writes", killed_before_its_end)
     vault.reindex()
-    density.DEFERRED.discard(vault.conn)
+    density.DEFERRED.discard(vault.backend.conn)
     monkeypatch.undo()
-    assert _stored(vault.conn) == {}  # nothing half-computed is trusted meanwhile
+    assert _stored(vault.backend.conn) == {}  # nothing half-computed is trusted meanwhile
     vault.add("a note written after the interrupted reindex, about billing")
     _assert_exact(vault)

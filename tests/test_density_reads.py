@@ -89,7 +89,7 @@ _DENSITY_CODE = (str(Path("memex", "store", "density.py")), str(Path("memex", "s
 def _add_past_r(vault: Vault, text: str, monkeypatch: pytest.MonkeyPatch) -> Callable[[], object]:
     """An add whose memory does not enter R (its key sorts after R's last):
     a write that changes R reads every vector (O(N)), by design."""
-    last = max(k for (k,) in vault.conn.execute(
+    last = max(k for (k,) in vault.backend.conn.execute(
         "SELECT key FROM memory_density ORDER BY key LIMIT ?", (density.S + 1,)))
     tag = hashlib.blake2b(text.encode(), digest_size=4).hexdigest().upper()
     memory_id = next(m for m in (f"01RREAD{tag}{i:011d}" for i in range(10_000)) if density.key(m) > last)
@@ -102,21 +102,21 @@ def _add_past_r(vault: Vault, text: str, monkeypatch: pytest.MonkeyPatch) -> Cal
 
 
 def _members(vault: Vault) -> list[int]:
-    return [int(r) for (r,) in vault.conn.execute(
+    return [int(r) for (r,) in vault.backend.conn.execute(
         "SELECT rowid FROM memory_density ORDER BY key LIMIT ?", (density.S + 1,))]
 
 
 def _held_as_stored(vault: Vault) -> None:
     """The R this connection keeps in memory is memory_vec's, bit for bit."""
-    ref = density._state(vault.conn).ref
+    ref = density._state(vault.backend.conn).ref
     assert ref is not None
-    stored = {int(r): bytes(b) for r, b in vault.conn.execute("SELECT rowid, embedding FROM memory_vec")}
+    stored = {int(r): bytes(b) for r, b in vault.backend.conn.execute("SELECT rowid, embedding FROM memory_vec")}
     for i, rowid in enumerate(ref.rowids):
         assert ref.matrix[i].astype(np.float32).tobytes() == stored[rowid], rowid
 
 
 def _embed_keys(vault: Vault, rowids: list[int]) -> list[str]:
-    return [str(vault.conn.execute("SELECT embed_key FROM memories WHERE rowid = ?", (r,)).fetchone()[0])
+    return [str(vault.backend.conn.execute("SELECT embed_key FROM memories WHERE rowid = ?", (r,)).fetchone()[0])
             for r in rowids]
 
 
@@ -140,16 +140,16 @@ def test_members_the_cache_lacks_are_read_from_memory_vec(
     monkeypatch.setattr(refvectors, "_POINT", point)
     with Vault(vault_root, embedder=HashEmbedder()) as vault:
         purged = _members(vault)[2:5]
-        with write_txn(vault.conn):  # as a purge of unused rows, or a hand-cleared cache, would leave it
-            vault.conn.executemany("DELETE FROM embedding_cache WHERE text_hash = ?",
+        with write_txn(vault.backend.conn):  # as a purge of unused rows, or a hand-cleared cache, would leave it
+            vault.backend.conn.executemany("DELETE FROM embedding_cache WHERE text_hash = ?",
                                    [(k,) for k in _embed_keys(vault, purged)])
     with Vault(vault_root, embedder=HashEmbedder()) as fresh:
         assert _from_memory_vec(fresh, _add_past_r(fresh, "zebra quartz violin two", monkeypatch)) == len(purged)
         _held_as_stored(fresh)
         _assert_exact(fresh)
     with Vault(vault_root, embedder=HashEmbedder()) as cleared:
-        with write_txn(cleared.conn):
-            cleared.conn.execute("DELETE FROM embedding_cache")
+        with write_txn(cleared.backend.conn):
+            cleared.backend.conn.execute("DELETE FROM embedding_cache")
     with Vault(vault_root, embedder=HashEmbedder()) as fresh:
         members = len(_members(fresh))
         assert _from_memory_vec(fresh, _add_past_r(fresh, "zebra quartz violin three", monkeypatch)) == members
@@ -164,12 +164,12 @@ def test_a_cached_vector_other_than_memory_vecs_is_not_used(filled: Path, monkey
     with Vault(vault_root, embedder=HashEmbedder()) as vault:
         members = _members(vault)
         flipped, swapped, donor = _embed_keys(vault, [members[1], members[4], members[6]])
-        with write_txn(vault.conn):
-            blob = bytearray(vault.conn.execute("SELECT vector FROM embedding_cache WHERE text_hash = ?",
+        with write_txn(vault.backend.conn):
+            blob = bytearray(vault.backend.conn.execute("SELECT vector FROM embedding_cache WHERE text_hash = ?",
                                                 (flipped,)).fetchone()[0])
             blob[0] ^= 1  # the lowest bit of one float: a rounding difference
-            vault.conn.execute("UPDATE embedding_cache SET vector = ? WHERE text_hash = ?", (bytes(blob), flipped))
-            vault.conn.execute("UPDATE embedding_cache SET vector = (SELECT vector FROM embedding_cache "
+            vault.backend.conn.execute("UPDATE embedding_cache SET vector = ? WHERE text_hash = ?", (bytes(blob), flipped))
+            vault.backend.conn.execute("UPDATE embedding_cache SET vector = (SELECT vector FROM embedding_cache "
                                "WHERE text_hash = ?) WHERE text_hash = ?", (donor, swapped))
     with Vault(vault_root, embedder=HashEmbedder()) as fresh:
         assert _from_memory_vec(fresh, _add_past_r(fresh, "zebra quartz violin four", monkeypatch)) == 2
@@ -184,12 +184,12 @@ def test_an_index_from_before_digests_reads_memory_vec_once_then_the_cache(
     takes memory_vec's vectors and stores theirs, later processes the cache's."""
     vault_root = filled
     with Vault(vault_root, embedder=HashEmbedder()) as vault:
-        before = {int(r): bytes(b) for r, b in vault.conn.execute("SELECT rowid, neighbours FROM memory_density")}
-        with write_txn(vault.conn):
-            vault.conn.execute("ALTER TABLE memory_density DROP COLUMN digest")
-            vault.conn.execute("PRAGMA user_version=7")
+        before = {int(r): bytes(b) for r, b in vault.backend.conn.execute("SELECT rowid, neighbours FROM memory_density")}
+        with write_txn(vault.backend.conn):
+            vault.backend.conn.execute("ALTER TABLE memory_density DROP COLUMN digest")
+            vault.backend.conn.execute("PRAGMA user_version=7")
     with Vault(vault_root, embedder=HashEmbedder()) as old:
-        rows = old.conn.execute("SELECT rowid, neighbours, digest FROM memory_density").fetchall()
+        rows = old.backend.conn.execute("SELECT rowid, neighbours, digest FROM memory_density").fetchall()
         assert {int(r): bytes(b) for r, b, _ in rows} == before and {d for _, _, d in rows} == {None}
         members = len(_members(old))
         assert _from_memory_vec(old, _add_past_r(old, "zebra quartz violin five", monkeypatch)) == members

@@ -30,8 +30,8 @@ from tests.hook_helpers import run_memex
 def _fill_the_disk(vault: Vault) -> None:
     """SQLite's own "database or disk is full": no page may be added to the index
     (what a full disk or a full tmpfs gives, without needing a mount)."""
-    pages = int(scalar(vault.conn, "PRAGMA page_count") or 0)
-    vault.conn.execute(f"PRAGMA max_page_count={pages}")
+    pages = int(scalar(vault.backend.conn, "PRAGMA page_count") or 0)
+    vault.backend.conn.execute(f"PRAGMA max_page_count={pages}")
 
 
 def test_a_full_disk_is_one_line_naming_the_index_and_loses_no_memory(vault: Vault) -> None:
@@ -49,7 +49,7 @@ def test_a_full_disk_is_one_line_naming_the_index_and_loses_no_memory(vault: Vau
     assert "full" in message and "memex reindex" in message
     # The transaction was rolled back cleanly: the connection still works.
     assert len(vault.list()) == 1
-    vault.conn.execute("PRAGMA max_page_count=1073741823")
+    vault.backend.conn.execute("PRAGMA max_page_count=1073741823")
     report = vault.reindex()
     assert report.added == 1
     assert any(m.body.startswith("The disk filled up") for m in vault.list())
@@ -152,7 +152,7 @@ def damaged_vault(tmp_path: Path) -> Path:
     with Vault(root) as v:
         for i in range(60):
             v.add(f"Service {i} is deployed by team {i % 7} on {'Tuesdays' if i % 2 else 'Thursdays'}")
-        v.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        v.backend.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     _damage(root / ".memex" / "index.db")
     return root
 

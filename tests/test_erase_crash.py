@@ -64,7 +64,7 @@ def test_crash_between_file_delete_and_purge_is_repaired(
     assert not path.exists()
     # The failure left the rows behind, on disk; search hides them already (the erased list).
     assert secret.id not in [h.id for h in vault.search("zqorblax spare key")]
-    assert vault.conn.execute("SELECT count(*) FROM memories WHERE id = ?", (secret.id,)).fetchone()[0] == 1
+    assert vault.backend.conn.execute("SELECT count(*) FROM memories WHERE id = ?", (secret.id,)).fetchone()[0] == 1
     settle(vault)
     assert ".memex/index.db" in files_with_text(vault.root, WORDS)
     log = (vault.memex_dir / "erasure.log").read_text()
@@ -76,7 +76,7 @@ def test_crash_between_file_delete_and_purge_is_repaired(
     with Vault(vault.root, embedder=HashEmbedder()) as after:
         assert secret.id not in [h.id for h in after.search("zqorblax spare key")]
         counts = {
-            t: after.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            t: after.backend.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
             for t in ("memories", "memory_vec", "chunks", "usage", "memory_fts_docsize")
         }
         assert counts["memories"] == counts["memory_vec"] == counts["memory_fts_docsize"] == 1

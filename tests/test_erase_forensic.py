@@ -46,10 +46,10 @@ def _seed(vault: Vault) -> str:
 
 
 def _vectors(vault: Vault, memory_id: str) -> list[bytes]:
-    rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
-    blobs = [vault.conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()[0]]
+    rowid = vault.backend.conn.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
+    blobs = [vault.backend.conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()[0]]
     blobs += [
-        r[0] for r in vault.conn.execute(
+        r[0] for r in vault.backend.conn.execute(
             "SELECT v.embedding FROM chunk_vec v JOIN chunks c ON c.rowid = v.rowid WHERE c.memory_rowid = ?",
             (rowid,),
         )
@@ -68,8 +68,8 @@ def test_erase_leaves_no_text_and_no_vector_bytes(model_vault: Vault, pre_optimi
     assert all(float(abs(from_blob(v)).max()) > 0 for v in vectors)
     if pre_optimized:
         # All terms in one segment: deleting then only adds a tombstone.
-        with write_txn(vault.conn):
-            vault.conn.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
+        with write_txn(vault.backend.conn):
+            vault.backend.conn.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
     settle(vault)
 
     # Positive control: the scan finds every word and every vector, in the index too.
@@ -99,18 +99,18 @@ def test_fts_delete_alone_keeps_terms_until_segments_are_rewritten(vault: Vault)
     settle(vault)
     # Suffixes: a term may be stored after a shared prefix with its neighbour.
     suffixes = [w[2:] for w in SECRET_WORDS]
-    rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (secret_id,)).fetchone()[0]
+    rowid = vault.backend.conn.execute("SELECT rowid FROM memories WHERE id = ?", (secret_id,)).fetchone()[0]
     (vault.root / vault.get(secret_id).path).unlink()
-    with write_txn(vault.conn):
+    with write_txn(vault.backend.conn):
         vault.indexer.purge_row(rowid)
     settle(vault)
     left = files_with_text(vault.root, suffixes)
     # secure_delete zeroed the row, the vectors and the cache; the FTS segments still hold the terms.
     assert set(left) == {".memex/index.db"} and set(left[".memex/index.db"]) == set(suffixes)
-    assert vault.conn.execute("SELECT value FROM meta WHERE key = 'scrub_pending'").fetchone() is not None
-    assert scrub.scrub(vault.conn) is True
+    assert vault.backend.conn.execute("SELECT value FROM meta WHERE key = 'scrub_pending'").fetchone() is not None
+    assert scrub.scrub(vault.backend.conn) is True
     assert files_with_text(vault.root, suffixes) == {}
-    assert scrub.scrub_if_pending(vault.conn) is None  # nothing pending any more
+    assert scrub.scrub_if_pending(vault.backend.conn) is None  # nothing pending any more
 
 
 def test_cached_embedding_shared_with_another_memory_is_kept(vault: Vault) -> None:
@@ -119,8 +119,8 @@ def test_cached_embedding_shared_with_another_memory_is_kept(vault: Vault) -> No
     first = vault.add("Deploy keys rotate every ninety days", scope="user")
     second = vault.add("Deploy keys rotate every ninety days", scope="project:ops")
     assert first.status == second.status == "created"
-    cached = vault.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+    cached = vault.backend.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
     (vault.root / vault.get(first.id).path).unlink()
     assert vault.reindex().removed == 1
-    assert vault.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == cached
+    assert vault.backend.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == cached
     assert [h.id for h in vault.search("deploy keys rotate")] == [second.id]

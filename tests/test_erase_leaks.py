@@ -175,9 +175,9 @@ def test_erase_during_a_running_reindex_never_puts_it_back(vault_root: Path) -> 
         worker.join(120)
     assert not errors, errors
     with Vault(vault_root, embedder=HashEmbedder()) as after:
-        assert after.conn.execute("SELECT count(*) FROM memories WHERE body LIKE '%Zqorblax%'").fetchone()[0] == 0
+        assert after.backend.conn.execute("SELECT count(*) FROM memories WHERE body LIKE '%Zqorblax%'").fetchone()[0] == 0
         assert secret.id not in ids_found(after, "zqorblax storage unit key")
-        assert after.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 1200
+        assert after.backend.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 1200
         assert leaked(after) == {}
         after.reindex()
         assert leaked(after) == {}
@@ -222,7 +222,7 @@ def test_orphan_temp_files_are_reported_removed_and_never_indexed(vault: Vault) 
     watcher.start()
     watcher.close()
     assert not tmp.exists()
-    assert vault.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 1
+    assert vault.backend.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 1
 
 
 def test_erase_removes_temp_files_holding_the_text(vault: Vault) -> None:

@@ -211,11 +211,11 @@ def test_an_older_version_of_an_erased_memory_stays_out(git_vault: Vault) -> Non
     hand = root / "memories" / "hand.md"
     hand.write_text("Plain note about the Zqorblax garage\n")
     vault.reindex()
-    hand_id = vault.conn.execute("SELECT id FROM memories WHERE path = 'memories/hand.md'").fetchone()[0]
+    hand_id = vault.backend.conn.execute("SELECT id FROM memories WHERE path = 'memories/hand.md'").fetchone()[0]
     erase(vault, hand_id, reason="r")
     hand.write_text("Another note about the bicycle shed\n")
     vault.reindex()
-    assert vault.conn.execute("SELECT count(*) FROM memories WHERE path = 'memories/hand.md'").fetchone()[0] == 1
+    assert vault.backend.conn.execute("SELECT count(*) FROM memories WHERE path = 'memories/hand.md'").fetchone()[0] == 1
 
 
 def test_add_allow_erased_writes_a_file_the_index_keeps(vault: Vault) -> None:

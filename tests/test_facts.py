@@ -147,7 +147,7 @@ def test_an_index_from_before_the_facts_gets_them(vault: Vault, vault_backend: s
         added = vault.add(body, scope="user", session=session)
         update_meta(vault, added.id, {"created": f"2026-01-01T10:{n:02d}:00Z"})
     want = definition(vault)
-    conn = vault.conn
+    conn = vault.backend.conn
     conn.execute("UPDATE memories SET asks = 0, before_rowid = NULL, after_rowid = NULL")
     conn.execute("DROP INDEX memories_session_order")
     conn.execute("ALTER TABLE memories DROP COLUMN asks")
@@ -158,7 +158,7 @@ def test_an_index_from_before_the_facts_gets_them(vault: Vault, vault_backend: s
     root = vault.root
     vault.close()
     with Vault(root, embedder=None) as again:
-        assert int(scalar(again.conn, "PRAGMA user_version") or 0) >= 9
+        assert int(scalar(again.backend.conn, "PRAGMA user_version") or 0) >= 9
         assert kept(again) == want
         assert sum(f[0] for f in want.values()) == 3 and want[next(i for i, f in want.items() if f[2])][2]
 

@@ -148,7 +148,7 @@ def test_kill_during_reindex_then_reindex_agrees(root: Path, point: str, nth: in
         faults = 1
     with reopen(root) as vault:
         assert_consistent(vault)
-        assert vault.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 600
+        assert vault.backend.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 600
     report("kill-reindex", 1, faults, 0)
 
 
@@ -171,7 +171,7 @@ def test_kill_during_erase_leaves_nothing_findable(root: Path, point: str, nth: 
     with reopen(root) as vault:
         # Whatever the kill interrupted, the erased text is never searchable again.
         assert secret.id not in search_ids(vault, "zqorblax storage unit key")
-        assert vault.conn.execute("SELECT count(*) FROM memories WHERE body LIKE '%Zqorblax%'").fetchone()[0] == 0
+        assert vault.backend.conn.execute("SELECT count(*) FROM memories WHERE body LIKE '%Zqorblax%'").fetchone()[0] == 0
         if path.exists():
             # Killed before the file went: doctor names it, and the erase is run again.
             assert point in ("erase.listed",) and health.drift(vault).erased_restored == [path.relative_to(root).as_posix()]

@@ -117,12 +117,12 @@ class VaultLife(RuleBasedStateMachine):
 
     @rule(i=st.integers(0, 40))
     def erase(self, i: int) -> None:
-        rows = [r[0] for r in self.vault.conn.execute("SELECT id FROM memories ORDER BY id")]
+        rows = [r[0] for r in self.vault.backend.conn.execute("SELECT id FROM memories ORDER BY id")]
         if not rows:
             return
         memory_id = rows[i % len(rows)]
         tags: set[str] = set()
-        body = self.vault.conn.execute("SELECT body FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
+        body = self.vault.backend.conn.execute("SELECT body FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
         tags.update(TAG.findall(body))
         for rel in self.files():  # every file claiming the id (copies) is erased too
             data = (self.root / rel).read_text()
@@ -259,7 +259,7 @@ class VaultLife(RuleBasedStateMachine):
     def nothing_erased_is_findable(self) -> None:
         if not self.erased:
             return
-        for (body,) in self.vault.conn.execute("SELECT body FROM memories"):
+        for (body,) in self.vault.backend.conn.execute("SELECT body FROM memories"):
             assert not set(TAG.findall(body)) & self.erased, body
         for tag in sorted(self.erased)[-3:]:
             hits = self.vault.search(tag, limit=50)

@@ -53,7 +53,7 @@ def test_a_shown_row_is_the_rowid_and_the_shown_columns_in_order() -> None:
 
 
 def test_the_index_table_has_every_row_column(vault: Vault) -> None:
-    columns = {str(r[1]) for r in vault.conn.execute("PRAGMA table_info(memories)")}
+    columns = {str(r[1]) for r in vault.backend.conn.execute("PRAGMA table_info(memories)")}
     assert set(fields.ROW_COLUMNS) <= columns
     # What the table has beyond them is the store's own bookkeeping and the
     # ranking facts kept at write time (memex.store.facts).
@@ -76,7 +76,7 @@ def test_an_added_memory_s_row_and_file_carry_the_fields_the_table_names(vault: 
 
 def _row(vault: Vault, memory_id: str) -> tuple[object, ...]:
     cols = ", ".join(fields.ROW_COLUMNS)
-    found = vault.conn.execute(f"SELECT {cols} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    found = vault.backend.conn.execute(f"SELECT {cols} FROM memories WHERE id = ?", (memory_id,)).fetchone()
     assert found is not None
     return tuple(found)
 

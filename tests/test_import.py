@@ -241,7 +241,7 @@ def test_texts_are_embedded_in_batches_and_nothing_refused_reaches_the_cache(
     assert (report.created, report.refused) == (20, 1)
     assert len(calls) < 10, calls  # not once per memory
     keys = {embed.text_key("Deploys happen on Tuesdays")}
-    cached = {row[0] for row in vault.conn.execute("SELECT text_hash FROM embedding_cache")}
+    cached = {row[0] for row in vault.backend.conn.execute("SELECT text_hash FROM embedding_cache")}
     assert not keys & cached
     hit = vault.search("which service owns queue number 35", limit=1)[0]
     assert hit.body.startswith("Service 5 owns queue number 35")

@@ -52,7 +52,7 @@ def test_an_unmeasured_model_gets_minilm_numbers_under_its_own_id() -> None:
 
 def test_the_index_records_the_profile_in_force(vault: Vault) -> None:
     vault.add("The staging box runs Debian 12.", scope="user")
-    recorded = json.loads(get_meta(vault.conn, "model_profile") or "{}")
+    recorded = json.loads(get_meta(vault.backend.conn, "model_profile") or "{}")
     assert recorded["model_id"] == HashEmbedder.model_id
     assert recorded["cosine_duplicate"] == profiles.for_model(HashEmbedder.model_id).cosine_duplicate
 
@@ -117,13 +117,13 @@ def test_erasing_after_a_model_switch_purges_the_vectors_of_both_models(vault_ro
     with Vault(vault_root, embedder=_OtherModel()) as v:
         v.reindex()
         key = embed.text_key(body)
-        by_model = {m for (m,) in v.conn.execute("SELECT model FROM embedding_cache WHERE text_hash = ?", (key,))}
+        by_model = {m for (m,) in v.backend.conn.execute("SELECT model FROM embedding_cache WHERE text_hash = ?", (key,))}
         assert by_model == {HashEmbedder.model_id, _OtherModel.model_id}
         erase(v, gone.id, reason="asked by the user")
-        assert v.conn.execute("SELECT count(*) FROM embedding_cache WHERE text_hash = ?", (key,)).fetchone()[0] == 0
+        assert v.backend.conn.execute("SELECT count(*) FROM embedding_cache WHERE text_hash = ?", (key,)).fetchone()[0] == 0
         # The other memory keeps its vectors for both models.
         kept_key = embed.text_key("Standups are on Monday at ten.")
-        assert v.conn.execute(
+        assert v.backend.conn.execute(
             "SELECT count(*) FROM embedding_cache WHERE text_hash = ?", (kept_key,)).fetchone()[0] == 2
         assert [h.id for h in v.search("standups monday")][:1] == [kept.id]
 

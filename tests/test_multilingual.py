@@ -53,9 +53,9 @@ def _files(root: Path) -> dict[str, str]:
 
 def _state(v: Vault) -> tuple[int, int, str | None]:
     return (
-        int(scalar(v.conn, "SELECT count(*) FROM memories")),
-        int(scalar(v.conn, "SELECT count(*) FROM memories WHERE embedded = 1")),
-        get_meta(v.conn, "vector_model"),
+        int(scalar(v.backend.conn, "SELECT count(*) FROM memories")),
+        int(scalar(v.backend.conn, "SELECT count(*) FROM memories WHERE embedded = 1")),
+        get_meta(v.backend.conn, "vector_model"),
     )
 
 
@@ -92,7 +92,7 @@ def test_switching_models_reembeds_through_the_cache_and_loses_nothing(
         assert _state(v) == (len(BODIES), len(BODIES), real_embedder.model_id)
         assert minilm_back.texts == 0  # the cache kept MiniLM's vectors through the switch
         assert [h.id for h in v.search("rsync staging deploy")][:1] == [ids[0]]
-        models = dict(v.conn.execute("SELECT model, count(*) FROM embedding_cache GROUP BY model").fetchall())
+        models = dict(v.backend.conn.execute("SELECT model, count(*) FROM embedding_cache GROUP BY model").fetchall())
         assert models[real_embedder.model_id] == first and models[e5.model_id] == multi.texts
     assert _files(vault_root) == files  # switching never touches a memory file
 
@@ -174,8 +174,7 @@ def test_dedup_compares_the_query_sides_and_caches_each_once(vault_root: Path, e
 
         def cached(body: str) -> int:
             key = embed.text_key(symmetric.embed_text(body))
-            sql = "SELECT count(*) FROM embedding_cache WHERE text_hash = ? AND model = ?"
-            return int(scalar(v.conn, sql, (key, query_side)))
+            return len(v.local_store.cache_get(query_side, [key]))
 
         first = v.add("用户母语是粤语。", scope="user")
         other = v.add("用户正在学日语。", scope="user")  # a close neighbour: both query sides computed

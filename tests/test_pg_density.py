@@ -55,7 +55,7 @@ def _definition(store: IndexStore) -> dict[str, float]:
 def pair(vault: Vault, pg_url: str) -> Iterator[tuple[Vault, SqliteStore, PgStore, Indexer]]:
     pg = connect(pg_url)
     store = PgStore(pg)
-    yield vault, SqliteStore(vault.conn), store, Indexer(vault.root, store, vault.config, vault.embedder)
+    yield vault, vault.local_store, store, Indexer(vault.root, store, vault.config, vault.embedder)
     pg.close()
 
 
@@ -118,7 +118,7 @@ def test_a_rollback_leaves_them_and_another_processes_writes_are_seen(
     other.close()
     vault.add("a last note about kafka and lunch item2")
     shared.sync()
-    _alike(SqliteStore(vault.conn), p)
+    _alike(vault.local_store, p)
 
 
 def _record(i: int, body: str) -> Record:
@@ -171,7 +171,7 @@ def test_an_older_index_loses_the_reference_copy_and_the_density_column_and_stay
         for t in _texts(24):
             vault.add(t)
         shared.sync()
-    core.forget(vault.conn)  # lists held in memory at the old DEPTH (a process never changes it)
+    core.forget(vault.backend.conn)  # lists held in memory at the old DEPTH (a process never changes it)
     with p.write_txn():
         p.conn.execute("CREATE TABLE density_reference (rowid BIGINT PRIMARY KEY, embedding BYTEA NOT NULL)")
         p.conn.execute("CREATE INDEX memories_hash ON memories(body_hash)")
@@ -210,7 +210,7 @@ def test_search_reads_the_same_facts_and_answers_alike(model_vault: Vault, pg_ur
     pg = connect(pg_url)
     store = PgStore(pg)
     Indexer(model_vault.root, store, model_vault.config, model_vault.embedder).sync()
-    lite_store = SqliteStore(model_vault.conn)
+    lite_store = model_vault.local_store
     assert _by_id(lite_store) == _by_id(store)
     ids = {r.id: r.rowid for r in lite_store.list_rows(Filters())}
     pg_ids = {r.id: r.rowid for r in store.list_rows(Filters())}

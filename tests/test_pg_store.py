@@ -83,7 +83,7 @@ def test_bm25_equals_fts5(filled: Vault, pg_url: str) -> None:
         compared = 0
         for q in QUERIES:
             lite = sqlite_search.candidates(filled.store, None, q, 100).lexical
-            lite_ids = {str(filled.conn.execute("SELECT id FROM memories WHERE rowid = ?", (r,)).fetchone()[0]): s
+            lite_ids = {str(filled.backend.conn.execute("SELECT id FROM memories WHERE rowid = ?", (r,)).fetchone()[0]): s
                         for r, s in lite.items()}
             pg_scores = query.bm25_top(_conn(pg), q, Filters(), 100)
             pg_ids = {i: pg_scores[r] for i, r in by_id.items() if r in pg_scores}

@@ -56,7 +56,7 @@ def stores(tmp_path: Path, pg_url: str) -> Iterator[tuple[Vault, IndexStore, Ind
         path.write_text(text, encoding="utf-8")
     pg = connect(pg_url)
     with Vault(root, embedder=HashEmbedder()) as vault:
-        sqlite_store = SqliteStore(vault.conn)
+        sqlite_store = vault.local_store
         pg_store = PgStore(pg)
         local = Indexer(root, vault.local_store, vault.config, vault.embedder)
         shared = Indexer(root, pg_store, vault.config, vault.embedder)
@@ -161,7 +161,7 @@ def test_every_read_answers_alike(stores: tuple[Vault, IndexStore, IndexStore, I
 
 
 def _hash_of(vault: Vault, memory_id: str) -> str:
-    row = vault.conn.execute("SELECT body_hash FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    row = vault.backend.conn.execute("SELECT body_hash FROM memories WHERE id = ?", (memory_id,)).fetchone()
     return str(row[0])
 
 
@@ -266,14 +266,14 @@ def test_an_index_other_clones_write_follows_with_the_same_indexer(tmp_path: Pat
     try:
         with Vault(root, embedder=model) as vault:
             local = Indexer(root, vault.local_store, vault.config, model)
-            shared = Indexer(root, PgStore(pg), vault.config, model, borrow=SqliteStore(vault.conn))
+            shared = Indexer(root, PgStore(pg), vault.config, model, borrow=vault.local_store)
             local.sync()
             calls = model.calls
             report = shared.sync(lost=[])
             assert report.added == 7 and report.embedded == 0 and model.calls == calls  # all borrowed
             body = "Backups of the ledger run every night at two."
             held = PgStore(pg).cache_get(model.model_id, [embed.text_key(body)])
-            assert held == SqliteStore(vault.conn).cache_get(model.model_id, [embed.text_key(body)]) != {}
+            assert held == vault.local_store.cache_get(model.model_id, [embed.text_key(body)]) != {}
             # Another clone's memory, whose file is not here: a whole sync keeps its row.
             other = (root / "memories" / "user" / "m5.md").read_text(encoding="utf-8").replace("id: M5", "id: M9")
             (root / "memories" / "user" / "m9.md").write_text(other, encoding="utf-8")

@@ -42,7 +42,7 @@ def pair(vault: Vault, pg_url: str) -> Iterator[tuple[SqliteStore, PgStore, Inde
     store = PgStore(pg)
     indexer = Indexer(vault.root, store, vault.config, vault.embedder)
     indexer.sync()
-    yield SqliteStore(vault.conn), store, indexer
+    yield vault.local_store, store, indexer
     pg.close()
 
 

@@ -4,6 +4,10 @@ these on purpose, update the pin here in the same commit and say so.
 
 Changes: Vault.add is annotated `-> AddResult` (was `dedup.AddResult`):
 the dedup module became the package memex/dedup/; the class is the same.
+Vault.conn (this clone's raw SQLite connection) is gone, on purpose: code
+outside memex/store/ reaches the index through the vault's stores and its
+backend's operations (``vault.store``, ``vault.local_store``,
+``vault.backend``; docs/design.md, "One seam"); VAULT_MEMBERS pins the rest.
 """
 
 from __future__ import annotations
@@ -39,6 +43,13 @@ SIGNATURES = {
     "Vault.reindex": "(self, full: 'bool' = False, progress: 'Progress | None' = None) -> 'SyncReport'",
 }
 
+# The members Vault defines (its __init__ sets root, paths, config and backend too).
+VAULT_MEMBERS = [
+    "add", "check_scope", "check_scope_filter", "close", "commit", "embed_query", "embedder", "embedder_status",
+    "get", "indexer", "list", "local_store", "lock_wait", "memex_dir", "new_path", "recall", "record_access",
+    "reindex", "row_by_id", "scope_filter", "scope_rules", "search", "set_embedder", "store", "write_lock",
+]
+
 
 def test_all_is_pinned() -> None:
     assert sorted(memex.__all__) == sorted(ALL)
@@ -55,6 +66,11 @@ def test_signatures_are_pinned() -> None:
         "Vault.reindex": Vault.reindex,
     }
     assert {name: str(inspect.signature(fn)) for name, fn in found.items()} == SIGNATURES
+
+
+def test_vault_members_are_pinned() -> None:
+    assert sorted(n for n in vars(Vault) if not n.startswith("_")) == VAULT_MEMBERS
+    assert not hasattr(Vault, "conn")  # no raw connection: the index is reached through the store
 
 
 def test_result_shapes_are_pinned() -> None:

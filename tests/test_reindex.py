@@ -12,7 +12,7 @@ import pytest
 
 from memex import health
 from memex.files import memory_file
-from memex.store.sqlite.meta import scalar
+from memex.store import Filters
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 
@@ -20,8 +20,14 @@ from tests.fakes import HashEmbedder
 pytestmark = pytest.mark.both_backends
 
 
-def _count(v: Vault, table: str) -> int:
-    return int(scalar(v.conn, f"SELECT count(*) FROM {table}") or 0)
+def _count(v: Vault, what: str) -> int:
+    """How many rows of one kind the index the vault answers from holds (the shared one on PostgreSQL)."""
+    store = v.store
+    counts = {
+        "memories": lambda: sum(store.stats().by_status.values()), "chunks": lambda: store.stats().chunks,
+        "memory_vec": lambda: len(store.all_memory_vectors()), "chunk_vec": lambda: len(store.all_chunk_vectors()),
+    }
+    return counts[what]()
 
 
 def _reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
@@ -130,7 +136,7 @@ def test_deleted_file_is_purged_everywhere(vault: Vault) -> None:
     assert _count(vault, "memories") == 1
     assert _count(vault, "chunks") == 0 and _count(vault, "chunk_vec") == 0
     assert _count(vault, "memory_vec") == 1
-    assert scalar(vault.conn, "SELECT count(*) FROM entities WHERE key = 'paymentgateway'") == 0
+    assert vault.store.find_entity("paymentgateway") is None
     assert health.drift(vault).clean
 
 
@@ -290,7 +296,7 @@ def test_a_file_renamed_onto_a_path_whose_id_moves_away_is_indexed_in_one_sync(v
     first = vault.reindex()
     assert first.errors == []
     assert vault.reindex().as_dict()["added"] == 0
-    paths = dict(vault.conn.execute("SELECT id, path FROM memories").fetchall())
+    paths = {row.id: row.path for row in vault.store.list_rows(Filters(include_superseded=True))}
     assert paths == {"handwritten-x": "memories/user/a.md", other.id: "memories/user/b.md"}
 
 

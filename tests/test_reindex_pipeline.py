@@ -32,8 +32,8 @@ def test_many_batches_index_every_file_once(vault_root: Path, monkeypatch: pytes
         assert report.added == 45
         assert [e["path"] for e in report.errors] == ["memories/user/broken.md"]
         assert [d for d, _ in seen] == sorted(d for d, _ in seen) and seen[-1] == (46, 46)
-        assert v.conn.execute("SELECT count(*) FROM memories WHERE embedded = 1").fetchone()[0] == 45
-        assert v.conn.execute("SELECT count(*) FROM chunks").fetchone()[0] > 5
+        assert v.backend.conn.execute("SELECT count(*) FROM memories WHERE embedded = 1").fetchone()[0] == 45
+        assert v.backend.conn.execute("SELECT count(*) FROM chunks").fetchone()[0] > 5
         before = [h.id for h in v.search("service queue 3", limit=10)]
         assert before and before[0].startswith("M")
         assert [h.id for h in v.search("long18-150")] [:1] == ["M0018"]

@@ -230,12 +230,12 @@ def test_lexical_only_vault(vault_root) -> None:  # type: ignore[no-untyped-def]
 
 def test_search_is_read_only_and_remembers_query_vectors(vault: Vault, fake_embedder) -> None:  # type: ignore[no-untyped-def]
     vault.add("Use ruff for linting")
-    cached = vault.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+    cached = vault.local_store.stats().cached_embeddings  # where a query vector would be written
     vault.search("which linter do we use")
     calls = fake_embedder.calls
     vault.search("which linter do we use")
     assert fake_embedder.calls == calls  # the second time the vector came from the LRU
-    assert vault.conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == cached
+    assert vault.local_store.stats().cached_embeddings == cached
 
 
 def test_search_without_a_query_vector_embeds_the_question_on_the_query_side(
@@ -260,6 +260,6 @@ def test_search_without_a_query_vector_embeds_the_question_on_the_query_side(
             asked.extend(texts)
             return embedder.embed(texts)
 
-    hits = search_mod.search(vault.conn, QuerySide(), "staging rebuilt nightly")  # type: ignore[arg-type]
+    hits = search_mod.search(vault.backend.lookup, QuerySide(), "staging rebuilt nightly")  # type: ignore[arg-type]
     assert asked == ["staging rebuilt nightly"]
     assert hits and "staging" in hits[0].body

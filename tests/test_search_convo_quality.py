@@ -81,7 +81,7 @@ def test_the_rule_beats_bm25_alone(results: dict[str, dict[str, Any]]) -> None:
 @pytest.mark.model
 def test_unrelated_queries_find_nothing_and_real_questions_something(convo_vault: Vault) -> None:
     def found(query: str) -> bool:
-        return bool(search(convo_vault.conn, convo_vault.embedder, query, 5, qvec=convo_vault.embed_query(query)))
+        return bool(search(convo_vault.backend.conn, convo_vault.embedder, query, 5, qvec=convo_vault.embed_query(query)))
 
     empty = {lang: [not found(u["query"]) for u in UNRELATED if u["lang"] == lang] for lang in ("en", "zh")}
     assert sum(empty["en"]) >= 36, f"{sum(empty['en'])}/{len(empty['en'])} English unrelated queries empty"
@@ -94,6 +94,6 @@ def test_search_ranks_as_the_evaluation_does(convo_vault: Vault) -> None:
     """search()'s top 10 is the one the figures measure."""
     prep = EVAL.Prepared(convo_vault, TEST)
     for q in TEST:
-        hits = search(convo_vault.conn, convo_vault.embedder, q["query"], 10,
+        hits = search(convo_vault.backend.conn, convo_vault.embedder, q["query"], 10,
                       qvec=convo_vault.embed_query(q["query"]), floor=False)
         assert [h.id for h in hits] == prep.ranking(q, DEFAULT_FUSION), q["query"]

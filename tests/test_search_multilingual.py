@@ -107,7 +107,7 @@ def test_the_multilingual_rule_holds_its_measured_quality(convo_vault: Vault, e5
 def test_on_the_convo_vault_unrelated_queries_find_nothing_and_real_ones_something(convo_vault: Vault) -> None:
     def found(query: str) -> bool:
         qvec = EVAL.question_vector(convo_vault, query)
-        return bool(search(convo_vault.conn, convo_vault.embedder, query, 5, qvec=qvec))
+        return bool(search(convo_vault.backend.conn, convo_vault.embedder, query, 5, qvec=qvec))
 
     empty = {lang: [not found(u["query"]) for u in UNRELATED if u["lang"] == lang] for lang in ("en", "zh")}
     assert sum(empty["en"]) >= 38 and all(empty["zh"]), empty
@@ -118,6 +118,6 @@ def test_search_ranks_as_the_evaluation_does(convo_vault: Vault, e5: embed.Embed
     rule = fusion_for(e5.model_id)
     prep = EVAL.Prepared(convo_vault, CONVO_TEST)
     for q in CONVO_TEST:
-        hits = search(convo_vault.conn, convo_vault.embedder, q["query"], 10,
+        hits = search(convo_vault.backend.conn, convo_vault.embedder, q["query"], 10,
                       qvec=EVAL.question_vector(convo_vault, q["query"]), floor=False)
         assert [h.id for h in hits] == prep.ranking(q, rule), q["query"]

@@ -13,14 +13,14 @@ from tests.fakes import HashEmbedder
 
 
 def _stored(vault: Vault, memory_id: str) -> np.ndarray:
-    rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
-    blob = vault.conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()[0]
+    rowid = vault.backend.conn.execute("SELECT rowid FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
+    blob = vault.backend.conn.execute("SELECT embedding FROM memory_vec WHERE rowid = ?", (rowid,)).fetchone()[0]
     return embed.from_blob(blob)
 
 
 def _matrix(vault: Vault) -> vecmatrix.VectorMatrix:
     """The copy, loaded: the first look on a connection only notes the index's state."""
-    matrix = vecmatrix.for_connection(vault.conn) or vecmatrix.for_connection(vault.conn)
+    matrix = vecmatrix.for_connection(vault.backend.conn) or vecmatrix.for_connection(vault.backend.conn)
     assert matrix is not None
     return matrix
 
@@ -29,7 +29,7 @@ def _nearest_ids(vault: Vault, text: str, k: int = 5) -> list[str]:
     matrix = _matrix(vault)
     qvec = vault.embedder.embed([text])[0]  # type: ignore[union-attr]
     near = matrix.nearest(qvec, k)
-    ids = dict(vault.conn.execute("SELECT rowid, id FROM memories").fetchall())
+    ids = dict(vault.backend.conn.execute("SELECT rowid, id FROM memories").fetchall())
     return [ids[r] for r in sorted(near, key=lambda r: -near[r])]
 
 
@@ -41,7 +41,7 @@ def test_matches_the_sqlite_knn(vault: Vault) -> None:
     mine = matrix.nearest(qvec, 10)
     theirs = {
         int(r): 1.0 - float(d)
-        for r, d in vault.conn.execute(
+        for r, d in vault.backend.conn.execute(
             "SELECT rowid, distance FROM memory_vec WHERE embedding MATCH ? AND k = 10", (embed.to_blob(qvec),)
         )
     }
@@ -62,7 +62,7 @@ def test_sees_adds_edits_and_deletes_through_the_same_connection(vault: Vault) -
     path.write_text(path.read_text().replace("Postgres holds the invoices", "Kafka carries the events"))
     vault.reindex()
     matrix = _matrix(vault)
-    rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (second.id,)).fetchone()[0]
+    rowid = vault.backend.conn.execute("SELECT rowid FROM memories WHERE id = ?", (second.id,)).fetchone()[0]
     slot = matrix.memories.where[rowid]
     assert np.allclose(matrix.memories.matrix[slot], _stored(vault, second.id))
     assert _nearest_ids(vault, "Kafka carries the events")[0] == second.id
@@ -89,7 +89,7 @@ def test_chunks_speak_for_their_memory(vault: Vault) -> None:
     matrix = _matrix(vault)
     assert matrix.chunks.size > 0
     qvec = vault.embedder.embed(["rare zebra finch nests in the server room"])[0]  # type: ignore[union-attr]
-    rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (long_one.id,)).fetchone()[0]
+    rowid = vault.backend.conn.execute("SELECT rowid FROM memories WHERE id = ?", (long_one.id,)).fetchone()[0]
     body_only = float(np.dot(_stored(vault, long_one.id), qvec))
     assert matrix.cosines(qvec, [rowid])[rowid] > body_only  # the best chunk beats the diluted body
 
@@ -99,7 +99,7 @@ def test_a_deleted_memory_leaves_the_copy_at_once(vault: Vault) -> None:
     vault.add("Tea is served at four")
     vault.search("password")  # builds the copy
     matrix = _matrix(vault)
-    rowid = vault.conn.execute("SELECT rowid FROM memories WHERE id = ?", (secret.id,)).fetchone()[0]
+    rowid = vault.backend.conn.execute("SELECT rowid FROM memories WHERE id = ?", (secret.id,)).fetchone()[0]
     slot = matrix.memories.where[rowid]
     (vault.root / secret.path).unlink()
     vault.reindex()
@@ -110,7 +110,7 @@ def test_a_deleted_memory_leaves_the_copy_at_once(vault: Vault) -> None:
 
 def test_nearest_among_allowed_rows_is_exact(vault: Vault) -> None:
     ids = [vault.add(f"Worker pool {i} drains queue {i % 3}").id for i in range(20)]
-    rowid = dict(vault.conn.execute("SELECT id, rowid FROM memories").fetchall())
+    rowid = dict(vault.backend.conn.execute("SELECT id, rowid FROM memories").fetchall())
     matrix = _matrix(vault)
     qvec = vault.embedder.embed(["worker pool drains queue 2"])[0]  # type: ignore[union-attr]
     allowed = np.array([rowid[i] for i in ids[::2]], dtype=np.int64)
@@ -127,9 +127,9 @@ def test_loaded_only_once_the_index_held_still(vault_root: Path) -> None:
         for i in range(12):
             v.add(f"Host {i} runs the nginx proxy for region {i % 4}")
         first = [(h.id, h.score) for h in v.search("nginx proxy region 2")]  # through sqlite-vec
-        assert vecmatrix._MATRICES[v.conn]._model is None  # noted, not loaded
+        assert vecmatrix._MATRICES[v.backend.conn]._model is None  # noted, not loaded
         second = [(h.id, h.score) for h in v.search("nginx proxy region 2")]  # loads the copy
-        assert vecmatrix._MATRICES[v.conn]._model == fake.model_id
+        assert vecmatrix._MATRICES[v.backend.conn]._model == fake.model_id
         assert [i for i, _ in first] == [i for i, _ in second]
         assert all(abs(a - b) < 1e-5 for (_, a), (_, b) in zip(first, second))
         narrow_sql = None
@@ -145,7 +145,7 @@ def test_busy_writers_elsewhere_keep_search_on_sqlite(vault_root: Path) -> None:
         writer.add("Seed memory about queues")
         reader.search("queues")
         reader.search("queues")
-        assert vecmatrix._MATRICES[reader.conn]._model == fake.model_id  # loaded
+        assert vecmatrix._MATRICES[reader.backend.conn]._model == fake.model_id  # loaded
         for i in range(3):
             added = writer.add(f"Queue {i} is drained by worker {i}")
             hits = reader.search(f"queue {i} drained worker")

@@ -81,7 +81,7 @@ def test_whole_folders_moved_deleted_and_dropped_in(vault: Vault, tmp_path: Path
         shutil.rmtree(root / MEM / "dropped")
         wait_for(lambda: not any(found(vault, f"pangolin{i}") for i in range(4)), what="folder deleted")
         wait_for(lambda: index_matches_disk(vault), what="index to match at the end")
-        assert vault.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 0
+        assert vault.backend.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 0
 
 
 def test_truncate_then_write_never_loses_the_memory(vault: Vault) -> None:
@@ -105,7 +105,7 @@ def test_truncate_then_write_never_loses_the_memory(vault: Vault) -> None:
         assert found(vault, "quokka") == []
         assert vault.get(result.id).body.strip().endswith("wombat-db on port 5433")
         assert watcher.totals["removed"] == 0
-        assert vault.conn.execute("SELECT count(*) FROM index_errors").fetchone()[0] == 0
+        assert vault.backend.conn.execute("SELECT count(*) FROM index_errors").fetchone()[0] == 0
         assert index_matches_disk(vault)
 
 
@@ -119,7 +119,7 @@ def test_a_file_left_empty_is_indexed_as_a_rebuild_would(vault: Vault) -> None:
         # on a loaded machine (CI) the count could be read in between.
         wait_for(lambda: watcher.totals["removed"] >= 1, what="the removal to be counted")
         assert watcher.totals["removed"] == 1
-        reason = vault.conn.execute("SELECT reason FROM index_errors WHERE path = ?", (result.path,)).fetchone()
+        reason = vault.backend.conn.execute("SELECT reason FROM index_errors WHERE path = ?", (result.path,)).fetchone()
         assert reason is not None and "empty" in reason[0]
         assert vault.reindex().removed == 0  # the index already agrees with the files
 
@@ -175,7 +175,7 @@ def test_temp_swap_backup_and_hidden_files_are_never_indexed(vault: Vault) -> No
         _write(root / MEM / "sentinel.md", "sentinel marmot\n")
         wait_for(lambda: found(vault, "marmot"), what="the sentinel")
         assert watcher.wait_idle(10)
-        paths = [r[0] for r in vault.conn.execute("SELECT path FROM memories")]
+        paths = [r[0] for r in vault.backend.conn.execute("SELECT path FROM memories")]
         assert paths == ["memories/sentinel.md"]
         assert found(vault, "narwhal") == []
 
@@ -253,7 +253,7 @@ def test_a_burst_is_coalesced_into_few_batches(vault: Vault) -> None:
     with running_watcher(vault.root) as watcher:
         for i in range(60):
             _write(vault.root / MEM / "burst" / f"b{i:02d}.md", f"burst note {i} mongoose{i}\n")
-        wait_for(lambda: vault.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 60,
+        wait_for(lambda: vault.backend.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 60,
                  what="all 60 files")
         assert watcher.wait_idle(10)
         assert watcher.batches < 20  # one per file would be 60

@@ -70,7 +70,7 @@ def test_checkout_of_another_branch_and_back(repo: Vault) -> None:
         wait_for(lambda: not found(repo, "axolotl"), what="checkout back")
         wait_for(lambda: index_matches_disk(repo), what="index == working tree after checking out back")
         assert found(repo, "salamander") == []
-        assert repo.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 20
+        assert repo.backend.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 20
         assert watcher.totals["failures"] == 0
 
 
@@ -100,7 +100,7 @@ def test_revert(repo: Vault) -> None:
         git(root, "revert", "--no-edit", "HEAD")
         wait_for(lambda: not found(repo, "iguana"), what="git revert")
         wait_for(lambda: index_matches_disk(repo), what="index == working tree after revert")
-        assert repo.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 20
+        assert repo.backend.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 20
 
 
 def test_pull(repo: Vault, tmp_path: Path) -> None:
@@ -122,4 +122,4 @@ def test_pull(repo: Vault, tmp_path: Path) -> None:
         wait_for(lambda: len(found(repo, "toucan")) == 4, what="git pull")
         wait_for(lambda: index_matches_disk(repo), what="index == working tree after pull")
         assert all(found(repo, f"puffin{i}") for i in range(10))
-        assert repo.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 29
+        assert repo.backend.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 29

@@ -69,7 +69,7 @@ def disk_hashes(root: Path) -> dict[str, str]:
 
 
 def index_hashes(vault: Vault) -> dict[str, str]:
-    return {str(p): str(h) for p, h in vault.conn.execute("SELECT path, file_hash FROM memories")}
+    return {str(p): str(h) for p, h in vault.backend.conn.execute("SELECT path, file_hash FROM memories")}
 
 
 def index_matches_disk(vault: Vault) -> bool:
@@ -78,7 +78,7 @@ def index_matches_disk(vault: Vault) -> bool:
 
 
 def body_at(vault: Vault, rel: str) -> str | None:
-    row = vault.conn.execute("SELECT body FROM memories WHERE path = ?", (rel,)).fetchone()
+    row = vault.backend.conn.execute("SELECT body FROM memories WHERE path = ?", (rel,)).fetchone()
     return None if row is None else str(row[0])
 
 

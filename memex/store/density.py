@@ -41,13 +41,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
 from memex.store import nearest, refvectors
 from memex.store.nearest import DEPTH, K  # noqa: F401  (read here by tests and docs)
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from memex.store.protocol import SqlConnection  # SQLite's connection or PostgreSQL's dialect
 
 S = 2048  # reference set size - 1 (docs/store.md, docs/postgres.md "Densities")
 _BATCH = 500
@@ -139,18 +139,18 @@ class _Pending:
     checked: bool = False  # ``ref`` checked against data_version in this transaction
 
 
-_STATE: weakref.WeakKeyDictionary[apsw.Connection, _Pending] = weakref.WeakKeyDictionary()
-DEFERRED: weakref.WeakSet[apsw.Connection] = weakref.WeakSet()  # connections in a bulk write
+_STATE: weakref.WeakKeyDictionary[SqlConnection, _Pending] = weakref.WeakKeyDictionary()
+DEFERRED: weakref.WeakSet[SqlConnection] = weakref.WeakSet()  # connections in a bulk write
 
 
-def _state(conn: apsw.Connection) -> _Pending:
+def _state(conn: SqlConnection) -> _Pending:
     state = _STATE.get(conn)
     if state is None:
         state = _STATE[conn] = _Pending()
     return state
 
 
-def create(conn: apsw.Connection) -> None:
+def create(conn: SqlConnection) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS memory_density "
         "(rowid INTEGER PRIMARY KEY, neighbours BLOB NOT NULL, key INTEGER NOT NULL, digest INTEGER);"
@@ -158,12 +158,12 @@ def create(conn: apsw.Connection) -> None:
     )
 
 
-def note_insert(conn: apsw.Connection, rowid: int, blob: bytes) -> None:
+def note_insert(conn: SqlConnection, rowid: int, blob: bytes) -> None:
     """A body vector was written for ``rowid`` in this transaction."""
     _state(conn).added[rowid] = blob
 
 
-def note_delete(conn: apsw.Connection, rowid: int) -> None:
+def note_delete(conn: SqlConnection, rowid: int) -> None:
     """``rowid``'s body vector is about to be deleted: drop its row now and,
     if it was in R, remember its vector until the settle (whose lists held it)."""
     state = _state(conn)
@@ -177,23 +177,23 @@ def note_delete(conn: apsw.Connection, rowid: int) -> None:
     conn.execute("DELETE FROM memory_density WHERE rowid = ?", (rowid,))
 
 
-def forget(conn: apsw.Connection) -> None:
+def forget(conn: SqlConnection) -> None:
     """Drop what this connection noted and holds (a rollback, new vector tables)."""
     _STATE.pop(conn, None)
 
 
-def clear(conn: apsw.Connection) -> None:
+def clear(conn: SqlConnection) -> None:
     """Every density goes (the vector tables were made anew for another model)."""
     conn.execute("DELETE FROM memory_density")
     forget(conn)
 
 
-def densities(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, float]:
+def densities(conn: SqlConnection, rowids: Sequence[int]) -> dict[int, float]:
     """Density of these memories (those without a body vector are left out)."""
     return {int(r): nearest.mean(b) for r, b in _rows_of(conn, "SELECT rowid, neighbours FROM memory_density", rowids)}
 
 
-def _rows_of(conn: apsw.Connection, select: str, rowids: Sequence[int]) -> Iterator[tuple[Any, Any]]:
+def _rows_of(conn: SqlConnection, select: str, rowids: Sequence[int]) -> Iterator[tuple[Any, Any]]:
     """``select`` ... ``WHERE rowid IN (...)`` over ``rowids``, in batches of bound parameters."""
     ids = list(rowids)
     for start in range(0, len(ids), _BATCH):
@@ -201,7 +201,7 @@ def _rows_of(conn: apsw.Connection, select: str, rowids: Sequence[int]) -> Itera
         yield from conn.execute(f"{select} WHERE rowid IN ({','.join('?' * len(part))})", part)
 
 
-def rebuild(conn: apsw.Connection) -> None:
+def rebuild(conn: SqlConnection) -> None:
     """Every density computed afresh from the stored vectors (an index made
     by a memex without this table, or with another definition)."""
     conn.execute("DROP TABLE IF EXISTS memory_density")
@@ -211,22 +211,22 @@ def rebuild(conn: apsw.Connection) -> None:
         _state(conn).full = True  # the transaction's settle computes them
 
 
-def recompute_all(conn: apsw.Connection) -> None:
+def recompute_all(conn: SqlConnection) -> None:
     """Have this transaction's settle compute every list afresh (vectors left
     without :func:`note_delete`: orphans removed after a crash)."""
     _STATE[conn] = _Pending(full=True)  # what was noted is computed afresh with the rest
 
 
-def _data_version(conn: apsw.Connection) -> int:
+def _data_version(conn: SqlConnection) -> int:
     row = conn.execute("PRAGMA data_version").fetchone()
     return int(row[0]) if row else 0
 
 
-def _has_vectors(conn: apsw.Connection) -> bool:
+def _has_vectors(conn: SqlConnection) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'").fetchone() is not None
 
 
-def _reference(conn: apsw.Connection, state: _Pending) -> _Ref:
+def _reference(conn: SqlConnection, state: _Pending) -> _Ref:
     """R as of the last settle: this connection's own unless another
     connection wrote since; else read (its rows in key order, their vectors
     from the vector table by rowid). Called before this transaction deletes
@@ -243,13 +243,13 @@ def _reference(conn: apsw.Connection, state: _Pending) -> _Ref:
     return state.ref
 
 
-def _keys(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, int]:
+def _keys(conn: SqlConnection, rowids: Sequence[int]) -> dict[int, int]:
     """Each memory's :func:`key` (a vector without a memory row, an orphan, hashes its rowid)."""
     ids = {int(r): str(i) for r, i in _rows_of(conn, "SELECT rowid, id FROM memories", rowids)}
     return {r: key(ids.get(r, f"#{r}")) for r in rowids}
 
 
-def _read(conn: apsw.Connection, version: int) -> _Copy:
+def _read(conn: SqlConnection, version: int) -> _Copy:
     """Every body vector and stored list, read from the index (this transaction's writes included)."""
     import numpy as np
 
@@ -280,7 +280,7 @@ def _updated(copy: _Copy, state: _Pending) -> _Copy:
     return copy
 
 
-def _write(conn: apsw.Connection, rowids: Sequence[int], lists: np.ndarray, keys: dict[int, int],
+def _write(conn: SqlConnection, rowids: Sequence[int], lists: np.ndarray, keys: dict[int, int],
            digests: dict[int, int]) -> None:
     """Store these lists (their finite cosines; the density is read from them:
     :func:`densities`) and, for rows whose vector is new, its digest
@@ -302,14 +302,14 @@ def _write(conn: apsw.Connection, rowids: Sequence[int], lists: np.ndarray, keys
     )
 
 
-def _digests(conn: apsw.Connection, rowids: Sequence[int], vectors: np.ndarray) -> dict[int, int]:
+def _digests(conn: SqlConnection, rowids: Sequence[int], vectors: np.ndarray) -> dict[int, int]:
     """The digests of these vectors (float32 rows: the bytes memory_vec holds), where kept."""
     if refvectors.indexed(conn):
         return {}
     return refvectors.digests((r, v.tobytes()) for r, v in zip(rowids, vectors))
 
 
-def _full(conn: apsw.Connection, version: int) -> tuple[_Copy, _Ref]:
+def _full(conn: SqlConnection, version: int) -> tuple[_Copy, _Ref]:
     """Every list computed afresh (a rebuild, orphans removed)."""
     import numpy as np
 
@@ -327,7 +327,7 @@ def _full(conn: apsw.Connection, version: int) -> tuple[_Copy, _Ref]:
     return copy, ref
 
 
-def settle(conn: apsw.Connection) -> None:
+def settle(conn: SqlConnection) -> None:
     """Bring every density up to date with this transaction's vector writes
     and deletions (inside it, before COMMIT). Does nothing when there were none."""
     state = _STATE.get(conn)
@@ -352,7 +352,7 @@ def settle(conn: apsw.Connection) -> None:
     _STATE[conn] = _Pending(copy=copy, ref=ref)
 
 
-def _incremental(conn: apsw.Connection, state: _Pending, version: int,
+def _incremental(conn: SqlConnection, state: _Pending, version: int,
                  cached: _Copy | None) -> tuple[_Copy | None, _Ref]:
     import numpy as np
 
@@ -388,7 +388,7 @@ def _incremental(conn: apsw.Connection, state: _Pending, version: int,
     return copy, ref
 
 
-def _next(conn: apsw.Connection, state: _Pending, version: int, old: _Ref,
+def _next(conn: SqlConnection, state: _Pending, version: int, old: _Ref,
           keys: dict[int, int]) -> tuple[_Ref, list[int], dict[int, bytes]]:
     """R after this transaction, the members entering it, and those leaving
     it with their vectors. Most writes (no member deleted, every new key
@@ -411,7 +411,7 @@ def _next(conn: apsw.Connection, state: _Pending, version: int, old: _Ref,
     return ref, entering, {r: old.vector(r) for r in held if r not in kept} | state.left
 
 
-def _assemble(conn: apsw.Connection, version: int, ranked: list[tuple[int, int]], old: _Ref,
+def _assemble(conn: SqlConnection, version: int, ranked: list[tuple[int, int]], old: _Ref,
               held: set[int], added: dict[int, bytes]) -> _Ref:
     """R after this transaction (``ranked``: its keys and rowids in key
     order): the old R's rows that stay, the vectors written in this

@@ -14,24 +14,20 @@ The third fact, a memory's density (the mean cosine to its nearest
 memories), is kept by :mod:`memex.store.density`; it is read only for a
 rule with a hub prior.
 
-Search reads the facts of its candidates in one statement (:func:`facts`),
-so it ranks without reading or tokenizing a body (docs/search.md). The
-PostgreSQL index keeps the same columns by the same steps in its own SQL
-(:data:`POSTGRES`; memex/store/postgres/).
+Search reads the facts of its candidates in one statement (each backend's
+own: memex/store/sqlite/facts.py, memex/store/postgres/query.py), so it
+ranks without reading or tokenizing a body (docs/search.md). Both indexes
+keep the same columns by the same steps here, each in its own SQL
+(:data:`SQLITE`, :data:`POSTGRES`): nothing in this module loads a driver.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import apsw
-
-from memex.store import density as densities
 from memex.text import asks_question
-
-_BATCH = 500  # values per IN (...) list
 
 Execute = Callable[..., Any]  # either backend's ``conn.execute(sql, params)``, returning a cursor
 
@@ -137,19 +133,3 @@ def relink_all(execute: Execute, sql: Dialect) -> None:
 def asking(rows: Iterable[tuple[Any, Any]]) -> list[tuple[int, int]]:
     """``(1, rowid)`` for each ``(rowid, body)`` that asks: what a schema step sets."""
     return [(1, int(r)) for r, body in rows if asks_question(str(body))]
-
-
-def facts(conn: apsw.Connection, rowids: Sequence[int], density: bool = True) -> dict[int, Facts]:
-    """The facts of each of ``rowids`` that is a memory (``density``: read it too)."""
-    out: dict[int, Facts] = {}
-    wanted = list(dict.fromkeys(rowids))
-    for start in range(0, len(wanted), _BATCH):
-        part = wanted[start : start + _BATCH]
-        dense = densities.densities(conn, part) if density else {}
-        for rowid, asks, before, after in conn.execute(
-            "SELECT rowid, asks, before_rowid, after_rowid FROM memories "
-            f"WHERE rowid IN ({','.join('?' * len(part))})", part,
-        ):
-            out[int(rowid)] = Facts(bool(asks), None if before is None else int(before),
-                                    None if after is None else int(after), dense.get(int(rowid)))
-    return out

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memex.store.facts import Facts
 from memex.store.rows import (
@@ -47,6 +47,17 @@ if TYPE_CHECKING:
 # The ``meta`` key that says a purge happened since the index was last
 # scrubbed (a flag any store may hold; what a scrub is: memex/store/sqlite/scrub.py).
 SCRUB_PENDING = "scrub_pending"
+
+
+class SqlConnection(Protocol):
+    """What the code both backends share (memex/store/density.py,
+    memex/store/refvectors.py) calls on a connection: SQLite's apsw connection,
+    or PostgreSQL's dialect of it (memex/store/postgres/density.py). Either
+    answers ``execute`` with rows it can iterate and ``fetchone``."""
+
+    def execute(self, sql: str, params: Any = ..., /) -> Any: ...
+
+    def executemany(self, sql: str, rows: Any, /) -> Any: ...
 
 
 class RecordStore(Protocol):

@@ -35,14 +35,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import apsw
+if TYPE_CHECKING:
+    from memex.store.protocol import SqlConnection
 
 _POINT = 64  # vectors read one by one from memory_vec; more in one scan (see from_index)
 _SCAN = 30_000  # bound parameters of one statement (SQLite's limit: 32,766)
 
 
-def indexed(conn: apsw.Connection) -> bool:
+def indexed(conn: SqlConnection) -> bool:
     """Whether the vector table answers a lookup by rowid from an index (PostgreSQL)."""
     return bool(getattr(conn, "indexed_vectors", False))
 
@@ -56,7 +58,7 @@ def digests(blobs: Iterable[tuple[int, bytes]]) -> dict[int, int]:
     return {rowid: digest(blob) for rowid, blob in blobs}
 
 
-def read(conn: apsw.Connection, rowids: list[int]) -> dict[int, bytes]:
+def read(conn: SqlConnection, rowids: list[int]) -> dict[int, bytes]:
     """The body vectors of these rows of ``memory_density`` (R's members,
     the next in line), exact: from the cache where its vector has the
     stored digest, else from ``memory_vec``."""
@@ -89,7 +91,7 @@ def read(conn: apsw.Connection, rowids: list[int]) -> dict[int, bytes]:
     return out
 
 
-def from_index(conn: apsw.Connection, rowids: list[int]) -> dict[int, bytes]:
+def from_index(conn: SqlConnection, rowids: list[int]) -> dict[int, bytes]:
     """These rows' body vectors from ``memory_vec``. sqlite-vec answers
     ``rowid = ?`` from its index, but slowly (0.1 ms a row at 10k: R's
     2,049 took 240 ms), and ``rowid IN (...)`` with one scan of every vector

@@ -27,7 +27,6 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any, cast
 
-import apsw
 import numpy as np
 
 from memex.store import density as core
@@ -78,19 +77,19 @@ def _blob(vec: np.ndarray) -> bytes:
     return np.ascontiguousarray(vec, dtype=np.float32).tobytes()
 
 
-def _dialect(conn: PgConnection) -> apsw.Connection:
-    """This connection's dialect, as the SQLite code's connection type (it only calls execute/executemany)."""
+def _dialect(conn: PgConnection) -> _Dialect:
+    """This connection's dialect: what the shared code calls on a connection (:class:`memex.store.protocol.SqlConnection`)."""
     found = conn.state.get(_HOOK)
     if found is None:
         found = conn.state[_HOOK] = _Dialect(conn)
-    return cast(apsw.Connection, found)
+    return cast(_Dialect, found)
 
 
-def _watch(conn: PgConnection) -> apsw.Connection:
+def _watch(conn: PgConnection) -> _Dialect:
     """The dialect, with this transaction's settle and rollback hooks set."""
     dialect = _dialect(conn)
     if _HOOK not in conn.before_commit:  # the transaction's first note: it may read R, which must be current
-        _catch_up(conn, cast(_Dialect, dialect))
+        _catch_up(conn, dialect)
         conn.before_commit[_HOOK] = partial(settle, conn)
     conn.after_rollback.setdefault(_HOOK, partial(forget, conn))
     return dialect
@@ -180,9 +179,9 @@ def _catch_up(conn: PgConnection, dialect: _Dialect) -> None:
 def settle(conn: PgConnection) -> None:
     """Bring every density up to date with this transaction's vector writes and
     deletions (run by :meth:`PgConnection.write_txn` before COMMIT)."""
-    dialect = cast(_Dialect, _dialect(conn))
+    dialect = _dialect(conn)
     _catch_up(conn, dialect)
-    core.settle(cast(apsw.Connection, dialect))
+    core.settle(dialect)
     dialect.seen = _bump(conn)
 
 

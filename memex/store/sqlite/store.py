@@ -16,14 +16,16 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 import apsw
 
-from memex.store import density, facts
+from memex.store import density
 from memex.store.facts import Facts
 from memex.store.rows import (
     BodyRow, CacheRow, DecayRow, DuplicateRow, EmbedState, Entity, EntityCount, EntityMemory, EntityNeighbour,
     EntityRelation, ErrorRow, Filters, Found, HashKey, Located, MemoryRow, Neighbour, OwnedVector, PurgeCounts,
     RowVector, Scored, ScopeRow, SessionItem, SessionRow, Stats, SyncRow, TargetRow, Usage, Vectors,
 )
-from memex.store.sqlite import cache, candidates, entities, memories, meta, purge, queries, schema, usage, vectors
+from memex.store.sqlite import (
+    cache, candidates, entities, facts, memories, meta, purge, queries, schema, usage, vectors,
+)
 
 if TYPE_CHECKING:
     import numpy as np
