@@ -25,6 +25,8 @@ def run(argv: Sequence[str] | None = None) -> None:
 
         code = hook_client.main(args)
         if code is not None:
+            if argv is None:
+                _leave(code)
             sys.exit(code)
     if "mcp" in args[:3]:
         from memex.agents.hook_event import split_vault_option
@@ -36,6 +38,35 @@ def run(argv: Sequence[str] | None = None) -> None:
     from memex.cli import run as cli_run
 
     cli_run(args)
+
+
+def _leave(code: int) -> None:
+    """End a hook process now that its answer is out, skipping the interpreter's teardown.
+
+    The agent waits for the hook process to end, and freeing every module
+    (numpy, SQLite, memex itself) took a prompt's hook 30-80 ms after its
+    answer was written, more when the warm server it just started was
+    loading on the other core (docs/benchmarks.md, "Hooks"). Nothing is
+    left to finish by then: the hook closed its vault, reaped or killed its
+    query child and started the server as a process of its own; whatever
+    work an event leaves for later runs in its own detached process. A
+    thread still loading a model nobody needed any more (the head start,
+    memex/embedding/headstart.py) is not waited for; ``atexit`` functions
+    still run (a private model folder is removed). Only the console script
+    does this (``argv`` None): a caller of :func:`run` in-process gets
+    ``SystemExit`` as before.
+    """
+    import atexit
+    import os
+
+    atexit._run_exitfuncs()
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # the agent closed its end, or the stream is closed
+            pass
+    os._exit(code)
 
 
 def _mcp(vault: str | None) -> None:

@@ -19,8 +19,16 @@ that found the server still loading; SessionStart_server_up is a start
 answered by the running server), and with --lexical a
 lexical-only vault; plus the load average.
 
+``--against DIR`` pairs this checkout with another version of memex, run by
+run: DIR holds that version's ``memex/`` and ``vault-template/`` (``git
+archive REV memex vault-template | tar -x -C DIR``, then ``python -m
+compileall -q DIR/memex``), put on the hooks' ``PYTHONPATH``. Each round
+runs a prompt (and a SessionStart) that finds no server once with each
+version, alternating which goes first, and reports both medians and the
+median of the per-round ratios (this / other).
+
     .venv/bin/python scripts/bench_hooks.py [--memories 500] [--runs 15] [--lexical] [--sync]
-                                            [--only cold no_server warm]
+                                            [--only cold no_server warm] [--against DIR]
 """
 
 from __future__ import annotations
@@ -166,6 +174,34 @@ def bench_no_server(root: Path, runs: int) -> dict[str, Any]:
     return out
 
 
+def bench_against(root: Path, runs: int, other: Path) -> dict[str, Any]:
+    """SessionStart and UserPromptSubmit finding no server, this version and
+    ``other`` alternating run by run (see the module docstring)."""
+    cwd = root.parent / "bench"
+    (cwd / ".git").mkdir(parents=True, exist_ok=True)
+    base = {k: v for k, v in os.environ.items() if k not in ("MEMEX_WARM", "MEMEX_HOOK_SYNC", "PYTHONPATH")}
+    base["MEMEX_VAULT"] = str(root)
+    between = no_server(root)
+    out: dict[str, Any] = {"other": str(other)}
+    for name, prompt in (("SessionStart", None), ("UserPromptSubmit", "how do we handle caching in this project?")):
+        seen: dict[str, tuple[list[float], list[float]]] = {"this": ([], []), "other": ([], [])}
+        for i in range(runs):
+            for label in ("this", "other") if i % 2 == 0 else ("other", "this"):
+                env = dict(base, PYTHONPATH=str(other)) if label == "other" else base
+                # A new session each run: what one shows is not left out of the next (docs/agents.md).
+                transcript = root.parent / f"transcript-{name}-{i}-{label}.jsonl"
+                stdin = event(name, cwd, transcript, prompt).replace(
+                    '"session_id": "', f'"session_id": "{label}-{i}-', 1)
+                wall, cpu = time_runs(stdin, env, 1, between)
+                seen[label][0].extend(wall)
+                seen[label][1].extend(cpu)
+        ratios = [a / b for a, b in zip(seen["this"][0], seen["other"][0])]
+        out[name] = {"this": _summary(*seen["this"]), "other": _summary(*seen["other"]),
+                     "ratio_p50": round(statistics.median(ratios), 3)}
+    between()
+    return out
+
+
 def bench(root: Path, runs: int, sync: bool, warm_server: bool) -> dict[str, Any]:
     cwd = root.parent / "bench"
     (cwd / ".git").mkdir(parents=True, exist_ok=True)
@@ -210,7 +246,11 @@ def main() -> None:
     parser.add_argument("--sync", action="store_true", help="Do Stop's work before exiting (MEMEX_HOOK_SYNC=1).")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS),
                         help="Measure only these sections (default: all).")
+    parser.add_argument("--against", type=Path, metavar="DIR",
+                        help="Only pair no-server hooks with the memex in DIR, run by run.")
     args = parser.parse_args()
+    if args.against is not None and not (args.against / "memex" / "__init__.py").is_file():
+        parser.error(f"--against: {args.against} holds no memex/ package")
     report: dict[str, Any] = {"memories": args.memories, "runs": args.runs, "sync": args.sync,
                               "loadavg_start": os.getloadavg()}
     # Detached Stop work may still write in the vault when it is removed.
@@ -224,11 +264,13 @@ def main() -> None:
         config.write_text(text.replace("\n[agents]\n", "\n[agents]\nwarm_seconds = 20\n", 1))
         # First: the other sections' detached Stop work (archiving, a commit
         # that loads the model) would still be running during its runs.
-        if "no_server" in args.only:
+        if args.against is not None:
+            report["against"] = bench_against(root, args.runs, args.against.resolve())
+        elif "no_server" in args.only:
             report["no_server"] = bench_no_server(root, args.runs)
-        if "cold" in args.only:
+        if "cold" in args.only and args.against is None:
             report["cold"] = bench(root, args.runs, args.sync, warm_server=False)
-        if "warm" in args.only:
+        if "warm" in args.only and args.against is None:
             report["warm"] = bench(root, args.runs, args.sync, warm_server=True)
         if args.lexical:
             text = config.read_text()

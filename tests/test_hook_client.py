@@ -26,7 +26,7 @@ from memex.agents import claude_code, hook_client, hook_run, warm, warm_client, 
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
 from tests.hook_helpers import (
-    additional_context, copy_transcript, fixture, hook_with_modules, lexical_only, project_event, set_config,
+    additional_context, copy_transcript, fixture, hook_with_modules, lexical_only, project_event, run_hook, set_config,
 )
 from tests.watchkit import wait_for
 
@@ -224,3 +224,34 @@ def test_the_servers_dispatcher_declines_hook_events_it_cannot_answer(fake_embed
             theirs.sendall(json.dumps({"hook": event}).encode() + b"\n")
             dispatcher.answer(ours)
             assert wanted in json.loads(theirs.recv(1 << 16))
+
+
+LEFTOVER = """\
+import atexit, os, threading, time
+atexit.register(lambda: open(os.environ["MEMEX_TEST_ATEXIT"], "w").write("ran"))
+# A thread that outlives the hook's answer, as a model head start nobody
+# needed any more does: the interpreter's teardown would wait for it.
+threading.Thread(target=time.sleep, args=(600,), name="leftover").start()
+"""
+
+
+def test_a_hook_process_ends_once_its_answer_is_out_without_waiting_for_leftover_threads(
+    vault_root: Path, project: Path, tmp_path: Path,
+) -> None:
+    """Found timing hooks on an idle machine: after a prompt's answer was
+    written, the interpreter's teardown held the agent another 30-80 ms.
+    The console script now ends the process at once (memex/console.py),
+    still running the atexit functions."""
+    lexical_only(vault_root)
+    with Vault(vault_root) as vault:
+        vault.add("The staging database is postgres 16 on port 5433", scope="project:shop-api")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(LEFTOVER, encoding="utf-8")
+    marker = tmp_path / "atexit-ran"
+    event = _event("UserPromptSubmit", project, prompt="which port does the staging database use?")
+    done = run_hook("claude-code", json.dumps(event), vault_root, sync=False, env={
+        "PYTHONPATH": str(site), "MEMEX_TEST_ATEXIT": str(marker)})
+    assert done.returncode == 0, done.stderr
+    assert "port 5433" in _context(done.stdout)
+    assert marker.read_text() == "ran"
