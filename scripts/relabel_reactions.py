@@ -86,7 +86,7 @@ def main() -> None:
     if args.topical:
         import topical_chat
 
-        convs = topical_chat.load(args.topical)  # every chat: the labels name chats of both blocks
+        convs = topical_chat.load_all(args.topical)  # every chat: the labels name chats of every block
         path = args.labels or locomo_pairs.TOPICAL_LABELS
     else:
         convs = locomo.select(args.locomo, "all")
