@@ -1,13 +1,13 @@
 """Replies that ask or react in no words of content (memex/dedup/subject.py).
 
 Chosen on Topical-Chat's third choosing block (docs/write-path.md, "Real
-conversations"): "No, what was it?" after one question and "I did not.
-What is it?" after another ask about two different things, the turns they
-answer; "No, serious?" and "Are you serious? That can't be true" are
-surprise at two different facts; "Makes sense, I guess" agrees with the
-turn before it. Each answers the turn before it, so (like "True!" or "You
-too.") no other turn carries it, only the same words. The examples are
-written here, in the shape of the turns that went wrong.
+conversations"): two bare questions back ("what was that?") after two
+different "did you hear about ...?" ask about two different things, the
+turns they answer; two cries of surprise ("are you serious?") react to two
+different facts; "makes sense, I guess" agrees with the turn before it.
+Each answers the turn before it, so (like "True!" or "You too.") no other
+turn carries it, only the same words. The examples are written here, in
+the shape of the turns that went wrong.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def grouped(vault: Vault, *names: str) -> bool:
 @pytest.mark.parametrize(
     ("kept", "cand"),
     [
-        ("Ana: I have not. What is it?", "Ana: No, for what?"),
+        ("Ana: I have not. What is that?", "Ana: Nope, for what?"),
         ("Ana: No, what's with that?", "Ana: No, what was that?"),
         ("Ana: Nope. Who is he?", "Ana: Really? Who was he?"),
     ],
@@ -65,9 +65,9 @@ def test_a_question_with_a_word_of_content_is_read_as_before() -> None:
 @pytest.mark.parametrize(
     ("kept", "cand"),
     [
-        ("Ana: Wow, are you serious? That cannot be right", "Ana: No, serious?"),
+        ("Ana: Wow, are you serious? That sounds wrong", "Ana: Nah, serious?"),
         ("Ana: Seriously? No way!", "Ana: Are you serious?"),
-        ("Ana: Yeah, I guess that makes sense, I wonder when they began.", "Ana: Makes sense I guess"),
+        ("Ana: Yeah, I guess that makes sense, I wonder when they began.", "Ana: I guess it makes sense"),
     ],
 )
 def test_surprise_and_agreement_in_set_phrases_are_reactions(kept: str, cand: str) -> None:
@@ -97,9 +97,9 @@ def test_two_bare_questions_answering_two_turns_are_both_kept(model_vault: Vault
 @pytest.mark.model
 def test_consolidation_hides_no_surprise_or_agreement_behind_a_fuller_turn(model_vault: Vault) -> None:
     write(model_vault, "serious", "Ana: No, serious?", 0)
-    write(model_vault, "omg", "Ana: OMG, are you serious? That cannot be true", 9)
-    write(model_vault, "sense", "Ana: Makes sense i guess", 2)
-    write(model_vault, "wonder", "Ana: yeah, I guess that makes sense, I wonder when they began doing that.", 5)
+    write(model_vault, "omg", "Ana: Wow, are you serious? That can't be right", 9)
+    write(model_vault, "sense", "Ana: I guess it makes sense", 2)
+    write(model_vault, "wonder", "Ana: yeah, I guess that makes sense, I wonder when they began doing it.", 5)
     write(model_vault, "other", "Ben: The stadium holds about seventy thousand people.", 3)
     model_vault.reindex()
     assert not grouped(model_vault, "serious", "omg")
