@@ -430,8 +430,8 @@ def main() -> None:
     source = ap.add_mutually_exclusive_group(required=True)
     source.add_argument("--locomo", help="LoCoMo folder, zip or JSON (scripts/locomo.py)")
     source.add_argument("--topical", help="Topical-Chat test_freq.json or a folder with it (scripts/topical_chat.py)")
-    ap.add_argument("--half", default="choose", choices=("choose", "report", "all", "choose2"),
-                    help="choose2: Topical-Chat's second choosing block (scripts/topical_chat.py)")
+    ap.add_argument("--half", default="choose", choices=("choose", "report", "all", "choose2", "choose3"),
+                    help="choose2, choose3: Topical-Chat's second and third choosing blocks (scripts/topical_chat.py)")
     ap.add_argument("--conversation", action="append", help="only these conversation ids")
     ap.add_argument("--labels", type=Path, help="default: the source's labels in scripts/data/")
     ap.add_argument("--now", action="store_true", help="candidates: add what today's code merges")

@@ -10,7 +10,8 @@ knowing the figures:
 
 - a turn is a reaction by memex's own test (``memex/dedup/subject.py``,
   the "reaction" reason of ``keeps_apart``): English text (``cosine_trusted``),
-  no content word stated or asked (``parts``), no phatic act (``acts``);
+  no content word stated or asked (``parts``; a question word alone is
+  none: "What is it?"), no phatic act (``acts``);
 - "the same words" is ``subject._wording``: the body's words in order,
   case and punctuation left out (what ``keeps_apart`` compares);
 - a pair labelled ``same``, ``a_covers`` or ``b_covers`` where either turn
@@ -52,7 +53,8 @@ def is_reaction(text: str) -> bool:
     if not subject.cosine_trusted(text):
         return False
     stated, asked, _ = subject.parts(text)
-    return not (stated or asked or subject.acts(text))
+    # A question in question words only ("What is it?") is one too.
+    return not (stated or subject.acts(text)) and asked <= subject._QUESTION_WORDS
 
 
 def same_words(a: str, b: str) -> bool:
@@ -86,7 +88,7 @@ def main() -> None:
     if args.topical:
         import topical_chat
 
-        convs = topical_chat.load(args.topical)  # every chat: the labels name chats of both blocks
+        convs = topical_chat.load_all(args.topical)  # every chat: the labels name chats of every block
         path = args.labels or locomo_pairs.TOPICAL_LABELS
     else:
         convs = locomo.select(args.locomo, "all")

@@ -26,7 +26,12 @@ reporting part (odd places). A second choosing block, ``choose2``, is the
 next :data:`BLOCK2_SIZE` chats in that order (places 200-299): chosen on
 only, never reported, added when the first set's reporting part had been
 read, so that rules for the errors left there are chosen on chats nobody
-here had seen.
+here had seen. A third choosing block, ``choose3``, comes from another
+split, ``valid_freq.json`` (bring it the same way, beside
+``test_freq.json``): its first :data:`BLOCK3_SIZE` chats in sorted id
+order, chosen on only, never reported; added when the errors left on the
+reporting halves (a farewell against the speaker's earlier farewells,
+thanks behind thanks) had no example in the first two choosing blocks.
 """
 
 from __future__ import annotations
@@ -44,7 +49,9 @@ import locomo  # noqa: E402
 SPLIT_FILE = "test_freq.json"
 SET_SIZE = 200
 BLOCK2_SIZE = 100
-HALVES = ("choose", "report", "all", "choose2")
+BLOCK3_FILE = "valid_freq.json"
+BLOCK3_SIZE = 200
+HALVES = ("choose", "report", "all", "choose2", "choose3")
 SPEAKERS = {"agent_1": "Ann", "agent_2": "Ben"}
 
 
@@ -62,21 +69,29 @@ def parse(chat_id: str, raw: dict[str, Any]) -> locomo.Conversation:
     return locomo.Conversation(chat_id, (SPEAKERS["agent_1"], SPEAKERS["agent_2"]), tuple(turns), ())
 
 
-def _file(path: Path) -> Path:
+def _file(path: Path, name: str = SPLIT_FILE) -> Path:
+    """The split file ``name``: PATH itself, under the folder PATH, or
+    beside the file PATH (``valid_freq.json`` next to ``test_freq.json``)."""
     if path.is_dir():
-        found = sorted(path.rglob(SPLIT_FILE))
+        found = sorted(path.rglob(name))
         if not found:
-            raise SystemExit(f"topical_chat: no {SPLIT_FILE} under {path} (see scripts/topical_chat.py)")
+            raise SystemExit(f"topical_chat: no {name} under {path} (see scripts/topical_chat.py)")
         return found[0]
+    if name != SPLIT_FILE and path.name != name:
+        beside = path.with_name(name)
+        if not beside.exists():
+            raise SystemExit(f"topical_chat: no {name} beside {path} (see scripts/topical_chat.py)")
+        return beside
     return path
 
 
-def load(path: str | Path) -> list[locomo.Conversation]:
-    """Every chat of the split file at PATH (or under the folder PATH), in sorted id order."""
+def load(path: str | Path, name: str = SPLIT_FILE) -> list[locomo.Conversation]:
+    """Every chat of the split file at PATH (or under the folder PATH, or
+    beside the file PATH when ``name`` is another split), in sorted id order."""
     p = Path(path).expanduser()
     if not p.exists():
         raise SystemExit(f"topical_chat: {p} does not exist (see scripts/topical_chat.py for how to bring it)")
-    data = json.loads(_file(p).read_text(encoding="utf-8"))
+    data = json.loads(_file(p, name).read_text(encoding="utf-8"))
     if not isinstance(data, dict) or not data:
         raise SystemExit(f"topical_chat: {p} is not a Topical-Chat split (an object of chats by id)")
     return [parse(k, data[k]) for k in sorted(data)]
@@ -85,7 +100,8 @@ def load(path: str | Path) -> list[locomo.Conversation]:
 def split(chats: Iterable[locomo.Conversation], half: str, size: int | None = None) -> list[locomo.Conversation]:
     """The set (the first ``size`` chats, :data:`SET_SIZE` by default), then
     ``choose`` (even places), ``report`` (odd) or ``all``; ``choose2`` is
-    the :data:`BLOCK2_SIZE` chats after the set, all for choosing."""
+    the :data:`BLOCK2_SIZE` chats after the set, all for choosing. (``choose3``
+    is another file's: :func:`select`.)"""
     if half not in HALVES:
         raise SystemExit(f"topical_chat: unknown half {half!r} ({', '.join(HALVES)})")
     ordered = sorted(chats, key=lambda c: c.id)
@@ -103,7 +119,11 @@ def select(path: str | Path, half: str, ids: list[str] | None = None) -> list[lo
 
     With ``half`` "all" the ids may name any chat of the file, so a chat
     held back from the set is checked the same way (its pairs unlabelled
-    until someone labels them)."""
+    until someone labels them). ``choose3`` is the first
+    :data:`BLOCK3_SIZE` chats of :data:`BLOCK3_FILE` in id order."""
+    if half == "choose3":
+        block = load(path, BLOCK3_FILE)[:BLOCK3_SIZE]
+        return [c for c in block if c.id in ids] if ids else block
     chats = load(path)
     if ids and half == "all":
         return [c for c in chats if c.id in ids]
@@ -111,8 +131,19 @@ def select(path: str | Path, half: str, ids: list[str] | None = None) -> list[lo
     return [c for c in chosen if c.id in ids] if ids else chosen
 
 
+def load_all(path: str | Path) -> list[locomo.Conversation]:
+    """The chats of both split files the labels name (``test_freq.json``,
+    and ``valid_freq.json`` when it is there)."""
+    chats = load(path)
+    try:
+        return chats + load(path, BLOCK3_FILE)
+    except SystemExit:
+        return chats
+
+
 if __name__ == "__main__":
-    chats = load(sys.argv[1] if len(sys.argv) > 1 else SPLIT_FILE)
+    where = sys.argv[1] if len(sys.argv) > 1 else SPLIT_FILE
+    chats = load(where)
     for half in HALVES:
-        part = split(chats, half)
+        part = select(where, half) if half == "choose3" else split(chats, half)
         print(f"{half:7s} chats {len(part):3d}  turns {sum(len(c.turns) for c in part):5d}")

@@ -44,6 +44,14 @@ def test_other_labels_stand() -> None:
 
 
 
+def test_a_question_in_question_words_only_reads_as_a_reaction_too() -> None:
+    # "What is it?" asks about the turn it answers: the rule and the code read it alike.
+    assert rr.is_reaction("Sam: No, what was it?") and rr.is_reaction("Sam: I did not. What is it?")
+    assert rr.relabel(row("same"), "Sam: No, what was it?", "Sam: No, for what?") is not None
+    assert subject.keeps_apart("Sam: No, what was it?", "Sam: No, for what?") == "reaction"
+    assert not rr.is_reaction("Sam: What is the stadium called?")
+
+
 def test_relabelled_rows_say_what_they_were() -> None:
     path = ROOT / "scripts" / "data" / "locomo_labels.jsonl"
     rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]

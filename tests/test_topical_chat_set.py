@@ -109,3 +109,22 @@ def test_the_second_choosing_block_is_the_chats_after_the_set(split_file: Path,
     assert [c.id for c in topical_chat.split(chats, "choose2")] == ["t_02", "t_03"]
     assert [c.id for c in topical_chat.select(split_file, "choose2", ["t_03"])] == ["t_03"]
     assert not {c.id for c in topical_chat.split(chats, "choose2")} & {c.id for c in topical_chat.split(chats, "all")}
+
+
+def test_the_third_choosing_block_is_the_first_chats_of_the_validation_split(
+        split_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another split file beside the first: its first chats by id, for choosing only.
+    valid = {f"v_{k:02d}": chat(("agent_1", f"Hello, chat {k}."), ("agent_2", "Bye, take care!")) for k in (2, 0, 1)}
+    (split_file.parent / "valid_freq.json").write_text(json.dumps(valid), encoding="utf-8")
+    monkeypatch.setattr(topical_chat, "BLOCK3_SIZE", 2)
+    for where in (split_file, split_file.parent, split_file.parent / "valid_freq.json"):
+        assert [c.id for c in topical_chat.select(where, "choose3")] == ["v_00", "v_01"]
+    assert [c.id for c in topical_chat.select(split_file, "choose3", ["v_01"])] == ["v_01"]
+    # The labels' chats are found in either file.
+    assert {c.id for c in topical_chat.load_all(split_file)} == {f"t_{k:02d}" for k in range(5)} | set(valid)
+
+
+def test_the_third_block_says_when_its_file_is_missing(split_file: Path) -> None:
+    with pytest.raises(SystemExit, match="no valid_freq.json beside"):
+        topical_chat.select(split_file, "choose3")
+    assert len(topical_chat.load_all(split_file)) == 5

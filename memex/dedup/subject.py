@@ -87,7 +87,11 @@ _PHATIC_PHRASES = re.compile(
     r"|catch you (?:later|soon)"
     # Leave-taking the farewell act names (below): nothing else in them.
     r"|(?:good|great|nice|fun) (?:talking|chatting|chat)(?: (?:to|with) you)?|(?:thanks|thank you) for the chat"
-    r"|enjoy the rest of your (?:day|night|evening|weekend)|good (?:day|night))\b",
+    r"|enjoy the rest of your (?:day|night|evening|weekend)|good (?:day|night)"
+    # Surprise and agreement said to the turn before ("No, serious?", "Are
+    # you serious?", "Makes sense, I guess"): reactions, chosen on
+    # Topical-Chat's third choosing block (docs/write-path.md).
+    r"|(?:are )?(?:you )?serious(?:ly)?(?=\s*[?!])|no way|(?:that |it )?makes? (?:total |perfect )?sense|i guess)\b",
     re.IGNORECASE,
 )
 # What a phatic turn does: greet, thank, offer help, take leave. A turn made only of
@@ -137,6 +141,7 @@ _SECOND_PERSON = re.compile(r"\b(?:you|you're|you've|you'd|you'll)\b", re.IGNORE
 # "api.example.com" are not split), or at a line break.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _INTERROGATIVE = re.compile(r"\b(?:what|where|when|who|whom|whose|why|how|which)\b")
+_QUESTION_WORDS = frozenset("what where when who whom whose why how which".split())
 
 
 def speaker(text: str) -> str | None:
@@ -322,7 +327,8 @@ def keeps_apart(kept: str, cand: str) -> str | None:
     states words ``kept`` does not, beyond a paraphrase's swapped word, or
     does a greeting, thanks, offer or farewell ``kept`` does not;
     "reaction": ``cand`` has no word of content and no such act ("True!",
-    "You too.") and ``kept`` is not the same words; "answer": ``cand`` is a
+    "You too.", or a question in question words only: "What is it?") and
+    ``kept`` is not the same words; "answer": ``cand`` is a
     short yes or no (:func:`short_answer`) ``kept`` does not open with. Text that is mostly CJK
     is left to the other layers (None).
     """
@@ -349,10 +355,11 @@ def keeps_apart(kept: str, cand: str) -> str | None:
         # "Yes, and Lee too" answers the turn before it, as a reaction does:
         # not carried by a statement that answers nothing.
         return "answer"
-    if not (cs or ca or cand_acts) and _wording(kept) != _wording(cand):
+    if not (cs or cand_acts) and ca <= _QUESTION_WORDS and _wording(kept) != _wording(cand):
         # A reaction in no words of content ("True!", "You too.", "Good for
-        # them!", "for sure!") answers the turn before it: carried by no
-        # other turn, only by the same words.
+        # them!", "for sure!"), or a question in none ("What is it?", "No,
+        # for what?", "Who is he?"), answers the turn before it: carried by
+        # no other turn, only by the same words.
         return "reaction"
     added = new_words(kept, cand)
     if not added:
