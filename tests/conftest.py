@@ -69,6 +69,14 @@ def vault_root(tmp_path: Path, vault_backend: str, request: pytest.FixtureReques
 
 
 @pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project folder (a git work tree) the hook tests' agent works in: scope ``project:shop-api``."""
+    root = tmp_path / "shop-api"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
 def fake_embedder() -> HashEmbedder:
     return HashEmbedder()
 

@@ -42,13 +42,6 @@ _context = additional_context
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "shop-api"
-    (root / ".git").mkdir(parents=True)
-    return root
-
-
-@pytest.fixture
 def served(vault_root: Path, fake_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The vault's warm server (in a thread here, with the fast fake model),
     answering hook events; yields the id of a memory about the staging port."""

@@ -37,13 +37,6 @@ PROMPT = "how do we handle caching in this project?"  # no word in common with C
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "shop-api"
-    (root / ".git").mkdir(parents=True)
-    return root
-
-
-@pytest.fixture
 def caching(vault_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A vault whose one answer to PROMPT shares no word with it; the warm
     server on (2 s idle). Waits for the server a test's hooks started to exit."""

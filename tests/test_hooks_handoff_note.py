@@ -19,13 +19,6 @@ NOTE = "Already stored verbatim this turn"
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "shop-api"
-    (root / ".git").mkdir(parents=True)
-    return root
-
-
-@pytest.fixture
 def lexical_root(vault_root: Path) -> Path:
     lexical_only(vault_root)
     return vault_root

@@ -33,13 +33,6 @@ PORT = "The staging database is postgres 16 on port 5433"
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "shop-api"
-    (root / ".git").mkdir(parents=True)
-    return root
-
-
-@pytest.fixture
 def ids(vault_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     """A vault with the bundled model and two memories; the warm server on
     (it stops 2 s after its last use). Waits for the server a test's hooks

@@ -32,13 +32,6 @@ CODEX_PREVIEW_TOKENS = 2_500
 pytestmark = pytest.mark.usefixtures("no_warm_server")
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "shop-api"
-    (root / ".git").mkdir(parents=True)
-    return root
-
-
 def event(agent: str, name: str, project: Path, transcript_path: Path | None = None, **changes: Any) -> dict[str, Any]:
     data = fixture(agent, f"{name}.json", cwd=str(project), transcript=str(transcript_path or project / "none.jsonl"))
     data.update(changes)

@@ -21,13 +21,6 @@ pytestmark = pytest.mark.usefixtures("no_warm_server")
 QUESTION = "which port does the staging database use?"
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "shop-api"
-    (root / ".git").mkdir(parents=True)
-    return root
-
-
 def _event(agent: str, name: str, project: Path, **changes: Any) -> dict[str, Any]:
     data = fixture(agent, f"{name}.json", cwd=str(project), transcript=str(project / "none.jsonl"))
     data.update(changes)

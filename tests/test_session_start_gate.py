@@ -33,13 +33,6 @@ NEWER = [
 ]
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "shop-api"
-    (root / ".git").mkdir(parents=True)
-    return root
-
-
 def test_a_paraphrase_of_the_projects_memory_is_shown_on_its_cosine(model_vault: Vault, project: Path) -> None:
     model_vault.add(OWN, scope="project:shop-api")
     about = model_vault.add(PARAPHRASE, scope="user")
