@@ -47,14 +47,8 @@ from memex.dedup import subject  # noqa: E402
 COVERING = ("same", "a_covers", "b_covers")
 
 
-def is_reaction(text: str) -> bool:
-    """No word of content and no greeting, thanks, offer or farewell: the
-    turns ``keeps_apart`` answers "reaction" for."""
-    if not subject.cosine_trusted(text):
-        return False
-    stated, asked, _ = subject.parts(text)
-    # A question in question words only ("What is it?") is one too.
-    return not (stated or subject.acts(text)) and asked <= subject._QUESTION_WORDS
+# The turns keeps_apart answers "reaction" for (no word of content, no act).
+is_reaction = subject.is_reaction
 
 
 def same_words(a: str, b: str) -> bool:

@@ -14,16 +14,11 @@ The examples are written here, in the shape of the turns that went wrong.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from memex.dedup import subject
 from memex.vault import Vault
-
-
-def add(vault: Vault, text: str, source: str = "import") -> Any:
-    return vault.add(text, scope="user", source=source, session="chat")
+from tests.chat_helpers import add
 
 
 # --- the checks themselves (no model) ----------------------------------------

@@ -12,31 +12,11 @@ the shape of the turns that went wrong.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
 
-from memex.consolidation.consolidate import consolidate
 from memex.dedup import subject
 from memex.vault import Vault
-
-
-def add(vault: Vault, text: str, session: str = "chat", source: str = "import") -> Any:
-    return vault.add(text, scope="user", source=source, session=session)
-
-
-def write(vault: Vault, name: str, body: str, minute: int) -> None:
-    folder = vault.root / "memories" / "user"
-    folder.mkdir(parents=True, exist_ok=True)
-    meta = {"session": "chat", "confidence": 0.8, "created": f"2026-11-30T10:{minute:02d}:00Z"}
-    head = "".join(f"{k}: {json.dumps(v)}\n" for k, v in meta.items())
-    (folder / f"{name}.md").write_text(f"---\nid: {name}\n{head}---\n{body}\n", encoding="utf-8")
-
-
-def grouped(vault: Vault, *names: str) -> bool:
-    report = consolidate(vault, "chat")
-    return any(set(names) <= {g.representative, *g.superseded} for g in report.groups)
+from tests.chat_helpers import add, grouped, write
 
 
 # --- the checks themselves (no model) ----------------------------------------

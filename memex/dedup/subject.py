@@ -355,11 +355,9 @@ def keeps_apart(kept: str, cand: str) -> str | None:
         # "Yes, and Lee too" answers the turn before it, as a reaction does:
         # not carried by a statement that answers nothing.
         return "answer"
-    if not (cs or cand_acts) and ca <= _QUESTION_WORDS and _wording(kept) != _wording(cand):
-        # A reaction in no words of content ("True!", "You too.", "Good for
-        # them!", "for sure!"), or a question in none ("What is it?", "No,
-        # for what?", "Who is he?"), answers the turn before it: carried by
-        # no other turn, only by the same words.
+    if _says_nothing(cs, ca, cand_acts) and _wording(kept) != _wording(cand):
+        # A reaction answers the turn before it: carried by no other turn,
+        # only by the same words.
         return "reaction"
     added = new_words(kept, cand)
     if not added:
@@ -370,6 +368,22 @@ def keeps_apart(kept: str, cand: str) -> str | None:
     if swapped and n >= SWAP_MIN_WORDS and len(added) <= min(SWAPPED_WORDS, SWAPPED_SHARE * n):
         return None
     return "adds"
+
+
+def is_reaction(text: str) -> bool:
+    """Whether ``text`` is a reaction, as :func:`keeps_apart` reads one:
+    English text that states no word of content, asks none (a question in
+    question words only, "What is it?", asks none) and greets, thanks,
+    offers or takes leave in no way ("True!", "You too.", "Good for them!")."""
+    if not cosine_trusted(text):
+        return False
+    stated, asked, _ = parts(text)
+    return _says_nothing(stated, asked, acts(text))
+
+
+def _says_nothing(stated: frozenset[str], asked: frozenset[str], done: frozenset[str]) -> bool:
+    """No content word stated, none asked beyond question words, no act (a reaction's parts)."""
+    return not (stated or done) and asked <= _QUESTION_WORDS
 
 
 def covers(kept: str, cand: str) -> bool:
