@@ -248,3 +248,28 @@ def test_a_hook_process_ends_once_its_answer_is_out_without_waiting_for_leftover
     assert done.returncode == 0, done.stderr
     assert "port 5433" in _context(done.stdout)
     assert marker.read_text() == "ran"
+
+
+def test_the_warm_server_indexes_memories_that_came_without_memex_before_it_answers(
+    vault_root: Path, project: Path, fake_embedder: HashEmbedder, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found trying a vault as a new clone has it: the memory files came
+    through git, the index (git-ignored) did not, and every hook of the
+    session recalled nothing until someone ran `memex reindex`. The warm
+    server now catches up with the files when it starts, as the watcher does."""
+    monkeypatch.delenv("MEMEX_WARM", raising=False)
+    monkeypatch.setattr(warm.embed, "load_embedder", lambda setting: fake_embedder)
+    set_config(vault_root, "agents", "warm_seconds = 3")
+    with Vault(vault_root, embedder=fake_embedder) as vault:
+        port = vault.add("The staging database is postgres 16 on port 5433", scope="project:shop-api").id
+    for index_file in (vault_root / ".memex").glob("index.db*"):
+        index_file.unlink()
+    server = threading.Thread(target=warm_server.serve, args=(vault_root,), daemon=True)
+    server.start()
+    with Vault(vault_root) as vault:
+        wait_for(lambda: warm.connect(vault), 30, "the warm server to answer")
+    done, _ = _hook(vault_root, _event("UserPromptSubmit", project, prompt="which port does staging use?"))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert port in _context(done.stdout)
+    server.join(30)
+    assert not server.is_alive()

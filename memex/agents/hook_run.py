@@ -269,9 +269,18 @@ def close(root: Path) -> None:
 def prepare(root: Path, model: Embedder) -> None:
     """Load in the warm server, before any hook asks, what answering one takes
     (the handlers' modules, the open vault, one search's caches), so that the
-    session's first prompt is not the one that pays for it."""
+    session's first prompt is not the one that pays for it.
+
+    First it brings the index in line with the files, as the watcher does
+    when it starts (docs/watching.md): memories that came without memex (a
+    fresh clone of the vault, whose index git ignores; a ``git pull``; a
+    restored backup) were found by no hook until someone ran ``memex
+    reindex``. Only what changed is read; the server listens once it is done,
+    and hooks answer on their own meanwhile."""
     _handler("claude-code")
-    server_vault(root, model).search("memex", limit=1)
+    vault = server_vault(root, model)
+    vault.reindex()
+    vault.search("memex", limit=1)
 
 
 def answer(
