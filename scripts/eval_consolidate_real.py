@@ -1,4 +1,4 @@
-"""Does consolidation hide what a question needs? Measured on LoCoMo (JSON out).
+"""Does consolidation hide what a question needs? Measured on LoCoMo or REALTALK (JSON out).
 
 Each conversation is captured turn by turn into a vault of its own, as an
 agent capturing it would store it (``Vault.add("Speaker: text",
@@ -20,6 +20,10 @@ figures, per conversation and in total:
   so the "after" figure never credits a representative for what it hides.
 
     .venv/bin/python scripts/eval_consolidate_real.py --locomo DIR [--half report|choose|all]
+    .venv/bin/python scripts/eval_consolidate_real.py --realtalk DIR [--half report|choose|all]
+
+``--realtalk`` reads REALTALK's chats and questions instead
+(scripts/realtalk.py; its chat 1 is held back from every half).
 
 LoCoMo is never committed and no test needs it (scripts/locomo.py says how
 to bring it).
@@ -102,14 +106,23 @@ def evaluate(conv: locomo.Conversation, embedder: Any, tmp: Path) -> dict[str, A
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--locomo", required=True, help="LoCoMo folder, zip or JSON (scripts/locomo.py)")
+    source = ap.add_mutually_exclusive_group(required=True)
+    source.add_argument("--locomo", help="LoCoMo folder, zip or JSON (scripts/locomo.py)")
+    source.add_argument("--realtalk", help="REALTALK's data folder or Chat_N files (scripts/realtalk.py)")
     ap.add_argument("--half", default="report", choices=("choose", "report", "all"))
     ap.add_argument("--conversation", action="append", help="only these conversation ids")
     args = ap.parse_args()
 
     from memex.embedding.embed import load_embedder
 
-    convs = locomo.select(args.locomo, args.half, args.conversation)
+    if args.realtalk:
+        import realtalk
+
+        if args.half not in realtalk.HALVES:
+            raise SystemExit(f"realtalk: unknown half {args.half!r}")
+        convs = realtalk.select(args.realtalk, args.half, args.conversation)
+    else:
+        convs = locomo.select(args.locomo, args.half, args.conversation)
     embedder = load_embedder("auto")
     if embedder is None:
         raise SystemExit("the embedding model did not load; this evaluation needs it")

@@ -39,7 +39,10 @@ relabelled ``different`` by scripts/relabel_reactions.py
 
 ``--topical FILE`` instead of ``--locomo DIR`` judges the Topical-Chat set
 the same way (scripts/topical_chat.py; labels in
-``scripts/data/topical_labels.jsonl``, chat and turn ids only).
+``scripts/data/topical_labels.jsonl``, chat and turn ids only), and
+``--realtalk DIR`` REALTALK's multi-session chats (scripts/realtalk.py;
+labels in ``scripts/data/realtalk_labels.jsonl``; ``--half choose`` or
+``report``, its chat 1 held back from both).
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ import locomo  # noqa: E402
 
 LABELS = ROOT / "scripts" / "data" / "locomo_labels.jsonl"
 TOPICAL_LABELS = ROOT / "scripts" / "data" / "topical_labels.jsonl"
+REALTALK_LABELS = ROOT / "scripts" / "data" / "realtalk_labels.jsonl"
 SCOPE = "user"
 KINDS = ("same", "a_covers", "b_covers", "different")
 
@@ -78,7 +82,7 @@ RULE_BODY_JACCARD = 0.5
 
 
 def session_of(turn: locomo.Turn) -> str:
-    # LoCoMo's conversations are numbered; a Topical-Chat chat id names itself.
+    # LoCoMo's conversations are numbered; a Topical-Chat or REALTALK chat id names itself.
     name = f"locomo{turn.conversation}" if turn.conversation.isdigit() else turn.conversation
     return f"{name}-D{turn.session}"
 
@@ -430,6 +434,7 @@ def main() -> None:
     source = ap.add_mutually_exclusive_group(required=True)
     source.add_argument("--locomo", help="LoCoMo folder, zip or JSON (scripts/locomo.py)")
     source.add_argument("--topical", help="Topical-Chat test_freq.json or a folder with it (scripts/topical_chat.py)")
+    source.add_argument("--realtalk", help="REALTALK's data folder or Chat_N files (scripts/realtalk.py)")
     ap.add_argument("--half", default="choose", choices=("choose", "report", "all", "choose2", "choose3"),
                     help="choose2, choose3: Topical-Chat's second and third choosing blocks (scripts/topical_chat.py)")
     ap.add_argument("--conversation", action="append", help="only these conversation ids")
@@ -448,10 +453,14 @@ def main() -> None:
         import topical_chat
 
         convs = topical_chat.select(args.topical, args.half, args.conversation)
+    elif args.realtalk:
+        import realtalk
+
+        convs = realtalk.select(args.realtalk, args.half, args.conversation)
     else:
         convs = locomo.select(args.locomo, args.half, args.conversation)
     if args.labels is None:
-        args.labels = TOPICAL_LABELS if args.topical else LABELS
+        args.labels = TOPICAL_LABELS if args.topical else REALTALK_LABELS if args.realtalk else LABELS
     embedder = load_embedder("auto")
     if embedder is None:
         raise SystemExit("the embedding model did not load; this evaluation needs it")

@@ -22,6 +22,7 @@ knowing the figures:
     .venv/bin/python scripts/relabel_reactions.py --locomo DIR            # list what would change
     .venv/bin/python scripts/relabel_reactions.py --locomo DIR --write    # and rewrite the labels
     .venv/bin/python scripts/relabel_reactions.py --topical FILE          # the same check on Topical-Chat
+    .venv/bin/python scripts/relabel_reactions.py --realtalk DIR          # and on REALTALK
 
 It prints turn ids and labels only (the data's licences keep their text out
 of the repository); ``--text`` prints the texts too, to read, never to commit.
@@ -75,6 +76,7 @@ def main() -> None:
     source = ap.add_mutually_exclusive_group(required=True)
     source.add_argument("--locomo", help="LoCoMo folder, zip or JSON (scripts/locomo.py)")
     source.add_argument("--topical", help="Topical-Chat test_freq.json or a folder with it")
+    source.add_argument("--realtalk", help="REALTALK's data folder or Chat_N files (scripts/realtalk.py)")
     ap.add_argument("--labels", type=Path, help="default: the source's labels in scripts/data/")
     ap.add_argument("--write", action="store_true", help="rewrite the labels file with the changes")
     ap.add_argument("--text", action="store_true", help="print the pairs' texts to read (never commit)")
@@ -84,6 +86,11 @@ def main() -> None:
 
         convs = topical_chat.load_all(args.topical)  # every chat: the labels name chats of every block
         path = args.labels or locomo_pairs.TOPICAL_LABELS
+    elif args.realtalk:
+        import realtalk
+
+        convs = realtalk.select(args.realtalk, "all")  # both halves; the held-back chat is never labelled
+        path = args.labels or locomo_pairs.REALTALK_LABELS
     else:
         convs = locomo.select(args.locomo, "all")
         path = args.labels or locomo_pairs.LABELS

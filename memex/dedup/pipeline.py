@@ -44,7 +44,7 @@ from memex.store import IndexLike, IndexStore, as_store
 from memex.text import body_hash, content_tokens, jaccard
 from memex.dedup import symmetric
 from memex.dedup.cjk import changes_cjk_value, cosine_trusted
-from memex.dedup.subject import keeps_apart, restates
+from memex.dedup.subject import keeps_apart, of_the_moment, restates
 from memex.dedup.values import conflicts, differs_in_number
 from memex.dedup.wording import changes_statement
 # The [dedup] settings, re-exported: they live apart so that reading them loads no numpy.
@@ -193,6 +193,10 @@ def _judge(
             continue
         sim = max(jac, cos if cos is not None else 0.0)
         apart = keeps_apart(n.body, cand.body)
+        if apart is None and cand.session is not None and n.session not in (None, cand.session) \
+                and of_the_moment(cand.body):
+            # "Nice day out today" in another session: another day's fact.
+            apart = "moment"
         if apart not in (None, "adds"):
             # Another subject, or a question against a statement: never
             # dropped, and no newer value of the stored memory either.

@@ -91,7 +91,10 @@ _PHATIC_PHRASES = re.compile(
     # Surprise and agreement said to the turn before ("No, serious?", "Are
     # you serious?", "Makes sense, I guess"): reactions, chosen on
     # Topical-Chat's third choosing block (docs/write-path.md).
-    r"|(?:are )?(?:you )?serious(?:ly)?(?=\s*[?!])|no way|(?:that |it )?makes? (?:total |perfect )?sense|i guess)\b",
+    r"|(?:are )?(?:you )?serious(?:ly)?(?=\s*[?!])|no way|(?:that |it )?makes? (?:total |perfect )?sense|i guess"
+    # Sympathy said to the turn before ("Oh dang that sucks", "Dang"):
+    # REALTALK's choosing chats.
+    r"|(?:dang|damn|darn)(?: (?:it|that sucks))?|that sucks)\b",
     re.IGNORECASE,
 )
 # What a phatic turn does: greet, thank, offer help, take leave. A turn made only of
@@ -106,7 +109,9 @@ _ACTS = {
     "greeting": re.compile(
         r"\b(?:hey|hi|hello|hiya|(?:good|great|nice) to (?:see|hear from|talk to|chat with|catch up with|meet) you"
         r"|how(?:'s| is) it going|how have you been|how'?ve you been|what'?s up|long time no (?:see|talk|chat)"
-        r"|been a while)\b", re.IGNORECASE),
+        r"|been a while|(?<!a )good (?:morning|afternoon|evening))\b"
+        # A bare "Morning!" opening a turn, as people text it (REALTALK).
+        r"|^\W*(?:oh,? )?(?:and )?morning\b", re.IGNORECASE),
     "thanks": re.compile(r"\b(?:thanks|thank you|thx|appreciate|appreciated|grateful|means? (?:a lot|so much))\b",
                          re.IGNORECASE),
     "offer": re.compile(
@@ -194,7 +199,7 @@ def parts(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
     asked: set[str] = set()
     asks = False
     for sentence in _SENTENCE_END.split(body(text)):
-        if sentence.rstrip().endswith("?"):
+        if _asks(sentence):
             # What a question asks is in its question word too: "Where is
             # it?" is not "Who is this letter from?".
             question = _content(sentence) | set(_INTERROGATIVE.findall(_PHATIC_PHRASES.sub(" ", sentence).lower()))
@@ -203,6 +208,29 @@ def parts(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
         else:
             stated |= _content(sentence)
     return frozenset(stated), frozenset(asked), asks
+
+
+# A question typed without its question mark, as people text ("Do you play
+# games", "What team games do you like", "Where do i get a box"): a sentence
+# with no end mark that opens, after a word such as "oh" or "so", with a
+# verb before its subject or with a question word before a verb or subject
+# (not "What a day", "What the heck"). Chosen on REALTALK's choosing chats.
+_BARE_QUESTION = re.compile(
+    r"^\W*(?:(?:oh|ah|so|but|and|ok|okay|alright|well|wait|yeah|cool|nice|wow|lol|haha|hmm|um|also|then|hey)\W+)*"
+    r"(?:(?:do|does|did|can|could|would|will|should|is|are|was|were|have|has)\s+(?:you|i|we|they|he|she|it|u)\b"
+    r"|(?:what|where|when|who|why|how|which)(?:\s+\w+){0,2}?\s+(?:do|does|did|is|are|was|were|would|should"
+    r"|could|can|will|have|has|i|you|we|they|he|she)\b)",
+    re.IGNORECASE,
+)
+
+
+def _asks(sentence: str) -> bool:
+    """Whether a sentence asks: it ends in a question mark, or it has no end
+    mark and reads as a question (:data:`_BARE_QUESTION`)."""
+    end = sentence.rstrip()
+    if end.endswith("?"):
+        return True
+    return not end.endswith((".", "!")) and _BARE_QUESTION.match(end) is not None
 
 
 def words(text: str) -> frozenset[str]:
@@ -287,8 +315,12 @@ _WORD = re.compile(r"[\w']+")
 
 
 def _wording(text: str) -> tuple[str, ...]:
-    """The words of the body in order, case and punctuation left out."""
-    return tuple(_WORD.findall(body(text).casefold()))
+    """The words of the body in order, case and punctuation left out; a body
+    of no word at all (an emoji, "*?") is its symbols, so that two such
+    turns are the same only when they are the same signs."""
+    b = body(text)
+    found = tuple(_WORD.findall(b.casefold()))
+    return found if found else tuple("".join(b.split()))
 
 
 # A yes or a no opening a turn answers the turn before it. With a word or
@@ -359,6 +391,12 @@ def keeps_apart(kept: str, cand: str) -> str | None:
         # A reaction answers the turn before it: carried by no other turn,
         # only by the same words.
         return "reaction"
+    if _fragment(cs, ca, cand_acts) and _wording(kept) != _wording(cand):
+        # One word of content and nothing else ("Or like", "Just woke up",
+        # "It's a cat!", "With my crush"): what it says is in the turn it
+        # follows, not in that word, so a fuller turn holding the word does
+        # not carry it; only the same words do.
+        return "fragment"
     added = new_words(kept, cand)
     if not added:
         return None
@@ -370,6 +408,23 @@ def keeps_apart(kept: str, cand: str) -> str | None:
     return "adds"
 
 
+# Words that place what a turn states at the moment it is said: "It's a
+# nice day out today" said in another session tells of another day
+# (memex/dedup/pipeline.py). Chosen on REALTALK's choosing chats.
+_MOMENT = re.compile(
+    r"\b(?:today|tonight|tomorrow|yesterday|now|right now|rn|this (?:morning|afternoon|evening|week|weekend))\b",
+    re.IGNORECASE,
+)
+
+
+def of_the_moment(text: str) -> bool:
+    """Whether ``text`` states something of the day or moment it is said
+    (:data:`_MOMENT`), small talk aside ("How are you today?" greets)."""
+    if not cosine_trusted(text) or acts(text):
+        return False
+    return _MOMENT.search(body(text)) is not None
+
+
 def is_reaction(text: str) -> bool:
     """Whether ``text`` is a reaction, as :func:`keeps_apart` reads one:
     English text that states no word of content, asks none (a question in
@@ -379,6 +434,18 @@ def is_reaction(text: str) -> bool:
         return False
     stated, asked, _ = parts(text)
     return _says_nothing(stated, asked, acts(text))
+
+
+# A statement of at most this many words of content, asking nothing, with
+# no greeting, thanks, offer or farewell, is a fragment of the talk (chosen
+# on REALTALK's choosing chats, docs/write-path.md "Real conversations").
+FRAGMENT_WORDS = 1
+
+
+def _fragment(stated: frozenset[str], asked: frozenset[str], done: frozenset[str]) -> bool:
+    """A statement of at most :data:`FRAGMENT_WORDS` words of content and no
+    act (a question is judged as a question: "So where is the stadium?")."""
+    return not done and asked <= _QUESTION_WORDS and len(stated) <= FRAGMENT_WORDS
 
 
 def _says_nothing(stated: frozenset[str], asked: frozenset[str], done: frozenset[str]) -> bool:
