@@ -200,6 +200,24 @@ def test_two_files_claiming_one_id(capped: Vault) -> None:
     assert health.drift(capped).clean
 
 
+def test_a_copy_is_indexed_when_the_watcher_sees_the_first_claimant_go(capped: Vault) -> None:
+    """Found from outside: with `memex watch` running, deleting the file that held
+    an id left its copy (refused for the clash) unindexed and the memory out of
+    search until the periodic reconcile, and doctor named the deleted file."""
+    folder = capped.root / "memories" / "user"
+    (folder / "a-first.md").write_text("---\nid: SAME1\n---\nThe first claimant talks about otters.\n")
+    (folder / "b-second.md").write_text("---\nid: SAME1\n---\nThe second claimant talks about beavers.\n")
+    capped.reindex()
+    assert "memories/user/b-second.md" in _errors_by_path(health.drift(capped).errors)
+
+    (folder / "a-first.md").unlink()
+    # What the watcher does with the delete event: only the deleted path.
+    capped.indexer.index_paths(["memories/user/a-first.md"], verify=True)
+    assert capped.get("SAME1").path == "memories/user/b-second.md"
+    assert capped.search("beavers")[0].id == "SAME1"
+    assert health.drift(capped).clean
+
+
 def test_write_through_refuses_a_link_outside(capped: Vault, outside: Path) -> None:
     """The watcher's path (index_paths) applies the same rule as reindex."""
     link = capped.root / "memories" / "user" / "secret.md"
