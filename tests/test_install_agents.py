@@ -153,6 +153,28 @@ def test_broken_settings_are_reported_and_left_alone(home: Path, tmp_path: Path)
     assert settings.read_text() == "{ this is not json"
 
 
+@pytest.mark.parametrize("agent,rel", [
+    ("claude-code", ".claude/settings.json"), ("codex", ".codex/hooks.json"), ("mcp", ".claude.json"),
+])
+def test_a_settings_file_that_is_a_symlink_stays_one(home: Path, tmp_path: Path, agent: str, rel: str) -> None:
+    """Found from outside: settings kept in a dotfiles folder and linked into
+    place (stow, chezmoi, a symlink by hand) were replaced by a plain file, so
+    the dotfiles copy no longer applied and the link was gone."""
+    dotfiles = home / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / Path(rel).name
+    real.write_text(json.dumps({"model": "opus"}))
+    link = home / rel
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(os.path.relpath(real, link.parent))
+    assert memex(home, tmp_path, "install", agent).returncode == 0
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert read(real)["model"] == "opus" and read(real) != {"model": "opus"}  # memex's entries went in
+    assert memex(home, tmp_path, "uninstall", agent).returncode == 0
+    assert link.is_symlink() and read(real) in ({"model": "opus"}, {"model": "opus", "mcpServers": {}})
+    assert [p.name for p in dotfiles.iterdir()] == [real.name]  # no temp file left beside it
+
+
 def test_install_mcp_for_claude_code(home: Path, tmp_path: Path) -> None:
     state = home / ".claude.json"
     state.write_text(json.dumps({"numStartups": 3, "mcpServers": {"other": {"command": "x"}}}))

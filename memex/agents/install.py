@@ -165,6 +165,10 @@ def load_json(path: Path) -> dict[str, Any]:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
+    if path.is_symlink():
+        # Settings linked in from a dotfiles folder: write the file the link
+        # names, so the link (and what manages it) stays as it was.
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.memex-tmp")
     tmp.write_text(text, encoding="utf-8")
