@@ -19,7 +19,7 @@ from memex.watch.watcher import Watcher, settings_for
 from memex.errors import ConfigError, WatcherRunning
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
-from tests.watchkit import body_at, found, index_matches_disk, running_watcher, wait_for
+from tests.watchkit import TIMEOUT, body_at, found, index_matches_disk, running_watcher, wait_for
 
 MEM = "memories"
 
@@ -336,3 +336,20 @@ def test_a_file_deleted_while_watching_leaves_no_text_in_the_index_bytes(vault: 
         wait_for(lambda: body_at(vault, doomed.path) is None, what="deleted file purged")
         wait_for(lambda: not files_with_text(root, ["xylophonist"]), what="deleted text scrubbed from the bytes")
     assert found(vault, "quetzalcoatl") == [keep.path]
+
+
+def test_an_index_deleted_while_watching_is_rebuilt_and_kept_in_step(vault: Vault) -> None:
+    """Found from outside: `rm .memex/index.db*` (the docs: delete it any time)
+    while `memex watch` ran left the watcher writing into the deleted file for
+    the rest of its life: every later edit was invisible to search, hooks and
+    doctor, and no reconcile ever repaired it."""
+    kept = vault.add("kept memory about herons")
+    with running_watcher(vault.root) as watcher:  # heartbeat every 0.2 s
+        for name in ("index.db", "index.db-wal", "index.db-shm"):
+            (vault.memex_dir / name).unlink(missing_ok=True)
+        vault.close()  # this test's own connection: the new file from now on
+        wait_for(lambda: found(vault, "herons") == [kept.path], what="the index rebuilt from the files")
+        _write(vault.root / MEM / "later.md", "written after the index was deleted: tapir\n")
+        wait_for(lambda: found(vault, "tapir") == ["memories/later.md"], what="a later edit in the new index")
+        assert watcher.wait_idle(TIMEOUT)
+        assert index_matches_disk(vault)

@@ -115,6 +115,7 @@ class Watcher:
         self._spy = _OverflowSpy(self)
         self._started = 0.0
         self._last_reconcile: float | None = None
+        self._index_file: tuple[int, int] | None = None  # the index.db this watcher's connection opened
 
     @property
     def totals(self) -> dict[str, int]:
@@ -160,6 +161,7 @@ class Watcher:
         self._started = time.time()
         try:
             self.vault.indexer  # load the model and open the index before the first event
+            self._index_file = self._index_identity()
             self._write_state("running")
             logging.getLogger("watchdog.observers.inotify").addHandler(self._spy)
             # watchdog's inotify backend warns when a folder is created and
@@ -273,6 +275,8 @@ class Watcher:
         next_reconcile = time.monotonic() + self.settings.reconcile_seconds
         while not self._stop.is_set():
             files, dirs, ripe, reconcile_now = self.pending.wait(min(next_beat, next_reconcile))
+            if self._index_replaced():
+                next_reconcile = time.monotonic() + self.settings.reconcile_seconds
             if files or dirs or ripe:
                 self.indexing.flush(files, dirs, ripe)
             now = time.monotonic()
@@ -284,6 +288,26 @@ class Watcher:
                 self._write_state("running")
                 next_beat = now + self.settings.heartbeat_seconds
             self.pending.settle()
+
+    def _index_identity(self) -> tuple[int, int] | None:
+        try:
+            info = self.vault.paths.index.stat()
+        except OSError:
+            return None
+        return (info.st_ino, info.st_dev)
+
+    def _index_replaced(self) -> bool:
+        """``index.db`` deleted or replaced under the watcher (docs: it may be
+        deleted any time; a restored backup): the open connection still writes
+        the old file, which nothing else reads. Reopen, rebuild from the files,
+        and carry on with the new file."""
+        if self._index_identity() == self._index_file:
+            return False
+        log.warning("%s was deleted or replaced; reopening it and reconciling", self.vault.paths.index)
+        self.vault.close()  # the next use connects to the file there now (created if missing)
+        self.reconcile("index replaced")
+        self._index_file = self._index_identity()
+        return True
 
     def reconcile(self, why: str) -> SyncReport:
         """A full sync, exactly ``memex reindex``; logged when it changed something."""
