@@ -224,6 +224,16 @@ class Vault:
         self.backend.close()
         self._indexer = None
 
+    def reopen_if_replaced(self) -> bool:
+        """For a process that keeps the vault open (the watcher, the MCP and
+        OpenClaw servers): when ``index.db`` was deleted or replaced since it was
+        opened, close it, so that the next use opens the file there now (a new
+        one, empty, when it was deleted: the caller reindexes). True when it did."""
+        if not self.backend.replaced():
+            return False
+        self.close()
+        return True
+
     def __enter__(self) -> Vault:
         return self
 

@@ -268,3 +268,23 @@ def test_commit_turn_of_a_heartbeat_keeps_nothing(vault: Vault) -> None:
 def test_bad_commit_turn_params_are_named(vault: Vault, bad: dict[str, Any]) -> None:
     with pytest.raises(Exception, match="advancementKey|messages"):
         openclaw_engine.commit_turn(vault, {**commit("k", user("x")), **bad}, commit="none")
+
+
+def test_the_engine_follows_an_index_deleted_and_rebuilt_under_it(vault_root: Path) -> None:
+    """Found from outside: the gateway's memex process kept a deleted index.db
+    open, so memories added after `rm .memex/index.db*; memex reindex` were
+    never found (as the MCP server and the watcher did)."""
+    import os
+
+    with Vault(vault_root, embedder=None) as served:
+        served.add("The gateway relays through the puffin node", scope="agent:openclaw")
+        [first] = serve(served, request(1, "memorySearch", query="puffin"))
+        assert [h["snippet"] for h in first["result"]] == ["The gateway relays through the puffin node"]
+        for name in os.listdir(vault_root / ".memex"):
+            if name.startswith("index.db"):
+                os.unlink(vault_root / ".memex" / name)
+        with Vault(vault_root, embedder=None) as cli:
+            cli.reindex()
+            later = cli.add("The gateway's fallback is the gannet node", scope="agent:openclaw")
+        [second] = serve(served, request(2, "memorySearch", query="gannet"))
+        assert [h["citation"] for h in second["result"]] == [later.id]

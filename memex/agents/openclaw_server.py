@@ -81,6 +81,8 @@ def answer_first(vault: Vault, request: Any) -> tuple[dict[str, Any], Callable[[
         if not isinstance(params, dict):
             raise ValueError("params must be a JSON object")
         with contextlib.redirect_stdout(sys.stderr):
+            if vault.reopen_if_replaced():  # index.db deleted or replaced since the gateway started
+                vault.reindex()
             result = handler(vault, params)
         if isinstance(result, openclaw_engine.Later):
             return {"id": rid, "ok": True, "result": result.answer}, result.work

@@ -115,7 +115,6 @@ class Watcher:
         self._spy = _OverflowSpy(self)
         self._started = 0.0
         self._last_reconcile: float | None = None
-        self._index_file: tuple[int, int] | None = None  # the index.db this watcher's connection opened
 
     @property
     def totals(self) -> dict[str, int]:
@@ -161,7 +160,6 @@ class Watcher:
         self._started = time.time()
         try:
             self.vault.indexer  # load the model and open the index before the first event
-            self._index_file = self._index_identity()
             self._write_state("running")
             logging.getLogger("watchdog.observers.inotify").addHandler(self._spy)
             # watchdog's inotify backend warns when a folder is created and
@@ -289,24 +287,15 @@ class Watcher:
                 next_beat = now + self.settings.heartbeat_seconds
             self.pending.settle()
 
-    def _index_identity(self) -> tuple[int, int] | None:
-        try:
-            info = self.vault.paths.index.stat()
-        except OSError:
-            return None
-        return (info.st_ino, info.st_dev)
-
     def _index_replaced(self) -> bool:
         """``index.db`` deleted or replaced under the watcher (docs: it may be
         deleted any time; a restored backup): the open connection still writes
         the old file, which nothing else reads. Reopen, rebuild from the files,
         and carry on with the new file."""
-        if self._index_identity() == self._index_file:
+        if not self.vault.reopen_if_replaced():
             return False
-        log.warning("%s was deleted or replaced; reopening it and reconciling", self.vault.paths.index)
-        self.vault.close()  # the next use connects to the file there now (created if missing)
+        log.warning("%s was deleted or replaced; reopened it, reconciling", self.vault.paths.index)
         self.reconcile("index replaced")
-        self._index_file = self._index_identity()
         return True
 
     def reconcile(self, why: str) -> SyncReport:
