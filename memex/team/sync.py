@@ -241,6 +241,15 @@ def _publish_rewrite(vault: Vault, repo: Repo, remote: str, branch: str, state: 
     )
 
 
+def _git_said(text: str) -> str:
+    """What a failed git command said, in one line: its ``fatal:`` / ``error:``
+    lines (what went wrong), else its last lines; not the blank lines and the
+    generic advice git prints after them."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    said = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return " / ".join((said or lines)[-3:]) or "no message"
+
+
 def _push(repo: Repo, remote: str, branch: str, exists: bool) -> bool:
     ahead = int(repo.out("rev-list", "--count", f"{remote}/{branch}..HEAD").strip()) if exists else 1
     if not ahead:
@@ -251,7 +260,7 @@ def _push(repo: Repo, remote: str, branch: str, exists: bool) -> bool:
     text = done.err + done.out
     if "rejected" in text or "fetch first" in text or "non-fast-forward" in text:
         return False
-    raise SyncError(f"git push to {remote} failed: {' / '.join(text.strip().splitlines()[-3:])}")
+    raise SyncError(f"git push to {remote} failed: {_git_said(text)}")
 
 
 def _fetch(repo: Repo, remote: str, branch: str) -> tuple[str | None, str | None]:
@@ -262,7 +271,7 @@ def _fetch(repo: Repo, remote: str, branch: str) -> tuple[str | None, str | None
         text = (done.err or done.out).strip()
         if "couldn't find remote ref" in text:
             return before, None
-        raise SyncError(f"git fetch from {remote} failed: {' / '.join(text.splitlines()[-3:])}")
+        raise SyncError(f"git fetch from {remote} failed: {_git_said(text)}")
     return before, repo.rev(f"refs/remotes/{remote}/{branch}")
 
 
