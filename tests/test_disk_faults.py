@@ -56,6 +56,26 @@ def test_a_full_disk_is_one_line_naming_the_index_and_loses_no_memory(vault: Vau
     assert health.drift(vault).clean
 
 
+def test_a_full_disk_met_by_the_vector_table_is_one_line_too(vault: Vault) -> None:
+    """Found from outside: on a full 1.4 MB tmpfs `memex add` of a short memory
+    printed a traceback ending `apsw.SQLError: Internal sqlite-vec error: Could
+    not insert a new vector chunk`: the vector table, not SQLite, met the full
+    disk first, and its error is a plain SQLError."""
+    vault.add("A first memory, so that the index has its tables")
+    _fill_the_disk(vault)
+    letters = "qwertzuiopasdfghjklyxcvbnm"
+    # Many word pieces: the memory is cut into chunks, whose vectors need a new chunk of vec0's.
+    words = " ".join("".join(letters[(i * 7 + j * 3) % 26] for j in range(8)) for i in range(60))
+    with pytest.raises(IndexStoreError) as caught:
+        vault.add("Stored while the disk was full: " + words)
+    message = str(caught.value)
+    assert str(vault.root / ".memex" / "index.db") in message and "memex reindex" in message
+    assert len(vault.list()) == 1
+    vault.backend.conn.execute("PRAGMA max_page_count=1073741823")
+    assert vault.reindex().added == 1
+    assert health.drift(vault).clean
+
+
 def _no_bigger_files_than(limit: int) -> Callable[[], None]:
     def apply() -> None:  # in the child: writes past `limit` bytes fail with EFBIG
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
