@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,6 +75,48 @@ def test_a_full_disk_met_by_the_vector_table_is_one_line_too(vault: Vault) -> No
     vault.backend.conn.execute("PRAGMA max_page_count=1073741823")
     assert vault.reindex().added == 1
     assert health.drift(vault).clean
+
+
+class _FullDisk:
+    """A file handle on a full disk: writes are buffered, the flush fails (ENOSPC)."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def __enter__(self) -> _FullDisk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.close()
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fileno(self) -> int:
+        return int(self.handle.fileno())
+
+
+def test_an_erasure_the_disk_cannot_take_leaves_no_empty_key(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found from outside: the first `memex erase` on a full disk created
+    .memex/erase.key and could not write it. The empty key stopped every
+    later erasure, once there was room again, with "the erasure key is not at
+    least 16 bytes of hex; restore it from a backup" (there was none)."""
+    from memex.erase.steps import erase
+
+    secret = vault.add("The zorblax door code is 4711")
+    real = os.fdopen
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "fdopen", lambda fd, *a, **k: _FullDisk(real(fd, *a, **k)))
+        with pytest.raises((OSError, IndexStoreError)):
+            erase(vault, secret.id, reason="disk full")
+    key = vault.root / ".memex" / "erase.key"
+    assert not key.exists() or len(key.read_text().strip()) >= 32
+    result = erase(vault, secret.id, reason="room again")  # once there is room
+    assert result.erased == [secret.id]
+    assert vault.list() == []
 
 
 def _no_bigger_files_than(limit: int) -> Callable[[], None]:
