@@ -88,6 +88,8 @@ def test_human_output_is_a_table(cli: click.Group, root: Path) -> None:
         (("assemble",), {"session": "s", "messages": [], "token_budget": "big"}, "token_budget: must be an integer"),
         (("after-turn",), {"session": "s", "messages": [{"role": "x"}], "pre_prompt_count": 0}, "messages[0].role"),
         (("expand", "nope"), None, "archive_id"),
+        # Found from outside: a RecursionError traceback.
+        (("assemble",), "[" * 100_000 + "]" * 100_000, "stdin: is not JSON"),
     ],
 )
 def test_bad_input_is_one_line_error(cli: click.Group, root: Path, args: tuple[str, ...], data: Any, message: str) -> None:

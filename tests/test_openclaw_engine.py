@@ -288,3 +288,12 @@ def test_the_engine_follows_an_index_deleted_and_rebuilt_under_it(vault_root: Pa
             later = cli.add("The gateway's fallback is the gannet node", scope="agent:openclaw")
         [second] = serve(served, request(2, "memorySearch", query="gannet"))
         assert [h["citation"] for h in second["result"]] == [later.id]
+
+
+def test_a_request_nested_too_deeply_is_answered_and_the_engine_goes_on(vault: Vault) -> None:
+    """Found from outside: a 200 kB line of nested brackets raised RecursionError
+    out of the serve loop, ending the gateway's memex process."""
+    answers = serve(vault, b"[" * 100_000 + b"]" * 100_000 + b"\n",
+                    b'{"id": 1, "op": "ping", "params": {}, "n": ' + b"9" * 5000 + b"}\n", request(2, "ping"))
+    assert [a["ok"] for a in answers] == [False, False, True]
+    assert answers[2]["id"] == 2

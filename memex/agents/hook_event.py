@@ -59,6 +59,10 @@ def parse_payload(raw: str, origin: str = "stdin") -> Payload:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise InvalidArgument(origin, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
+    except RecursionError as exc:
+        raise InvalidArgument(origin, "JSON nested too deeply to read") from exc
+    except ValueError as exc:  # an integer past Python's digit limit for int()
+        raise InvalidArgument(origin, f"JSON that cannot be read ({exc})") from exc
     if not isinstance(data, dict):
         raise InvalidArgument(origin, f"expected a JSON object, got {type(data).__name__}")
     return data

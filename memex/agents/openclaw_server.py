@@ -112,6 +112,8 @@ def serve(vault: Vault, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None
                 request = json.loads(line)
             except ValueError as exc:
                 out = {"id": None, "ok": False, "error": f"not a JSON line: {exc}"}
+            except RecursionError:
+                out = {"id": None, "ok": False, "error": "not a JSON line memex can read: nested too deeply"}
             else:
                 out, later = answer_first(vault, request)
         try:

@@ -78,7 +78,7 @@ def parse_lines(lines: list[str], fmt: str) -> list[Message]:
             continue
         try:
             line = json.loads(raw)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # a JSON number past int()'s digits, nesting past the stack too
             # A line being written while we read is cut short; the rest is
             # still worth archiving, and the next Stop re-reads from here.
             continue

@@ -25,6 +25,8 @@ def _read_input(required: tuple[str, ...]) -> dict[str, Any]:
         data = json.loads(raw) if raw.strip() else {}
     except ValueError as exc:
         raise InvalidArgument("stdin", f"is not JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise InvalidArgument("stdin", "is not JSON memex can read: nested too deeply") from exc
     if not isinstance(data, dict):
         raise InvalidArgument("stdin", "must be a JSON object")
     missing = [k for k in required if k not in data]
