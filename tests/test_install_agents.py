@@ -175,6 +175,20 @@ def test_a_settings_file_that_is_a_symlink_stays_one(home: Path, tmp_path: Path,
     assert [p.name for p in dotfiles.iterdir()] == [real.name]  # no temp file left beside it
 
 
+@pytest.mark.parametrize("text", [
+    '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}",  # nested past Python's recursion limit
+    '{"a": ' + "9" * 5000 + "}",  # past int()'s digit limit
+])
+def test_settings_json_python_cannot_read_are_refused_without_a_traceback(home: Path, tmp_path: Path, text: str) -> None:
+    """Found from outside: each was a traceback (RecursionError, ValueError) from `memex install`."""
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(text)
+    proc = memex(home, tmp_path, "install", "claude-code")
+    assert proc.returncode == 1 and str(settings) in proc.stderr and "Traceback" not in proc.stderr
+    assert settings.read_text() == text
+
+
 def test_install_mcp_for_claude_code(home: Path, tmp_path: Path) -> None:
     state = home / ".claude.json"
     state.write_text(json.dumps({"numStartups": 3, "mcpServers": {"other": {"command": "x"}}}))

@@ -157,8 +157,9 @@ def load_json(path: Path) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(str(path), f"is not valid JSON ({exc}); fix it first, memex left it unchanged") from exc
+    except (ValueError, RecursionError) as exc:  # ValueError: bad JSON, bad UTF-8, a number past int()'s digits
+        why = "nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
+        raise InvalidArgument(str(path), f"is not valid JSON ({why}); fix it first, memex left it unchanged") from exc
     if not isinstance(data, dict):
         raise InvalidArgument(str(path), "must hold a JSON object; memex left it unchanged")
     return data
@@ -304,8 +305,9 @@ def install_codex_mcp(path: Path, cmd: list[str]) -> dict[str, Any]:
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     try:
         tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidArgument(str(path), f"is not valid TOML ({exc}); memex left it unchanged") from exc
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        why = "nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
+        raise InvalidArgument(str(path), f"is not valid TOML ({why}); memex left it unchanged") from exc
     rest, _ = _strip_toml_server(text)
     block = (
         f"[mcp_servers.{SERVER_NAME}]\n"
