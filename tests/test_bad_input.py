@@ -178,6 +178,15 @@ def test_symlink_to_another_memory_is_indexed_once(capped: Vault) -> None:
     assert [h.path for h in capped.list()] == ["memories/user/good.md"]
 
 
+def test_an_overlong_id_is_named_short_in_the_error(capped: Vault) -> None:
+    """Found from outside: an `id:` of 5000 characters was echoed whole, 5000
+    characters on one line, by reindex and by every doctor run."""
+    (capped.root / "memories" / "user" / "long.md").write_text("---\nid: " + "A" * 3000 + "\n---\nbody\n")
+    reason = _errors_by_path(capped.reindex().errors)["memories/user/long.md"]
+    assert "must be letters, digits, '_' or '-' (at most 64)" in reason
+    assert "AAAA" in reason and "3000 characters" in reason and len(reason) < 200
+
+
 def test_two_files_claiming_one_id(capped: Vault) -> None:
     folder = capped.root / "memories" / "user"
     (folder / "a-first.md").write_text("---\nid: SAME1\n---\nThe first claimant talks about otters.\n")
