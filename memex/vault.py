@@ -315,7 +315,7 @@ class Vault:
         if self.backend.shared and not os.path.lexists(full):
             meta = {k: v for k, v in record.items() if v is not None and k not in ("path", "status", "effective_confidence")}
             return Memory(memory_id, row.path, meta, row.body, row.status, count, last, record)
-        mf, _ = memory_file.read(full, self.config.max_file_bytes, self.root)
+        mf, _ = memory_file.read_indexed(full, self.config.max_file_bytes, self.root)
         return Memory(memory_id, row.path, dict(mf.meta), mf.body, row.status, count, last, record)
 
     def list(
