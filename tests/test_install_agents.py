@@ -189,6 +189,41 @@ def test_settings_json_python_cannot_read_are_refused_without_a_traceback(home: 
     assert settings.read_text() == text
 
 
+def test_a_private_settings_file_is_never_copied_where_others_can_read_it(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found from outside: the merged text went to `.claude.json.memex-tmp` with
+    the umask's mode (0644) and got the file's own mode (0600) only after: for
+    that moment (for good, if the install was killed) anyone could read a copy
+    of ~/.claude.json, which holds the user's account data."""
+    import shutil
+    import stat
+
+    state = home / ".claude.json"
+    state.write_text(json.dumps({"oauthAccount": {"emailAddress": "me@example.org"}}))
+    state.chmod(0o600)
+    seen: list[int] = []
+    real_copymode, real_replace = shutil.copymode, os.replace
+
+    def copymode(src: Any, dst: Any, **kwargs: Any) -> None:
+        seen.append(stat.S_IMODE(os.stat(dst).st_mode))
+        real_copymode(src, dst, **kwargs)
+
+    def replace(src: Any, dst: Any, **kwargs: Any) -> None:
+        seen.append(stat.S_IMODE(os.stat(src).st_mode))
+        real_replace(src, dst, **kwargs)
+
+    monkeypatch.setattr(shutil, "copymode", copymode)
+    monkeypatch.setattr(os, "replace", replace)
+    old_umask = os.umask(0o022)
+    try:
+        assert memex(home, tmp_path, "install", "mcp").returncode == 0
+    finally:
+        os.umask(old_umask)
+    assert seen and all(mode & 0o077 == 0 for mode in seen), [oct(m) for m in seen]
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+
+
 def test_install_mcp_for_claude_code(home: Path, tmp_path: Path) -> None:
     state = home / ".claude.json"
     state.write_text(json.dumps({"numStartups": 3, "mcpServers": {"other": {"command": "x"}}}))

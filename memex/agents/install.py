@@ -172,9 +172,15 @@ def write_text_atomic(path: Path, text: str) -> None:
         path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.memex-tmp")
-    tmp.write_text(text, encoding="utf-8")
+    # The copy is born with the file's own mode (a new file: what the umask
+    # gives), never wider: ~/.claude.json is 0600 and holds account data.
+    mode = os.stat(path).st_mode & 0o7777 if path.exists() else 0o666
+    tmp.unlink(missing_ok=True)  # left by a killed run: its mode is not ours to trust
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode & 0o777)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
     if path.exists():
-        shutil.copymode(path, tmp)
+        os.chmod(tmp, mode)  # exactly the file's mode (the umask may have narrowed it)
     os.replace(tmp, path)
 
 
