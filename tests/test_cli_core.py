@@ -321,6 +321,10 @@ def test_lexical_only_vault_says_so(cli: click.Group, vault_root: Path) -> None:
         (["search", "x", "--limit", "many"], "Invalid value for '--limit'"),
         (["bogus"], "No such command 'bogus'"),
         (["add"], "Missing argument 'TEXT'"),
+        # Found from outside: an option without its value pointed at 'memex --help'.
+        (["add", "x", "--scope"], "Option '--scope' requires an argument. (see 'memex add --help')"),
+        (["reindex", "--allow-erased"], "requires an argument. (see 'memex reindex --help')"),
+        (["context", "search", "x", "--session"], "requires an argument. (see 'memex context search --help')"),
     ],
 )
 def test_bad_arguments_give_one_line_errors(cli: click.Group, vault_root: Path, args: list[str], message: str) -> None:
