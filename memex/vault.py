@@ -100,6 +100,13 @@ def init_vault(path: str | os.PathLike[str], git: bool = True, model: str | None
     """Create a vault from the template (and a git repository when git exists);
     ``model`` sets ``[embedding] model``, loaded first so a bad one creates nothing."""
     root = Path(path).expanduser().resolve()
+    if root == Path(root.anchor) or root == Path.home().resolve():
+        # Found from outside: `memex init ~` (the name forgotten) made the home
+        # folder a vault and a git repository, found by every folder below it.
+        where = "the file system's root" if root == Path(root.anchor) else "your home folder"
+        raise InvalidArgument(
+            "PATH", f"{root} is {where}; a vault is a folder of its own, e.g. `memex init ~/agent-vault`"
+        )
     if (root / MEMEX_DIR).exists():
         raise InvalidArgument("PATH", f"{root} is already a vault")
     if root.exists() and not root.is_dir():
