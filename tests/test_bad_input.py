@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memex import health
-from memex.errors import MemoryFileError
+from memex.errors import InvalidArgument, MemoryFileError
 from memex.vault import Vault
 from memex.meta_edit import update_meta
 from tests.fakes import HashEmbedder
@@ -160,6 +160,26 @@ def test_memories_folder_linked_outside_the_vault_is_not_followed(vault_root: Pa
             "memories": "symbolic link points outside the vault; not followed"
         }
         assert v.list() == []
+
+
+@pytest.mark.parametrize("linked", ["memories", "memories/user"])
+def test_add_never_writes_through_a_folder_linked_outside_the_vault(vault_root: Path, outside: Path, linked: str) -> None:
+    """Found from outside: with memories/ a link to a synced folder elsewhere,
+    `memex add` answered "created memories/user/..." and exit 0, wrote the file
+    out there through the link, and the index (which never follows such a link)
+    did not hold it: a memory reported stored that no search would find."""
+    target = vault_root / linked
+    if target.exists():
+        target.rmdir()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(outside, target)
+    before = sorted(p.name for p in outside.rglob("*"))
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        with pytest.raises(InvalidArgument, match="outside the vault"):
+            v.add("Stored through a link that leaves the vault")
+        assert sorted(p.name for p in outside.rglob("*")) == before
+        if linked == "memories/user":  # another scope's folder is inside: fine
+            assert v.add("Somewhere else is fine", scope="project:elsewhere").status == "created"
 
 
 def test_dangling_symlink_is_reported(capped: Vault, tmp_path: Path) -> None:
