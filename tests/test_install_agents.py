@@ -132,6 +132,25 @@ def test_install_project_commits_no_machine_paths(home: Path, tmp_path: Path, va
     assert "MEMEX_VAULT" not in read(local).get("env", {})
 
 
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "mcp"])
+def test_project_settings_are_never_the_home_folders_own(home: Path, agent: str) -> None:
+    """Found from outside: `memex install claude-code --project` in the home
+    folder (no repository there) wrote ~/.claude/settings.json, the settings of
+    every session, with the by-name command meant for a shared project file
+    (memex was not on PATH: every hook of every session failed)."""
+    (home / "notes").mkdir()
+    refused = [home]
+    for cwd in refused:
+        proc = memex(home, cwd, "install", agent, "--project")
+        assert proc.returncode == 1 and "home folder" in proc.stderr and "--user" in proc.stderr, proc.stderr
+        assert memex(home, cwd, "uninstall", agent, "--project").returncode == 1
+        if cwd == home:  # a home folder kept in git: the project of every folder below it without its own
+            (home / ".git").mkdir()
+            refused.append(home / "notes")
+    assert sorted(p.name for p in home.iterdir()) == [".git", "notes"]  # nothing written
+    assert list((home / "notes").iterdir()) == []
+
+
 def test_install_codex_hooks_precompact_and_trust_note(home: Path, tmp_path: Path) -> None:
     proc = memex(home, tmp_path, "install", "codex", "--json")
     assert proc.returncode == 0, proc.stderr

@@ -76,11 +76,18 @@ def command(executable: str, vault: str | None, *args: str) -> list[str]:
 
 
 def project_root(cwd: Path) -> Path:
-    """The git root above ``cwd``, else ``cwd``: where project settings belong."""
-    for folder in (cwd, *cwd.parents):
-        if (folder / ".git").exists():
-            return folder
-    return cwd
+    """The git root above ``cwd``, else ``cwd``: where project settings belong.
+    Never the home folder (no repository, or a home folder kept in git): its
+    ``.claude/settings.json`` and ``.codex/`` are the user's own settings, for
+    every session, not a project's."""
+    found = next((folder for folder in (cwd, *cwd.parents) if (folder / ".git").exists()), cwd)
+    home = Path.home().resolve()
+    if found == home:
+        raise InvalidArgument(
+            "--project", f"the project folder here is your home folder ({home}), whose settings are your own "
+            "for every session: run this in a project's folder (a git repository), or use --user"
+        )
+    return found
 
 
 def target(agent: str, what: str, user: bool, cwd: Path | None = None, home: Path | None = None) -> Path:
