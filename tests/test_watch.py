@@ -353,3 +353,17 @@ def test_an_index_deleted_while_watching_is_rebuilt_and_kept_in_step(vault: Vaul
         wait_for(lambda: found(vault, "tapir") == ["memories/later.md"], what="a later edit in the new index")
         assert watcher.wait_idle(TIMEOUT)
         assert index_matches_disk(vault)
+
+
+def test_a_vault_folder_moved_while_watching_is_not_made_again_where_it_was(vault: Vault, tmp_path: Path) -> None:
+    """The check for a deleted index.db must not take a moved vault for one: it
+    made a new, empty index (a vault with no memories) at the old path."""
+    vault.add("kept memory about ibexes")
+    root = vault.root
+    moved = tmp_path / "moved-vault"
+    with running_watcher(root):
+        os.rename(root, moved)
+        time.sleep(1.0)  # several heartbeats (0.2 s): each would have made it again
+        assert not (root / ".memex" / "index.db").exists()
+    shutil.rmtree(root, ignore_errors=True)  # the stopped watcher's last state file
+    os.rename(moved, root)  # back, for the fixtures' own teardown

@@ -72,6 +72,7 @@ class Backend:
         self.index_path = index_path
         self._conn: apsw.Connection | None = None
         self._opened: tuple[int, int] | None = None  # (inode, device) of the file the connection opened
+        self._folder: tuple[int, int] | None = None  # ... and of its folder, .memex/
 
     @property
     def conn(self) -> apsw.Connection:
@@ -79,13 +80,19 @@ class Backend:
         if self._conn is None:
             self._conn = schema.connect(self.index_path)
             self._opened = _file_identity(self.index_path)
+            self._folder = _file_identity(self.index_path.parent)
         return self._conn
 
     def replaced(self) -> bool:
         """Whether ``index.db`` was deleted or replaced since the connection
         opened it (it may be deleted any time; a backup restored over it): the
         connection still reads and writes the old file, which nothing else sees."""
-        return self._conn is not None and _file_identity(self.index_path) != self._opened
+        if self._conn is None or _file_identity(self.index_path.parent) != self._folder:
+            # Not the .memex/ folder it was opened in (none there, or one made
+            # anew): the vault folder itself was moved or deleted, and the open
+            # file is still the moved vault's own. No new index where it was.
+            return False
+        return _file_identity(self.index_path) != self._opened
 
     @property
     def local(self) -> IndexStore:
