@@ -367,3 +367,29 @@ def test_a_vault_folder_moved_while_watching_is_not_made_again_where_it_was(vaul
         assert not (root / ".memex" / "index.db").exists()
     shutil.rmtree(root, ignore_errors=True)  # the stopped watcher's last state file
     os.rename(moved, root)  # back, for the fixtures' own teardown
+
+
+def test_a_watcher_whose_vault_folder_went_stops_and_makes_nothing_where_it_was(vault: Vault, tmp_path: Path) -> None:
+    """Found from outside: after `mv vault vault2` the watcher ran on, and its
+    heartbeat made .memex/ (watch.json, write.lock) again at the old path, which
+    then passed for a vault. It stops instead, saying why, and writes nothing there."""
+    import threading
+
+    root = vault.root
+    moved = tmp_path / "moved-vault"
+    watcher = Watcher(Vault(root, embedder=HashEmbedder()), settings_for(vault, heartbeat_seconds=0.1))
+    watcher.start()
+    thread = threading.Thread(target=watcher.run, kwargs={"install_signals": False}, daemon=True)
+    thread.start()
+    try:
+        os.rename(root, moved)
+        thread.join(TIMEOUT)
+        assert not thread.is_alive(), "the watcher did not stop"
+        assert watcher.gone and not root.exists()
+        assert watcher.last_error is not None and "gone" in watcher.last_error["error"]
+    finally:
+        watcher.stop()
+        thread.join(TIMEOUT)
+        watcher.vault.close()
+        if not root.exists():
+            os.rename(moved, root)
