@@ -229,6 +229,7 @@ def test_two_files_claiming_one_id(capped: Vault) -> None:
     assert health.drift(capped).clean
 
 
+@pytest.mark.both_backends
 def test_a_copy_is_indexed_when_the_watcher_sees_the_first_claimant_go(capped: Vault) -> None:
     """Found from outside: with `memex watch` running, deleting the file that held
     an id left its copy (refused for the clash) unindexed and the memory out of
