@@ -85,6 +85,18 @@ def test_a_cache_hit_is_answered_at_once_and_replayed_to_the_sdk(tmp_path: Path)
     assert front.awaiting() == 0
 
 
+def test_a_line_nested_too_deeply_goes_to_the_sdk_and_the_front_goes_on(tmp_path: Path) -> None:
+    """Found from outside: one line of 100,000 nested brackets from the agent
+    raised RecursionError in the front door's reading thread; `memex mcp` then
+    answered nothing more (tools/list after it waited until the agent gave up)."""
+    front, wire = _front(tmp_path)
+    deep = b"[" * 100_000 + b"]" * 100_000 + b"\n"
+    front.from_agent(deep)
+    front.from_agent(json.dumps(INITIALIZE).encode())
+    assert front.to_sdk.get_nowait() == deep  # the SDK's to judge, as any line that is not a request
+    assert _sdk_lines(front) == [INITIALIZE]
+
+
 def test_a_listen_is_acknowledged_from_the_cache_under_the_agents_id(tmp_path: Path) -> None:
     """Claude Code counts the server connected once its subscription is acknowledged."""
     listen = {"jsonrpc": "2.0", "id": "listen:0", "method": "subscriptions/listen",

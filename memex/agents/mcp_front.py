@@ -202,7 +202,7 @@ class Front:
         """One line from the agent: answered from the cache or not, it goes on to the SDK."""
         try:
             message = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past Python's stack
             message = None
         if not isinstance(message, dict) or "id" not in message or "method" not in message:
             self.to_sdk.put(raw)  # a notification, an answer to the SDK, or not JSON: the SDK's to judge
