@@ -96,3 +96,17 @@ def test_bad_input_is_one_line_error(cli: click.Group, root: Path, args: tuple[s
     result = run(cli, root, *args, "--json", data=data)
     assert result.exit_code == 1
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_a_message_holding_half_an_emoji_is_read_not_a_traceback(cli: click.Group, root: Path) -> None:
+    """Found from outside: a message holding a lone surrogate (JSON "\\ud83d": a
+    JavaScript runtime cut an emoji in half) made `memex context assemble` print
+    a traceback (UnicodeEncodeError hashing it for the token count) and the
+    bundled tokenizer raise. It reads as U+FFFD, and the turn is archived."""
+    text = '{"session": "s", "messages": [{"role": "user", "content": "deploys on fridays \\ud83d ok?"}], '
+    assembled = run(cli, root, "assemble", "--json", data=text + '"token_budget": 1000}')
+    assert assembled.exit_code == 0, assembled.output
+    assert json.loads(assembled.stdout)["messages"][0]["content"] == "deploys on fridays \ufffd ok?"
+    archived = run(cli, root, "after-turn", "--json", data=text + '"pre_prompt_count": 0}')
+    assert archived.exit_code == 0, archived.output
+    assert json.loads(archived.stdout)["archived"] == 1
