@@ -16,6 +16,7 @@ from typing import Any
 
 from memex.errors import InvalidArgument, VaultNotFound
 from memex.layout import is_vault
+from memex.text import without_lone_surrogates
 
 Payload = dict[str, Any]
 
@@ -65,7 +66,8 @@ def parse_payload(raw: str, origin: str = "stdin") -> Payload:
         raise InvalidArgument(origin, f"JSON that cannot be read ({exc})") from exc
     if not isinstance(data, dict):
         raise InvalidArgument(origin, f"expected a JSON object, got {type(data).__name__}")
-    return data
+    cleaned: Payload = without_lone_surrogates(data)  # half an emoji from a JavaScript client
+    return cleaned
 
 
 def text_field(payload: Payload, key: str, required: bool = False) -> str | None:

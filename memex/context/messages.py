@@ -13,6 +13,7 @@ import copy
 from typing import Any
 
 from memex.errors import InvalidArgument
+from memex.text import without_lone_surrogates
 
 ROLES = frozenset({"user", "assistant", "system", "tool"})
 
@@ -32,26 +33,8 @@ def check_messages(messages: Any, argument: str = "messages") -> list[dict[str, 
         content = msg.get("content")
         if content is not None and not isinstance(content, (str, list)):
             raise InvalidArgument(f"{argument}[{i}].content", "must be a string or a list of blocks")
-    cleaned: list[dict[str, Any]] = _without_lone_surrogates(messages)
+    cleaned: list[dict[str, Any]] = without_lone_surrogates(messages)
     return cleaned
-
-
-def _without_lone_surrogates(value: Any) -> Any:
-    """``value`` with each lone surrogate in its strings as U+FFFD; the same
-    object when there is none (the common case: nothing is copied)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in value)
-        return value
-    if isinstance(value, list):
-        items = [_without_lone_surrogates(v) for v in value]
-        return value if all(a is b for a, b in zip(items, value)) else items
-    if isinstance(value, dict):
-        pairs = {k: _without_lone_surrogates(v) for k, v in value.items()}
-        return value if all(pairs[k] is v for k, v in value.items()) else pairs
-    return value
 
 
 def _blocks(msg: dict[str, Any]) -> list[Any]:
