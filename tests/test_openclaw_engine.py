@@ -297,3 +297,14 @@ def test_a_request_nested_too_deeply_is_answered_and_the_engine_goes_on(vault: V
                     b'{"id": 1, "op": "ping", "params": {}, "n": ' + b"9" * 5000 + b"}\n", request(2, "ping"))
     assert [a["ok"] for a in answers] == [False, False, True]
     assert answers[2]["id"] == 2
+
+
+def test_a_request_holding_half_an_emoji_is_read(vault: Vault) -> None:
+    """Found from outside: OpenClaw is a JavaScript program, so a string cut
+    mid-emoji reaches memex as a lone surrogate ("\\ud83d"); memex_store then
+    refused the fact ("unable to parse raw data as a unicode string")."""
+    line = (b'{"id": 1, "op": "tool", "params": {"name": "memex_store", "sessionKey": "' + KEY.encode()
+            + b'", "arguments": {"text": "The heron pond \\ud83d is north of the barn"}}}\n')
+    [answer] = serve(vault, line)
+    assert answer["ok"] is True, answer
+    assert [m.body for m in vault.list()] == ["The heron pond \ufffd is north of the barn"]

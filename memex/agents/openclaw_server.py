@@ -33,6 +33,7 @@ from typing import IO, Any
 
 from memex.agents import openclaw_engine
 from memex.vault import Vault
+from memex.text import without_lone_surrogates
 
 MAX_LINE = 64 * 1024 * 1024  # a request bigger than this is refused, not read into memory
 
@@ -115,7 +116,8 @@ def serve(vault: Vault, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None
             except RecursionError:
                 out = {"id": None, "ok": False, "error": "not a JSON line memex can read: nested too deeply"}
             else:
-                out, later = answer_first(vault, request)
+                # OpenClaw is a JavaScript program: a string cut mid-emoji comes as a lone surrogate.
+                out, later = answer_first(vault, without_lone_surrogates(request))
         try:
             sink.write(json.dumps(out, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
             sink.flush()
