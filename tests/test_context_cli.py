@@ -110,3 +110,12 @@ def test_a_message_holding_half_an_emoji_is_read_not_a_traceback(cli: click.Grou
     archived = run(cli, root, "after-turn", "--json", data=text + '"pre_prompt_count": 0}')
     assert archived.exit_code == 0, archived.output
     assert json.loads(archived.stdout)["archived"] == 1
+
+
+def test_remember_that_with_half_an_emoji_is_stored(cli: click.Group, root: Path) -> None:
+    """Found from outside: `memex context keyword` given "remember that ..."
+    with a lone surrogate answered `skipped: text: not valid Unicode text`."""
+    result = run(cli, root, "keyword", "--json",
+                 data='{"session": "s", "prompt": "remember that the otter pool \\ud83d opens at nine"}')
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["status"] != "skipped", result.stdout
