@@ -33,6 +33,7 @@ from memex.erased.erased_list import Guard, allow
 from memex.config import Config
 from memex.errors import InvalidArgument, MemoryFileError
 from memex.index.indexer import Indexer
+from memex.index import scan
 from memex.files.memory_file import MemoryFile
 from memex.layout import CONFIG_RELPATH
 from memex.store import Backend, IndexStore, MemoryRow
@@ -175,6 +176,15 @@ def add(
         if existing is not None:
             return _known(vault, pipeline.Decision("duplicate", "exact", existing, 1.0, decision.similar_facts))
         path = vault.new_path(scope, body, memory_id)
+        if not scan.is_inside(vault.root, path.parent):
+            # A folder linked out of the vault (memories/ kept in a synced folder):
+            # the index never follows such a link, so a file written there would
+            # be reported stored and found by no search.
+            shown = path.parent.relative_to(vault.root).as_posix()
+            raise InvalidArgument(
+                "scope", f"{shown} leads outside the vault (a symbolic link), where memex neither indexes nor "
+                f"writes memories; nothing was stored (move that folder into the vault)"
+            )
         if allow_erased:  # the deliberate way back; the indexer would refuse it otherwise
             allow(vault.memex_dir, [body])
         memory_file.atomic_write(path, content)

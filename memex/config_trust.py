@@ -143,6 +143,8 @@ def _read(path: Path) -> dict[str, Any] | None:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from exc
+    except RecursionError as exc:  # a shared file: a teammate can push any bytes
+        raise ConfigError(f"{path}: arrays or tables nested too deeply to read") from exc
 
 
 def _not_own(path: Path, vault_root: Path | None) -> str | None:

@@ -312,6 +312,20 @@ def model_hint(vault: Vault) -> str | None:
     )
 
 
+def hidden_behind_nothing(vault: Vault) -> list[dict[str, str]]:
+    """Superseded memories whose ``superseded_by`` names no memory of the vault
+    (the newer one erased or deleted by hand, a typo) or the memory itself:
+    hidden from search and recall with nothing shown in their place.
+    ``memex unsupersede ID`` shows one again. Sorted by path."""
+    rows = vault.list(include_superseded=True)
+    ids = {hit.id for hit in rows}
+    return sorted(
+        ({"id": hit.id, "path": hit.path, "superseded_by": hit.superseded_by} for hit in rows
+         if hit.superseded_by and (hit.superseded_by == hit.id or hit.superseded_by not in ids)),
+        key=lambda h: h["path"],
+    )
+
+
 def config_hints(vault: Vault) -> list[str]:
     """What the vault's settings files say that memex does not use: a
     setting only this machine may set, found in the shared file (ignored:

@@ -40,7 +40,7 @@ def edited_text(vault: Vault, memory_id: str, changes: Mapping[str, Any]) -> tup
     applied: a key set to None is removed, every other key is set."""
     path = vault.row_by_id(memory_id).path
     full = vault.root / path
-    mf, _ = memory_file.read(full, vault.config.max_file_bytes, vault.root)
+    mf, _ = memory_file.read_indexed(full, vault.config.max_file_bytes, vault.root)
     if "created" not in mf.meta:
         # A hand-written file is dated by its mtime, which this rewrite
         # changes: keep the date memex showed for it.

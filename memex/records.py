@@ -164,7 +164,8 @@ def build_record(
     meta = mf.meta
     memory_id = _opt_str(meta, "id", relpath) or path_id(relpath)
     if not _ID.match(memory_id):
-        raise MemoryFileError(relpath, f"id {memory_id!r} must be letters, digits, '_' or '-' (at most 64)")
+        shown = repr(memory_id) if len(memory_id) <= 80 else f"{memory_id[:40]!r}... ({len(memory_id)} characters)"
+        raise MemoryFileError(relpath, f"id {shown} must be letters, digits, '_' or '-' (at most 64)")
     parts = list(PurePosixPath(relpath).parts[1:-1])  # folders under memories/
     scope = _opt_str(meta, "scope", relpath) or scope_from_dir_parts(parts, default_scope)
     try:

@@ -18,6 +18,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import Any
 
 _WS = re.compile(r"\s+")
 # A provenance prefix some capture hooks put in front of a body:
@@ -293,3 +294,23 @@ def entity_key(name: str) -> str:
 def text_key(text: str) -> str:
     """The key of a text in the embedding cache (and a memory's ``embed_key``)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """``value`` (a string, or JSON made of lists and objects) with each lone
+    surrogate in its strings as U+FFFD; the same object when there is none
+    (the common case: nothing is copied). JSON from a JavaScript program can
+    carry half an emoji ("\\ud83d"), which no UTF-8 file, hash or tokenizer takes."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in value)
+        return value
+    if isinstance(value, list):
+        items = [without_lone_surrogates(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else items
+    if isinstance(value, dict):
+        pairs = {k: without_lone_surrogates(v) for k, v in value.items()}
+        return value if all(pairs[k] is v for k, v in value.items()) else pairs
+    return value

@@ -100,6 +100,13 @@ def init_vault(path: str | os.PathLike[str], git: bool = True, model: str | None
     """Create a vault from the template (and a git repository when git exists);
     ``model`` sets ``[embedding] model``, loaded first so a bad one creates nothing."""
     root = Path(path).expanduser().resolve()
+    if root == Path(root.anchor) or root == Path.home().resolve():
+        # Found from outside: `memex init ~` (the name forgotten) made the home
+        # folder a vault and a git repository, found by every folder below it.
+        where = "the file system's root" if root == Path(root.anchor) else "your home folder"
+        raise InvalidArgument(
+            "PATH", f"{root} is {where}; a vault is a folder of its own, e.g. `memex init ~/agent-vault`"
+        )
     if (root / MEMEX_DIR).exists():
         raise InvalidArgument("PATH", f"{root} is already a vault")
     if root.exists() and not root.is_dir():
@@ -224,6 +231,16 @@ class Vault:
         self.backend.close()
         self._indexer = None
 
+    def reopen_if_replaced(self) -> bool:
+        """For a process that keeps the vault open (the watcher, the MCP and
+        OpenClaw servers): when ``index.db`` was deleted or replaced since it was
+        opened, close it, so that the next use opens the file there now (a new
+        one, empty, when it was deleted: the caller reindexes). True when it did."""
+        if not self.backend.replaced():
+            return False
+        self.close()
+        return True
+
     def __enter__(self) -> Vault:
         return self
 
@@ -305,7 +322,7 @@ class Vault:
         if self.backend.shared and not os.path.lexists(full):
             meta = {k: v for k, v in record.items() if v is not None and k not in ("path", "status", "effective_confidence")}
             return Memory(memory_id, row.path, meta, row.body, row.status, count, last, record)
-        mf, _ = memory_file.read(full, self.config.max_file_bytes, self.root)
+        mf, _ = memory_file.read_indexed(full, self.config.max_file_bytes, self.root)
         return Memory(memory_id, row.path, dict(mf.meta), mf.body, row.status, count, last, record)
 
     def list(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memex import health
-from memex.errors import MemoryFileError
+from memex.errors import InvalidArgument, MemoryFileError
 from memex.vault import Vault
 from memex.meta_edit import update_meta
 from tests.fakes import HashEmbedder
@@ -162,6 +162,26 @@ def test_memories_folder_linked_outside_the_vault_is_not_followed(vault_root: Pa
         assert v.list() == []
 
 
+@pytest.mark.parametrize("linked", ["memories", "memories/user"])
+def test_add_never_writes_through_a_folder_linked_outside_the_vault(vault_root: Path, outside: Path, linked: str) -> None:
+    """Found from outside: with memories/ a link to a synced folder elsewhere,
+    `memex add` answered "created memories/user/..." and exit 0, wrote the file
+    out there through the link, and the index (which never follows such a link)
+    did not hold it: a memory reported stored that no search would find."""
+    target = vault_root / linked
+    if target.exists():
+        target.rmdir()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(outside, target)
+    before = sorted(p.name for p in outside.rglob("*"))
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        with pytest.raises(InvalidArgument, match="outside the vault"):
+            v.add("Stored through a link that leaves the vault")
+        assert sorted(p.name for p in outside.rglob("*")) == before
+        if linked == "memories/user":  # another scope's folder is inside: fine
+            assert v.add("Somewhere else is fine", scope="project:elsewhere").status == "created"
+
+
 def test_dangling_symlink_is_reported(capped: Vault, tmp_path: Path) -> None:
     os.symlink(capped.root / "memories" / "user" / "gone.md", capped.root / "memories" / "user" / "dangling.md")
     report = capped.reindex()
@@ -176,6 +196,15 @@ def test_symlink_to_another_memory_is_indexed_once(capped: Vault) -> None:
     assert report.added == 1
     assert "indexed itself" in _errors_by_path(report.errors)["memories/user/alias.md"]
     assert [h.path for h in capped.list()] == ["memories/user/good.md"]
+
+
+def test_an_overlong_id_is_named_short_in_the_error(capped: Vault) -> None:
+    """Found from outside: an `id:` of 5000 characters was echoed whole, 5000
+    characters on one line, by reindex and by every doctor run."""
+    (capped.root / "memories" / "user" / "long.md").write_text("---\nid: " + "A" * 3000 + "\n---\nbody\n")
+    reason = _errors_by_path(capped.reindex().errors)["memories/user/long.md"]
+    assert "must be letters, digits, '_' or '-' (at most 64)" in reason
+    assert "AAAA" in reason and "3000 characters" in reason and len(reason) < 200
 
 
 def test_two_files_claiming_one_id(capped: Vault) -> None:
@@ -195,6 +224,25 @@ def test_two_files_claiming_one_id(capped: Vault) -> None:
     (folder / "a-first.md").unlink()
     report = capped.reindex()
     assert report.errors == []
+    assert capped.get("SAME1").path == "memories/user/b-second.md"
+    assert capped.search("beavers")[0].id == "SAME1"
+    assert health.drift(capped).clean
+
+
+@pytest.mark.both_backends
+def test_a_copy_is_indexed_when_the_watcher_sees_the_first_claimant_go(capped: Vault) -> None:
+    """Found from outside: with `memex watch` running, deleting the file that held
+    an id left its copy (refused for the clash) unindexed and the memory out of
+    search until the periodic reconcile, and doctor named the deleted file."""
+    folder = capped.root / "memories" / "user"
+    (folder / "a-first.md").write_text("---\nid: SAME1\n---\nThe first claimant talks about otters.\n")
+    (folder / "b-second.md").write_text("---\nid: SAME1\n---\nThe second claimant talks about beavers.\n")
+    capped.reindex()
+    assert "memories/user/b-second.md" in _errors_by_path(health.drift(capped).errors)
+
+    (folder / "a-first.md").unlink()
+    # What the watcher does with the delete event: only the deleted path.
+    capped.indexer.index_paths(["memories/user/a-first.md"], verify=True)
     assert capped.get("SAME1").path == "memories/user/b-second.md"
     assert capped.search("beavers")[0].id == "SAME1"
     assert health.drift(capped).clean

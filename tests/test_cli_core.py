@@ -72,6 +72,21 @@ def test_init_refuses_a_vault_inside_another_vaults_memories(cli: click.Group, t
     assert invoke(cli, None, "init", "--no-git", str(tmp_path / "outer" / "elsewhere")).exit_code == 0
 
 
+def test_init_refuses_the_home_folder_itself(cli: click.Group, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found from outside: `memex init ~` (the vault's name forgotten) made the
+    home folder a vault and a git repository: every folder below it then found
+    that vault by walking up, git saw every file of the home folder, and the
+    hooks took the home folder for every unversioned project. (`memex init /`
+    did the same to the whole file system; not run here.)"""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    result = invoke(cli, None, "init", str(home))
+    assert result.exit_code == 1 and "home folder" in result.output and "memex init ~/agent-vault" in result.output
+    assert sorted(p.name for p in home.iterdir()) == [".ssh"]  # nothing made
+    assert invoke(cli, None, "init", "--no-git", str(home / "agent-vault")).exit_code == 0
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_init_makes_a_git_repo_that_ignores_the_index(cli: click.Group, tmp_path: Path) -> None:
     root = tmp_path / "v"
@@ -321,6 +336,10 @@ def test_lexical_only_vault_says_so(cli: click.Group, vault_root: Path) -> None:
         (["search", "x", "--limit", "many"], "Invalid value for '--limit'"),
         (["bogus"], "No such command 'bogus'"),
         (["add"], "Missing argument 'TEXT'"),
+        # Found from outside: an option without its value pointed at 'memex --help'.
+        (["add", "x", "--scope"], "Option '--scope' requires an argument. (see 'memex add --help')"),
+        (["reindex", "--allow-erased"], "requires an argument. (see 'memex reindex --help')"),
+        (["context", "search", "x", "--session"], "requires an argument. (see 'memex context search --help')"),
     ],
 )
 def test_bad_arguments_give_one_line_errors(cli: click.Group, vault_root: Path, args: list[str], message: str) -> None:

@@ -84,6 +84,24 @@ def test_unknown_scope_folders_are_reported_not_rescoped(cli: click.Group, vault
     assert doctor(cli, vault_root, "--fix")[0].exit_code == 0
 
 
+def test_a_memory_hidden_behind_a_replacement_that_is_not_there_is_named(cli: click.Group, vault_root: Path) -> None:
+    """Found from outside: `memex supersede OLD "..."`, then `memex erase NEW`
+    (the new text was wrong), left OLD hidden from search and recall behind a
+    memory that is not there, as does a hand-written superseded_by with a typo
+    or naming the memory itself; doctor said nothing. It names each one and the
+    way back (they are not drift: the exit status stays 0)."""
+    write(vault_root, "user/a.md", "---\nid: OLDFACT1\nsuperseded_by: GONE1\n---\nDeploys happen on Fridays.\n")
+    write(vault_root, "user/b.md", "---\nid: SELF1\nsuperseded_by: SELF1\n---\nThe office opens at eight.\n")
+    write(vault_root, "user/c.md", "---\nid: OLD2\nsuperseded_by: NEW2\n---\nLunch is at noon.\n")
+    write(vault_root, "user/d.md", "---\nid: NEW2\n---\nLunch is at half past twelve.\n")
+    assert CliRunner().invoke(cli, ["--vault", str(vault_root), "reindex"]).exit_code == 0
+    human, data = doctor(cli, vault_root)
+    assert human.exit_code == 0 and data["clean"] is True
+    assert [(h["id"], h["superseded_by"]) for h in data["hidden"]] == [("OLDFACT1", "GONE1"), ("SELF1", "SELF1")]
+    assert "hidden: memories/user/a.md: superseded by GONE1, which is not in the vault" in human.output
+    assert "memex unsupersede OLDFACT1" in human.output
+
+
 def test_exit_statuses_through_the_console_script(vault_root: Path, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(embed, "load_embedder", lambda setting: HashEmbedder())

@@ -92,3 +92,17 @@ def test_a_recall_threshold_out_of_range_is_a_config_error(vault_root: Path, key
                       encoding="utf-8")
     with Vault(vault_root) as vault, pytest.raises(ConfigError, match=f"{key} must be from 0 to 1, got 7"):
         load_settings(vault)
+
+
+def test_a_config_nested_too_deeply_is_a_config_error_naming_it(vault_root: Path) -> None:
+    """Found from outside: `.memex/config.toml` (shared through git: a teammate
+    can push any bytes) with an array nested 100,000 deep made every command
+    print a RecursionError traceback from tomllib."""
+    config = vault_root / CONFIG_RELPATH
+    config.write_text(config.read_text(encoding="utf-8") + "\nx = " + "[" * 100_000 + "]" * 100_000 + "\n",
+                      encoding="utf-8")
+    with pytest.raises(ConfigError, match="nested too deeply") as caught:
+        Vault(vault_root)
+    assert str(config) in str(caught.value)
+    result = CliRunner().invoke(app(), ["--vault", str(vault_root), "list"])
+    assert result.exit_code == 1 and "Traceback" not in result.output and "nested too deeply" in result.output

@@ -88,9 +88,34 @@ def test_human_output_is_a_table(cli: click.Group, root: Path) -> None:
         (("assemble",), {"session": "s", "messages": [], "token_budget": "big"}, "token_budget: must be an integer"),
         (("after-turn",), {"session": "s", "messages": [{"role": "x"}], "pre_prompt_count": 0}, "messages[0].role"),
         (("expand", "nope"), None, "archive_id"),
+        # Found from outside: a RecursionError traceback.
+        (("assemble",), "[" * 100_000 + "]" * 100_000, "stdin: is not JSON"),
     ],
 )
 def test_bad_input_is_one_line_error(cli: click.Group, root: Path, args: tuple[str, ...], data: Any, message: str) -> None:
     result = run(cli, root, *args, "--json", data=data)
     assert result.exit_code == 1
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_a_message_holding_half_an_emoji_is_read_not_a_traceback(cli: click.Group, root: Path) -> None:
+    """Found from outside: a message holding a lone surrogate (JSON "\\ud83d": a
+    JavaScript runtime cut an emoji in half) made `memex context assemble` print
+    a traceback (UnicodeEncodeError hashing it for the token count) and the
+    bundled tokenizer raise. It reads as U+FFFD, and the turn is archived."""
+    text = '{"session": "s", "messages": [{"role": "user", "content": "deploys on fridays \\ud83d ok?"}], '
+    assembled = run(cli, root, "assemble", "--json", data=text + '"token_budget": 1000}')
+    assert assembled.exit_code == 0, assembled.output
+    assert json.loads(assembled.stdout)["messages"][0]["content"] == "deploys on fridays \ufffd ok?"
+    archived = run(cli, root, "after-turn", "--json", data=text + '"pre_prompt_count": 0}')
+    assert archived.exit_code == 0, archived.output
+    assert json.loads(archived.stdout)["archived"] == 1
+
+
+def test_remember_that_with_half_an_emoji_is_stored(cli: click.Group, root: Path) -> None:
+    """Found from outside: `memex context keyword` given "remember that ..."
+    with a lone surrogate answered `skipped: text: not valid Unicode text`."""
+    result = run(cli, root, "keyword", "--json",
+                 data='{"session": "s", "prompt": "remember that the otter pool \\ud83d opens at nine"}')
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["status"] != "skipped", result.stdout

@@ -83,3 +83,18 @@ def test_settings_defaults_and_bad_values(vault_root: Path) -> None:
         got = load_settings(v)
         assert got.bypass_session_patterns == ("cron-*",) and not got.auto_capture
         assert got.recall_score_threshold == 0.5
+
+
+def test_an_archive_line_nested_too_deeply_is_skipped(vault: Vault) -> None:
+    """Found from outside: a turns.jsonl line nested past Python's recursion
+    limit (not memex's: written by hand, or brought by git) made
+    `memex context search` print a RecursionError traceback."""
+    from memex import context
+    from memex.context.archive import session_dir
+
+    context.after_turn(vault, "deep", [{"role": "user", "content": "the otter enclosure opens at nine"}], 0)
+    turns = session_dir(vault, "deep") / "turns.jsonl"
+    with open(turns, "a", encoding="utf-8") as handle:
+        handle.write('{"id": "deep#9", "seq": 9, "messages": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    hits = context.archive_search(vault, "deep", "otter enclosure")
+    assert [h["archive_id"] for h in hits] == ["deep#1"]

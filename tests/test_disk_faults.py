@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,6 +55,68 @@ def test_a_full_disk_is_one_line_naming_the_index_and_loses_no_memory(vault: Vau
     assert report.added == 1
     assert any(m.body.startswith("The disk filled up") for m in vault.list())
     assert health.drift(vault).clean
+
+
+def test_a_full_disk_met_by_the_vector_table_is_one_line_too(vault: Vault) -> None:
+    """Found from outside: on a full 1.4 MB tmpfs `memex add` of a short memory
+    printed a traceback ending `apsw.SQLError: Internal sqlite-vec error: Could
+    not insert a new vector chunk`: the vector table, not SQLite, met the full
+    disk first, and its error is a plain SQLError."""
+    vault.add("A first memory, so that the index has its tables")
+    _fill_the_disk(vault)
+    letters = "qwertzuiopasdfghjklyxcvbnm"
+    # Many word pieces: the memory is cut into chunks, whose vectors need a new chunk of vec0's.
+    words = " ".join("".join(letters[(i * 7 + j * 3) % 26] for j in range(8)) for i in range(60))
+    with pytest.raises(IndexStoreError) as caught:
+        vault.add("Stored while the disk was full: " + words)
+    message = str(caught.value)
+    assert str(vault.root / ".memex" / "index.db") in message and "memex reindex" in message
+    assert len(vault.list()) == 1
+    vault.backend.conn.execute("PRAGMA max_page_count=1073741823")
+    assert vault.reindex().added == 1
+    assert health.drift(vault).clean
+
+
+class _FullDisk:
+    """A file handle on a full disk: writes are buffered, the flush fails (ENOSPC)."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def __enter__(self) -> _FullDisk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.close()
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fileno(self) -> int:
+        return int(self.handle.fileno())
+
+
+def test_an_erasure_the_disk_cannot_take_leaves_no_empty_key(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found from outside: the first `memex erase` on a full disk created
+    .memex/erase.key and could not write it. The empty key stopped every
+    later erasure, once there was room again, with "the erasure key is not at
+    least 16 bytes of hex; restore it from a backup" (there was none)."""
+    from memex.erase.steps import erase
+
+    secret = vault.add("The zorblax door code is 4711")
+    real = os.fdopen
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "fdopen", lambda fd, *a, **k: _FullDisk(real(fd, *a, **k)))
+        with pytest.raises((OSError, IndexStoreError)):
+            erase(vault, secret.id, reason="disk full")
+    key = vault.root / ".memex" / "erase.key"
+    assert not key.exists() or len(key.read_text().strip()) >= 32
+    result = erase(vault, secret.id, reason="room again")  # once there is room
+    assert result.erased == [secret.id]
+    assert vault.list() == []
 
 
 def _no_bigger_files_than(limit: int) -> Callable[[], None]:

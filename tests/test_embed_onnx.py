@@ -234,3 +234,16 @@ def test_publishing_keeps_a_copy_another_process_saved_first(tmp_path) -> None: 
     prebuilt._publish(ours, fresh)
     assert (fresh / prebuilt.GRAPH).read_text() == "ours"
     assert not older.exists() and not where.exists()  # copies of other model files or runtimes go
+
+
+def test_a_lone_surrogate_in_a_query_is_read_not_a_crash(model_vault) -> None:  # type: ignore[no-untyped-def]
+    """Found from outside: a prompt holding a lone surrogate (JSON "\\ud800", as a
+    hook payload or `memex context assemble` may carry) made the bundled model's
+    tokenizer raise `TypeError: TextEncodeInput must be Union[...]`: the hook
+    answered without memories, `context assemble` printed a traceback, and
+    search and recall raised. The surrogate reads as U+FFFD."""
+    kept = model_vault.add("The office wifi is fast on the fourth floor")
+    assert [h.id for h in model_vault.search("office wifi \ud800 fourth floor")][:1] == [kept.id]
+    assert [h.id for h in model_vault.recall("office wifi \udc80 fourth floor", limit=3)][:1] == [kept.id]
+    got = model_vault.embedder.embed(["office wifi \ud800"])
+    assert np.allclose(got, model_vault.embedder.embed(["office wifi \ufffd"]))

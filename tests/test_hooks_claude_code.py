@@ -118,6 +118,48 @@ def test_stop_archives_only_new_transcript_lines(vault: Vault, project: Path, tm
     assert again["archived"] == 1
 
 
+def test_a_transcript_line_nested_too_deeply_is_skipped_not_fatal(vault: Vault, project: Path, tmp_path: Path) -> None:
+    """Found from outside: one transcript line nested past Python's recursion
+    limit (a tool result holding deep JSON) raised RecursionError out of Stop,
+    every time, so nothing after it in the session was ever archived."""
+    transcript = tmp_path / "t.jsonl"
+    with open(transcript, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"type": "user", "message": {"role": "user", "content": "we deploy with helm"}}) + "\n")
+        fh.write('{"type": "user", "message": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+        fh.write('{"type": "user", "n": ' + "9" * 5000 + "}\n")
+        fh.write(json.dumps({"type": "user", "message": {"role": "user", "content": "and roll back with argo"}}) + "\n")
+    done = claude_code.handle(vault, event("Stop", project, transcript)).deferred()  # type: ignore[misc]
+    assert done["archived"] == 2
+
+
+def test_a_transcript_line_holding_half_an_emoji_is_archived(vault: Vault, project: Path, tmp_path: Path) -> None:
+    """Found from outside: a transcript line with a lone surrogate (Claude Code
+    is a JavaScript program: a string cut mid-emoji is written as "\\ud83d")
+    raised UnicodeEncodeError out of Stop every time, so that session's turns
+    from there on were never archived. It reads as U+FFFD."""
+    transcript = tmp_path / "t.jsonl"
+    with open(transcript, "w", encoding="utf-8") as fh:
+        fh.write('{"type": "user", "message": {"role": "user", "content": "the otter pool \\ud83d opens at nine"}}\n')
+        fh.write(json.dumps({"type": "user", "message": {"role": "user", "content": "and closes at five"}}) + "\n")
+    done = claude_code.handle(vault, event("Stop", project, transcript)).deferred()  # type: ignore[misc]
+    assert done["archived"] == 2
+    hits = context.archive_search(vault, SESSION, "otter pool")
+    assert hits and "\ufffd" in json.dumps(context.archive_expand(vault, hits[0]["archive_id"]), ensure_ascii=False)
+
+
+def test_remember_that_with_half_an_emoji_is_captured(lexical_root: Path, project: Path) -> None:
+    """Found from outside: "remember that ..." in a prompt holding a lone
+    surrogate was not captured ("memex: not captured: text: not valid Unicode
+    text"): the user's explicit request was lost for half an emoji."""
+    payload = json.dumps(event("UserPromptSubmit", project)).replace(
+        json.dumps(event("UserPromptSubmit", project)["prompt"]),
+        '"remember that the otter pool \\ud83d opens at nine"')
+    proc = run_hook("claude-code", payload, lexical_root)
+    assert proc.returncode == 0 and "not captured" not in proc.stdout + proc.stderr, proc.stderr
+    with Vault(lexical_root) as vault:
+        assert [m.body for m in vault.list(source="keyword")] == ["the otter pool \ufffd opens at nine"]
+
+
 def test_stop_with_a_transcript_path_of_the_wrong_type_is_an_error_naming_it(vault: Vault, project: Path) -> None:
     # A transcript file that does not exist yet is normal (tests/test_hooks_limits.py).
     payload = event("Stop", project, transcript_path=42)
@@ -166,7 +208,12 @@ def test_cli_every_event_exits_zero_with_documented_output(lexical_root: Path, p
     assert not (isolated_home(lexical_root) / ".memex-vault").exists()  # $MEMEX_VAULT was used
 
 
-@pytest.mark.parametrize("stdin", ["{not json", "", "[1, 2]", '{"session_id": "x"}'])
+@pytest.mark.parametrize("stdin", [
+    "{not json", "", "[1, 2]", '{"session_id": "x"}',
+    # Found from outside: both were a traceback and exit status 1, not failing open.
+    "[" * 100_000 + "]" * 100_000,  # nested past Python's recursion limit
+    '{"hook_event_name": "UserPromptSubmit", "n": ' + "9" * 5000 + "}",  # past int()'s digit limit
+])
 def test_cli_fails_open_on_bad_input(lexical_root: Path, stdin: str) -> None:
     proc = run_hook("claude-code", stdin, lexical_root)
     assert proc.returncode == 0

@@ -317,6 +317,25 @@ def test_cli_bad_export_is_one_line_naming_the_file(lexical_root: Path, tmp_path
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("content, message", [
+    (b"- a rule\n" * 600_000, "is larger than 4 MiB"),
+    (b"\xff\xfe- a rule in UTF-16\n", "is not UTF-8 text"),
+])
+def test_cli_one_named_file_that_cannot_be_read_is_an_error(lexical_root: Path, tmp_path: Path,
+                                                            content: bytes, message: str) -> None:
+    """Found from outside: `memex import CLAUDE.md` of a file over 4 MiB (or not
+    UTF-8) printed `skipped: ...`, then "nothing to import found", and exited 0,
+    as if the file had no rules: a script could not tell it was never read. In a
+    folder such a file is skipped and the others imported; named alone, it is
+    the import's error."""
+    bad = tmp_path / "CLAUDE.md"
+    bad.write_bytes(content)
+    done = _cli(lexical_root, "import", str(bad))
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("Error: ") and message in done.stderr and "CLAUDE.md" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
 def test_cli_wrong_format_for_the_path_and_missing_path(lexical_root: Path) -> None:
     done = _cli(lexical_root, "import", str(DATA / "obsidian"), "--format", "chatgpt")
     assert done.returncode == 1 and "is a folder; chatgpt imports read one JSON file" in done.stderr

@@ -132,6 +132,25 @@ def test_install_project_commits_no_machine_paths(home: Path, tmp_path: Path, va
     assert "MEMEX_VAULT" not in read(local).get("env", {})
 
 
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "mcp"])
+def test_project_settings_are_never_the_home_folders_own(home: Path, agent: str) -> None:
+    """Found from outside: `memex install claude-code --project` in the home
+    folder (no repository there) wrote ~/.claude/settings.json, the settings of
+    every session, with the by-name command meant for a shared project file
+    (memex was not on PATH: every hook of every session failed)."""
+    (home / "notes").mkdir()
+    refused = [home]
+    for cwd in refused:
+        proc = memex(home, cwd, "install", agent, "--project")
+        assert proc.returncode == 1 and "home folder" in proc.stderr and "--user" in proc.stderr, proc.stderr
+        assert memex(home, cwd, "uninstall", agent, "--project").returncode == 1
+        if cwd == home:  # a home folder kept in git: the project of every folder below it without its own
+            (home / ".git").mkdir()
+            refused.append(home / "notes")
+    assert sorted(p.name for p in home.iterdir()) == [".git", "notes"]  # nothing written
+    assert list((home / "notes").iterdir()) == []
+
+
 def test_install_codex_hooks_precompact_and_trust_note(home: Path, tmp_path: Path) -> None:
     proc = memex(home, tmp_path, "install", "codex", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -151,6 +170,77 @@ def test_broken_settings_are_reported_and_left_alone(home: Path, tmp_path: Path)
     proc = memex(home, tmp_path, "install", "claude-code")
     assert proc.returncode == 1 and str(settings) in proc.stderr
     assert settings.read_text() == "{ this is not json"
+
+
+@pytest.mark.parametrize("agent,rel", [
+    ("claude-code", ".claude/settings.json"), ("codex", ".codex/hooks.json"), ("mcp", ".claude.json"),
+])
+def test_a_settings_file_that_is_a_symlink_stays_one(home: Path, tmp_path: Path, agent: str, rel: str) -> None:
+    """Found from outside: settings kept in a dotfiles folder and linked into
+    place (stow, chezmoi, a symlink by hand) were replaced by a plain file, so
+    the dotfiles copy no longer applied and the link was gone."""
+    dotfiles = home / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / Path(rel).name
+    real.write_text(json.dumps({"model": "opus"}))
+    link = home / rel
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(os.path.relpath(real, link.parent))
+    assert memex(home, tmp_path, "install", agent).returncode == 0
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert read(real)["model"] == "opus" and read(real) != {"model": "opus"}  # memex's entries went in
+    assert memex(home, tmp_path, "uninstall", agent).returncode == 0
+    assert link.is_symlink() and read(real) in ({"model": "opus"}, {"model": "opus", "mcpServers": {}})
+    assert [p.name for p in dotfiles.iterdir()] == [real.name]  # no temp file left beside it
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}",  # nested past Python's recursion limit
+    '{"a": ' + "9" * 5000 + "}",  # past int()'s digit limit
+])
+def test_settings_json_python_cannot_read_are_refused_without_a_traceback(home: Path, tmp_path: Path, text: str) -> None:
+    """Found from outside: each was a traceback (RecursionError, ValueError) from `memex install`."""
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(text)
+    proc = memex(home, tmp_path, "install", "claude-code")
+    assert proc.returncode == 1 and str(settings) in proc.stderr and "Traceback" not in proc.stderr
+    assert settings.read_text() == text
+
+
+def test_a_private_settings_file_is_never_copied_where_others_can_read_it(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found from outside: the merged text went to `.claude.json.memex-tmp` with
+    the umask's mode (0644) and got the file's own mode (0600) only after: for
+    that moment (for good, if the install was killed) anyone could read a copy
+    of ~/.claude.json, which holds the user's account data."""
+    import shutil
+    import stat
+
+    state = home / ".claude.json"
+    state.write_text(json.dumps({"oauthAccount": {"emailAddress": "me@example.org"}}))
+    state.chmod(0o600)
+    seen: list[int] = []
+    real_copymode, real_replace = shutil.copymode, os.replace
+
+    def copymode(src: Any, dst: Any, **kwargs: Any) -> None:
+        seen.append(stat.S_IMODE(os.stat(dst).st_mode))
+        real_copymode(src, dst, **kwargs)
+
+    def replace(src: Any, dst: Any, **kwargs: Any) -> None:
+        seen.append(stat.S_IMODE(os.stat(src).st_mode))
+        real_replace(src, dst, **kwargs)
+
+    monkeypatch.setattr(shutil, "copymode", copymode)
+    monkeypatch.setattr(os, "replace", replace)
+    old_umask = os.umask(0o022)
+    try:
+        assert memex(home, tmp_path, "install", "mcp").returncode == 0
+    finally:
+        os.umask(old_umask)
+    assert seen and all(mode & 0o077 == 0 for mode in seen), [oct(m) for m in seen]
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
 
 
 def test_install_mcp_for_claude_code(home: Path, tmp_path: Path) -> None:

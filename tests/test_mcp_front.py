@@ -85,6 +85,33 @@ def test_a_cache_hit_is_answered_at_once_and_replayed_to_the_sdk(tmp_path: Path)
     assert front.awaiting() == 0
 
 
+def test_a_line_nested_too_deeply_goes_to_the_sdk_and_the_front_goes_on(tmp_path: Path) -> None:
+    """Found from outside: one line of 100,000 nested brackets from the agent
+    raised RecursionError in the front door's reading thread; `memex mcp` then
+    answered nothing more (tools/list after it waited until the agent gave up)."""
+    front, wire = _front(tmp_path)
+    deep = b"[" * 100_000 + b"]" * 100_000 + b"\n"
+    front.from_agent(deep)
+    front.from_agent(json.dumps(INITIALIZE).encode())
+    assert front.to_sdk.get_nowait() == deep  # the SDK's to judge, as any line that is not a request
+    assert _sdk_lines(front) == [INITIALIZE]
+
+
+def test_a_request_holding_half_an_emoji_reaches_the_sdk_readable(tmp_path: Path) -> None:
+    """Found from outside: memory_add with a lone surrogate ("\\ud83d": a
+    JavaScript client cut an emoji in half) got no answer at all: the SDK
+    dropped the request, and the agent waited. It reaches the SDK as U+FFFD."""
+    front, _ = _front(tmp_path)
+    line = (b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "memory_add", '
+            b'"arguments": {"text": "The egret marsh \\ud83d floods in april"}}}\n')
+    front.from_agent(line)
+    [sent] = _sdk_lines(front)
+    assert sent["id"] == 9 and sent["params"]["arguments"]["text"] == "The egret marsh \ufffd floods in april"
+    emoji = b'{"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {"x": "\\ud83d\\ude00"}}\n'
+    front.from_agent(emoji)  # a whole pair is left as it is
+    assert front.to_sdk.get_nowait() == emoji
+
+
 def test_a_listen_is_acknowledged_from_the_cache_under_the_agents_id(tmp_path: Path) -> None:
     """Claude Code counts the server connected once its subscription is acknowledged."""
     listen = {"jsonrpc": "2.0", "id": "listen:0", "method": "subscriptions/listen",

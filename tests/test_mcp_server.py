@@ -136,6 +136,32 @@ def test_search_on_an_empty_index_over_memory_files_says_to_reindex(vault_root: 
         assert "note" not in mcp_server.Tools(vault).memory_search(query="zebras")
 
 
+def _delete_index(root: Path) -> None:
+    for name in os.listdir(root / ".memex"):
+        if name.startswith("index.db"):
+            os.unlink(root / ".memex" / name)
+
+
+def test_a_session_outlives_a_deleted_or_rebuilt_index(vault_root: Path) -> None:
+    """Found from outside: `rm .memex/index.db*` (then `memex reindex`) during an
+    agent session left the MCP server on the deleted file: it did not find
+    memories added since, and what it stored went where nothing else looks."""
+    with Vault(vault_root, embedder=None) as served:
+        served.add("Otters hold hands while they sleep")
+        tools = mcp_server.Tools(served)
+        assert tools.memory_search(query="otters")["hits"]
+        _delete_index(vault_root)
+        with Vault(vault_root, embedder=None) as cli:  # `memex reindex`, then `memex add`
+            cli.reindex()
+            quokka = cli.add("The quokka cluster runs on Kubernetes")
+        assert [h["id"] for h in tools.memory_search(query="quokka")["hits"]] == [quokka.id]
+        stored = tools.memory_add(text="The wallaby service listens on port 8123")
+        with Vault(vault_root, embedder=None) as cli:
+            assert [h.id for h in cli.search("wallaby")] == [stored["id"]]
+        _delete_index(vault_root)  # and nobody rebuilds it: the server does
+        assert tools.memory_search(query="otters")["hits"]
+
+
 def test_tools_default_to_the_session_a_hook_saw(vault: Vault) -> None:
     from memex.agents import hook_io
 

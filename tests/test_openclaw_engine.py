@@ -268,3 +268,43 @@ def test_commit_turn_of_a_heartbeat_keeps_nothing(vault: Vault) -> None:
 def test_bad_commit_turn_params_are_named(vault: Vault, bad: dict[str, Any]) -> None:
     with pytest.raises(Exception, match="advancementKey|messages"):
         openclaw_engine.commit_turn(vault, {**commit("k", user("x")), **bad}, commit="none")
+
+
+def test_the_engine_follows_an_index_deleted_and_rebuilt_under_it(vault_root: Path) -> None:
+    """Found from outside: the gateway's memex process kept a deleted index.db
+    open, so memories added after `rm .memex/index.db*; memex reindex` were
+    never found (as the MCP server and the watcher did)."""
+    import os
+
+    with Vault(vault_root, embedder=None) as served:
+        served.add("The gateway relays through the puffin node", scope="agent:openclaw")
+        [first] = serve(served, request(1, "memorySearch", query="puffin"))
+        assert [h["snippet"] for h in first["result"]] == ["The gateway relays through the puffin node"]
+        for name in os.listdir(vault_root / ".memex"):
+            if name.startswith("index.db"):
+                os.unlink(vault_root / ".memex" / name)
+        with Vault(vault_root, embedder=None) as cli:
+            cli.reindex()
+            later = cli.add("The gateway's fallback is the gannet node", scope="agent:openclaw")
+        [second] = serve(served, request(2, "memorySearch", query="gannet"))
+        assert [h["citation"] for h in second["result"]] == [later.id]
+
+
+def test_a_request_nested_too_deeply_is_answered_and_the_engine_goes_on(vault: Vault) -> None:
+    """Found from outside: a 200 kB line of nested brackets raised RecursionError
+    out of the serve loop, ending the gateway's memex process."""
+    answers = serve(vault, b"[" * 100_000 + b"]" * 100_000 + b"\n",
+                    b'{"id": 1, "op": "ping", "params": {}, "n": ' + b"9" * 5000 + b"}\n", request(2, "ping"))
+    assert [a["ok"] for a in answers] == [False, False, True]
+    assert answers[2]["id"] == 2
+
+
+def test_a_request_holding_half_an_emoji_is_read(vault: Vault) -> None:
+    """Found from outside: OpenClaw is a JavaScript program, so a string cut
+    mid-emoji reaches memex as a lone surrogate ("\\ud83d"); memex_store then
+    refused the fact ("unable to parse raw data as a unicode string")."""
+    line = (b'{"id": 1, "op": "tool", "params": {"name": "memex_store", "sessionKey": "' + KEY.encode()
+            + b'", "arguments": {"text": "The heron pond \\ud83d is north of the barn"}}}\n')
+    [answer] = serve(vault, line)
+    assert answer["ok"] is True, answer
+    assert [m.body for m in vault.list()] == ["The heron pond \ufffd is north of the barn"]

@@ -92,6 +92,27 @@ def test_supersede_errors(vault: Vault) -> None:
         supersede(vault, "01NOPE", "anything")
 
 
+def test_a_memory_whose_file_moved_since_the_last_index_says_to_reindex(vault: Vault) -> None:
+    """Found from outside: `mv` of a memory file by hand, then `memex supersede
+    ID` (or `show`, `unsupersede`) said only "<old path>: cannot read: No such
+    file or directory", not what to do."""
+    from memex.consolidation.consolidate import unsupersede
+    from memex.errors import MemoryFileError
+
+    old = vault.add("The build cache lives on the nfs share")
+    (vault.root / old.path).rename(vault.root / "memories" / "user" / "moved-by-hand.md")
+    attempts = [lambda: supersede(vault, old.id, "The build cache moved to s3")]
+    if not vault.backend.shared:  # on a shared index, get() answers another clone's memory from its row
+        attempts += [lambda: vault.get(old.id), lambda: unsupersede(vault, old.id)]
+    for attempt in attempts:
+        with pytest.raises(MemoryFileError, match="memex reindex"):
+            attempt()
+    assert [m.body for m in vault.list()] == ["The build cache lives on the nfs share"]  # nothing stored meanwhile
+    vault.reindex()
+    supersede(vault, old.id, "The build cache moved to s3")
+    assert vault.get(old.id).path == "memories/user/moved-by-hand.md"
+
+
 def test_supersede_with_the_same_text_is_refused_and_changes_nothing(vault: Vault) -> None:
     """Found from outside: superseding a memory with its own text wrote a
     second, identical memory and hid the first."""

@@ -234,6 +234,18 @@ def test_clear_errors_without_a_traceback(tmp_path: Path, team: Team, cli: click
     assert code == 1 and "does not exist" in out
 
 
+def test_a_remote_git_cannot_reach_is_named_in_the_error(tmp_path: Path, cli: click.Group) -> None:
+    """Found from outside: the error kept git's last three lines, its generic
+    advice ("Please make sure you have the correct access rights / and the
+    repository exists."), and dropped the line saying what was wrong."""
+    vault = init_vault(tmp_path / "v", git=True)
+    git(vault, "remote", "add", "origin", str(tmp_path / "no-such-remote.git"))
+    code, out = run(cli, vault)
+    assert code == 1 and "git fetch from origin failed" in out
+    assert "no-such-remote.git' does not appear to be a git repository" in out
+    assert " /  / " not in out and "failed:  /" not in out
+
+
 def test_a_clone_without_the_team_key_is_stopped(team: Team, cli: click.Group) -> None:
     git(team.base, "clone", "-q", str(team.remote), str(team.base / "d"))
     d = team.base / "d"

@@ -105,6 +105,22 @@ def listener() -> Iterator[Listener]:
     server.close()
 
 
+def test_a_pulled_config_that_does_not_parse_says_what_it_stops_and_the_way_out(team: Team, cli: click.Group) -> None:
+    """Found from outside: a teammate pushed a config.toml declaring a table
+    twice. `memex sync` said `status: synced` and printed the TOML error as a
+    `config:` line, exit 0; from then on every command on the clone stopped on
+    it, `memex sync` included (so memex could not pull the fix), and hooks
+    failed open (agents ran without memory). The report now says so, and how
+    to get out with git."""
+    push_config(team, "b", "context", "auto_recall = true\n[context]")  # a table declared twice
+    code, out, _ = invoke(cli, team.roots["a"], "sync")
+    assert code == 0 and "config: " in out and "declare" in out
+    assert "every memex command on this clone" in out and "git log -p -- .memex/config.toml" in out
+    assert "git pull" in out
+    code, _, err = invoke(cli, team.roots["a"], "list")
+    assert code == 1 and "config.toml" in err
+
+
 def test_a_teammates_index_server_is_never_contacted(team: Team, cli: click.Group, listener: Listener) -> None:
     url = f"postgresql://thief@127.0.0.1:{listener.port}/vault?connect_timeout=3"
     push_config(team, "b", "index", f'backend = "postgres"\nurl = "{url}"')

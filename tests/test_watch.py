@@ -19,7 +19,7 @@ from memex.watch.watcher import Watcher, settings_for
 from memex.errors import ConfigError, WatcherRunning
 from memex.vault import Vault
 from tests.fakes import HashEmbedder
-from tests.watchkit import body_at, found, index_matches_disk, running_watcher, wait_for
+from tests.watchkit import TIMEOUT, body_at, found, index_matches_disk, running_watcher, wait_for
 
 MEM = "memories"
 
@@ -336,3 +336,60 @@ def test_a_file_deleted_while_watching_leaves_no_text_in_the_index_bytes(vault: 
         wait_for(lambda: body_at(vault, doomed.path) is None, what="deleted file purged")
         wait_for(lambda: not files_with_text(root, ["xylophonist"]), what="deleted text scrubbed from the bytes")
     assert found(vault, "quetzalcoatl") == [keep.path]
+
+
+def test_an_index_deleted_while_watching_is_rebuilt_and_kept_in_step(vault: Vault) -> None:
+    """Found from outside: `rm .memex/index.db*` (the docs: delete it any time)
+    while `memex watch` ran left the watcher writing into the deleted file for
+    the rest of its life: every later edit was invisible to search, hooks and
+    doctor, and no reconcile ever repaired it."""
+    kept = vault.add("kept memory about herons")
+    with running_watcher(vault.root) as watcher:  # heartbeat every 0.2 s
+        for name in ("index.db", "index.db-wal", "index.db-shm"):
+            (vault.memex_dir / name).unlink(missing_ok=True)
+        vault.close()  # this test's own connection: the new file from now on
+        wait_for(lambda: found(vault, "herons") == [kept.path], what="the index rebuilt from the files")
+        _write(vault.root / MEM / "later.md", "written after the index was deleted: tapir\n")
+        wait_for(lambda: found(vault, "tapir") == ["memories/later.md"], what="a later edit in the new index")
+        assert watcher.wait_idle(TIMEOUT)
+        assert index_matches_disk(vault)
+
+
+def test_a_vault_folder_moved_while_watching_is_not_made_again_where_it_was(vault: Vault, tmp_path: Path) -> None:
+    """The check for a deleted index.db must not take a moved vault for one: it
+    made a new, empty index (a vault with no memories) at the old path."""
+    vault.add("kept memory about ibexes")
+    root = vault.root
+    moved = tmp_path / "moved-vault"
+    with running_watcher(root):
+        os.rename(root, moved)
+        time.sleep(1.0)  # several heartbeats (0.2 s): each would have made it again
+        assert not (root / ".memex" / "index.db").exists()
+    shutil.rmtree(root, ignore_errors=True)  # the stopped watcher's last state file
+    os.rename(moved, root)  # back, for the fixtures' own teardown
+
+
+def test_a_watcher_whose_vault_folder_went_stops_and_makes_nothing_where_it_was(vault: Vault, tmp_path: Path) -> None:
+    """Found from outside: after `mv vault vault2` the watcher ran on, and its
+    heartbeat made .memex/ (watch.json, write.lock) again at the old path, which
+    then passed for a vault. It stops instead, saying why, and writes nothing there."""
+    import threading
+
+    root = vault.root
+    moved = tmp_path / "moved-vault"
+    watcher = Watcher(Vault(root, embedder=HashEmbedder()), settings_for(vault, heartbeat_seconds=0.1))
+    watcher.start()
+    thread = threading.Thread(target=watcher.run, kwargs={"install_signals": False}, daemon=True)
+    thread.start()
+    try:
+        os.rename(root, moved)
+        thread.join(TIMEOUT)
+        assert not thread.is_alive(), "the watcher did not stop"
+        assert watcher.gone and not root.exists()
+        assert watcher.last_error is not None and "gone" in watcher.last_error["error"]
+    finally:
+        watcher.stop()
+        thread.join(TIMEOUT)
+        watcher.vault.close()
+        if not root.exists():
+            os.rename(moved, root)

@@ -76,11 +76,18 @@ def command(executable: str, vault: str | None, *args: str) -> list[str]:
 
 
 def project_root(cwd: Path) -> Path:
-    """The git root above ``cwd``, else ``cwd``: where project settings belong."""
-    for folder in (cwd, *cwd.parents):
-        if (folder / ".git").exists():
-            return folder
-    return cwd
+    """The git root above ``cwd``, else ``cwd``: where project settings belong.
+    Never the home folder (no repository, or a home folder kept in git): its
+    ``.claude/settings.json`` and ``.codex/`` are the user's own settings, for
+    every session, not a project's."""
+    found = next((folder for folder in (cwd, *cwd.parents) if (folder / ".git").exists()), cwd)
+    home = Path.home().resolve()
+    if found == home:
+        raise InvalidArgument(
+            "--project", f"the project folder here is your home folder ({home}), whose settings are your own "
+            "for every session: run this in a project's folder (a git repository), or use --user"
+        )
+    return found
 
 
 def target(agent: str, what: str, user: bool, cwd: Path | None = None, home: Path | None = None) -> Path:
@@ -157,19 +164,30 @@ def load_json(path: Path) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(str(path), f"is not valid JSON ({exc}); fix it first, memex left it unchanged") from exc
+    except (ValueError, RecursionError) as exc:  # ValueError: bad JSON, bad UTF-8, a number past int()'s digits
+        why = "nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
+        raise InvalidArgument(str(path), f"is not valid JSON ({why}); fix it first, memex left it unchanged") from exc
     if not isinstance(data, dict):
         raise InvalidArgument(str(path), "must hold a JSON object; memex left it unchanged")
     return data
 
 
 def write_text_atomic(path: Path, text: str) -> None:
+    if path.is_symlink():
+        # Settings linked in from a dotfiles folder: write the file the link
+        # names, so the link (and what manages it) stays as it was.
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.memex-tmp")
-    tmp.write_text(text, encoding="utf-8")
+    # The copy is born with the file's own mode (a new file: what the umask
+    # gives), never wider: ~/.claude.json is 0600 and holds account data.
+    mode = os.stat(path).st_mode & 0o7777 if path.exists() else 0o666
+    tmp.unlink(missing_ok=True)  # left by a killed run: its mode is not ours to trust
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode & 0o777)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
     if path.exists():
-        shutil.copymode(path, tmp)
+        os.chmod(tmp, mode)  # exactly the file's mode (the umask may have narrowed it)
     os.replace(tmp, path)
 
 
@@ -300,8 +318,9 @@ def install_codex_mcp(path: Path, cmd: list[str]) -> dict[str, Any]:
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     try:
         tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidArgument(str(path), f"is not valid TOML ({exc}); memex left it unchanged") from exc
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        why = "nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
+        raise InvalidArgument(str(path), f"is not valid TOML ({why}); memex left it unchanged") from exc
     rest, _ = _strip_toml_server(text)
     block = (
         f"[mcp_servers.{SERVER_NAME}]\n"

@@ -161,12 +161,16 @@ class Tools:
 
     @property
     def vault(self) -> Vault:
-        """The vault, opened on first use (by a tool call or :meth:`warm_up`)."""
+        """The vault, opened on first use (by a tool call or :meth:`warm_up`);
+        reopened and brought in line with the files when its ``index.db`` was
+        deleted or replaced meanwhile (a session outlives a rebuilt index)."""
         if self._vault is None:
             with self._lock:
                 if self._vault is None and self._open is not None:
                     self._vault = self._open()
         assert self._vault is not None
+        if self._vault.reopen_if_replaced():
+            self._vault.reindex()
         return self._vault
 
     def index_path(self) -> Path | None:

@@ -33,6 +33,7 @@ from typing import IO, Any
 
 from memex.agents import openclaw_engine
 from memex.vault import Vault
+from memex.text import without_lone_surrogates
 
 MAX_LINE = 64 * 1024 * 1024  # a request bigger than this is refused, not read into memory
 
@@ -81,6 +82,8 @@ def answer_first(vault: Vault, request: Any) -> tuple[dict[str, Any], Callable[[
         if not isinstance(params, dict):
             raise ValueError("params must be a JSON object")
         with contextlib.redirect_stdout(sys.stderr):
+            if vault.reopen_if_replaced():  # index.db deleted or replaced since the gateway started
+                vault.reindex()
             result = handler(vault, params)
         if isinstance(result, openclaw_engine.Later):
             return {"id": rid, "ok": True, "result": result.answer}, result.work
@@ -110,8 +113,11 @@ def serve(vault: Vault, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None
                 request = json.loads(line)
             except ValueError as exc:
                 out = {"id": None, "ok": False, "error": f"not a JSON line: {exc}"}
+            except RecursionError:
+                out = {"id": None, "ok": False, "error": "not a JSON line memex can read: nested too deeply"}
             else:
-                out, later = answer_first(vault, request)
+                # OpenClaw is a JavaScript program: a string cut mid-emoji comes as a lone surrogate.
+                out, later = answer_first(vault, without_lone_surrogates(request))
         try:
             sink.write(json.dumps(out, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
             sink.flush()

@@ -19,7 +19,7 @@ import json
 import pkgutil
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import click
 
@@ -119,7 +119,8 @@ class MemexGroup(click.Group):
             click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
             sys.exit(exc.exit_code)
         except click.UsageError as exc:
-            where = exc.ctx.command_path if exc.ctx else "memex"
+            # click gives no context for an option missing its value: the command is read off argv.
+            where = exc.ctx.command_path if exc.ctx else self._command_path(argv, "memex")
             _fail(f"{exc.format_message()} (see '{where} --help')", exc.exit_code, as_json)
         except click.ClickException as exc:
             _fail(exc.format_message(), exc.exit_code, as_json)
@@ -129,6 +130,23 @@ class MemexGroup(click.Group):
             sys.stderr.close()
             sys.exit(0)
         sys.exit(code if isinstance(code, int) else 0)
+
+    def _command_path(self, argv: Sequence[str], prog: str) -> str:
+        """The (sub)command ``argv`` names, as ``memex context search``: its words before the first
+        one that is not a subcommand, options (and the group's own options' values) skipped."""
+        path, command = [prog], cast(click.Command, self)
+        words = iter(argv)
+        for word in words:
+            if word.startswith("-"):
+                if word == "--vault":  # the one option before the command name that takes a value
+                    next(words, None)
+                continue
+            sub = command.commands.get(word) if isinstance(command, click.Group) else None
+            if sub is None:
+                break
+            path.append(word)
+            command = sub
+        return " ".join(path)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

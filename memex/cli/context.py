@@ -17,6 +17,7 @@ import click
 from memex import context as engine
 from memex.cli._common import get_vault, json_option, key_values, one_scope_option, print_json, short, table
 from memex.errors import InvalidArgument
+from memex.text import without_lone_surrogates
 
 
 def _read_input(required: tuple[str, ...]) -> dict[str, Any]:
@@ -25,12 +26,15 @@ def _read_input(required: tuple[str, ...]) -> dict[str, Any]:
         data = json.loads(raw) if raw.strip() else {}
     except ValueError as exc:
         raise InvalidArgument("stdin", f"is not JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise InvalidArgument("stdin", "is not JSON memex can read: nested too deeply") from exc
     if not isinstance(data, dict):
         raise InvalidArgument("stdin", "must be a JSON object")
-    missing = [k for k in required if k not in data]
+    clean: dict[str, Any] = without_lone_surrogates(data)  # half an emoji from a JavaScript runtime: U+FFFD
+    missing = [k for k in required if k not in clean]
     if missing:
         raise InvalidArgument("stdin", f"missing key(s): {', '.join(missing)}")
-    return data
+    return clean
 
 
 def _session(data: dict[str, Any]) -> str:

@@ -45,6 +45,8 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
         "drift": found, "unknown_scopes": unknown, "model": vault.embedder_status(),
         "loose_modes": [m.as_dict() for m in loose], "hints": [hint] if hint else [],
         "config": health.config_hints(vault),
+        # Not drift (the index matches the files), so not in the verdict: a person decides.
+        "hidden": health.hidden_behind_nothing(vault),
     }
     # Loose modes are reported (and --fix tightens them) but are not drift:
     # a file made in an editor under umask 022 is 0644 and still a good memory.
@@ -84,6 +86,10 @@ def doctor_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
         click.echo(f"... and {len(loose) - MAX_LISTED} more path(s) other users can reach (see --json)")
     if loose and not fix:
         click.echo("run `memex doctor --fix` to make them private (folders 0700, files 0600)")
+    for item in data["hidden"]:
+        why = "itself" if item["superseded_by"] == item["id"] else f"{item['superseded_by']}, which is not in the vault"
+        click.echo(f"hidden: {item['path']}: superseded by {why}: out of search and recall; "
+                   f"`memex unsupersede {item['id']}` shows it again")
     for advice in data["hints"]:
         click.echo(f"hint: {advice}")
     for finding in data["config"]:

@@ -50,6 +50,11 @@ def watch_cmd(ctx: click.Context, debounce_ms: int | None, reconcile_seconds: fl
             server.join(5)  # it removes its socket on the way out
     if watcher.stopped_by == signal.SIGINT:
         ctx.exit(INTERRUPTED)
+    if watcher.gone:
+        raise click.ClickException(
+            f"{vault.root}: the vault folder is gone (moved or deleted); the watcher stopped: "
+            "run `memex watch` again where it is now"
+        )
 
 
 def _serve_model(vault: Vault) -> tuple[threading.Event, threading.Thread | None]:

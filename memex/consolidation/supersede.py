@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from memex.dedup.pipeline import AddResult
 from memex.errors import InvalidArgument
 from memex.faults import point
-from memex.meta_edit import update_meta
+from memex.meta_edit import edited_text, update_meta
 from memex.text import body_hash
 
 if TYPE_CHECKING:
@@ -62,6 +62,10 @@ def supersede(
     # from its folder, not its frontmatter. One in no valid scope (a folder
     # doctor reports) leaves the successor to the default scope.
     old_scope = str(old.record.get("scope") or old.meta.get("scope") or "")
+    # The old file is marked last: it must be here and readable before the
+    # successor is stored (a file moved by hand since the last index; on a
+    # shared index, another clone's memory whose file this clone lacks).
+    edited_text(vault, old_id, {})
     result = vault.add(
         text,
         scope=old_scope if vault.scope_rules.valid(old_scope) else None,

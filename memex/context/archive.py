@@ -78,8 +78,8 @@ def load_state(vault: Vault, session: str) -> State:
         return State(session=session)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InvalidArgument("session", f"{path}: unreadable archive state ({exc})") from exc
+    except (OSError, ValueError, RecursionError) as exc:
+        raise InvalidArgument("session", f"{path}: unreadable archive state ({type(exc).__name__}: {exc})") from exc
     known = {f.name for f in fields(State)}
     return State(**{k: v for k, v in raw.items() if k in known})
 
@@ -133,7 +133,7 @@ def read_turns(vault: Vault, session: str, after_seq: int = 0) -> list[dict[str,
         for line in handle:
             try:
                 record = json.loads(line)
-            except ValueError:  # a line torn by a crash mid-append
+            except (ValueError, RecursionError):  # a line torn by a crash mid-append, or not memex's
                 continue
             if isinstance(record, dict) and int(record.get("seq", 0)) > after_seq:
                 out.append(record)
@@ -157,7 +157,7 @@ def _last_seq(path: Path) -> int:
             for raw in reversed(lines if pos == 0 else lines[1:]):
                 try:
                     record = json.loads(raw)
-                except ValueError:  # empty, or torn by a crash
+                except (ValueError, RecursionError):  # empty, torn by a crash, or not memex's
                     continue
                 if isinstance(record, dict):
                     return int(record.get("seq", 0))
@@ -176,7 +176,7 @@ def turn_with_key(vault: Vault, session: str, key: str) -> dict[str, Any] | None
                 continue
             try:
                 record = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(record, dict) and record.get("key") == key:
                 return record

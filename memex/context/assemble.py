@@ -59,7 +59,7 @@ def assemble(
     session, docs/agents.md "Shown once"): never injected again, and the
     places they would have taken go to the next memories past the gate.
     """
-    check_messages(messages)
+    messages = check_messages(messages)
     if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
         raise InvalidArgument("token_budget", f"must be a positive integer, got {token_budget!r}")
     settings = load_settings(vault)

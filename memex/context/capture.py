@@ -54,7 +54,7 @@ def after_turn(
     ``duplicate``. Such a runtime passes the turn alone, not the whole
     conversation: the conversation grew by its length.
     """
-    check_messages(messages)
+    messages = check_messages(messages)
     if not isinstance(pre_prompt_count, int) or not 0 <= pre_prompt_count <= len(messages):
         raise InvalidArgument("pre_prompt_count", f"must be from 0 to {len(messages)}, got {pre_prompt_count!r}")
     if commit not in COMMIT_MODES:

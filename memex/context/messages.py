@@ -13,12 +13,16 @@ import copy
 from typing import Any
 
 from memex.errors import InvalidArgument
+from memex.text import without_lone_surrogates
 
 ROLES = frozenset({"user", "assistant", "system", "tool"})
 
 
 def check_messages(messages: Any, argument: str = "messages") -> list[dict[str, Any]]:
-    """Validate the shape of a message list; the error names the bad item."""
+    """Validate the shape of a message list; the error names the bad item.
+    Returns the messages to use: a lone surrogate in any string (JavaScript
+    runtimes cut an emoji in half that way, and JSON carries it as "\\ud83d")
+    reads as U+FFFD, since no tokenizer, hash or UTF-8 file can take it."""
     if not isinstance(messages, list):
         raise InvalidArgument(argument, f"must be a list of messages, got {type(messages).__name__}")
     for i, msg in enumerate(messages):
@@ -29,7 +33,8 @@ def check_messages(messages: Any, argument: str = "messages") -> list[dict[str, 
         content = msg.get("content")
         if content is not None and not isinstance(content, (str, list)):
             raise InvalidArgument(f"{argument}[{i}].content", "must be a string or a list of blocks")
-    return messages
+    cleaned: list[dict[str, Any]] = without_lone_surrogates(messages)
+    return cleaned
 
 
 def _blocks(msg: dict[str, Any]) -> list[Any]:

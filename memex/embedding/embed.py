@@ -144,6 +144,7 @@ class FastEmbedder:
 
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        texts = [_encodable(text) for text in texts]
         # Texts the model reads as the same word pieces get one run: an add
         # embeds a body and the whitespace-normalized text the index stores,
         # which the tokenizer sees alike (docs/import.md, "Speed").
@@ -194,6 +195,16 @@ class FastEmbedder:
             return min(len(read) // 4 + 2, MAX_TOKENS)
         assert isinstance(read, tuple)
         return len(read)
+
+
+def _encodable(text: str) -> str:
+    """``text`` as the tokenizer can take it: a lone surrogate (a query from JSON
+    that carried "\\ud800"; stored bodies never hold one) reads as U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
+    return text
 
 
 def _bundled_model_dir() -> Path | None:

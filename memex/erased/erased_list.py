@@ -53,6 +53,7 @@ from pathlib import Path
 from memex.errors import IndexStoreError
 from memex.erased import spare
 from memex.erased.mirror import Mirror, journaled
+from memex.files import writers
 from memex.layout import ERASE_KEY_NAME, ERASED_JOURNAL_NAME, ERASED_LIST_NAME
 from memex.records import explicit_ids as explicit_ids  # the ids an erasure lists
 from memex.text import body_hash, normalize, strip_injected
@@ -79,15 +80,12 @@ def _key(memex_dir: Path, create: bool) -> bytes | None:
             return None
         else:
             text = secrets.token_hex(32)
-        # O_EXCL: two processes erasing at once must not each write a key.
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            return _key(memex_dir, create=False)
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(text + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+            made = _create_key_file(path, text)
+        except OSError as exc:
+            raise IndexStoreError(f"{path}: cannot write the erasure key: {exc}") from exc
+        if not made:
+            return _key(memex_dir, create=False)  # another process made it first
     except (OSError, UnicodeDecodeError) as exc:
         raise IndexStoreError(f"{path}: cannot read the erasure key: {exc}") from exc
     key = _parse_key(text)
@@ -96,6 +94,33 @@ def _key(memex_dir: Path, create: bool) -> bytes | None:
     if kept is not None and spare.read(kept) != text:
         spare.put(kept, text)  # the key this vault uses now, should .memex/ lose it
     return key
+
+
+def _create_key_file(path: Path, text: str) -> bool:
+    """Put the key at ``path`` whole or not at all; False when a key is there already.
+
+    It is written to a temp file and fsynced first, then linked into place:
+    a link, like ``O_EXCL``, fails when the path exists (two processes erasing
+    at once must not each write a key), and a write that fails half way (a
+    full disk, a kill) leaves no empty key behind, which would stop every
+    later erasure."""
+    fd, tmp = writers.make_temp(path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(text + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o600)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def restore_key(memex_dir: Path) -> None:

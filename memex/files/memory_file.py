@@ -147,6 +147,24 @@ def read(
     return parse(decode(data, path), path), data
 
 
+GONE_SINCE_INDEX = (
+    "the file is gone since the index last saw it (moved, renamed or deleted by hand?): "
+    "run `memex reindex`, then try again"
+)
+
+
+def read_indexed(path: Path, max_bytes: int, root: Path) -> tuple[MemoryFile, bytes]:
+    """:func:`read` for the file the index names for a memory: one that is gone
+    since the last index (a file moved by hand, no watcher running) says so
+    and what to do, rather than "No such file or directory"."""
+    try:
+        return read(path, max_bytes, root)
+    except MemoryFileError:
+        if not os.path.lexists(path):
+            raise MemoryFileError(path, GONE_SINCE_INDEX) from None
+        raise
+
+
 # Found by the team fault suite: a teammate pushed `memories/user/x.md -> ../../.memex/erase.key`;
 # each clone indexed its own erasure key as a memory (search showed it to agents), and a
 # frontmatter rewrite (dedup of two such links) would have written it into a file sync pushes.

@@ -152,6 +152,11 @@ def candidates(
         if entry.builtin:
             raise
         raise entry.fail(f"failed reading {path} ({type(exc).__name__}: {exc}); nothing was imported") from exc
+    if not found and source.skipped and not source.is_dir:
+        # One file named, and it could not be read: that is the import's error,
+        # not "nothing to import" (in a folder, the others go on).
+        first = source.skipped[0]
+        raise InvalidArgument(first["path"], first["reason"])
     return found, source.skipped
 
 

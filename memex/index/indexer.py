@@ -206,6 +206,15 @@ class Indexer:
                 report.unchanged += 1
             else:
                 candidates.append(rel)
+        if vanished or any(rel in rows for rel in candidates):
+            # A file that held an id is gone or changed: the copies refused for
+            # clashing with it (error rows without a stat) may take the id now,
+            # as the next sync would let them.
+            for rel, err in self.store.index_errors().items():
+                full = self.root / rel
+                if err.size is None and rel not in on_disk and rel not in vanished and scan.is_regular_file(full):
+                    on_disk[rel] = full.stat()
+                    candidates.append(rel)
         self._apply(candidates, on_disk, rows, vanished, report, False, None)
         for follow in self.followers:
             follow(relpaths, [])

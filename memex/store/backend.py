@@ -31,6 +31,7 @@ local store are one. The PostgreSQL index shared by every clone is
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -49,6 +50,14 @@ EmbedderFn = Callable[[], Any]
 ConnectFn = Callable[["Backend"], None]
 
 
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_dev)
+
+
 class Backend:
     """This clone's SQLite index, alone."""
 
@@ -62,13 +71,28 @@ class Backend:
     def __init__(self, index_path: Path) -> None:
         self.index_path = index_path
         self._conn: apsw.Connection | None = None
+        self._opened: tuple[int, int] | None = None  # (inode, device) of the file the connection opened
+        self._folder: tuple[int, int] | None = None  # ... and of its folder, .memex/
 
     @property
     def conn(self) -> apsw.Connection:
         """This clone's SQLite index (opened on first use)."""
         if self._conn is None:
             self._conn = schema.connect(self.index_path)
+            self._opened = _file_identity(self.index_path)
+            self._folder = _file_identity(self.index_path.parent)
         return self._conn
+
+    def replaced(self) -> bool:
+        """Whether ``index.db`` was deleted or replaced since the connection
+        opened it (it may be deleted any time; a backup restored over it): the
+        connection still reads and writes the old file, which nothing else sees."""
+        if self._conn is None or _file_identity(self.index_path.parent) != self._folder:
+            # Not the .memex/ folder it was opened in (none there, or one made
+            # anew): the vault folder itself was moved or deleted, and the open
+            # file is still the moved vault's own. No new index where it was.
+            return False
+        return _file_identity(self.index_path) != self._opened
 
     @property
     def local(self) -> IndexStore:

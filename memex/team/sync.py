@@ -139,6 +139,13 @@ def _config_notes(vault: Vault, repo: Repo, report: SyncReport) -> None:
         report.config = list(load_config(vault.root).notices)
     except ConfigError as exc:  # a teammate's broken file: the next command says so too
         report.config = [str(exc)]
+        shared = layout.CONFIG_RELPATH.as_posix()
+        report.notes.append(
+            f"the settings as this sync left them cannot be read (the config: line names the file), so every "
+            f"memex command on this clone stops on them (memex sync too; hooks fail open: agents run without "
+            f"memory) until it is fixed; for {shared}, `git log -p -- {shared}` shows a teammate's change: fix "
+            f"the file and commit it with git (memex sync shares it only once), or `git pull` once they push a fix"
+        )
     config = layout.CONFIG_RELPATH.as_posix()
     if (vault.root / config).exists() and _private(vault, config) and not _tracked(repo, config):
         report.notes.append(
@@ -241,6 +248,15 @@ def _publish_rewrite(vault: Vault, repo: Repo, remote: str, branch: str, state: 
     )
 
 
+def _git_said(text: str) -> str:
+    """What a failed git command said, in one line: its ``fatal:`` / ``error:``
+    lines (what went wrong), else its last lines; not the blank lines and the
+    generic advice git prints after them."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    said = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return " / ".join((said or lines)[-3:]) or "no message"
+
+
 def _push(repo: Repo, remote: str, branch: str, exists: bool) -> bool:
     ahead = int(repo.out("rev-list", "--count", f"{remote}/{branch}..HEAD").strip()) if exists else 1
     if not ahead:
@@ -251,7 +267,7 @@ def _push(repo: Repo, remote: str, branch: str, exists: bool) -> bool:
     text = done.err + done.out
     if "rejected" in text or "fetch first" in text or "non-fast-forward" in text:
         return False
-    raise SyncError(f"git push to {remote} failed: {' / '.join(text.strip().splitlines()[-3:])}")
+    raise SyncError(f"git push to {remote} failed: {_git_said(text)}")
 
 
 def _fetch(repo: Repo, remote: str, branch: str) -> tuple[str | None, str | None]:
@@ -262,7 +278,7 @@ def _fetch(repo: Repo, remote: str, branch: str) -> tuple[str | None, str | None
         text = (done.err or done.out).strip()
         if "couldn't find remote ref" in text:
             return before, None
-        raise SyncError(f"git fetch from {remote} failed: {' / '.join(text.splitlines()[-3:])}")
+        raise SyncError(f"git fetch from {remote} failed: {_git_said(text)}")
     return before, repo.rev(f"refs/remotes/{remote}/{branch}")
 
 

@@ -115,6 +115,7 @@ class Watcher:
         self._spy = _OverflowSpy(self)
         self._started = 0.0
         self._last_reconcile: float | None = None
+        self.gone = False  # the vault folder was moved or deleted: run() stopped (see _loop)
 
     @property
     def totals(self) -> dict[str, int]:
@@ -249,6 +250,8 @@ class Watcher:
                 self._observer = None
             with self.pending.cond:
                 files, dirs, ripe = self.pending.take(force=True)
+            if self.gone:  # nothing to index or note where the vault was
+                return
             if files or dirs or ripe:
                 self.indexing.flush(files, dirs, ripe | files)
             self._write_state("stopped")
@@ -273,6 +276,15 @@ class Watcher:
         next_reconcile = time.monotonic() + self.settings.reconcile_seconds
         while not self._stop.is_set():
             files, dirs, ripe, reconcile_now = self.pending.wait(min(next_beat, next_reconcile))
+            if not self.vault.memex_dir.is_dir():
+                # Moved or deleted: nothing here to keep in step, and a heartbeat
+                # would make .memex/ again where it was (a "vault" with no memories).
+                self.gone = True
+                self.indexing.note_error("", "the vault folder is gone (moved or deleted)")
+                log.error("%s is gone (moved or deleted); stopping", self.vault.root)
+                return
+            if self._index_replaced():
+                next_reconcile = time.monotonic() + self.settings.reconcile_seconds
             if files or dirs or ripe:
                 self.indexing.flush(files, dirs, ripe)
             now = time.monotonic()
@@ -284,6 +296,17 @@ class Watcher:
                 self._write_state("running")
                 next_beat = now + self.settings.heartbeat_seconds
             self.pending.settle()
+
+    def _index_replaced(self) -> bool:
+        """``index.db`` deleted or replaced under the watcher (docs: it may be
+        deleted any time; a restored backup): the open connection still writes
+        the old file, which nothing else reads. Reopen, rebuild from the files,
+        and carry on with the new file."""
+        if not self.vault.reopen_if_replaced():
+            return False
+        log.warning("%s was deleted or replaced; reopened it, reconciling", self.vault.paths.index)
+        self.reconcile("index replaced")
+        return True
 
     def reconcile(self, why: str) -> SyncReport:
         """A full sync, exactly ``memex reindex``; logged when it changed something."""

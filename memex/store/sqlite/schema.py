@@ -334,15 +334,24 @@ def damaged(exc: BaseException, path: Path | str) -> IndexStoreError | None:
     )
 
 
+def _vector_table_full(exc: BaseException) -> bool:
+    """sqlite-vec's vec0 reports a row its shadow tables could not take (what a
+    full disk gives it) as a plain SQLError: "Internal sqlite-vec error: Could
+    not insert a new vector chunk"."""
+    return isinstance(exc, apsw.SQLError) and "sqlite-vec error: could not insert" in str(exc).lower()
+
+
 def _cannot_write(conn: apsw.Connection, exc: apsw.Error) -> IndexStoreError:
     path = conn.filename
     broken = damaged(exc, path)
     if broken is not None:
         return broken
     full = isinstance(exc, apsw.FullError)
+    vectors = _vector_table_full(exc)
+    what = "the disk is full" if full else f"{exc} (is the disk full?)" if vectors else str(exc)
     return IndexStoreError(
-        f"{path}: cannot write the index: {'the disk is full' if full else exc}; memory files already "
-        f"written are kept: {'make room' if full else 'fix that'}, then run `memex reindex` to index them"
+        f"{path}: cannot write the index: {what}; memory files already "
+        f"written are kept: {'make room' if full or vectors else 'fix that'}, then run `memex reindex` to index them"
     )
 
 
@@ -363,7 +372,7 @@ def _ending(conn: apsw.Connection) -> Iterator[None]:
     except BaseException as exc:
         density.forget(conn)
         _rollback(conn)
-        if isinstance(exc, _CANNOT_WRITE):
+        if isinstance(exc, apsw.Error) and (isinstance(exc, _CANNOT_WRITE) or _vector_table_full(exc)):
             raise _cannot_write(conn, exc) from exc
         raise
 
