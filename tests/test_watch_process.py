@@ -185,3 +185,12 @@ def test_a_stuck_watcher_is_reported_as_not_responding(lexical_root: Path) -> No
         assert "NOT RESPONDING" in human.output
     finally:
         holder.close()
+
+
+def test_status_reads_a_watch_state_nested_too_deeply_as_no_state(lexical_root: Path) -> None:
+    """Found from outside: a `.memex/watch.json` nested past Python's stack
+    (a damaged or hand-made file) made `memex status` print a traceback."""
+    (lexical_root / ".memex" / "watch.json").write_text("[" * 100_000 + "]" * 100_000)
+    data = status_json(lexical_root)
+    watcher = data["watcher"]
+    assert isinstance(watcher, dict) and watcher["running"] is False

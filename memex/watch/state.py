@@ -91,10 +91,11 @@ def write_state(memex_dir: Path, data: dict[str, Any]) -> None:
 
 
 def read_state(memex_dir: Path) -> dict[str, Any] | None:
-    """The last state a watcher wrote, or None when there is none (or it is unreadable)."""
+    """The last state a watcher wrote, or None when there is none (or it is
+    unreadable: damaged, not UTF-8, or nested past Python's stack)."""
     try:
         data = json.loads(state_path(memex_dir).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
