@@ -315,3 +315,18 @@ def test_the_in_process_front_ends_without_loading_the_sdk_when_nothing_needs_it
             assert not thread.is_alive(), "the front waited out the SDK's delay"
             for end in wire:
                 end.close()
+
+
+@pytest.mark.parametrize("line", [
+    b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": 5}\n',
+    b'{"jsonrpc": "2.0", "id": "b", "method": "tools/call", "params": [1]}\n',
+    b'{"jsonrpc": "2.0", "id": 3, "method": 7}\n',
+])
+def test_a_request_the_sdk_would_drop_is_answered_with_an_error(tmp_path: Path, line: bytes) -> None:
+    """Found from outside: `"params": 5` (or a list, or a method that is no
+    string) got no answer at all from `memex mcp`, so the agent waited."""
+    front, wire = _front(tmp_path)
+    front.from_agent(line)
+    [answer] = wire.lines
+    assert answer["id"] == json.loads(line)["id"] and answer["error"]["code"] in (-32600, -32602)
+    assert front.to_sdk.empty() and front.awaiting() == 0

@@ -217,6 +217,11 @@ class Front:
         if not isinstance(message, dict) or "id" not in message or "method" not in message:
             self.to_sdk.put(raw)  # a notification, an answer to the SDK, or not JSON: the SDK's to judge
             return
+        refusal = _malformed(message)
+        if refusal is not None:
+            # The SDK drops such a request unanswered, and the agent would wait for ever.
+            self._send({"jsonrpc": "2.0", "id": message["id"], "error": refusal})
+            return
         key, method = json.dumps(message["id"]), message["method"]
         if method == "initialize" and isinstance(message.get("params"), dict):
             version = message["params"].get("protocolVersion")
@@ -425,3 +430,17 @@ def main(vault_path: str | None) -> None:
 
     logging.getLogger("mcp").setLevel(logging.WARNING)
     serve(open_vault)
+
+
+def _malformed(request: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON-RPC error for a request the SDK would drop without an answer
+    (a method that is not a string, params that are not an object), or None.
+    Only for an id the agent can match an answer to (a string or an integer)."""
+    rid = request["id"]
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+        return None
+    if not isinstance(request["method"], str):
+        return {"code": -32600, "message": "Invalid request: method must be a string"}
+    if "params" in request and not isinstance(request["params"], dict):
+        return {"code": -32602, "message": "Invalid params: params must be a JSON object"}
+    return None
