@@ -105,20 +105,29 @@ def listener() -> Iterator[Listener]:
     server.close()
 
 
-def test_a_pulled_config_that_does_not_parse_says_what_it_stops_and_the_way_out(team: Team, cli: click.Group) -> None:
+def test_a_pulled_config_that_does_not_parse_is_not_landed(team: Team, cli: click.Group) -> None:
     """Found from outside: a teammate pushed a config.toml declaring a table
-    twice. `memex sync` said `status: synced` and printed the TOML error as a
-    `config:` line, exit 0; from then on every command on the clone stopped on
-    it, `memex sync` included (so memex could not pull the fix), and hooks
-    failed open (agents ran without memory). The report now says so, and how
-    to get out with git."""
+    twice. `memex sync` landed it (`status: synced`, exit 0); from then on
+    every command on the clone stopped on it, `memex sync` included (so memex
+    could not pull the fix), and hooks failed open (agents ran without
+    memory). Such settings are not landed: the sync stops, says why and the
+    way out, and the clone keeps working, its own changes kept."""
+    code, _, _ = invoke(cli, team.roots["a"], "add", "the staging database is refreshed every monday")
+    assert code == 0
+    before = (team.roots["a"] / ".memex" / "config.toml").read_text()
     push_config(team, "b", "context", "auto_recall = true\n[context]")  # a table declared twice
-    code, out, _ = invoke(cli, team.roots["a"], "sync")
-    assert code == 0 and "config: " in out and "declare" in out
-    assert "every memex command on this clone" in out and "git log -p -- .memex/config.toml" in out
-    assert "git pull" in out
-    code, _, err = invoke(cli, team.roots["a"], "list")
-    assert code == 1 and "config.toml" in err
+    code, out, err = invoke(cli, team.roots["a"], "sync")
+    assert code == 1 and "cannot be read" in err and "declare" in err and "nothing was pulled" in err
+    assert "git log -p" in err and ".memex/config.toml" in err
+    assert (team.roots["a"] / ".memex" / "config.toml").read_text() == before
+    code, out, _ = invoke(cli, team.roots["a"], "search", "staging database")
+    assert code == 0 and "monday" in out
+    # Once the teammate pushes a fix, the next sync lands it.
+    (team.roots["b"] / ".memex" / "config.toml").write_text(before, encoding="utf-8")
+    push_config(team, "b", "context", "auto_recall = true")
+    code, out, err = invoke(cli, team.roots["a"], "sync")
+    assert code == 0, err
+    assert load_config(team.roots["a"]).section("context").get("auto_recall") is True
 
 
 def test_a_teammates_index_server_is_never_contacted(team: Team, cli: click.Group, listener: Listener) -> None:

@@ -160,6 +160,33 @@ CLONE_OWN = (layout.CONFIG_LOCAL_NAME, layout.ERASE_KEY_NAME, layout.ERASURES_PE
              layout.ERASED_JOURNAL_NAME, layout.ERASURE_JOURNAL_NAME, layout.INDEX_NAME)
 
 
+def _refuse_unreadable_settings(vault: Vault, repo: Repo, pre: str | None, remote: str, branch: str) -> None:
+    """Never land settings this clone cannot read: a teammate's config.toml that
+    does not parse (or holds a value memex refuses) would stop every memex
+    command on the clone, this sync included, and agents would run without
+    memory. When the settings do not read after the pull, the clone goes
+    back to where it was (its own commits kept) and the sync stops."""
+    if pre is None:
+        return
+    try:
+        load_config(vault.root)
+        return
+    except ConfigError as exc:
+        error = str(exc)
+    shared = layout.CONFIG_RELPATH.as_posix()
+    # They read before the pull (this sync took its [team] settings from them).
+    # --keep: back to this clone's last commit; a change not committed stays.
+    back = repo.run("reset", "-q", "--keep", pre, check=False)
+    if back.code != 0:
+        raise SyncError(f"{error}; the pull brought settings memex cannot read, and going back failed: "
+                        f"{_git_said(back.err or back.out)}")
+    raise SyncError(
+        f"the team's settings cannot be read: {error}; nothing was pulled, so this clone keeps working on its "
+        f"own settings. `git log -p {remote}/{branch} -- {shared}` shows who changed it; once it is fixed and "
+        f"pushed, `memex sync` again (or fix it yourself: `git pull`, fix {shared}, `git commit`, `git push`)"
+    )
+
+
 def _refuse_clone_own(repo: Repo, ref: str | None, remote: str, branch: str) -> None:
     """Stop before git changes anything when the remote branch holds a file each clone keeps for itself."""
     if ref is None:
@@ -386,6 +413,7 @@ def _sync_loop(vault: Vault, repo: Repo, remote: str, branch: str, before: str |
             else:
                 with timed(report, "rebase"):
                     rebase(vault, repo, after, None, report)
+            _refuse_unreadable_settings(vault, repo, pre, remote, branch)
         with vault.write_lock():
             report.repaired += repair_markers(vault, repo, [r for r in (pre, after) if r])
         report.conflicts += conflicts(vault, repo)
