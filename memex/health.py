@@ -316,8 +316,12 @@ def hidden_behind_nothing(vault: Vault) -> list[dict[str, str]]:
     """Superseded memories whose ``superseded_by`` names no memory of the vault
     (the newer one erased or deleted by hand, a typo) or the memory itself:
     hidden from search and recall with nothing shown in their place.
-    ``memex unsupersede ID`` shows one again. Sorted by path."""
-    rows = vault.list(include_superseded=True)
+    ``memex unsupersede ID`` shows one again. Sorted by path; none while a
+    shared index cannot be reached (doctor says what waits for it instead)."""
+    try:
+        rows = vault.list(include_superseded=True)
+    except MemexError:
+        return []
     ids = {hit.id for hit in rows}
     return sorted(
         ({"id": hit.id, "path": hit.path, "superseded_by": hit.superseded_by} for hit in rows
