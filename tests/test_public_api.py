@@ -47,7 +47,7 @@ SIGNATURES = {
 VAULT_MEMBERS = [
     "add", "check_scope", "check_scope_filter", "close", "commit", "embed_query", "embedder", "embedder_status",
     "get", "indexer", "list", "local_store", "lock_wait", "memex_dir", "new_path", "recall", "record_access",
-    "reindex", "row_by_id", "scope_filter", "scope_rules", "search", "set_embedder", "store", "write_lock",
+    "reindex", "reopen_if_replaced", "row_by_id", "scope_filter", "scope_rules", "search", "set_embedder", "store", "write_lock",
 ]
 
 
