@@ -21,7 +21,8 @@ Rules (docs/consolidation.md):
   to every member, so A~B and B~C never drag in an unrelated C;
 - two memories are linked only when one says everything the other does,
   about the same subject (:mod:`memex.dedup.subject`: another speaker, a
-  question against an answer, or a word the other lacks keeps them apart);
+  question against an answer, or a word the other lacks keeps them apart;
+  read more strictly than dedup reads it: :func:`memex.dedup.subject.stays_apart`);
 - representative: a member that says everything each member it hides says
   (else the one that carries the most, and the rest stay visible); among
   those, highest confidence, then most recalled, then newest;
