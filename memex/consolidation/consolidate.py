@@ -21,7 +21,8 @@ Rules (docs/consolidation.md):
   to every member, so A~B and B~C never drag in an unrelated C;
 - two memories are linked only when one says everything the other does,
   about the same subject (:mod:`memex.dedup.subject`: another speaker, a
-  question against an answer, or a word the other lacks keeps them apart);
+  question against an answer, or a word the other lacks keeps them apart;
+  read more strictly than dedup reads it: :func:`memex.dedup.subject.stays_apart`);
 - representative: a member that says everything each member it hides says
   (else the one that carries the most, and the rest stay visible); among
   those, highest confidence, then most recalled, then newest;
@@ -47,7 +48,7 @@ from memex.meta_edit import update_meta, update_meta_many
 from memex.consolidation.pairscore import ScoreProfile, pair_matrices, profile_for
 from memex.store import SessionItem
 from memex.text import preview
-from memex.dedup.subject import covers, keeps_apart
+from memex.dedup.subject import carries, stays_apart
 from memex.dedup.values import conflict_reason
 
 if TYPE_CHECKING:
@@ -179,9 +180,10 @@ def similarity_scores(
 
 def _neither_covers(a: str, b: str) -> str | None:
     """Why neither text may stand for the other (memex.dedup.subject), or
-    None when one says everything the other does. A group's representative
+    None when one says everything the other does (read as consolidation
+    reads it: :func:`memex.dedup.subject.stays_apart`). A group's representative
     must carry what each member says, so such a pair is never merged."""
-    ab, ba = keeps_apart(a, b), keeps_apart(b, a)
+    ab, ba = stays_apart(a, b), stays_apart(b, a)
     if ab is None or ba is None:
         return None
     return ab if ab != "adds" else ba
@@ -226,11 +228,11 @@ def carrier(items: list[Item]) -> tuple[Item, list[Item]]:
     """The member that stands for the group, and the members it carries.
 
     The representative must say everything each member it hides says
-    (:func:`memex.dedup.subject.covers`): among the members that carry all
+    (:func:`memex.dedup.subject.carries`): among the members that carry all
     the others, :func:`representative` chooses; when none does, the one
     that carries the most, and the members it does not carry stay visible.
     """
-    carried = {it.id: [o for o in items if o.id != it.id and covers(it.body, o.body)] for it in items}
+    carried = {it.id: [o for o in items if o.id != it.id and carries(it.body, o.body)] for it in items}
     most = max(len(v) for v in carried.values())
     rep = representative([it for it in items if len(carried[it.id]) == most])
     return rep, carried[rep.id]
