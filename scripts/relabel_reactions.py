@@ -12,7 +12,7 @@ knowing the figures:
   the "reaction" reason of ``keeps_apart``): English text (``cosine_trusted``),
   no content word stated or asked (``parts``; a question word alone is
   none: "What is it?"), no phatic act (``acts``);
-- "the same words" is ``subject._wording``: the body's words in order,
+- "the same words" is ``subject.wording``: the body's words in order,
   case and punctuation left out (what ``keeps_apart`` compares);
 - a pair labelled ``same``, ``a_covers`` or ``b_covers`` where either turn
   is a reaction and the two are not the same words becomes ``different``,
@@ -54,7 +54,7 @@ is_reaction = subject.is_reaction
 
 def same_words(a: str, b: str) -> bool:
     # The comparison keeps_apart makes before it calls a reaction carried.
-    return subject._wording(a) == subject._wording(b)
+    return subject.wording(a) == subject.wording(b)
 
 
 def relabel(row: dict[str, Any], text_a: str, text_b: str) -> dict[str, Any] | None:

@@ -1,7 +1,7 @@
 """Consolidation hides a memory only behind one that carries it (issue 28:
 "a group's representative carries the group's information, or the group is
 not merged"), read more strictly than dedup reads a duplicate
-(memex/dedup/subject.py ``stays_apart``): superseding hides a turn at the
+(memex/dedup/carries.py ``stays_apart``): superseding hides a turn at the
 end of a session, where dedup only declines to write the same turn twice.
 
 Chosen on REALTALK's choosing chats (docs/write-path.md, "Real
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from memex.dedup import subject
+from memex.dedup import carries, subject
 from memex.vault import Vault
 from tests.chat_helpers import write, grouped
 
@@ -34,9 +34,9 @@ from tests.chat_helpers import write, grouped
 )
 def test_a_remark_of_two_words_is_carried_only_by_the_same_words(kept: str, cand: str) -> None:
     assert subject.covers(kept, cand)  # dedup reads it as before
-    assert subject.stays_apart(kept, cand) == "short"
-    assert subject.carries(cand, cand)
-    assert subject.carries("Lea: finished the exam!", "Lea: Finished the exam")
+    assert carries.stays_apart(kept, cand) == "short"
+    assert carries.carries(cand, cand)
+    assert carries.carries("Lea: finished the exam!", "Lea: Finished the exam")
 
 
 @pytest.mark.parametrize(
@@ -50,30 +50,30 @@ def test_a_remark_of_two_words_is_carried_only_by_the_same_words(kept: str, cand
 )
 def test_a_turn_pointing_with_a_word_its_representative_lacks_is_not_carried(kept: str, cand: str) -> None:
     assert subject.covers(kept, cand)  # dedup reads it as before
-    assert subject.stays_apart(kept, cand) == "pointer"
+    assert carries.stays_apart(kept, cand) == "pointer"
 
 
 def test_a_longer_turn_points_inside_itself() -> None:
     # Four words of content and more: "it" names what the turn names.
-    assert subject.carries("Lea: The bike shop fixed my old bike chain and cleaned the gears",
+    assert carries.carries("Lea: The bike shop fixed my old bike chain and cleaned the gears",
                            "Lea: The bike shop fixed the old chain and cleaned it")
 
 
 def test_pointing_words_are_read_in_their_plain_form() -> None:
-    assert subject.pointers("Lea: thats what she said, it's theirs") == {"that", "she", "it"}
-    assert subject.pointers("Lea: That’s her bike and they're fixing it") == {"that", "she", "they", "it"}
-    assert subject.pointers("Lea: I fixed the bike") == frozenset()
+    assert carries.pointers("Lea: thats what she said, it's theirs") == {"that", "she", "it"}
+    assert carries.pointers("Lea: That’s her bike and they're fixing it") == {"that", "she", "they", "it"}
+    assert carries.pointers("Lea: I fixed the bike") == frozenset()
     # The same pointing word on both sides: carried as before.
-    assert subject.carries("Lea: I think that the bike shop on the corner is good value for money",
+    assert carries.carries("Lea: I think that the bike shop on the corner is good value for money",
                            "Lea: I think that the bike shop is good value")
 
 
 def test_small_talk_questions_and_longer_turns_are_read_as_dedup_reads_them() -> None:
-    assert subject.carries("Lea: Thanks so much for the help yesterday", "Lea: Thanks")
+    assert carries.carries("Lea: Thanks so much for the help yesterday", "Lea: Thanks")
     # Small talk pointing at whom it thanks: the small-talk rule decides.
-    assert subject.carries("Lea: Thanks, Max! Appreciate it, talk soon!", "Lea: Thanks, your support means a lot.")
-    assert subject.stays_apart("Lea: I go climbing every Sunday", "Lea: Do you go climbing?") == "question"
-    assert subject.carries("Lea: For lunch I'd pick rice, beans or noodles, rice first",
+    assert carries.carries("Lea: Thanks, Max! Appreciate it, talk soon!", "Lea: Thanks, your support means a lot.")
+    assert carries.stays_apart("Lea: I go climbing every Sunday", "Lea: Do you go climbing?") == "question"
+    assert carries.carries("Lea: For lunch I'd pick rice, beans or noodles, rice first",
                            "Lea: For lunch I'd pick rice or noodles")
 
 

@@ -22,7 +22,7 @@ Rules (docs/consolidation.md):
 - two memories are linked only when one says everything the other does,
   about the same subject (:mod:`memex.dedup.subject`: another speaker, a
   question against an answer, or a word the other lacks keeps them apart;
-  read more strictly than dedup reads it: :func:`memex.dedup.subject.stays_apart`);
+  read more strictly than dedup reads it: :func:`memex.dedup.carries.stays_apart`);
 - representative: a member that says everything each member it hides says
   (else the one that carries the most, and the rest stay visible); among
   those, highest confidence, then most recalled, then newest;
@@ -48,7 +48,7 @@ from memex.meta_edit import update_meta, update_meta_many
 from memex.consolidation.pairscore import ScoreProfile, pair_matrices, profile_for
 from memex.store import SessionItem
 from memex.text import preview
-from memex.dedup.subject import carries, stays_apart
+from memex.dedup.carries import carries, stays_apart
 from memex.dedup.values import conflict_reason
 
 if TYPE_CHECKING:
@@ -181,7 +181,7 @@ def similarity_scores(
 def _neither_covers(a: str, b: str) -> str | None:
     """Why neither text may stand for the other (memex.dedup.subject), or
     None when one says everything the other does (read as consolidation
-    reads it: :func:`memex.dedup.subject.stays_apart`). A group's representative
+    reads it: :func:`memex.dedup.carries.stays_apart`). A group's representative
     must carry what each member says, so such a pair is never merged."""
     ab, ba = stays_apart(a, b), stays_apart(b, a)
     if ab is None or ba is None:
@@ -228,7 +228,7 @@ def carrier(items: list[Item]) -> tuple[Item, list[Item]]:
     """The member that stands for the group, and the members it carries.
 
     The representative must say everything each member it hides says
-    (:func:`memex.dedup.subject.carries`): among the members that carry all
+    (:func:`memex.dedup.carries.carries`): among the members that carry all
     the others, :func:`representative` chooses; when none does, the one
     that carries the most, and the members it does not carry stay visible.
     """
