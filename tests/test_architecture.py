@@ -41,7 +41,7 @@ DESIGN = PACKAGE.parent / "docs" / "design.md"
 # and from those listed before it, never after (docs/design.md, "Layers").
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", [
-        "memex.errors", "memex.faults", "memex.layout", "memex.fields", "memex.text", "memex.distribution",
+        "memex.errors", "memex.faults", "memex.layout", "memex.fields", "memex.text", "memex.jsonio", "memex.distribution",
         "memex.config_trust", "memex.config", "memex.scopes", "memex.plugins",
     ]),
     ("files", ["memex.files"]),

@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from memex import jsonio
 from memex.errors import InvalidArgument, VaultNotFound
 from memex.layout import is_vault
-from memex.text import without_lone_surrogates
 
 Payload = dict[str, Any]
 
@@ -57,17 +57,14 @@ def parse_payload(raw: str, origin: str = "stdin") -> Payload:
     if not raw.strip():
         raise InvalidArgument(origin, "empty; expected the hook event as a JSON object")
     try:
-        data = json.loads(raw)
+        data = jsonio.loads(raw)  # half an emoji from a JavaScript client reads as U+FFFD
     except json.JSONDecodeError as exc:
         raise InvalidArgument(origin, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
-    except RecursionError as exc:
-        raise InvalidArgument(origin, "JSON nested too deeply to read") from exc
-    except ValueError as exc:  # an integer past Python's digit limit for int()
+    except ValueError as exc:  # nested past the stack, an integer past Python's digit limit for int()
         raise InvalidArgument(origin, f"JSON that cannot be read ({exc})") from exc
     if not isinstance(data, dict):
         raise InvalidArgument(origin, f"expected a JSON object, got {type(data).__name__}")
-    cleaned: Payload = without_lone_surrogates(data)  # half an emoji from a JavaScript client
-    return cleaned
+    return data
 
 
 def text_field(payload: Payload, key: str, required: bool = False) -> str | None:

@@ -31,6 +31,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from memex import jsonio
 from memex.errors import InvalidArgument
 
 SERVER_NAME = "memex"
@@ -163,10 +164,9 @@ def load_json(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8") or "{}")
-    except (ValueError, RecursionError) as exc:  # ValueError: bad JSON, bad UTF-8, a number past int()'s digits
-        why = "nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
-        raise InvalidArgument(str(path), f"is not valid JSON ({why}); fix it first, memex left it unchanged") from exc
+        data = jsonio.loads(path.read_text(encoding="utf-8") or "{}")
+    except ValueError as exc:  # bad JSON, bad UTF-8, a number past int()'s digits, nested past the stack
+        raise InvalidArgument(str(path), f"is not valid JSON ({exc}); fix it first, memex left it unchanged") from exc
     if not isinstance(data, dict):
         raise InvalidArgument(str(path), "must hold a JSON object; memex left it unchanged")
     return data

@@ -31,9 +31,9 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
+from memex import jsonio
 from memex.agents import openclaw_engine
 from memex.vault import Vault
-from memex.text import without_lone_surrogates
 
 MAX_LINE = 64 * 1024 * 1024  # a request bigger than this is refused, not read into memory
 
@@ -110,14 +110,12 @@ def serve(vault: Vault, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None
             out: dict[str, Any] = {"id": None, "ok": False, "error": f"request over {MAX_LINE} bytes"}
         else:
             try:
-                request = json.loads(line)
+                # OpenClaw is a JavaScript program: a string cut mid-emoji comes as a lone surrogate.
+                request = jsonio.loads(line)
             except ValueError as exc:
                 out = {"id": None, "ok": False, "error": f"not a JSON line: {exc}"}
-            except RecursionError:
-                out = {"id": None, "ok": False, "error": "not a JSON line memex can read: nested too deeply"}
             else:
-                # OpenClaw is a JavaScript program: a string cut mid-emoji comes as a lone surrogate.
-                out, later = answer_first(vault, without_lone_surrogates(request))
+                out, later = answer_first(vault, request)
         try:
             sink.write(json.dumps(out, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
             sink.flush()

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from memex import jsonio
 from memex.files import permissions
 from memex.errors import InvalidArgument
 from memex.files.locking import file_lock
 from memex.files.names import safe_name
-from memex.text import without_lone_surrogates
 from memex.vault import Vault
 
 Message = dict[str, Any]
@@ -78,14 +78,13 @@ def parse_lines(lines: list[str], fmt: str) -> list[Message]:
         if not raw.strip():
             continue
         try:
-            line = json.loads(raw)
-        except (ValueError, RecursionError):  # a JSON number past int()'s digits, nesting past the stack too
+            line = jsonio.loads(raw)  # half an emoji, as a JavaScript client may cut one, reads as U+FFFD
+        except ValueError:  # a JSON number past int()'s digits, nesting past the stack too
             # A line being written while we read is cut short; the rest is
             # still worth archiving, and the next Stop re-reads from here.
             continue
         if not isinstance(line, dict):
             continue
-        line = without_lone_surrogates(line)  # half an emoji, as a JavaScript client may cut one
         if fmt == "codex":
             msg = _codex_message(line)
             if msg is not None:

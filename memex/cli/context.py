@@ -8,33 +8,29 @@ so a runtime may send its raw ``session_id`` and/or a ``session_key``.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
 import click
 
 from memex import context as engine
+from memex import jsonio
 from memex.cli._common import get_vault, json_option, key_values, one_scope_option, print_json, short, table
 from memex.errors import InvalidArgument
-from memex.text import without_lone_surrogates
 
 
 def _read_input(required: tuple[str, ...]) -> dict[str, Any]:
     raw = sys.stdin.read()
     try:
-        data = json.loads(raw) if raw.strip() else {}
+        data = jsonio.loads(raw) if raw.strip() else {}  # half an emoji from a JavaScript runtime: U+FFFD
     except ValueError as exc:
         raise InvalidArgument("stdin", f"is not JSON: {exc}") from exc
-    except RecursionError as exc:
-        raise InvalidArgument("stdin", "is not JSON memex can read: nested too deeply") from exc
     if not isinstance(data, dict):
         raise InvalidArgument("stdin", "must be a JSON object")
-    clean: dict[str, Any] = without_lone_surrogates(data)  # half an emoji from a JavaScript runtime: U+FFFD
-    missing = [k for k in required if k not in clean]
+    missing = [k for k in required if k not in data]
     if missing:
         raise InvalidArgument("stdin", f"missing key(s): {', '.join(missing)}")
-    return clean
+    return data
 
 
 def _session(data: dict[str, Any]) -> str:

@@ -41,6 +41,7 @@ from memex import plugins
 from memex.errors import ConfigError, InvalidArgument, MemexError, PluginError
 # Re-exported: the cache key lives in memex.text.
 from memex.text import text_key as text_key
+from memex.text import without_lone_surrogates
 
 if TYPE_CHECKING:
     # numpy is imported where vectors are made or read: a hook that answers
@@ -144,7 +145,9 @@ class FastEmbedder:
 
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
-        texts = [_encodable(text) for text in texts]
+        # A lone surrogate (a query from JSON that carried "\ud800"; stored
+        # bodies never hold one) reads as U+FFFD: the tokenizer cannot take it.
+        texts = [without_lone_surrogates(text) for text in texts]
         # Texts the model reads as the same word pieces get one run: an add
         # embeds a body and the whitespace-normalized text the index stores,
         # which the tokenizer sees alike (docs/import.md, "Speed").
@@ -195,16 +198,6 @@ class FastEmbedder:
             return min(len(read) // 4 + 2, MAX_TOKENS)
         assert isinstance(read, tuple)
         return len(read)
-
-
-def _encodable(text: str) -> str:
-    """``text`` as the tokenizer can take it: a lone surrogate (a query from JSON
-    that carried "\\ud800"; stored bodies never hold one) reads as U+FFFD."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
-    return text
 
 
 def _bundled_model_dir() -> Path | None:

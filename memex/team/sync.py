@@ -139,13 +139,6 @@ def _config_notes(vault: Vault, repo: Repo, report: SyncReport) -> None:
         report.config = list(load_config(vault.root).notices)
     except ConfigError as exc:  # a teammate's broken file: the next command says so too
         report.config = [str(exc)]
-        shared = layout.CONFIG_RELPATH.as_posix()
-        report.notes.append(
-            f"the settings as this sync left them cannot be read (the config: line names the file), so every "
-            f"memex command on this clone stops on them (memex sync too; hooks fail open: agents run without "
-            f"memory) until it is fixed; for {shared}, `git log -p -- {shared}` shows a teammate's change: fix "
-            f"the file and commit it with git (memex sync shares it only once), or `git pull` once they push a fix"
-        )
     config = layout.CONFIG_RELPATH.as_posix()
     if (vault.root / config).exists() and _private(vault, config) and not _tracked(repo, config):
         report.notes.append(

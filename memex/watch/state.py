@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from memex import jsonio
 from memex.files import permissions
 from memex.config import setting
 from memex.errors import ConfigError
@@ -94,8 +95,8 @@ def read_state(memex_dir: Path) -> dict[str, Any] | None:
     """The last state a watcher wrote, or None when there is none (or it is
     unreadable: damaged, not UTF-8, or nested past Python's stack)."""
     try:
-        data = json.loads(state_path(memex_dir).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        data = jsonio.loads(state_path(memex_dir).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
 
