@@ -120,8 +120,9 @@ def test_a_pulled_config_that_does_not_parse_is_not_landed(team: Team, cli: clic
     assert code == 1 and "cannot be read" in err and "declare" in err and "nothing was pulled" in err
     assert "git log -p" in err and ".memex/config.toml" in err
     assert (team.roots["a"] / ".memex" / "config.toml").read_text() == before
-    code, out, _ = invoke(cli, team.roots["a"], "search", "staging database")
+    code, out, err = invoke(cli, team.roots["a"], "search", "staging database")
     assert code == 0 and "monday" in out
+    assert "changed since the last index" not in out + err  # the index is in step with the files put back
     # Once the teammate pushes a fix, the next sync lands it.
     (team.roots["b"] / ".memex" / "config.toml").write_text(before, encoding="utf-8")
     push_config(team, "b", "context", "auto_recall = true")

@@ -173,6 +173,7 @@ def _refuse_unreadable_settings(vault: Vault, repo: Repo, pre: str | None, remot
     if back.code != 0:
         raise SyncError(f"{error}; the pull brought settings memex cannot read, and going back failed: "
                         f"{_git_said(back.err or back.out)}")
+    vault.reindex()  # git rewrote files to go and come back: the same text, new stats
     raise SyncError(
         f"the team's settings cannot be read: {error}; nothing was pulled, so this clone keeps working on its "
         f"own settings. `git log -p {remote}/{branch} -- {shared}` shows who changed it; once it is fixed and "
