@@ -181,6 +181,16 @@ def _cjk_bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
+# Right single quotation mark and modifier letter apostrophe, read as "'".
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})
+
+
+def nfkc(text: str) -> str:
+    """Unicode NFKC, with typographic apostrophes read as "'" ("don’t" is
+    "don't"): the form the dedup checks compare words in."""
+    return unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
+
+
 def tokens(text: str) -> list[str]:
     """Search tokens: lower-case words, CJK runs as character bigrams."""
     if text.isascii():
@@ -188,6 +198,9 @@ def tokens(text: str) -> list[str]:
         # its own NFKC form, casefolds as it lowers and holds no CJK run.
         return _TOKEN.findall(text.lower())
     out: list[str] = []
+    # A typographic apostrophe ("I’ve", as phones and editors type it) joins
+    # a word as the ASCII one does: "i've" either way, not "i" and "ve".
+    text = text.translate(_APOSTROPHES)
     for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text).casefold()):
         piece = match.group(0)
         if _CJK_RUN.match(piece):

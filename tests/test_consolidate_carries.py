@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from memex.dedup import carries, subject
+from memex.dedup import carries, subject, talk
 from memex.vault import Vault
 from tests.chat_helpers import write, grouped
 
@@ -53,19 +53,23 @@ def test_a_turn_pointing_with_a_word_its_representative_lacks_is_not_carried(kep
     assert carries.stays_apart(kept, cand) == "pointer"
 
 
-def test_a_longer_turn_points_inside_itself() -> None:
-    # Four words of content and more: "it" names what the turn names.
-    assert carries.carries("Lea: The bike shop fixed my old bike chain and cleaned the gears",
-                           "Lea: The bike shop fixed the old chain and cleaned it")
+def test_a_longer_note_points_inside_itself() -> None:
+    # Four words of content and more, no speaker: "it" names what the note
+    # names. A turn said by someone points at the talk at any length
+    # (tests/test_dedup_talk.py).
+    assert carries.carries("The bike shop fixed my old bike chain and cleaned the gears",
+                           "The bike shop fixed the old chain and cleaned it")
+    assert not carries.carries("Lea: The bike shop fixed my old bike chain and cleaned the gears",
+                               "Lea: The bike shop fixed the old chain and cleaned it")
 
 
 def test_pointing_words_are_read_in_their_plain_form() -> None:
-    assert carries.pointers("Lea: thats what she said, it's theirs") == {"that", "she", "it"}
-    assert carries.pointers("Lea: That’s her bike and they're fixing it") == {"that", "she", "they", "it"}
-    assert carries.pointers("Lea: I fixed the bike") == frozenset()
-    # The same pointing word on both sides: carried as before.
-    assert carries.carries("Lea: I think that the bike shop on the corner is good value for money",
-                           "Lea: I think that the bike shop is good value")
+    assert talk.pointers("Lea: thats what she said, it's theirs") == {"that", "she", "it"}
+    assert talk.pointers("Lea: That’s her bike and they're fixing it") == {"that", "she", "they", "it"}
+    assert talk.pointers("Lea: I fixed the bike") == frozenset()
+    # The same pointing word on both sides of a note: carried as before.
+    assert carries.carries("I think that the bike shop on the corner is good value for money",
+                           "I think that the bike shop is good value")
 
 
 def test_small_talk_questions_and_longer_turns_are_read_as_dedup_reads_them() -> None:

@@ -11,46 +11,22 @@ conversations").
 
 from __future__ import annotations
 
-import re
-
 from memex.dedup.cjk import cosine_trusted
-from memex.dedup.subject import acts, body, keeps_apart, parts, wording
+from memex.dedup.subject import acts, keeps_apart, parts, wording
+from memex.dedup.talk import leans_on_talk, pointers
 
 # A statement of at most this many words of content ("Just took a test",
 # "Shiver me timbers", "I don't really like fish") says what it says through
 # the talk around it; a longer turn holding its words says something else
 # with them. Only the same words carry it.
 SHORT_WORDS = 2
-# Words that point outside the turn: what "that", "it", "she", "they",
-# "you" or "the same" name in a short turn is in another turn ("That's basically
-# just British food", "Yeah but they dont know that", "Feel the same as when
-# I went to bed"). A short turn pointing with a word its representative does
-# not use may point at something else. In a longer one the word mostly points
-# inside it ("numpy is pinned below 2.0 because the ONNX wheels break with
-# it"), so only turns of at most POINTER_WORDS words of content are read so.
+# A short turn that points at whom it is said to ("Then you must like
+# Ellis") or with a word its representative does not use may point at
+# something else. A turn of a conversation pointing with "that", "it",
+# "she", "they" or "the same" at any length is read by
+# memex.dedup.talk.leans_on_talk, as dedup reads it; this reading adds the
+# short turns of notes without a speaker and the pointing "you".
 POINTER_WORDS = 3
-_POINTERS = {
-    "that": "that", "thats": "that", "this": "this", "these": "these", "those": "those",
-    "it": "it", "its": "it", "itself": "it", "he": "he", "him": "he", "his": "he", "hes": "he",
-    "she": "she", "her": "she", "shes": "she", "they": "they", "them": "they", "their": "they",
-    "theyre": "they", "same": "same",
-    # Whom the turn is said to ("Then you must like Ellis" is about the
-    # other person, not about the team the representative praises).
-    "you": "you", "your": "you", "yours": "you", "yourself": "you", "youre": "you", "u": "you",
-}
-_POINTER_WORD = re.compile(r"[a-z]+(?:['’][a-z]+)?")
-
-
-def pointers(text: str) -> frozenset[str]:
-    """The pointing words of ``text``'s body (:data:`_POINTERS`), each read
-    as its plain form ("that's", "thats" -> "that"; "her" -> "she")."""
-    out = set()
-    for tok in _POINTER_WORD.findall(body(text).casefold()):
-        head = re.split(r"['’]", tok)[0]
-        word = _POINTERS.get(tok.replace("'", "").replace("’", "")) or _POINTERS.get(head)
-        if word is not None:
-            out.add(word)
-    return frozenset(out)
 
 
 def stays_apart(kept: str, cand: str) -> str | None:
@@ -62,7 +38,7 @@ def stays_apart(kept: str, cand: str) -> str | None:
     content and points with a word ``kept`` does not use (:func:`pointers`).
     A question or small talk (a greeting, thanks, offer or farewell: "Thanks,
     your help means a lot") is read as :func:`keeps_apart` reads it."""
-    reason = keeps_apart(kept, cand)
+    reason = keeps_apart(kept, cand) or leans_on_talk(kept, cand)
     if reason is not None or not (cosine_trusted(kept) and cosine_trusted(cand)):
         return reason
     if wording(kept) == wording(cand):

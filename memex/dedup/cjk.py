@@ -11,9 +11,8 @@ docs/models.md ("Chinese dedup").
 from __future__ import annotations
 
 import re
-import unicodedata
 
-from memex.text import CJK_RANGES, cjk_share, has_cjk
+from memex.text import CJK_RANGES, cjk_share, has_cjk, nfkc
 
 # The bundled all-MiniLM-L6-v2 is an English model: most Chinese characters
 # become [UNK], so two unrelated Chinese sentences can score a cosine of
@@ -51,8 +50,8 @@ def swaps_cjk_span(a: str, b: str) -> bool:
     "时间用北京时间")."""
     from difflib import SequenceMatcher  # only on a write's dedup check, not on search's start-up
 
-    ua = _SWAP_UNIT.findall(unicodedata.normalize("NFKC", a).casefold())
-    ub = _SWAP_UNIT.findall(unicodedata.normalize("NFKC", b).casefold())
+    ua = _SWAP_UNIT.findall(nfkc(a).casefold())
+    ub = _SWAP_UNIT.findall(nfkc(b).casefold())
     ops = [op for op in SequenceMatcher(None, ua, ub, autojunk=False).get_opcodes() if op[0] != "equal"]
     if len(ops) != 1 or ops[0][0] != "replace":
         return False

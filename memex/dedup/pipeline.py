@@ -17,13 +17,16 @@ two processes adding the same body still produce one file:
 4. value changes (a number, date, version, name, or a negation differs) are
    never duplicates: they are reported as similar with a ``supersede``
    suggestion, because silently dropping them would lose the update; nor
-   is another subject's statement, an answer against its question, or a
+   is another subject's statement, an answer against its question, a
    text that says something the stored one does not
-   (:mod:`memex.dedup.subject`; one that adds is reported with ``supersede``);
+   (:mod:`memex.dedup.subject`; one that adds is reported with ``supersede``),
+   or a question or a turn said by someone that points at the talk around
+   it, unless in the same words (:mod:`memex.dedup.talk`);
 5. turn-echo guard: an agent (``tool``/``agent``) restating what a hook
    (``keyword``/``user``) captured verbatim in the same session a moment
    ago is refused with the stored id (not another subject's statement, a
-   question, or a text that says more: :func:`memex.dedup.subject.restates`).
+   question, or a text that says more: :func:`memex.dedup.subject.restates`;
+   nor a turn that leans on the talk: :mod:`memex.dedup.talk`).
 
 Without a model (no ``qvec``) layers 1, 2, 4 and 5 still run.
 """
@@ -45,6 +48,7 @@ from memex.text import body_hash, content_tokens, jaccard
 from memex.dedup import symmetric
 from memex.dedup.cjk import changes_cjk_value, cosine_trusted
 from memex.dedup.subject import keeps_apart, of_the_moment, restates
+from memex.dedup.talk import leans_on_talk
 from memex.dedup.values import conflicts, differs_in_number
 from memex.dedup.wording import changes_statement
 # The [dedup] settings, re-exported: they live apart so that reading them loads no numpy.
@@ -192,7 +196,7 @@ def _judge(
         if not near:
             continue
         sim = max(jac, cos if cos is not None else 0.0)
-        apart = keeps_apart(n.body, cand.body)
+        apart = keeps_apart(n.body, cand.body) or leans_on_talk(n.body, cand.body)
         if apart is None and cand.session is not None and n.session not in (None, cand.session) \
                 and of_the_moment(cand.body):
             # "Nice day out today" in another session: another day's fact.
@@ -299,9 +303,11 @@ def _turn_echo(store: IndexStore, cand: Candidate, tokens: frozenset[str], limit
     rows = store.session_rows(cand.session, sources, echo_cutoff(limits), ECHO_CANDIDATES, newest_first=True)
     for mid, _, _, _, body in rows:
         # A different number is a new value, not an echo: let it through;
-        # so is another subject, a question, or a text that says more
-        # (memex.dedup.subject).
-        if differs_in_number(body, cand.body) or not restates(body, cand.body):
+        # so is another subject, a question, a text that says more
+        # (memex.dedup.subject) or a turn that points at the talk
+        # (memex.dedup.talk).
+        if differs_in_number(body, cand.body) or not restates(body, cand.body) \
+                or leans_on_talk(body, cand.body):
             continue
         jac = jaccard(tokens, _content_tokens(body))
         if jac >= limits.echo_jaccard and (best is None or jac > best[0]):

@@ -319,7 +319,7 @@ def wording(text: str) -> tuple[str, ...]:
     of no word at all (an emoji, "*?") is its symbols, so that two such
     turns are the same only when they are the same signs."""
     b = body(text)
-    found = tuple(_WORD.findall(b.casefold()))
+    found = tuple(_WORD.findall(b.casefold().replace("\u2019", "'")))
     return found if found else tuple("".join(b.split()))
 
 
@@ -412,7 +412,7 @@ def keeps_apart(kept: str, cand: str) -> str | None:
 # nice day out today" said in another session tells of another day
 # (memex/dedup/pipeline.py). Chosen on REALTALK's choosing chats.
 _MOMENT = re.compile(
-    r"\b(?:today|tonight|tomorrow|yesterday|now|right now|rn|this (?:morning|afternoon|evening|week|weekend))\b",
+    r"\b(?:today|tonight|tomorrow|yesterday|now|right now|rn|this (?:morning|afternoon|evening|week|weekend)|the weekend)\b",
     re.IGNORECASE,
 )
 

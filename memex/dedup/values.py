@@ -20,7 +20,6 @@ inside the write lock on bodies of any size.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -35,6 +34,7 @@ from memex.dedup.wording import (
     substitution_units,
     swaps_roles,
 )
+from memex.text import nfkc
 
 # Numbers with optional decimals, units glued on (12.5N, 15ms, 3x), versions
 # (v1.2.3, 3.11), dates (2026-11-30, 30/11/2026) and times (10:30).
@@ -190,13 +190,13 @@ def _names(text: str) -> set[str]:
 def names(text: str) -> set[str]:
     """Capitalized words that are probably proper names, lower case (a
     sentence's first word only when it is not a common opener)."""
-    return _names(unicodedata.normalize("NFKC", text))
+    return _names(nfkc(text))
 
 
 def value_tokens(text: str) -> set[str]:
     """The numbers, dates, versions, quantities and names a text mentions
     (numbers in the canonical form they are compared in: v2.1 -> 2.1)."""
-    text = unicodedata.normalize("NFKC", text)
+    text = nfkc(text)
     return _values(text) | _names(text)
 
 
@@ -216,7 +216,7 @@ def differs_in_value(a: str, b: str) -> bool:
     capitalized word the other text writes in lower case or inflected
     ("Redis" / "redis", "Uploads" / "upload") is the same word.
     """
-    na, nb = unicodedata.normalize("NFKC", a), unicodedata.normalize("NFKC", b)
+    na, nb = nfkc(a), nfkc(b)
     if _numbers(na) != _numbers(nb):
         return True
     ida, idb = _identifiers(na), _identifiers(nb)
@@ -260,8 +260,8 @@ def _neighbours(text: str, names: set[str]) -> dict[str, set[str]]:
 
 def differs_in_number(a: str, b: str) -> bool:
     """Like :func:`differs_in_value` but for numbers, dates and versions only (no names)."""
-    va = _values(unicodedata.normalize("NFKC", a))
-    vb = _values(unicodedata.normalize("NFKC", b))
+    va = _values(nfkc(a))
+    vb = _values(nfkc(b))
     return va != vb
 
 

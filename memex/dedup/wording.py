@@ -16,10 +16,9 @@ inside the write lock on bodies of any size.
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from memex.dedup.numerals import bounds, strip_bounds
-from memex.text import HAN_RANGES, is_han
+from memex.text import HAN_RANGES, is_han, nfkc
 from memex.text import possessive as possessive  # dedup's guards take these from here
 from memex.text import stem as stem
 
@@ -65,7 +64,7 @@ def _polarity(text: str) -> tuple[int, bool, set[str]]:
     content words English negators reach)."""
     from memex.text import STOPWORDS  # local: text.py must not depend on values.py
 
-    text = _CONTRAST_NOT.sub(" instead ", unicodedata.normalize("NFKC", text))
+    text = _CONTRAST_NOT.sub(" instead ", nfkc(text))
     # 不低于 / 不超过 are bounds ("at least", "at most"), compared by
     # differs_in_opposites, not negations.
     zh = _POLARITY_ZH.findall(_ZH_NOT_NEGATION.sub(" ", strip_bounds(_zh_plain(text))))
@@ -96,7 +95,7 @@ def differs_in_polarity(a: str, b: str) -> bool:
     odd_zh, odd_reach, other = (zh_a, reach_a, b) if pa else (zh_b, reach_b, a)
     if odd_zh:
         return True
-    other_stems = {stem(w) for w in _ASCII_WORD.findall(unicodedata.normalize("NFKC", other).lower())}
+    other_stems = {stem(w) for w in _ASCII_WORD.findall(nfkc(other).lower())}
     return bool(odd_reach & other_stems)
 
 
@@ -140,11 +139,11 @@ _ZH_STOP_CHARS = frozenset("的了是在我有和就不都也很到要会着这�
 def differs_in_opposites(a: str, b: str) -> bool:
     """One text has a word and the other its opposite ("dark mode" / "light mode"),
     or the two bound a value from different sides (不低于 / 低于, 至少 / 最多)."""
-    ba, bb = bounds(unicodedata.normalize("NFKC", a)), bounds(unicodedata.normalize("NFKC", b))
+    ba, bb = bounds(nfkc(a)), bounds(nfkc(b))
     if ba and bb and ba != bb:
         return True
-    wa = set(_ASCII_WORD.findall(unicodedata.normalize("NFKC", a).lower()))
-    wb = set(_ASCII_WORD.findall(unicodedata.normalize("NFKC", b).lower()))
+    wa = set(_ASCII_WORD.findall(nfkc(a).lower()))
+    wb = set(_ASCII_WORD.findall(nfkc(b).lower()))
     for x, y in _ANTONYMS_EN:
         if (x in wa and y in wb and y not in wa and x not in wb) or (
             y in wa and x in wb and x not in wa and y not in wb
@@ -178,7 +177,7 @@ def _neighbours_of_relations(words: list[str]) -> dict[str, set[str]]:
 
 
 def _relation_words(text: str) -> list[str]:
-    return _ASCII_WORD.findall(_CONTRAST_NOT.sub(" instead ", unicodedata.normalize("NFKC", text)).lower())
+    return _ASCII_WORD.findall(_CONTRAST_NOT.sub(" instead ", nfkc(text)).lower())
 
 
 def differs_in_relation(a: str, b: str) -> bool:
@@ -230,7 +229,7 @@ def substitution_units(text: str, function_words: bool = False) -> list[str]:
     from memex.text import STOPWORDS  # local: text.py must not depend on values.py
 
     out = []
-    for unit in _UNIT.findall(unicodedata.normalize("NFKC", text).casefold()):
+    for unit in _UNIT.findall(nfkc(text).casefold()):
         if not function_words and (unit in STOPWORDS or unit in _ZH_STOP_CHARS):
             continue
         if len(unit) == 1 and unit.isascii() and not unit.isdigit():
@@ -333,8 +332,8 @@ def changes_statement(a: str, b: str) -> bool:
     """
     from memex.text import STOPWORDS  # local: text.py must not depend on this module
 
-    ua = _UNIT.findall(unicodedata.normalize("NFKC", a).casefold())
-    ub = _UNIT.findall(unicodedata.normalize("NFKC", b).casefold())
+    ua = _UNIT.findall(nfkc(a).casefold())
+    ub = _UNIT.findall(nfkc(b).casefold())
     head, tail = common_ends(ua, ub)
     if head < MIN_SHARED_OPENING:
         return False
