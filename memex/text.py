@@ -223,11 +223,11 @@ def content_tokens(text: str) -> set[str]:
 
 
 def jaccard(a: Iterable[str] | str, b: Iterable[str] | str) -> float:
-    """Token Jaccard of two texts (or two token collections)."""
+    """Token Jaccard of two texts (or two token collections). Two texts with
+    no content word share none: 0.0 ("..." and "—" are not alike; the same
+    text twice is the exact layer's to find)."""
     sa = content_tokens(a) if isinstance(a, str) else set(a)
     sb = content_tokens(b) if isinstance(b, str) else set(b)
-    if not sa and not sb:
-        return 1.0
     if not sa or not sb:
         return 0.0
     return len(sa & sb) / len(sa | sb)

@@ -111,6 +111,20 @@ def test_without_a_model_jaccard_still_catches_a_near_copy(vault_root: Path) -> 
     assert 0.40 <= similar.similar_facts[0].similarity <= 0.70
 
 
+def test_two_texts_without_a_word_are_not_alike(vault_root: Path) -> None:
+    # Found from outside: `memex add "..."` then `memex add "—"` reported the
+    # first as similar at 1.00 (two empty word sets had Jaccard 1.0).
+    from memex.text import jaccard
+
+    assert jaccard("...", "—") == 0.0
+    with Vault(vault_root, embedder=None) as v:
+        v.add("...")
+        dash = v.add("—")
+        again = v.add("...")
+    assert (dash.status, dash.similar_facts) == ("created", [])
+    assert (again.status, again.method) == ("duplicate", "exact")
+
+
 def test_sharing_a_category_word_alone_is_not_similar(vault_root: Path) -> None:
     with Vault(vault_root, embedder=None) as v:
         v.add("Decision: preference for tabs")
