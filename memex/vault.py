@@ -45,6 +45,7 @@ from memex.files.names import scope_dir_parts, slug
 from memex.records import Memory as Memory  # public here since before it moved
 from memex.records import now_iso, record_view
 from memex.search.hybrid import Filters, Hit, hit_from_row, search
+from memex.text import tokens
 
 if TYPE_CHECKING:
     import numpy as np  # only where vectors are made: a lexical search loads none
@@ -362,6 +363,10 @@ class Vault:
         ``floor=False`` keeps hits below the relevance floor (docs/search.md)."""
         if not query.strip():
             raise InvalidArgument("query", "must not be empty")
+        if not tokens(query):
+            # Neither BM25 nor the model has anything to go on (found from outside:
+            # `memex search "?!"` answered with the model's noise as hits).
+            raise InvalidArgument("query", "has no words to search for (only punctuation or symbols)")
         if limit < 1:
             raise InvalidArgument("limit", "must be at least 1")
         filters = Filters(self.check_scope_filter(scope), source, session, include_superseded)
@@ -387,6 +392,8 @@ class Vault:
         ``gate`` (the context engine's, memex/context/gate.py) drops more before
         the best ``limit`` are taken, so only what is returned counts as recalled.
         """
+        if not tokens(query):
+            return []  # an agent's "?!" or "..." prompt: nothing to recall, and no reason to fail the turn
         # Ask for more than `limit`: decayed memories are dropped afterwards.
         hits = self.search(query, limit=limit * 3 + 10, scope=scope)
         floor = decay.load_policy(self.config).min_confidence

@@ -328,6 +328,9 @@ def test_lexical_only_vault_says_so(cli: click.Group, vault_root: Path) -> None:
     "args, message",
     [
         (["search", ""], "query: must not be empty"),
+        # Found from outside: a query of punctuation answered with weak hits.
+        (["search", "?!"], "query: has no words to search for"),
+        (["search", "...", "--json"], "query: has no words to search for"),
         (["add", "   "], "TEXT: is empty"),
         (["add", "x", "--scope", "../etc"], "scope: '../etc'"),
         (["add", "x", "--confidence", "2"], "Invalid value for '--confidence'"),
