@@ -279,6 +279,16 @@ class Vault:
         in_use = self.store.scope_in_use
         return tuple(scopes.check_filter(self.scope_rules, in_use, [scope] if isinstance(scope, str) else scope))
 
+    def _filters(
+        self, scope: str | Sequence[str] | None, source: str | None, session: str | None, superseded: bool
+    ) -> Filters:
+        for name, value in (("source", source), ("session", session)):
+            # An empty filter would read as no filter: found from outside, `memex list
+            # --session ""` listed every memory.
+            if value is not None and not value.strip():
+                raise InvalidArgument(name, "must not be empty")
+        return Filters(self.check_scope_filter(scope), source, session, superseded)
+
     def scope_filter(self, scope: str | None) -> str | None:
         """One scope to narrow to, checked and normalised (:meth:`check_scope_filter`)."""
         checked = self.check_scope_filter(scope)
@@ -334,7 +344,7 @@ class Vault:
         include_superseded: bool = False,
         limit: int | None = None,
     ) -> list[Hit]:
-        filters = Filters(self.check_scope_filter(scope), source, session, include_superseded)
+        filters = self._filters(scope, source, session, include_superseded)
         store = self.store
         hits = [hit_from_row(r) for r in store.list_rows(filters, limit)]
         hits = self._hide_erased(hits)
@@ -369,7 +379,7 @@ class Vault:
             raise InvalidArgument("query", "has no words to search for (only punctuation or symbols)")
         if limit < 1:
             raise InvalidArgument("limit", "must be at least 1")
-        filters = Filters(self.check_scope_filter(scope), source, session, include_superseded)
+        filters = self._filters(scope, source, session, include_superseded)
         self.indexer  # make sure vector tables match the loaded model
         # Query vectors come from an in-process LRU, not the index's cache:
         # a search takes no write lock and does not grow the index.

@@ -118,6 +118,19 @@ def test_a_query_without_words_is_an_error_and_recalls_nothing(
     assert vault.search("deploy?!")  # words with punctuation still search
 
 
+@pytest.mark.parametrize("name", ["session", "source"])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_session_or_source_filter_is_an_error(
+    vault: Vault, filled: dict[str, str], name: str, value: str
+) -> None:
+    """Found from outside: `memex list --session ""` listed every memory (an
+    empty filter read as no filter)."""
+    with pytest.raises(InvalidArgument, match=f"{name}: must not be empty"):
+        vault.list(**{name: value})
+    with pytest.raises(InvalidArgument, match=f"{name}: must not be empty"):
+        vault.search("deploy", **{name: value})
+
+
 def test_results_are_best_first(vault: Vault, filled: dict[str, str]) -> None:
     hits = vault.search("helm chart atlas")
     assert hits[0].id == filled["atlas"]
