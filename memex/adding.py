@@ -185,6 +185,11 @@ def add(
                 "scope", f"{shown} leads outside the vault (a symbolic link), where memex neither indexes nor "
                 f"writes memories; nothing was stored (move that folder into the vault)"
             )
+        refused = scan.refusal(vault.root, path.relative_to(vault.root).as_posix())
+        if refused is not None:
+            # A folder linked to one the walk finds by another path, or into a hidden folder: the
+            # file would be reported stored under a path no reindex keeps.
+            raise InvalidArgument("scope", f"{path.parent.relative_to(vault.root).as_posix()}: {refused}; nothing was stored")
         if allow_erased:  # the deliberate way back; the indexer would refuse it otherwise
             allow(vault.memex_dir, [body])
         memory_file.atomic_write(path, content)

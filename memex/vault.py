@@ -45,6 +45,7 @@ from memex.files.names import scope_dir_parts, slug
 from memex.records import Memory as Memory  # public here since before it moved
 from memex.records import now_iso, record_view
 from memex.search.hybrid import Filters, Hit, hit_from_row, search
+from memex.text import tokens
 
 if TYPE_CHECKING:
     import numpy as np  # only where vectors are made: a lexical search loads none
@@ -278,6 +279,16 @@ class Vault:
         in_use = self.store.scope_in_use
         return tuple(scopes.check_filter(self.scope_rules, in_use, [scope] if isinstance(scope, str) else scope))
 
+    def _filters(
+        self, scope: str | Sequence[str] | None, source: str | None, session: str | None, superseded: bool
+    ) -> Filters:
+        for name, value in (("source", source), ("session", session)):
+            # An empty filter would read as no filter: found from outside, `memex list
+            # --session ""` listed every memory.
+            if value is not None and not value.strip():
+                raise InvalidArgument(name, "must not be empty")
+        return Filters(self.check_scope_filter(scope), source, session, superseded)
+
     def scope_filter(self, scope: str | None) -> str | None:
         """One scope to narrow to, checked and normalised (:meth:`check_scope_filter`)."""
         checked = self.check_scope_filter(scope)
@@ -333,7 +344,7 @@ class Vault:
         include_superseded: bool = False,
         limit: int | None = None,
     ) -> list[Hit]:
-        filters = Filters(self.check_scope_filter(scope), source, session, include_superseded)
+        filters = self._filters(scope, source, session, include_superseded)
         store = self.store
         hits = [hit_from_row(r) for r in store.list_rows(filters, limit)]
         hits = self._hide_erased(hits)
@@ -362,9 +373,13 @@ class Vault:
         ``floor=False`` keeps hits below the relevance floor (docs/search.md)."""
         if not query.strip():
             raise InvalidArgument("query", "must not be empty")
+        if not tokens(query):
+            # Neither BM25 nor the model has anything to go on (found from outside:
+            # `memex search "?!"` answered with the model's noise as hits).
+            raise InvalidArgument("query", "has no words to search for (only punctuation or symbols)")
         if limit < 1:
             raise InvalidArgument("limit", "must be at least 1")
-        filters = Filters(self.check_scope_filter(scope), source, session, include_superseded)
+        filters = self._filters(scope, source, session, include_superseded)
         self.indexer  # make sure vector tables match the loaded model
         # Query vectors come from an in-process LRU, not the index's cache:
         # a search takes no write lock and does not grow the index.
@@ -387,6 +402,8 @@ class Vault:
         ``gate`` (the context engine's, memex/context/gate.py) drops more before
         the best ``limit`` are taken, so only what is returned counts as recalled.
         """
+        if not tokens(query):
+            return []  # an agent's "?!" or "..." prompt: nothing to recall, and no reason to fail the turn
         # Ask for more than `limit`: decayed memories are dropped afterwards.
         hits = self.search(query, limit=limit * 3 + 10, scope=scope)
         floor = decay.load_policy(self.config).min_confidence

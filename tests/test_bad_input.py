@@ -14,6 +14,7 @@ from memex import health
 from memex.errors import InvalidArgument, MemoryFileError
 from memex.vault import Vault
 from memex.meta_edit import update_meta
+from memex.text import tokens
 from tests.fakes import HashEmbedder
 
 CAP = 4096
@@ -145,7 +146,7 @@ def test_symlinked_folder_outside_the_vault_is_not_followed(capped: Vault, outsi
     os.symlink(outside, capped.root / "memories" / "user" / "elsewhere")
     report = capped.reindex()
     assert _errors_by_path(report.errors) == {
-        "memories/user/elsewhere": "symbolic link to a folder is not followed"
+        "memories/user/elsewhere": "symbolic link points outside the vault; not followed"
     }
     _no_secret(capped)
     _assert_good_searchable(capped)
@@ -180,6 +181,66 @@ def test_add_never_writes_through_a_folder_linked_outside_the_vault(vault_root: 
         assert sorted(p.name for p in outside.rglob("*")) == before
         if linked == "memories/user":  # another scope's folder is inside: fine
             assert v.add("Somewhere else is fine", scope="project:elsewhere").status == "created"
+
+
+def _link_user_folder(root: Path, target: Path) -> None:
+    """memories/user made a relative symbolic link to ``target`` (inside the vault)."""
+    user = root / "memories" / "user"
+    if user.exists():
+        user.rmdir()
+    target.mkdir(parents=True, exist_ok=True)
+    os.symlink(os.path.relpath(target, user.parent), user)
+
+
+def test_a_folder_linked_elsewhere_in_the_vault_is_walked_and_written_alike(vault_root: Path) -> None:
+    """Found from outside: with memories/user a link to a folder inside the
+    vault, `add` wrote and indexed through it, reindex reported the link "not
+    followed" but kept the row, and every search noted "1 file changed since
+    the last index". Now the walk follows it (each real file once, under the
+    link's path) and every command agrees."""
+    from memex.watch.state import changed_since_index
+
+    _link_user_folder(vault_root, vault_root / "notes" / "me")
+    (vault_root / "notes" / "me" / "by-hand.md").write_text("Hand-written: the user reads release notes on Fridays\n")
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        added = v.add("The user prefers tabs over spaces")
+        assert added.status == "created" and added.path.startswith("memories/user/")
+        assert (vault_root / "notes" / "me" / Path(added.path).name).is_file()  # the real file
+        report = v.reindex()
+        assert report.errors == [] and report.removed == 0 and report.added == 1
+        assert changed_since_index(v) == []
+        assert sorted(h.path for h in v.list()) == sorted([added.path, "memories/user/by-hand.md"])
+        assert {h.scope for h in v.list()} == {"user"}
+        drift = health.drift(v)
+        assert drift.errors == [] and drift.clean, drift
+        assert v.reindex().as_dict()["unchanged"] == 2
+
+
+def test_a_folder_link_the_walk_cannot_follow_is_refused_by_add_too(vault_root: Path) -> None:
+    """A link into memories/ itself (its files are indexed at their own path),
+    or a loop: not followed, and add refuses to write through it rather than
+    report a memory stored under a path no reindex keeps."""
+    project = vault_root / "memories" / "project" / "me"
+    _link_user_folder(vault_root, project)
+    (project / "kept.md").write_text("Indexed once, at its own path\n")
+    os.symlink("..", project / "loop")
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        errors = _errors_by_path(v.reindex().errors)
+        assert errors["memories/user"] == "symbolic link to memories/project/me, which is indexed itself"
+        assert "memories/project/me/loop" in errors
+        assert [h.path for h in v.list()] == ["memories/project/me/kept.md"]
+        with pytest.raises(InvalidArgument, match="memories/user: symbolic link to memories/project/me"):
+            v.add("Written through a link the walk refuses")
+        assert sorted(p.name for p in project.iterdir()) == ["kept.md", "loop"]
+    notes = vault_root / "notes"
+    notes.mkdir()
+    os.symlink(".", notes / "again")  # a loop outside memories/, reached through a followed link
+    (notes / "n.md").write_text("A note reached through a followed link\n")
+    os.symlink(os.path.relpath(notes, project), project / "notes")
+    with Vault(vault_root, embedder=HashEmbedder()) as v:
+        errors = _errors_by_path(v.reindex().errors)
+        assert errors["memories/project/me/notes/again"] == "symbolic link to a folder that holds it (a loop); not followed"
+        assert "memories/project/me/notes/n.md" in {h.path for h in v.list()}
 
 
 def test_dangling_symlink_is_reported(capped: Vault, tmp_path: Path) -> None:
@@ -320,6 +381,10 @@ def test_an_indexed_file_swapped_for_an_outside_link_leaves_the_index(capped: Va
 @pytest.mark.parametrize("query", ['"', "*", "NEAR(a b)", "-", "a:b", "AND OR NOT (", "😀", "' OR 1=1 --", "^", "{}", "col:x*"])
 def test_fts_syntax_in_a_query_is_just_text(capped: Vault, query: str) -> None:
     capped.reindex()
-    hits = capped.search(query)
-    assert all(h.path == "memories/user/good.md" for h in hits)
+    if tokens(query):
+        hits = capped.search(query)
+        assert all(h.path == "memories/user/good.md" for h in hits)
+    else:  # no words at all: the one error an empty query gets, never FTS5's syntax error
+        with pytest.raises(InvalidArgument, match="query: has no words to search for"):
+            capped.search(query)
     assert capped.search(f"giraffe {query}")[0].path == "memories/user/good.md"

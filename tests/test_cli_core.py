@@ -328,7 +328,14 @@ def test_lexical_only_vault_says_so(cli: click.Group, vault_root: Path) -> None:
     "args, message",
     [
         (["search", ""], "query: must not be empty"),
+        # Found from outside: a query of punctuation answered with weak hits.
+        (["search", "?!"], "query: has no words to search for"),
+        (["search", "...", "--json"], "query: has no words to search for"),
         (["add", "   "], "TEXT: is empty"),
+        # Found from outside: an empty filter listed every memory.
+        (["list", "--session", ""], "Invalid value for '--session': must not be empty"),
+        (["list", "--source", " "], "Invalid value for '--source': must not be empty"),
+        (["search", "deploy", "--session", ""], "Invalid value for '--session': must not be empty"),
         (["add", "x", "--scope", "../etc"], "scope: '../etc'"),
         (["add", "x", "--confidence", "2"], "Invalid value for '--confidence'"),
         (["show", "NOPE"], "no memory with id 'NOPE'"),

@@ -94,7 +94,9 @@ def test_vault_option_after_the_command(cli: click.Group, vault_root: Path, tmp_
     clash = run(cli, "--vault", str(vault_root), "list", "--vault", str(tmp_path))
     assert clash.exit_code == 2 and "given twice" in clash.output and str(tmp_path) in clash.output
     # Nested commands take it too.
-    assert ok_json(cli, "context", "search", "--session", "s1", "herons", "--vault", str(vault_root)) == []
+    # (the vault is found: the answer is about its sessions, of which s1 is none)
+    nested = run(cli, "context", "search", "--session", "s1", "herons", "--vault", str(vault_root))
+    assert nested.exit_code == 1 and "'s1' has no archive in this vault" in nested.output, nested.output
 
 
 def test_an_unknown_option_with_a_dash_value_gets_no_hint_that_fails_again(

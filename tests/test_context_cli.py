@@ -119,3 +119,25 @@ def test_remember_that_with_half_an_emoji_is_stored(cli: click.Group, root: Path
                  data='{"session": "s", "prompt": "remember that the otter pool \\ud83d opens at nine"}')
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["status"] != "skipped", result.stdout
+
+
+def _tree(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if "index.db" not in p.name and "writers" not in p.parts}
+
+
+def test_an_unknown_session_is_named_and_nothing_is_made_for_it(cli: click.Group, root: Path) -> None:
+    """Found from outside: `memex context commit --session TYPO` answered
+    `turns: 0`, exit 0, and made sessions/TYPO/state.json and
+    .memex/session-TYPO.lock; compact did the same; search answered
+    "no matches" as if the session were there and only said nothing."""
+    ok(cli, root, "keyword", data={"session_id": "s-real", "prompt": "Remember that the cache is warm."})
+    before = _tree(root)
+    for args in (("commit", "--session", "s-typo"), ("search", "--session", "s-typo", "cache")):
+        result = run(cli, root, *args)
+        assert result.exit_code == 1, result.output
+        assert "Error: session: 's-typo' has no archive in this vault" in result.output
+        assert "Traceback" not in result.output
+    # A runtime's compact of a session it never archived: the same answer as before, nothing written.
+    out = ok(cli, root, "compact", data={"session_id": "s-typo", "token_budget": 1000, "current_tokens": 10})
+    assert out["tokens_after"] == 10 and out["memories"] == [] and out["compacted_upto"] == 0
+    assert _tree(root) == before

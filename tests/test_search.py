@@ -101,6 +101,36 @@ def test_empty_query_is_an_error(vault: Vault) -> None:
         vault.search("   ")
 
 
+@pytest.mark.parametrize("query", ["?!", "...", "？！", " - ", "🚀"])
+def test_a_query_without_words_is_an_error_and_recalls_nothing(
+    vault: Vault, filled: dict[str, str], query: str
+) -> None:
+    """Found from outside: `memex search "?!"` answered with weak hits (the
+    model's noise for a string of punctuation, over a memory ending in '?')."""
+    from memex.agents import mcp_server
+
+    vault.add("Really? the deploy moved again?!")
+    with pytest.raises(InvalidArgument, match="query: has no words to search for"):
+        vault.search(query, floor=False)
+    with pytest.raises(InvalidArgument, match="has no words"):  # the MCP tool's answer is that error
+        mcp_server.Tools(vault).memory_search(query=query)
+    assert vault.recall(query) == []  # an agent's "?!" prompt: nothing to recall, not an error
+    assert vault.search("deploy?!")  # words with punctuation still search
+
+
+@pytest.mark.parametrize("name", ["session", "source"])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_session_or_source_filter_is_an_error(
+    vault: Vault, filled: dict[str, str], name: str, value: str
+) -> None:
+    """Found from outside: `memex list --session ""` listed every memory (an
+    empty filter read as no filter)."""
+    with pytest.raises(InvalidArgument, match=f"{name}: must not be empty"):
+        vault.list(**{name: value})
+    with pytest.raises(InvalidArgument, match=f"{name}: must not be empty"):
+        vault.search("deploy", **{name: value})
+
+
 def test_results_are_best_first(vault: Vault, filled: dict[str, str]) -> None:
     hits = vault.search("helm chart atlas")
     assert hits[0].id == filled["atlas"]

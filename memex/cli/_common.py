@@ -29,6 +29,22 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
+class NonEmptyText(click.ParamType[str]):
+    """Text that must hold something: an empty ``--session ""`` filter would
+    otherwise read as no filter at all (found from outside: `memex list
+    --session ""` listed every memory)."""
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail("must not be empty", param, ctx)
+        return value
+
+
+NON_EMPTY = NonEmptyText()
+
+
 class PluginChoice(click.Choice[str]):
     """A name in a plug-in group (memex/plugins.py), or one of ``extra``.
 

@@ -122,6 +122,7 @@ def commit_cmd(ctx: click.Context, session: str, source: str | None, scope: str 
     vault = get_vault(ctx)
     if scope is not None:
         vault.check_scope(scope)
+    engine.check_session(vault, session)
     result = engine.commit_session(vault, session, source=source, scope=scope)
     if as_json:
         print_json(result)
@@ -156,7 +157,10 @@ def keyword_cmd(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def search_cmd(ctx: click.Context, session: str, limit: int, query: str, as_json: bool) -> None:
     """Keyword search over one session's archived messages."""
-    hits = engine.archive_search(get_vault(ctx), engine.session_id(session), query, limit)
+    vault = get_vault(ctx)
+    session = engine.session_id(session)
+    engine.check_session(vault, session)
+    hits = engine.archive_search(vault, session, query, limit)
     if as_json:
         print_json(hits)
     elif not hits:

@@ -14,6 +14,7 @@ import click
 from memex.cli import _interrupt
 from memex.cli._common import (
     FiniteFloatRange,
+    NON_EMPTY,
     TextCommand,
     get_vault,
     human_bytes,
@@ -142,8 +143,8 @@ def _names_a_file(text: str) -> bool:
 @click.command("search", cls=TextCommand)
 @click.argument("query")
 @click.option("--scope", multiple=True, help="Only this scope (repeatable).")
-@click.option("--source", help="Only memories from this source.")
-@click.option("--session", help="Only memories from this session.")
+@click.option("--source", type=NON_EMPTY, help="Only memories from this source.")
+@click.option("--session", type=NON_EMPTY, help="Only memories from this session.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True, help="At most this many hits.")
 @click.option("--include-superseded", is_flag=True, help="Also show superseded memories.")
 @click.option("--no-floor", is_flag=True,
@@ -308,8 +309,8 @@ LIST_DEFAULT = 50
 
 @click.command("list")
 @click.option("--scope", multiple=True, help="Only this scope (repeatable).")
-@click.option("--session", help="Only this session.")
-@click.option("--source", help="Only this source.")
+@click.option("--session", type=NON_EMPTY, help="Only this session.")
+@click.option("--source", type=NON_EMPTY, help="Only this source.")
 @click.option("--include-superseded", is_flag=True,
               help="Also list superseded memories (kept on disk, hidden from search), with a status column.")
 @click.option("--limit", type=click.IntRange(1), default=None,

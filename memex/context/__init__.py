@@ -10,11 +10,12 @@ The API of docs/context-engine.md; every function takes an open
 - :func:`compact` — commit now and report tokens before and after.
 - :func:`capture_keyword` — store an explicit "remember that ..." verbatim.
 - :func:`render_memories_block` — the hygienic ``<relevant-memories>`` block.
-- :func:`archive_search`, :func:`archive_expand` — the raw session archive.
+- :func:`archive_search`, :func:`archive_expand` — the raw session archive;
+  :func:`check_session` — refuse a session with no archive (a typed typo).
 - :func:`session_id`, :func:`agent_id` — canonical ids from runtime ids.
 """
 
-from memex.context.archive import archive_expand, archive_search
+from memex.context.archive import archive_expand, archive_search, check_session
 from memex.context.assemble import assemble
 from memex.context.budget import budget_plan
 from memex.context.capture import after_turn, capture_keyword, commit_session, compact
@@ -31,6 +32,7 @@ __all__ = [
     "assemble",
     "budget_plan",
     "capture_keyword",
+    "check_session",
     "commit_session",
     "compact",
     "load_settings",

@@ -65,6 +65,22 @@ def session_dir(vault: Vault, session: str) -> Path:
     return vault.paths.session_dir(folder_name(session))
 
 
+def has_archive(vault: Vault, session: str) -> bool:
+    """Whether anything was ever archived for ``session`` (its folder is there)."""
+    return session_dir(vault, session).is_dir()
+
+
+def check_session(vault: Vault, session: str) -> None:
+    """A session named by a person must have an archive: a typo otherwise
+    answers "0 turns" or "no matches" as if the session were there (found
+    from outside: `memex context commit --session TYPO` also made its folder)."""
+    if not has_archive(vault, session):
+        raise InvalidArgument("session", (
+            f"{session!r} has no archive in this vault ({SESSIONS_DIR}/{folder_name(session)}/ does not exist): "
+            "sessions are archived by `memex context after-turn` and the agents' hooks"
+        ))
+
+
 @contextmanager
 def session_lock(vault: Vault, session: str, timeout: float = 30.0) -> Iterator[None]:
     """Serialize writers of one session (hooks of two agents may overlap)."""

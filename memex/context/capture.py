@@ -113,6 +113,10 @@ def commit_session(
     ``keep_recent`` (compact) marks all but that many of the conversation's
     latest messages as replaced by the summary.
     """
+    if not archive.has_archive(vault, session):
+        # Nothing archived, so nothing to commit: no lock file, no state.json
+        # made for a session that does not exist (a typo, a compact before any turn).
+        return {"session": session, "turns": 0, "memories": [], "summary": "", "extractor": "rules"}
     settings = load_settings(vault)
     memories: list[dict[str, Any]] = []
     with archive.session_lock(vault, session, timeout=120.0):

@@ -58,6 +58,7 @@ class Selection:
     derived: list[str] = field(default_factory=list)  # ids reached by derivation
     archives: list[str] = field(default_factory=list)  # vault-relative paths
     copies: list[str] = field(default_factory=list)  # ids reached as copies (same text)
+    superseded: list[str] = field(default_factory=list)  # ids reached as hidden behind an erased one
     files: dict[str, str] = field(default_factory=dict)  # path -> body of files claiming an erased id
     temp_names: list[str] = field(default_factory=list)  # temp files seen in memories/ (memex.files.orphans)
 
@@ -197,6 +198,22 @@ def _derived(store: IndexStore, sel: Selection) -> list[Target]:
         if parents and parents <= erased:
             out.append(cand)
     return out
+
+
+def hidden_behind(store: IndexStore, sel: Selection) -> None:
+    """``--with-superseded``: every memory hidden behind a chosen one (its
+    ``superseded_by`` names it: the versions it replaced, the originals a
+    consolidation folded into it), and those behind them, to a fixed point.
+    Without it they are shown again instead (memex/erase/restore.py)."""
+    todo = sorted(sel.memories)
+    while todo:
+        for older in sorted(store.superseded_by(todo.pop())):
+            if older in sel.memories:
+                continue
+            for t in _targets(store.targets_by_id(older)):
+                sel.memories[t.id] = t
+            sel.superseded.append(older)
+            todo.append(older)
 
 
 def _from_archives(store: IndexStore, sel: Selection) -> list[Target]:

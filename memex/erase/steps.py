@@ -45,7 +45,8 @@ from memex.store import IndexStore, PurgeCounts, store_error
 from memex.errors import IndexStoreError, InvalidArgument, MemexError, MemoryFileError, MemoryNotFound
 from memex.faults import point
 from memex.layout import ERASURES_PENDING_NAME, INDEX_NAME, MEMEX_DIR, MEMORIES_DIR, VaultPaths
-from memex.erase.select import Selection, by_id, by_subject, claiming_files, expand, files_to_read, same_text
+from memex.erase.restore import restore
+from memex.erase.select import Selection, by_id, by_subject, claiming_files, expand, files_to_read, hidden_behind, same_text
 from memex.index import scan
 from memex.files.memory_file import fsync_dir, read
 from memex.records import path_id
@@ -54,12 +55,15 @@ if TYPE_CHECKING:
     from memex.vault import Vault
 
 
-
 @dataclass
 class EraseResult:
     erased: list[str] = field(default_factory=list)
     derived: list[str] = field(default_factory=list)
     archives: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)  # erased as hidden behind another (with_superseded)
+    restored: list[str] = field(default_factory=list)  # what erased ones hid: memex/erase/restore.py
+    relinked: dict[str, str] = field(default_factory=dict)
+    not_restored: dict[str, str] = field(default_factory=dict)
     files_deleted: int = 0
     counts: PurgeCounts = field(default_factory=PurgeCounts)
     wal_truncated: bool = False
@@ -78,7 +82,11 @@ class EraseResult:
             **{k: counts[k] for k in ("memories", "fts_rows", "vectors", "chunks", "chunk_vectors")},
             **{k: counts[k] for k in ("cache_entries", "entities", "relations", "usage")},
             "derived": self.derived,
+            "superseded": self.superseded,
             "archives": self.archives,
+            "restored": self.restored,
+            "relinked": self.relinked,
+            **({"not_restored": self.not_restored} if self.not_restored else {}),
             "forensic": {"fts_segments_rewritten": True, "wal_truncated": self.wal_truncated},
             "git_history": self.git.status,
             "git": self.git.as_dict(),
@@ -113,7 +121,8 @@ def _check_args(
 
 
 def _select(
-    vault: Vault, memory_id: str | None, source: str | None, source_ref: str | None, session: str | None
+    vault: Vault, memory_id: str | None, source: str | None, source_ref: str | None, session: str | None,
+    with_superseded: bool = False,
 ) -> Selection:
     store = vault.local_store
     if memory_id:
@@ -139,6 +148,8 @@ def _select(
                     source_ref = ref
                     break
         sel = expand(store, vault.root, start, follow_derived=True, session=session)
+    if with_superseded:
+        hidden_behind(store, sel)
     _add_copies(vault, sel, [memory_id] if memory_id else [])
     if memory_id and not sel.memories and not sel.files:
         raise MemoryNotFound(memory_id)
@@ -323,12 +334,14 @@ def erase(
     source_ref: str | None = None,
     session: str | None = None,
     purge_history: bool = False,
+    with_superseded: bool = False,
 ) -> EraseResult:
-    """Erase one memory (by id) or a subject; see the module doc for the steps."""
+    """Erase one memory (by id) or a subject; see the module doc for the steps. What an erased
+    memory hid (``superseded_by`` it) is shown again, or erased too with ``with_superseded``."""
     _check_args(memory_id, reason, source, source_ref, session)
     with vault.write_lock():
         try:
-            sel = _select(vault, memory_id, source, source_ref, session)
+            sel = _select(vault, memory_id, source, source_ref, session, with_superseded)
         except MemoryNotFound:
             if not (purge_history and memory_id):
                 raise
@@ -344,7 +357,8 @@ def erase(
         shared = vault.backend.target
         key = None if shared is None else pending.begin(vault.memex_dir, shared, ids)
         point("erase.listed")
-        result = EraseResult(erased=ids, derived=list(sel.derived), archives=list(sel.archives))
+        result = EraseResult(erased=ids, derived=list(sel.derived), archives=list(sel.archives),
+                             superseded=list(sel.superseded))
         result.files_deleted = _delete_files(vault.root, paths)
         # A write killed half way left its whole text in a temp file.
         found = orphans.orphans_among(vault.root, sel.temp_names)
@@ -358,6 +372,9 @@ def erase(
         })
         point("erase.deleted")
         _finish(vault, result, sel, reason, paths + temps, bodies, ids, purge_history, key)
+        # Last, once nothing can fail the erasure itself: an ordinary write (doctor names what it missed).
+        shown = restore(vault, {**dict.fromkeys(ids), **{t.id: t.superseded_by for t in sel.memories.values()}})
+        result.restored, result.relinked, result.not_restored = shown.restored, shown.relinked, shown.failed
     return result
 
 

@@ -192,7 +192,10 @@ class Indexer:
             row = self.store.sync_row_at(rel)
             if row is not None:
                 rows[rel] = row
-            if full.is_file() and scan.is_memory_name(full.name) and scan.is_inside(self.root, full):
+            refused = scan.refusal(self.root, rel)  # the walk's rule for links: both agree on every path
+            if refused is not None:
+                report.errors.append({"path": rel, "reason": refused})
+            if refused is None and full.is_file() and scan.is_memory_name(full.name) and scan.is_inside(self.root, full):
                 on_disk[rel] = full.stat()
             elif row is not None:
                 vanished.append(rel)

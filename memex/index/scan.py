@@ -8,8 +8,13 @@ what"). Both are used by the indexer (:mod:`memex.index.indexer`), and the
 walk also by the watcher (a moved folder), doctor and erasure.
 
 Symbolic links are followed only inside the vault, and a link to a file
-that is indexed itself is refused: indexing both would make one memory two
-(docs/vault.md).
+or folder that is indexed itself is refused: indexing both would make one
+memory two (docs/vault.md). A folder linked to elsewhere in the vault
+(``memories/user`` -> ``notes/``) is walked as if it were there, each file
+once, under the link's path; the writers (``Vault.add``,
+``Indexer.index_paths``) ask :func:`refusal` so that they and the walk
+agree on every path (found from outside: such a link made every search
+report a file changed since the last index).
 """
 
 from __future__ import annotations
@@ -67,9 +72,10 @@ def walk(root: Path) -> Walk:
     root_real = os.path.realpath(root)
     base_real = os.path.realpath(base)
     if os.path.islink(base) and os.path.commonpath([root_real, base_real]) != root_real:
-        out.errors.append({"path": MEMORIES_DIR, "reason": "symbolic link points outside the vault; not followed"})
+        out.errors.append({"path": MEMORIES_DIR, "reason": OUTSIDE})
         return out
-    for folder, dirs, files in os.walk(base):
+    # followlinks: os.walk descends only into the linked folders kept below.
+    for folder, dirs, files in os.walk(base, followlinks=True):
         rel_folder = os.path.relpath(folder, root).replace(os.sep, "/")
         keep = []
         for d in dirs:
@@ -78,9 +84,12 @@ def walk(root: Path) -> Walk:
             if not is_text_name(d):  # its files could not be named in the index either
                 out.errors.append({"path": shown_name(f"{rel_folder}/{d}"), "reason": f"folder {BAD_NAME}"})
                 continue
-            if os.path.islink(os.path.join(folder, d)):
-                out.errors.append({"path": f"{rel_folder}/{d}", "reason": "symbolic link to a folder is not followed"})
-                continue
+            full = os.path.join(folder, d)
+            if os.path.islink(full):
+                why = _folder_link(root_real, base_real, os.path.realpath(folder), full)
+                if why is not None:
+                    out.errors.append({"path": f"{rel_folder}/{d}", "reason": why})
+                    continue
             keep.append(d)
         dirs[:] = sorted(keep)
         for name in files:
@@ -95,6 +104,53 @@ def walk(root: Path) -> Walk:
     return out
 
 
+def _folder_link(root_real: str, base_real: str, parent_real: str, full: str) -> str | None:
+    """Why the walk does not follow the folder link ``full`` (in the folder
+    whose real path is ``parent_real``), or None: it is followed."""
+    target = os.path.realpath(full)
+    if os.path.commonpath([root_real, target]) != root_real:
+        return OUTSIDE
+    if memory_file.hidden_target(root_real, target):
+        return memory_file.HIDDEN_LINK
+    if os.path.commonpath([base_real, target]) == base_real:
+        # Its target is walked too; indexing both would make one memory two.
+        where = os.path.relpath(target, root_real).replace(os.sep, "/")
+        return f"symbolic link to {where}, which is indexed itself"
+    if os.path.commonpath([target, parent_real]) == target or os.path.commonpath([target, base_real]) == target:
+        return "symbolic link to a folder that holds it (a loop); not followed"
+    return None
+
+
+def refusal(root: Path, rel: str) -> str | None:
+    """Why the walk would not find the memory file at ``rel`` (vault-relative,
+    under ``memories/``; it need not exist yet) through the symbolic links on
+    its way, or None. A few lstat calls: a write asks it for each file."""
+    root_real = os.path.realpath(root)
+    base = os.path.join(root, MEMORIES_DIR)
+    base_real = os.path.realpath(base)
+    if os.path.commonpath([root_real, base_real]) != root_real:
+        return OUTSIDE
+    parts = rel.split("/")
+    if parts[0] != MEMORIES_DIR:
+        return None
+    folder = base
+    for part in parts[1:-1]:
+        full = os.path.join(folder, part)
+        if os.path.islink(full):
+            why = _folder_link(root_real, base_real, os.path.realpath(folder), full)
+            if why is not None:
+                return why
+        folder = full
+    out = Walk()
+    full = os.path.join(folder, parts[-1])
+    if os.path.lexists(full):
+        _visit(full, rel, root_real, base_real, out)
+    return out.errors[0]["reason"] if out.errors else None
+
+
+OUTSIDE = "symbolic link points outside the vault; not followed"
+
+
 def _visit(full: str, rel: str, root_real: str, base_real: str, out: Walk) -> None:
     try:
         # One lstat per file: a no-change sync of 10k files is mostly these
@@ -105,7 +161,7 @@ def _visit(full: str, rel: str, root_real: str, base_real: str, out: Walk) -> No
             return
         target = os.path.realpath(full)
         if os.path.commonpath([root_real, target]) != root_real:
-            out.errors.append({"path": rel, "reason": "symbolic link points outside the vault; not followed"})
+            out.errors.append({"path": rel, "reason": OUTSIDE})
             return
         if memory_file.hidden_target(root_real, target):
             out.errors.append({"path": rel, "reason": memory_file.HIDDEN_LINK})
