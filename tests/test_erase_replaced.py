@@ -136,3 +136,13 @@ def test_the_agents_forget_tool_restores_alike(vault: Vault) -> None:
     answer = mcp_server.Tools(vault).memory_forget(id=b, reason="the agent was told it was wrong")
     assert answer["erased"] == [b] and answer["result"]["restored"] == [a]
     assert _active(vault) == {a}
+
+
+def test_the_agents_forget_tool_can_erase_every_version(vault: Vault) -> None:
+    from memex.agents import mcp_server
+
+    a = vault.add(V1).id
+    b = supersede(vault, a, V2).result.id
+    answer = mcp_server.Tools(vault).memory_forget(id=b, reason="forget every version", with_superseded=True)
+    assert answer["erased"] == [b] and answer["result"]["superseded"] == [a] and answer["result"]["restored"] == []
+    assert vault.list(include_superseded=True) == []

@@ -90,6 +90,18 @@ def test_forget_is_for_the_owner_only_when_openclaw_knows(vault: Vault) -> None:
     assert tool(vault, "memex_forget", owner=True, id=stored.id)["erased"] == [stored.id]
 
 
+def test_forget_restores_or_erases_what_the_memory_replaced(vault: Vault) -> None:
+    from memex.consolidation.supersede import supersede
+
+    old = vault.add("The wifi password rotates monthly.", scope="agent:openclaw").id
+    new = supersede(vault, old, "The wifi password rotates weekly.").result.id
+    answer = tool(vault, "memex_forget", owner=True, id=new)
+    assert answer["result"]["restored"] == [old] and [m.id for m in vault.list()] == [old]
+    newer = supersede(vault, old, "The wifi password rotates daily.").result.id
+    answer = tool(vault, "memex_forget", owner=True, id=newer, with_superseded=True)
+    assert answer["result"]["superseded"] == [old] and vault.list(include_superseded=True) == []
+
+
 def test_forget_by_query_erases_only_a_clear_match(vault: Vault) -> None:
     vault.add("The release train leaves every second Wednesday.", scope="agent:openclaw")
     vault.add("The release notes go to the changelog channel.", scope="agent:openclaw")

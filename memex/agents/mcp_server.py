@@ -94,7 +94,9 @@ memex to forget something. Give id to erase exactly that memory. Or give
 query: memex erases only when exactly one memory matches with high
 confidence; otherwise nothing is erased and the candidates come back, so you
 can ask the user which one and call again with its id. reason is recorded
-in the erasure log (never the erased text).
+in the erasure log (never the erased text). What the memory had replaced is
+shown again (the newest version left), unless with_superseded erases every
+older version too.
 """
 
 HANDOFF_DOC = """The hand-off note for a session: what memex already stored verbatim this
@@ -323,6 +325,8 @@ class Tools:
             "Erase the one memory that clearly matches this; otherwise the candidates come back."))] = None,
         reason: Annotated[str, Field(min_length=1, max_length=500, description=(
             "Why, for the erasure log (the erased text is never logged)."))] = "asked to forget by the user",
+        with_superseded: Annotated[bool, Field(description=(
+            "Also erase every older version the memory replaced (else the newest one left is shown again)."))] = False,
     ) -> dict[str, Any]:
         from memex.erase.steps import erase
 
@@ -330,15 +334,16 @@ class Tools:
             raise InvalidArgument("id/query", "give exactly one of id or query")
         if id:
             id = resolve_id(self.vault, id)
-            return clip_strings({"erased": [id], "result": erase(self.vault, id, reason).as_dict()})
+            result = erase(self.vault, id, reason, with_superseded=with_superseded)
+            return clip_strings({"erased": [id], "result": result.as_dict()})
         hits = self.vault.search(str(query), limit=5)
         strong = [h for h in hits if h.score >= FORGET_MIN_SCORE]
         runner_up = hits[1].score if len(hits) > 1 else 0.0
         candidates = [{"id": h.id, "score": round(h.score, 3),
                        "preview": escape(preview(h.body, FORGET_PREVIEW_CHARS))} for h in hits]
         if len(strong) == 1 and hits[0].score - runner_up >= FORGET_MARGIN:
-            return clip_strings({"erased": [hits[0].id], "result": erase(self.vault, hits[0].id, reason).as_dict(),
-                                 "candidates": candidates})
+            result = erase(self.vault, hits[0].id, reason, with_superseded=with_superseded)
+            return clip_strings({"erased": [hits[0].id], "result": result.as_dict(), "candidates": candidates})
         why = "no match is confident enough" if not strong else "several memories match"
         return clip_strings({"erased": [], "reason": f"{why}; call again with the id of the one to forget",
                              "candidates": candidates})

@@ -200,6 +200,8 @@ class GatewayTools:
             "Erase the one memory that clearly matches this; otherwise the candidates come back."))] = None,
         reason: Annotated[str, Field(min_length=1, max_length=500, description=(
             "Why, for the erasure log (the erased text is never logged)."))] = "asked to forget by the user",
+        with_superseded: Annotated[bool, Field(description=(
+            "Also erase every older version the memory replaced (else the newest one left is shown again)."))] = False,
     ) -> dict[str, Any]:
         if self.owner is False:
             raise InvalidArgument("memex_forget", "only the gateway's owner may erase memories")
@@ -207,7 +209,8 @@ class GatewayTools:
             raise InvalidArgument("id/query", "give exactly one of id or query")
         if id:
             self._visible(id)
-            return clip_strings({"erased": [id], "result": erase(self.vault, id, reason).as_dict()})
+            result = erase(self.vault, id, reason, with_superseded=with_superseded)
+            return clip_strings({"erased": [id], "result": result.as_dict()})
         # As the MCP tool decides (mcp_server.Tools.memory_forget), among the readable scopes only.
         hits = self.vault.search(str(query), limit=5, scope=self.readable)
         strong = [h for h in hits if h.score >= mcp_server.FORGET_MIN_SCORE]
@@ -215,8 +218,8 @@ class GatewayTools:
         candidates = [{"id": h.id, "score": round(h.score, 3),
                        "preview": escape(preview(h.body, mcp_server.FORGET_PREVIEW_CHARS))} for h in hits]
         if len(strong) == 1 and hits[0].score - runner_up >= mcp_server.FORGET_MARGIN:
-            return clip_strings({"erased": [hits[0].id], "result": erase(self.vault, hits[0].id, reason).as_dict(),
-                                 "candidates": candidates})
+            result = erase(self.vault, hits[0].id, reason, with_superseded=with_superseded)
+            return clip_strings({"erased": [hits[0].id], "result": result.as_dict(), "candidates": candidates})
         why = "no match is confident enough" if not strong else "several memories match"
         return clip_strings({"erased": [], "reason": f"{why}; call again with the id of the one to forget",
                              "candidates": candidates})
