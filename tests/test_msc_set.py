@@ -92,3 +92,13 @@ def test_a_wrong_path_or_file_says_so(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="unknown half"):
         msc.split([], "choose3")
 
+
+
+def test_the_labels_name_episodes_and_turns_only() -> None:
+    # MSC's terms are not stated beside the copy: no episode text enters the repository.
+    path = locomo_pairs.MSC_LABELS
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert rows
+    assert all(set(r) <= {"conversation", "a", "b", "label", "why", "by"} for r in rows)
+    assert all(msc.episode_number(r["conversation"]) is not None for r in rows)
+    assert all(r["label"] in locomo_pairs.KINDS and len(r.get("why", "")) <= 40 for r in rows)
