@@ -44,8 +44,8 @@ the same way (scripts/topical_chat.py; labels in
 labels in ``scripts/data/realtalk_labels.jsonl``; ``--half choose`` or
 ``report``, its chat 1 held back from both), and ``--msc FILE`` Multi-Session
 Chat's three-session episodes (scripts/msc.py; labels in
-``scripts/data/msc_labels.jsonl``; ``--half choose`` or ``report``; ``choose2``
-its second choosing block; the episodes past those held back).
+``scripts/data/msc_labels.jsonl``; ``--half choose`` or ``report``; ``choose2`` and
+``choose3`` its further choosing blocks; its valid split held back).
 """
 
 from __future__ import annotations
@@ -442,7 +442,7 @@ def main() -> None:
     source.add_argument("--msc", help="MSC's session_3 test.txt or a folder with it (scripts/msc.py)")
     ap.add_argument("--half", default="choose", choices=("choose", "report", "all", "choose2", "choose3"),
                     help="choose2, choose3: Topical-Chat's second and third choosing blocks (scripts/topical_chat.py);"
-                         " choose2: MSC's second (scripts/msc.py)")
+                         " choose2, choose3: MSC's (scripts/msc.py)")
     ap.add_argument("--conversation", action="append", help="only these conversation ids")
     ap.add_argument("--labels", type=Path, help="default: the source's labels in scripts/data/")
     ap.add_argument("--now", action="store_true", help="candidates: add what today's code merges")

@@ -42,10 +42,13 @@ episodes in that order (places 120-359): chosen on only, never reported,
 added before anything was labelled when the code of the day merged no pair
 of the 60 ``choose`` episodes (long persona turns rarely share words), so
 that the errors left on other sets' reporting halves have more chances to
-show on data written by people. Every other episode (the rest of
-``test.txt``, and the ``valid.txt`` split) is **held back**: never loaded
-into any half, kept for later choosing blocks and for reviewers. MSC has no questions with evidence, so there is
-no retrieval figure for it.
+show on data written by people. A third, ``choose3``, is the rest of
+``test.txt`` (places 360 on, 141 episodes), chosen on only, never
+reported, added when ``choose2`` showed four merges and three echo
+refusals, before it was labelled. The ``valid.txt`` split is **held
+back**: never loaded into any half (a file of ``valid_N`` episodes is
+refused), kept for reviewers and later blocks. MSC has no questions with
+evidence, so there is no retrieval figure for it.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ import locomo  # noqa: E402
 
 SET_SIZE = 120
 BLOCK2_SIZE = 240
-HALVES = ("choose", "report", "all", "choose2")
+HALVES = ("choose", "report", "all", "choose2", "choose3")
 SPEAKERS = ("Cam", "Dee")
 FILE_NAMES = ("session_3_test.txt", "session_3/test.txt", "test.txt")
 _ID = re.compile(r"test_(\d+)")
@@ -112,9 +115,7 @@ def file_of(path: str | Path) -> Path:
 
 
 def load(path: str | Path) -> list[locomo.Conversation]:
-    """The first :data:`SET_SIZE` + :data:`BLOCK2_SIZE` test episodes by
-    number; no other episode is parsed (the held-back ones are skipped by id
-    before their turns are read)."""
+    """Every test episode, by number (the ``valid`` split is refused)."""
     f = file_of(path)
     rows: dict[int, dict[str, Any]] = {}
     for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
@@ -132,18 +133,19 @@ def load(path: str | Path) -> list[locomo.Conversation]:
         if len(raw.get("previous_dialogs") or ()) != 2:
             raise SystemExit(f"msc: {f}:{n} has not two previous sessions; point at session_3's test.txt")
         rows.setdefault(number, raw)
-    kept = sorted(rows)[:SET_SIZE + BLOCK2_SIZE]
-    return [parse(rows[n]) for n in kept]
+    return [parse(rows[n]) for n in sorted(rows)]
 
 
 def split(episodes: list[locomo.Conversation], half: str) -> list[locomo.Conversation]:
     """``choose`` (even places of the set in number order), ``report``
-    (odd), ``all`` (both) or ``choose2`` (the next block)."""
+    (odd), ``all`` (both), ``choose2`` (the next block) or ``choose3`` (the rest)."""
     if half not in HALVES:
         raise SystemExit(f"msc: unknown half {half!r} ({', '.join(HALVES)})")
     ordered = sorted(episodes, key=lambda c: episode_number(c.id) or 0)
     if half == "choose2":
         return ordered[SET_SIZE:SET_SIZE + BLOCK2_SIZE]
+    if half == "choose3":
+        return ordered[SET_SIZE + BLOCK2_SIZE:]
     ordered = ordered[:SET_SIZE]
     if half == "all":
         return ordered
@@ -160,6 +162,6 @@ def select(path: str | Path, half: str, ids: list[str] | None = None) -> list[lo
 
 if __name__ == "__main__":
     everything = load(sys.argv[1] if len(sys.argv) > 1 else ".")
-    for half in ("choose", "choose2"):
+    for half in ("choose", "choose2", "choose3"):
         part = split(everything, half)
         print(f"{half:7s} episodes {len(part):3d}  turns {sum(len(c.turns) for c in part):5d}")

@@ -1,6 +1,6 @@
 """scripts/msc.py rebuilds Multi-Session Chat's three-session episodes from a
-local copy; the split is fixed by episode number and every episode past the
-set is held back. Tested on tiny episode files written here, in the
+local copy; the split is fixed by episode number and the valid split is
+held back (refused). Tested on tiny episode files written here, in the
 published third-session file's layout."""
 
 from __future__ import annotations
@@ -62,13 +62,14 @@ def test_each_turn_is_one_memory_of_its_session_named_by_its_speaker(tmp_path: P
     assert locomo_pairs.session_of(ep.turns[5]) == "test_4-D3"
 
 
-def test_the_halves_alternate_by_number_and_every_episode_past_the_set_is_held_back(
+def test_the_halves_alternate_by_number_and_the_blocks_follow(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(msc, "SET_SIZE", 4)
     monkeypatch.setattr(msc, "BLOCK2_SIZE", 1)
     path = write(tmp_path / "session_3_test.txt", [10, 2, 7, 0, 3, 25])
-    assert [c.id for c in msc.load(path)] == ["test_0", "test_2", "test_3", "test_7", "test_10"]  # not test_25
+    assert [c.id for c in msc.load(path)] == ["test_0", "test_2", "test_3", "test_7", "test_10", "test_25"]
     assert [c.id for c in msc.select(path, "choose2")] == ["test_10"]
+    assert [c.id for c in msc.select(path, "choose3")] == ["test_25"]
     assert [c.id for c in msc.select(path, "choose")] == ["test_0", "test_3"]
     assert [c.id for c in msc.select(path, "report")] == ["test_2", "test_7"]
     assert [c.id for c in msc.select(path, "all")] == ["test_0", "test_2", "test_3", "test_7"]
@@ -90,7 +91,7 @@ def test_a_wrong_path_or_file_says_so(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="not an MSC episode"):
         msc.load(tmp_path / "bad.txt")
     with pytest.raises(SystemExit, match="unknown half"):
-        msc.split([], "choose3")
+        msc.split([], "report2")
 
 
 
