@@ -42,7 +42,10 @@ the same way (scripts/topical_chat.py; labels in
 ``scripts/data/topical_labels.jsonl``, chat and turn ids only), and
 ``--realtalk DIR`` REALTALK's multi-session chats (scripts/realtalk.py;
 labels in ``scripts/data/realtalk_labels.jsonl``; ``--half choose`` or
-``report``, its chat 1 held back from both).
+``report``, its chat 1 held back from both), and ``--msc FILE`` Multi-Session
+Chat's three-session episodes (scripts/msc.py; labels in
+``scripts/data/msc_labels.jsonl``; ``--half choose`` or ``report``; ``choose2`` and
+``choose3`` its further choosing blocks; its valid split held back).
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ import locomo  # noqa: E402
 LABELS = ROOT / "scripts" / "data" / "locomo_labels.jsonl"
 TOPICAL_LABELS = ROOT / "scripts" / "data" / "topical_labels.jsonl"
 REALTALK_LABELS = ROOT / "scripts" / "data" / "realtalk_labels.jsonl"
+MSC_LABELS = ROOT / "scripts" / "data" / "msc_labels.jsonl"
 SCOPE = "user"
 KINDS = ("same", "a_covers", "b_covers", "different")
 
@@ -82,7 +86,7 @@ RULE_BODY_JACCARD = 0.5
 
 
 def session_of(turn: locomo.Turn) -> str:
-    # LoCoMo's conversations are numbered; a Topical-Chat or REALTALK chat id names itself.
+    # LoCoMo's conversations are numbered; a Topical-Chat or REALTALK chat id, an MSC episode id names itself.
     name = f"locomo{turn.conversation}" if turn.conversation.isdigit() else turn.conversation
     return f"{name}-D{turn.session}"
 
@@ -435,8 +439,10 @@ def main() -> None:
     source.add_argument("--locomo", help="LoCoMo folder, zip or JSON (scripts/locomo.py)")
     source.add_argument("--topical", help="Topical-Chat test_freq.json or a folder with it (scripts/topical_chat.py)")
     source.add_argument("--realtalk", help="REALTALK's data folder or Chat_N files (scripts/realtalk.py)")
+    source.add_argument("--msc", help="MSC's session_3 test.txt or a folder with it (scripts/msc.py)")
     ap.add_argument("--half", default="choose", choices=("choose", "report", "all", "choose2", "choose3"),
-                    help="choose2, choose3: Topical-Chat's second and third choosing blocks (scripts/topical_chat.py)")
+                    help="choose2, choose3: Topical-Chat's second and third choosing blocks (scripts/topical_chat.py);"
+                         " choose2, choose3: MSC's (scripts/msc.py)")
     ap.add_argument("--conversation", action="append", help="only these conversation ids")
     ap.add_argument("--labels", type=Path, help="default: the source's labels in scripts/data/")
     ap.add_argument("--now", action="store_true", help="candidates: add what today's code merges")
@@ -457,10 +463,15 @@ def main() -> None:
         import realtalk
 
         convs = realtalk.select(args.realtalk, args.half, args.conversation)
+    elif args.msc:
+        import msc
+
+        convs = msc.select(args.msc, args.half, args.conversation)
     else:
         convs = locomo.select(args.locomo, args.half, args.conversation)
     if args.labels is None:
-        args.labels = TOPICAL_LABELS if args.topical else REALTALK_LABELS if args.realtalk else LABELS
+        args.labels = (TOPICAL_LABELS if args.topical else REALTALK_LABELS if args.realtalk
+                       else MSC_LABELS if args.msc else LABELS)
     embedder = load_embedder("auto")
     if embedder is None:
         raise SystemExit("the embedding model did not load; this evaluation needs it")

@@ -23,6 +23,7 @@ knowing the figures:
     .venv/bin/python scripts/relabel_reactions.py --locomo DIR --write    # and rewrite the labels
     .venv/bin/python scripts/relabel_reactions.py --topical FILE          # the same check on Topical-Chat
     .venv/bin/python scripts/relabel_reactions.py --realtalk DIR          # and on REALTALK
+    .venv/bin/python scripts/relabel_reactions.py --msc FILE              # and on MSC's choosing blocks
 
 It prints turn ids and labels only (the data's licences keep their text out
 of the repository); ``--text`` prints the texts too, to read, never to commit.
@@ -77,6 +78,7 @@ def main() -> None:
     source.add_argument("--locomo", help="LoCoMo folder, zip or JSON (scripts/locomo.py)")
     source.add_argument("--topical", help="Topical-Chat test_freq.json or a folder with it")
     source.add_argument("--realtalk", help="REALTALK's data folder or Chat_N files (scripts/realtalk.py)")
+    source.add_argument("--msc", help="MSC's session_3 test.txt or a folder with it (scripts/msc.py)")
     ap.add_argument("--labels", type=Path, help="default: the source's labels in scripts/data/")
     ap.add_argument("--write", action="store_true", help="rewrite the labels file with the changes")
     ap.add_argument("--text", action="store_true", help="print the pairs' texts to read (never commit)")
@@ -91,6 +93,12 @@ def main() -> None:
 
         convs = realtalk.select(args.realtalk, "all")  # both halves; the held-back chat is never labelled
         path = args.labels or locomo_pairs.REALTALK_LABELS
+    elif args.msc:
+        import msc
+
+        # The choosing blocks only: no MSC reporting episode has been labelled.
+        convs = [c for half in ("choose", "choose2", "choose3") for c in msc.select(args.msc, half)]
+        path = args.labels or locomo_pairs.MSC_LABELS
     else:
         convs = locomo.select(args.locomo, "all")
         path = args.labels or locomo_pairs.LABELS
