@@ -185,10 +185,16 @@ def _cjk_bigrams(run: str) -> list[str]:
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})
 
 
+def plain_apostrophes(text: str) -> str:
+    """``text`` with typographic apostrophes ("I’ve", as phones and editors
+    type it) as "'": one word either way, not "i" and "ve"."""
+    return text.translate(_APOSTROPHES)
+
+
 def nfkc(text: str) -> str:
     """Unicode NFKC, with typographic apostrophes read as "'" ("don’t" is
     "don't"): the form the dedup checks compare words in."""
-    return unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
+    return plain_apostrophes(unicodedata.normalize("NFKC", text))
 
 
 def tokens(text: str) -> list[str]:
@@ -198,10 +204,7 @@ def tokens(text: str) -> list[str]:
         # its own NFKC form, casefolds as it lowers and holds no CJK run.
         return _TOKEN.findall(text.lower())
     out: list[str] = []
-    # A typographic apostrophe ("I’ve", as phones and editors type it) joins
-    # a word as the ASCII one does: "i've" either way, not "i" and "ve".
-    text = text.translate(_APOSTROPHES)
-    for match in _TOKEN.finditer(unicodedata.normalize("NFKC", text).casefold()):
+    for match in _TOKEN.finditer(nfkc(text).casefold()):
         piece = match.group(0)
         if _CJK_RUN.match(piece):
             out.extend(_cjk_bigrams(piece))

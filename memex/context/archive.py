@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memex import jsonio
 from memex.files import permissions
 from memex.context.tokens import content_text
 from memex.errors import InvalidArgument
@@ -93,8 +94,8 @@ def load_state(vault: Vault, session: str) -> State:
     if not path.exists():
         return State(session=session)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
+        raw = jsonio.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
         raise InvalidArgument("session", f"{path}: unreadable archive state ({type(exc).__name__}: {exc})") from exc
     known = {f.name for f in fields(State)}
     return State(**{k: v for k, v in raw.items() if k in known})
@@ -148,8 +149,8 @@ def read_turns(vault: Vault, session: str, after_seq: int = 0) -> list[dict[str,
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             try:
-                record = json.loads(line)
-            except (ValueError, RecursionError):  # a line torn by a crash mid-append, or not memex's
+                record = jsonio.loads(line)
+            except ValueError:  # a line torn by a crash mid-append, or not memex's
                 continue
             if isinstance(record, dict) and int(record.get("seq", 0)) > after_seq:
                 out.append(record)
@@ -172,8 +173,8 @@ def _last_seq(path: Path) -> int:
             # lines[0] may be cut by the chunk boundary: parse it only at the start of the file.
             for raw in reversed(lines if pos == 0 else lines[1:]):
                 try:
-                    record = json.loads(raw)
-                except (ValueError, RecursionError):  # empty, torn by a crash, or not memex's
+                    record = jsonio.loads(raw)
+                except ValueError:  # empty, torn by a crash, or not memex's
                     continue
                 if isinstance(record, dict):
                     return int(record.get("seq", 0))
@@ -191,8 +192,8 @@ def turn_with_key(vault: Vault, session: str, key: str) -> dict[str, Any] | None
             if needle not in line:  # most lines: no JSON parse
                 continue
             try:
-                record = json.loads(line)
-            except (ValueError, RecursionError):
+                record = jsonio.loads(line)
+            except ValueError:
                 continue
             if isinstance(record, dict) and record.get("key") == key:
                 return record

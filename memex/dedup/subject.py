@@ -35,7 +35,7 @@ from functools import lru_cache
 from memex.dedup.cjk import cosine_trusted
 from memex.dedup.values import names
 from memex.dedup.wording import stem
-from memex.text import SPEAKER_PREFIX, STOPWORDS, content_tokens, strip_injected
+from memex.text import SPEAKER_PREFIX, STOPWORDS, content_tokens, plain_apostrophes, strip_injected
 
 # A prefix that labels a note rather than naming who speaks ("Note: ...",
 # "Decision: ..."): not a speaker.
@@ -319,7 +319,7 @@ def wording(text: str) -> tuple[str, ...]:
     of no word at all (an emoji, "*?") is its symbols, so that two such
     turns are the same only when they are the same signs."""
     b = body(text)
-    found = tuple(_WORD.findall(b.casefold().replace("\u2019", "'")))
+    found = tuple(_WORD.findall(plain_apostrophes(b).casefold()))
     return found if found else tuple("".join(b.split()))
 
 

@@ -22,6 +22,7 @@ import re
 
 from memex.dedup.cjk import cosine_trusted
 from memex.dedup.subject import acts, body, parts, speaker, wording
+from memex.text import plain_apostrophes
 
 # Words that point outside the turn, each read as its plain form.
 _POINTERS = {
@@ -33,7 +34,7 @@ _POINTERS = {
     # Ellis" is about the other person; memex.dedup.carries).
     "you": "you", "your": "you", "yours": "you", "yourself": "you", "youre": "you", "u": "you",
 }
-_POINTER_WORD = re.compile(r"[a-z]+(?:['’][a-z]+)?")
+_POINTER_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 # What a statement points at with these is in another turn; "you" is whom
 # it is said to, which :func:`memex.dedup.subject.other_subject` reads.
 STATEMENT_POINTERS = frozenset("that this these those it he she they same".split())
@@ -43,9 +44,8 @@ def pointers(text: str) -> frozenset[str]:
     """The pointing words of ``text``'s body, each read as its plain form
     ("that's", "thats" -> "that"; "her" -> "she")."""
     out = set()
-    for tok in _POINTER_WORD.findall(body(text).casefold()):
-        head = re.split(r"['’]", tok)[0]
-        word = _POINTERS.get(tok.replace("'", "").replace("’", "")) or _POINTERS.get(head)
+    for tok in _POINTER_WORD.findall(plain_apostrophes(body(text)).casefold()):
+        word = _POINTERS.get(tok.replace("'", "")) or _POINTERS.get(tok.split("'")[0])
         if word is not None:
             out.add(word)
     return frozenset(out)
