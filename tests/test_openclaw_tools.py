@@ -99,6 +99,7 @@ def test_forget_restores_or_erases_what_the_memory_replaced(vault: Vault) -> Non
     assert answer["result"]["restored"] == [old] and [m.id for m in vault.list()] == [old]
     newer = supersede(vault, old, "The wifi password rotates daily.").result.id
     answer = tool(vault, "memex_forget", owner=True, id=newer, with_superseded=True)
+    assert sorted(answer["erased"]) == sorted([old, newer])
     assert answer["result"]["superseded"] == [old] and vault.list(include_superseded=True) == []
 
 

@@ -335,7 +335,7 @@ class Tools:
         if id:
             id = resolve_id(self.vault, id)
             result = erase(self.vault, id, reason, with_superseded=with_superseded)
-            return clip_strings({"erased": [id], "result": result.as_dict()})
+            return clip_strings({"erased": result.erased, "result": result.as_dict()})
         hits = self.vault.search(str(query), limit=5)
         strong = [h for h in hits if h.score >= FORGET_MIN_SCORE]
         runner_up = hits[1].score if len(hits) > 1 else 0.0
@@ -343,7 +343,7 @@ class Tools:
                        "preview": escape(preview(h.body, FORGET_PREVIEW_CHARS))} for h in hits]
         if len(strong) == 1 and hits[0].score - runner_up >= FORGET_MARGIN:
             result = erase(self.vault, hits[0].id, reason, with_superseded=with_superseded)
-            return clip_strings({"erased": [hits[0].id], "result": result.as_dict(), "candidates": candidates})
+            return clip_strings({"erased": result.erased, "result": result.as_dict(), "candidates": candidates})
         why = "no match is confident enough" if not strong else "several memories match"
         return clip_strings({"erased": [], "reason": f"{why}; call again with the id of the one to forget",
                              "candidates": candidates})

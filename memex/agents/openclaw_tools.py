@@ -210,7 +210,7 @@ class GatewayTools:
         if id:
             self._visible(id)
             result = erase(self.vault, id, reason, with_superseded=with_superseded)
-            return clip_strings({"erased": [id], "result": result.as_dict()})
+            return clip_strings({"erased": result.erased, "result": result.as_dict()})
         # As the MCP tool decides (mcp_server.Tools.memory_forget), among the readable scopes only.
         hits = self.vault.search(str(query), limit=5, scope=self.readable)
         strong = [h for h in hits if h.score >= mcp_server.FORGET_MIN_SCORE]
@@ -219,7 +219,7 @@ class GatewayTools:
                        "preview": escape(preview(h.body, mcp_server.FORGET_PREVIEW_CHARS))} for h in hits]
         if len(strong) == 1 and hits[0].score - runner_up >= mcp_server.FORGET_MARGIN:
             result = erase(self.vault, hits[0].id, reason, with_superseded=with_superseded)
-            return clip_strings({"erased": [hits[0].id], "result": result.as_dict(), "candidates": candidates})
+            return clip_strings({"erased": result.erased, "result": result.as_dict(), "candidates": candidates})
         why = "no match is confident enough" if not strong else "several memories match"
         return clip_strings({"erased": [], "reason": f"{why}; call again with the id of the one to forget",
                              "candidates": candidates})
