@@ -1,6 +1,7 @@
 """Turns that lean on the talk around them (memex/dedup/talk.py): a
-question, and a turn said by someone that points with "that", "it", "she",
-"they" or "the same", are carried only by the same words; and "the
+turn said by someone that states something (two words of content or more),
+a question, and a short turn said by someone that points with "that", "it",
+"she", "they" or "the same", are carried only by the same words; and "the
 weekend" is of the moment it is said in (memex/dedup/subject.py).
 
 Chosen on REALTALK's choosing chats (docs/write-path.md, "Real
@@ -33,10 +34,52 @@ from tests.chat_helpers import add, grouped, write
         ("Lea: My sister loved the new bakery", "Lea: She loved the new bakery"),
     ],
 )
-def test_a_turn_that_points_at_the_talk_is_carried_only_by_the_same_words(kept: str, cand: str) -> None:
+def test_a_turn_that_states_something_is_carried_only_by_the_same_words(kept: str, cand: str) -> None:
     assert subject.covers(kept, cand)  # the words alone would carry it
-    assert talk.leans_on_talk(kept, cand) == "pointer"
+    assert talk.leans_on_talk(kept, cand) == "statement"
     assert talk.leans_on_talk(cand, cand + "!") is None  # the same words, other signs
+
+
+@pytest.mark.parametrize(
+    ("kept", "cand"),
+    [
+        ("Lea: I loved the play so much", "Lea: Loved it"),
+        ("Lea: It was the best concert", "Lea: That was great"),
+    ],
+)
+def test_a_short_turn_that_points_at_the_talk_is_carried_only_by_the_same_words(kept: str, cand: str) -> None:
+    assert talk.leans_on_talk(kept, cand) == "pointer"
+    assert talk.leans_on_talk(cand, cand.lower()) is None
+
+
+@pytest.mark.parametrize(
+    ("kept", "cand"),
+    [
+        # A state said again: news of its day.
+        ("Sam: Thanks for fixing my car, it runs smoothly now", "Sam: My car runs smoothly now, thanks to you"),
+        # "just" (= that is all) in answer to another question.
+        ("Sam: I play video games all the time", "Sam: I just play video games all the time"),
+        # Small talk around a statement does not make it small talk.
+        ("Sam: Thanks! I went to the lake with my dog", "Sam: Thank you, went to the lake with the dog"),
+    ],
+)
+def test_a_statement_said_again_in_other_words_is_its_own_turn(kept: str, cand: str) -> None:
+    assert talk.leans_on_talk(kept, cand) == "statement"
+    # Without a speaker a note is read by the other checks, as before.
+    assert talk.leans_on_talk(kept.removeprefix("Sam: "), cand.removeprefix("Sam: ")) is None
+
+
+@pytest.mark.parametrize(
+    ("kept", "cand"),
+    [
+        ("Sam: Thank you so much!", "Sam: Thanks so much!!"),
+        ("Sam: Bye, talk to you later!", "Sam: Bye! Talk soon"),
+        ("Sam: Hey! How have you been?", "Sam: Hi! How's it going?"),
+        ("Sam: Thanks, I really appreciate your help with the move", "Sam: Thanks, I appreciate it"),
+    ],
+)
+def test_small_talk_stating_at_most_one_word_is_left_to_the_other_checks(kept: str, cand: str) -> None:
+    assert talk.leans_on_talk(kept, cand) is None
 
 
 @pytest.mark.parametrize(
@@ -60,8 +103,10 @@ def test_small_talk_and_notes_are_read_as_before() -> None:
     # A note without a speaker points inside itself.
     assert talk.leans_on_talk("numpy stays below 2.0 because the ONNX wheels break with numpy 2",
                               "numpy stays below 2.0 because the ONNX wheels break with it") is None
-    # No pointing word, no question: left to the other checks.
-    assert talk.leans_on_talk("Lea: I fixed the old bike chain yesterday", "Lea: Fixed the bike chain yesterday") is None
+    # No pointing word, no question, but a statement said by someone.
+    assert talk.leans_on_talk("Lea: I fixed the old bike chain yesterday",
+                              "Lea: Fixed the bike chain yesterday") == "statement"
+    assert talk.leans_on_talk("I fixed the old bike chain yesterday", "Fixed the bike chain yesterday") is None
 
 
 def test_the_weekend_is_of_the_moment() -> None:
@@ -78,6 +123,30 @@ def test_two_turns_pointing_at_two_things_are_both_kept(model_vault: Vault) -> N
     assert add(model_vault, "Lea: I think that was a nice play", session="day1").status == "created"
     # The same words said again are the same remark.
     assert add(model_vault, "Lea: I think that was a nice play!", session="day1").status == "duplicate"
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        # Dropped by Jaccard (0.83) before: another day's news of the car.
+        (("Sam: Thanks for fixing my car, it runs smoothly now", "day1"),
+         ("Sam: My car runs smoothly now, thanks to you", "day5")),
+        # Dropped by Jaccard (1.0) before: "just" answers another question.
+        (("Sam: I play video games all the time", "day1"), ("Sam: I just play video games all the time", "day1")),
+    ],
+)
+def test_a_statement_said_again_in_other_words_is_kept(
+    model_vault: Vault, first: tuple[str, str], second: tuple[str, str]
+) -> None:
+    assert add(model_vault, first[0], session=first[1]).status == "created"
+    r = add(model_vault, second[0], session=second[1])
+    assert r.status == "created"
+    assert r.similar_facts  # reported as similar, not lost
+    # The same words again are still the same turn, and small talk still folds.
+    assert add(model_vault, second[0] + "!", session=second[1]).status == "duplicate"
+    assert add(model_vault, "Sam: Thank you so much!", session="day1").status == "created"
+    assert add(model_vault, "Sam: Thanks so much!!", session="day1").status == "duplicate"
 
 
 @pytest.mark.model
@@ -100,7 +169,7 @@ def test_consolidation_hides_no_turn_pointing_at_something_else(model_vault: Vau
     model_vault.reindex()
     assert not grouped(model_vault, "first", "second")
     assert carries.stays_apart("Lea: I think that was a really nice and clever play",
-                               "Lea: I think that was a nice play") == "pointer"
+                               "Lea: I think that was a nice play") == "statement"
 
 
 # --- a typographic apostrophe ------------------------------------------------

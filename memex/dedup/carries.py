@@ -22,10 +22,10 @@ from memex.dedup.talk import leans_on_talk, pointers
 SHORT_WORDS = 2
 # A short turn that points at whom it is said to ("Then you must like
 # Ellis") or with a word its representative does not use may point at
-# something else. A turn of a conversation pointing with "that", "it",
-# "she", "they" or "the same" at any length is read by
-# memex.dedup.talk.leans_on_talk, as dedup reads it; this reading adds the
-# short turns of notes without a speaker and the pointing "you".
+# something else. A turn of a conversation stating two words or more, or
+# pointing with "that", "it", "she", "they" or "the same", is read by
+# memex.dedup.talk.leans_on_talk, as dedup reads it; these two readings
+# add the short notes without a speaker, one-word turns and the pointing "you".
 POINTER_WORDS = 3
 
 
