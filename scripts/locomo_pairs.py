@@ -45,7 +45,10 @@ labels in ``scripts/data/realtalk_labels.jsonl``; ``--half choose`` or
 ``report``, its chat 1 held back from both), and ``--msc FILE`` Multi-Session
 Chat's three-session episodes (scripts/msc.py; labels in
 ``scripts/data/msc_labels.jsonl``; ``--half choose`` or ``report``; ``choose2`` and
-``choose3`` its further choosing blocks; its valid split held back).
+``choose3`` its further choosing blocks; its valid split held back), and
+``--memorybank FILE`` MemoryBank's users talking with an AI companion over ten
+days (scripts/memorybank.py; labels in ``scripts/data/memorybank_labels.jsonl``;
+``--half choose`` or ``report``).
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ LABELS = ROOT / "scripts" / "data" / "locomo_labels.jsonl"
 TOPICAL_LABELS = ROOT / "scripts" / "data" / "topical_labels.jsonl"
 REALTALK_LABELS = ROOT / "scripts" / "data" / "realtalk_labels.jsonl"
 MSC_LABELS = ROOT / "scripts" / "data" / "msc_labels.jsonl"
+MEMORYBANK_LABELS = ROOT / "scripts" / "data" / "memorybank_labels.jsonl"
 SCOPE = "user"
 KINDS = ("same", "a_covers", "b_covers", "different")
 
@@ -440,6 +444,7 @@ def main() -> None:
     source.add_argument("--topical", help="Topical-Chat test_freq.json or a folder with it (scripts/topical_chat.py)")
     source.add_argument("--realtalk", help="REALTALK's data folder or Chat_N files (scripts/realtalk.py)")
     source.add_argument("--msc", help="MSC's session_3 test.txt or a folder with it (scripts/msc.py)")
+    source.add_argument("--memorybank", help="MemoryBank's memory_bank_en.json or a folder with it (scripts/memorybank.py)")
     ap.add_argument("--half", default="choose", choices=("choose", "report", "all", "choose2", "choose3"),
                     help="choose2, choose3: Topical-Chat's second and third choosing blocks (scripts/topical_chat.py);"
                          " choose2, choose3: MSC's (scripts/msc.py)")
@@ -467,11 +472,17 @@ def main() -> None:
         import msc
 
         convs = msc.select(args.msc, args.half, args.conversation)
+    elif args.memorybank:
+        import memorybank
+
+        if args.half not in memorybank.HALVES:
+            raise SystemExit(f"--memorybank has no half {args.half!r} ({', '.join(memorybank.HALVES)})")
+        convs = memorybank.select(args.memorybank, args.half, args.conversation)
     else:
         convs = locomo.select(args.locomo, args.half, args.conversation)
     if args.labels is None:
         args.labels = (TOPICAL_LABELS if args.topical else REALTALK_LABELS if args.realtalk
-                       else MSC_LABELS if args.msc else LABELS)
+                       else MSC_LABELS if args.msc else MEMORYBANK_LABELS if args.memorybank else LABELS)
     embedder = load_embedder("auto")
     if embedder is None:
         raise SystemExit("the embedding model did not load; this evaluation needs it")
