@@ -189,6 +189,17 @@ def test_a_similar_note_prints_the_supersede_command(cli: click.Group, vault_roo
     assert ok_json(cli, vault_root, "show", old)["status"] == "superseded"
 
 
+def test_a_fact_kept_apart_is_listed_but_never_offered_for_supersede(cli: click.Group, vault_root: Path) -> None:
+    # Another speaker's statement on the same subject is a distinct memory:
+    # following the printed command would hide it (issue 28).
+    emi = ok_json(cli, vault_root, "add", "Emi: I have been to the Grand Canyon twice by helicopter")["id"]
+    added = run(cli, vault_root, "add", "Elise: The Grand Canyon by helicopter is the best way to go")
+    assert added.exit_code == 0 and f"similar {emi}" in added.stdout
+    assert "memex supersede" not in added.stdout and "memex erase" not in added.stdout
+    answer = ok_json(cli, vault_root, "add", "Elise: The Grand Canyon by helicopter is the best way there")
+    assert all(f["suggestion"] != "supersede" for f in answer["similar_facts"] if f["id"] == emi)
+
+
 # -- a folder inside a vault ------------------------------------------------------------
 
 

@@ -121,9 +121,13 @@ def add_cmd(ctx: click.Context, /, text: str, as_json: bool, **opts: Any) -> Non
         click.echo(f"{result.status} ({result.method}{sim}): already stored as {result.existing_id}")
     for fact in result.similar_facts:
         click.echo(f"  similar {fact.id} ({fact.similarity:.2f}): {short(fact.body, 70)}")
-    if result.similar_facts and result.status == "created":
-        # The action the note is for: this memory replaces the older one.
-        old = result.similar_facts[0].id
+    older = [f for f in result.similar_facts if f.suggestion == "supersede"]
+    if older and result.status == "created":
+        # The action the note is for: this memory replaces an older value.
+        # Only where dedup read one (a changed value, something added): a
+        # fact kept apart (another speaker's, a question, a statement of its
+        # own) is listed, and superseding it would hide a distinct fact.
+        old = older[0].id
         new = shlex.quote(text) if len(text) <= 200 and "\n" not in text else "-  (the same text on standard input)"
         click.echo(f"  if this replaces {old}: memex supersede {old} {new}")
         click.echo(f"  (or keep the old one: memex erase {result.id} --reason 'duplicate')")
