@@ -146,6 +146,20 @@ def _parse(raw: dict[str, Any], fallback: str) -> Conversation:
     return Conversation(conv_id, speakers, tuple(turns), questions)
 
 
+def data_file(path: str | Path, names: tuple[str, ...], source: str) -> Path:
+    """The data file at PATH: PATH itself, or the first of ``names`` in the
+    folder PATH; ``source`` names the set (and its script) in the error."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise SystemExit(f"{source}: {p} does not exist (see scripts/{source}.py for how to bring it)")
+    if p.is_dir():
+        for name in names:
+            if (p / name).is_file():
+                return p / name
+        raise SystemExit(f"{source}: no {' or '.join(names)} under {p}")
+    return p
+
+
 def _raw_samples(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     if path.is_dir():
         files = sorted(p for p in path.rglob("*.json") if not p.name.startswith("."))

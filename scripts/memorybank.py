@@ -76,15 +76,7 @@ def parse(name: str, raw: dict[str, Any]) -> locomo.Conversation:
 
 def file_of(path: str | Path) -> Path:
     """The English memory-bank file at PATH (the file, or a folder holding it)."""
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise SystemExit(f"memorybank: {p} does not exist (see scripts/memorybank.py for how to bring it)")
-    if p.is_dir():
-        for name in FILE_NAMES:
-            if (p / name).is_file():
-                return p / name
-        raise SystemExit(f"memorybank: no {' or '.join(FILE_NAMES)} under {p}")
-    return p
+    return locomo.data_file(path, FILE_NAMES, "memorybank")
 
 
 def load(path: str | Path) -> list[locomo.Conversation]:

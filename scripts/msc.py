@@ -103,15 +103,7 @@ def parse(raw: dict[str, Any]) -> locomo.Conversation:
 
 def file_of(path: str | Path) -> Path:
     """The third-session file at PATH (the file, or a folder holding it)."""
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise SystemExit(f"msc: {p} does not exist (see scripts/msc.py for how to bring it)")
-    if p.is_dir():
-        for name in FILE_NAMES:
-            if (p / name).is_file():
-                return p / name
-        raise SystemExit(f"msc: no {' or '.join(FILE_NAMES)} under {p}")
-    return p
+    return locomo.data_file(path, FILE_NAMES, "msc")
 
 
 def load(path: str | Path) -> list[locomo.Conversation]:
