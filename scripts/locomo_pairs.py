@@ -475,8 +475,6 @@ def main() -> None:
     elif args.memorybank:
         import memorybank
 
-        if args.half not in memorybank.HALVES:
-            raise SystemExit(f"--memorybank has no half {args.half!r} ({', '.join(memorybank.HALVES)})")
         convs = memorybank.select(args.memorybank, args.half, args.conversation)
     else:
         convs = locomo.select(args.locomo, args.half, args.conversation)

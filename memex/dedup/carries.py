@@ -12,8 +12,8 @@ conversations").
 from __future__ import annotations
 
 from memex.dedup.cjk import cosine_trusted
-from memex.dedup.subject import acts, keeps_apart, parts, wording
-from memex.dedup.talk import leans_on_talk, pointers
+from memex.dedup.subject import acts, parts, wording
+from memex.dedup.talk import apart, pointers
 
 # A statement of at most this many words of content ("Just took a test",
 # "Shiver me timbers", "I don't really like fish") says what it says through
@@ -31,14 +31,15 @@ POINTER_WORDS = 3
 
 def stays_apart(kept: str, cand: str) -> str | None:
     """Why consolidation may not hide ``cand`` behind ``kept``, or None:
-    :func:`keeps_apart`, then "short": ``cand`` states at most
+    :func:`memex.dedup.talk.apart` (the subject checks, then a turn that
+    leans on the talk), then "short": ``cand`` states at most
     :data:`SHORT_WORDS` words of content, asking nothing, with no greeting,
     thanks, offer or farewell, and ``kept`` is not the same words;
     "pointer": ``cand`` states at most :data:`POINTER_WORDS` words of
     content and points with a word ``kept`` does not use (:func:`pointers`).
     A question or small talk (a greeting, thanks, offer or farewell: "Thanks,
     your help means a lot") is read as :func:`keeps_apart` reads it."""
-    reason = keeps_apart(kept, cand) or leans_on_talk(kept, cand)
+    reason = apart(kept, cand)
     if reason is not None or not (cosine_trusted(kept) and cosine_trusted(cand)):
         return reason
     if wording(kept) == wording(cand):

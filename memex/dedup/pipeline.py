@@ -20,8 +20,8 @@ two processes adding the same body still produce one file:
    is another subject's statement, an answer against its question, a
    text that says something the stored one does not
    (:mod:`memex.dedup.subject`; one that adds is reported with ``supersede``),
-   or a question or a turn said by someone that points at the talk around
-   it, unless in the same words (:mod:`memex.dedup.talk`);
+   or a question, or a turn said by someone that states something or points
+   at the talk around it, unless in the same words (:mod:`memex.dedup.talk`);
 5. turn-echo guard: an agent (``tool``/``agent``) restating what a hook
    (``keyword``/``user``) captured verbatim in the same session a moment
    ago is refused with the stored id (not another subject's statement, a
@@ -47,8 +47,8 @@ from memex.store import IndexLike, IndexStore, as_store
 from memex.text import body_hash, content_tokens, jaccard
 from memex.dedup import symmetric
 from memex.dedup.cjk import changes_cjk_value, cosine_trusted
-from memex.dedup.subject import keeps_apart, of_the_moment, restates
-from memex.dedup.talk import leans_on_talk
+from memex.dedup.subject import of_the_moment, restates
+from memex.dedup.talk import apart as talk_apart, leans_on_talk
 from memex.dedup.values import conflicts, differs_in_number
 from memex.dedup.wording import changes_statement
 # The [dedup] settings, re-exported: they live apart so that reading them loads no numpy.
@@ -196,7 +196,7 @@ def _judge(
         if not near:
             continue
         sim = max(jac, cos if cos is not None else 0.0)
-        apart = keeps_apart(n.body, cand.body) or leans_on_talk(n.body, cand.body)
+        apart = talk_apart(n.body, cand.body)
         if apart is None and cand.session is not None and n.session not in (None, cand.session) \
                 and of_the_moment(cand.body):
             # "Nice day out today" in another session: another day's fact.

@@ -16,8 +16,9 @@ its own moment ("my car runs great" days after "so far it runs smoothly").
 On every choosing set only small talk was ever rightly dropped by a
 similarity layer.
 
-Dedup, the turn-echo guard and consolidation ask :func:`leans_on_talk`
-beside :func:`memex.dedup.subject.keeps_apart`.
+Dedup and consolidation ask :func:`apart` (the subject checks of
+:func:`memex.dedup.subject.keeps_apart`, then these); the turn-echo guard
+asks :func:`leans_on_talk` beside its own reading of a restatement.
 Small talk (a greeting, thanks, offer or farewell) is read by
 :func:`keeps_apart`'s acts, not here: "How's it going?" greets.
 """
@@ -27,7 +28,7 @@ from __future__ import annotations
 import re
 
 from memex.dedup.cjk import cosine_trusted
-from memex.dedup.subject import acts, body, parts, speaker, wording
+from memex.dedup.subject import acts, body, keeps_apart, parts, speaker, wording
 from memex.text import plain_apostrophes
 
 # Words that point outside the turn, each read as its plain form.
@@ -83,14 +84,15 @@ def leans_on_talk(kept: str, cand: str) -> str | None:
         return None
     if wording(kept) == wording(cand):
         return None
-    if speaker(cand) is not None and len(parts(cand)[0]) >= STATEMENT_WORDS:
+    stated, _, asks = parts(cand)
+    if speaker(cand) is not None and len(stated) >= STATEMENT_WORDS:
         # Said by someone, a statement is an utterance of its moment: said
         # again, on another day or in answer to something else, it is news
         # again ("my car runs great" days after "so far it runs smoothly").
         return "statement"
     if acts(cand):
         return None
-    if parts(cand)[2]:
+    if asks:
         return "question"
     if speaker(cand) is not None and pointers(cand) & STATEMENT_POINTERS:
         # A note written to be read alone points inside itself ("numpy
@@ -98,3 +100,9 @@ def leans_on_talk(kept: str, cand: str) -> str | None:
         # said by someone points at the talk.
         return "pointer"
     return None
+
+
+def apart(kept: str, cand: str) -> str | None:
+    """Why ``cand`` is not carried by ``kept``: :func:`memex.dedup.subject.keeps_apart`'s
+    reason, else :func:`leans_on_talk`'s, else None."""
+    return keeps_apart(kept, cand) or leans_on_talk(kept, cand)
