@@ -112,6 +112,21 @@ def test_a_request_holding_half_an_emoji_reaches_the_sdk_readable(tmp_path: Path
     assert front.to_sdk.get_nowait() == emoji
 
 
+def test_a_request_holding_half_an_emoji_as_raw_bytes_reaches_the_sdk_readable(tmp_path: Path) -> None:
+    """Found in review: json.loads reads bytes with "surrogatepass", so a lone
+    surrogate written as its own three bytes (ED A0 BD, not the "\\ud83d"
+    escape) was not looked for and went on to the SDK as it came."""
+    front, _ = _front(tmp_path)
+    line = (b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "memory_add", '
+            b'"arguments": {"text": "The egret marsh \xed\xa0\xbd floods in april"}}}\n')
+    front.from_agent(line)
+    [sent] = _sdk_lines(front)
+    assert sent["id"] == 9 and sent["params"]["arguments"]["text"] == "The egret marsh \ufffd floods in april"
+    korean = '{"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {"x": "힣"}}\n'.encode()
+    front.from_agent(korean)  # ED 9E A3: a letter, not half of one, left as it is
+    assert front.to_sdk.get_nowait() == korean
+
+
 def test_a_listen_is_acknowledged_from_the_cache_under_the_agents_id(tmp_path: Path) -> None:
     """Claude Code counts the server connected once its subscription is acknowledged."""
     listen = {"jsonrpc": "2.0", "id": "listen:0", "method": "subscriptions/listen",

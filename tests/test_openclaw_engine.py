@@ -308,3 +308,14 @@ def test_a_request_holding_half_an_emoji_is_read(vault: Vault) -> None:
     [answer] = serve(vault, line)
     assert answer["ok"] is True, answer
     assert [m.body for m in vault.list()] == ["The heron pond \ufffd is north of the barn"]
+
+
+def test_a_request_holding_half_an_emoji_as_raw_bytes_is_read(vault: Vault) -> None:
+    """Found in review: json.loads reads bytes with "surrogatepass", so a lone
+    surrogate written as its three UTF-8-style bytes (ED A0 BD, not the
+    "\\ud83d" escape) came through unreplaced and memex_store refused the fact."""
+    line = (b'{"id": 1, "op": "tool", "params": {"name": "memex_store", "sessionKey": "' + KEY.encode()
+            + b'", "arguments": {"text": "The heron pond \xed\xa0\xbd is north of the barn"}}}\n')
+    [answer] = serve(vault, line)
+    assert answer["ok"] is True, answer
+    assert [m.body for m in vault.list()] == ["The heron pond \ufffd is north of the barn"]

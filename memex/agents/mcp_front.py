@@ -37,6 +37,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from memex import jsonio
+
 # Requests whose answer depends on nothing but the code: answered from the cache.
 CACHED_METHODS = frozenset({
     "server/discover", "initialize", "tools/list", "prompts/list", "resources/list", "resources/templates/list",
@@ -201,19 +203,13 @@ class Front:
     def from_agent(self, raw: bytes) -> None:
         """One line from the agent: answered from the cache or not, it goes on to the SDK."""
         try:
-            message = json.loads(raw)
-        except (ValueError, RecursionError):  # RecursionError: nested past Python's stack
-            message = None
-        clean = message
-        if b"\\ud" in raw.lower():  # a surrogate escape: the rare line worth a look
-            from memex.text import without_lone_surrogates  # not on the handshake's start-up path
-
-            clean = without_lone_surrogates(message)
-        if clean is not message:
+            message, replaced = jsonio.read(raw)
+        except ValueError:  # not JSON, or nested past Python's stack
+            message, replaced = None, False
+        if replaced:
             # Half an emoji (a lone surrogate) from a JavaScript client: the SDK
             # drops such a request unanswered and the agent waits; it reads U+FFFD.
-            message = clean
-            raw = json.dumps(clean, ensure_ascii=False).encode("utf-8") + b"\n"
+            raw = json.dumps(message, ensure_ascii=False).encode("utf-8") + b"\n"
         if not isinstance(message, dict) or "id" not in message or "method" not in message:
             self.to_sdk.put(raw)  # a notification, an answer to the SDK, or not JSON: the SDK's to judge
             return
